@@ -1,0 +1,3 @@
+from switchboard.cli.main import main
+
+main()

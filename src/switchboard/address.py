@@ -1,0 +1,124 @@
+"""The address grammar: who or what a message is sent to.
+
+    name                 an agent's mailbox (``backend``)
+    name@machine         that agent, pushed to its sessions on one machine
+    name@machine#pid     one exact session of that agent
+    #channel             every member of a channel
+
+Names are case-insensitive and stored in lower case. Pure: no I/O, imports only ``errors``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from switchboard.errors import BadAddress, BadName
+
+NAME_MAX = 64
+MACHINE_MAX = 253
+
+# A name starts and ends with a letter or digit; inside, it may also use . _ and -.
+_NAME = r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?"
+# Host names as the machine reports them (lower-cased); underscores appear in the wild.
+_MACHINE = r"[a-z0-9](?:[a-z0-9._-]{0,251}[a-z0-9])?"
+_PID = r"[1-9][0-9]{0,9}"
+
+_NAME_RE = re.compile(_NAME)
+_MACHINE_RE = re.compile(_MACHINE)
+_AGENT_ADDRESS_RE = re.compile(rf"(?P<name>{_NAME})(?:@(?P<machine>{_MACHINE})(?:#(?P<pid>{_PID}))?)?")
+_CHANNEL_ADDRESS_RE = re.compile(rf"#(?P<name>{_NAME})")
+
+NAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting and ending with a letter or digit"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentAddress:
+    """An agent's mailbox, optionally narrowed to one machine or one exact session."""
+
+    name: str
+    machine: str | None = None
+    pid: int | None = None
+
+    def __str__(self) -> str:
+        text = self.name
+        if self.machine:
+            text += f"@{self.machine}"
+            if self.pid is not None:
+                text += f"#{self.pid}"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelAddress:
+    """A channel; a post fans out to every member but the sender."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"#{self.name}"
+
+
+Address = AgentAddress | ChannelAddress
+
+
+def is_valid_name(text: str) -> bool:
+    return _NAME_RE.fullmatch(text) is not None
+
+
+def parse_name(text: str, what: str = "name") -> str:
+    """Validate an agent, channel or workspace name; return its canonical (lower-case) form."""
+    canonical = text.strip().lower()
+    if not is_valid_name(canonical):
+        raise BadName(f"{what} {text!r} is not valid: use {NAME_RULE}.", name=text)
+    return canonical
+
+
+def parse_channel_name(text: str) -> str:
+    """A channel name, with or without its leading '#'."""
+    stripped = text.strip()
+    return parse_name(stripped[1:] if stripped.startswith("#") else stripped, "channel name")
+
+
+def parse_machine(text: str) -> str:
+    canonical = text.strip().lower()
+    if _MACHINE_RE.fullmatch(canonical) is None:
+        raise BadName(f"machine name {text!r} is not valid: use a host name.", name=text)
+    return canonical
+
+
+def parse_address(text: str) -> Address:
+    """Parse one address; raise BadAddress with a sentence saying what a valid one looks like."""
+    canonical = text.strip().lower()
+    if canonical.startswith("a2a:"):
+        raise BadAddress(
+            f"{text!r} is an external A2A address; those are not supported yet. "
+            "Send to an agent name, name@machine, name@machine#pid or #channel.",
+            address=text,
+        )
+    if match := _CHANNEL_ADDRESS_RE.fullmatch(canonical):
+        return ChannelAddress(match["name"])
+    if match := _AGENT_ADDRESS_RE.fullmatch(canonical):
+        pid = match["pid"]
+        return AgentAddress(match["name"], match["machine"], int(pid) if pid else None)
+    raise BadAddress(
+        f"{text!r} is not an address: use name, name@machine, name@machine#pid or #channel "
+        f"(names are {NAME_RULE}).",
+        address=text,
+    )
+
+
+def parse_addresses(text_or_list: str | list[str]) -> list[Address]:
+    """Parse a comma-separated list (or a list of such strings); drop exact repeats, keep order."""
+    parts = [text_or_list] if isinstance(text_or_list, str) else list(text_or_list)
+    pieces = [piece for part in parts for piece in part.split(",")]
+    if not any(piece.strip() for piece in pieces):
+        raise BadAddress("no recipient given: name at least one agent or #channel.")
+    addresses: list[Address] = []
+    for piece in pieces:
+        if not piece.strip():
+            raise BadAddress(f"empty address in {','.join(parts)!r}: remove the stray comma.")
+        address = parse_address(piece)
+        if address not in addresses:
+            addresses.append(address)
+    return addresses

@@ -1,0 +1,1 @@
+"""The ``switchboard`` command line: thin commands over a Client."""

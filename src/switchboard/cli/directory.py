@@ -1,0 +1,181 @@
+"""whoami, who, agent …, session …, workspace …: who is out there."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from switchboard.cli import render
+from switchboard.cli.app import DbOption, JsonOption, app, open_client
+from switchboard.errors import BadRequest
+from switchboard.model import Agent
+
+agent_app = typer.Typer(help="Create, list, describe and delete agents.", no_args_is_help=True)
+session_app = typer.Typer(help="Register this process (or another) as a live session of your agent.", no_args_is_help=True)
+workspace_app = typer.Typer(help="List workspaces (set SWITCHBOARD_WORKSPACE to act in another).", no_args_is_help=True)
+app.add_typer(agent_app, name="agent")
+app.add_typer(session_app, name="session")
+app.add_typer(workspace_app, name="workspace")
+
+
+@app.command()
+def whoami(as_json: JsonOption = False, db: DbOption = None) -> None:
+    """Which agent you act as, and why (the identity rule that named it)."""
+    with open_client(db) as client:
+        me = client.whoami()
+    render.emit(
+        me,
+        as_json,
+        lambda: render.console.print(
+            f"[bold]{me.agent}[/] in workspace {me.workspace} on {me.machine}\n"
+            f"[dim]named by {render.escape(me.source)} · store {render.escape(me.store)}[/]"
+        ),
+    )
+
+
+@app.command()
+def who(as_json: JsonOption = False, db: DbOption = None) -> None:
+    """Agents, their sessions (live or not) and machines (up or down)."""
+    with open_client(db) as client:
+        report = client.who()
+
+    def human() -> None:
+        grid = render.table("agent", "live", "unread", "sessions")
+        for agent in report.agents:
+            sessions = ", ".join(
+                f"{s.address} ({s.runtime}{'' if s.live else ', not live'}, seen {render.when(s.last_seen)})"
+                for s in agent.sessions
+            )
+            grid.add_row(agent.name, "[green]yes[/]" if agent.live else "[dim]no[/]", str(agent.unread), sessions or "[dim]-[/]")
+        render.console.print(grid)
+        if report.machines:
+            render.console.print()
+            machines = render.table("machine", "state", "last seen")
+            for machine in report.machines:
+                machines.add_row(machine.name, "[green]up[/]" if machine.up else "[red]down[/]", render.when(machine.last_seen))
+            render.console.print(machines)
+
+    render.emit(report, as_json, human)
+
+
+def _print_agent(agent: Agent) -> None:
+    render.console.print(f"[bold]{agent.name}[/]  [dim]workspace {agent.workspace}, since {render.when(agent.created_at)}[/]")
+    if agent.description:
+        render.console.print(render.escape(agent.description))
+    if agent.skills:
+        render.console.print("skills: " + ", ".join(render.escape(s) for s in agent.skills))
+
+
+DescriptionOption = Annotated[Optional[str], typer.Option("--description", "-d", help="What this agent does.")]
+SkillOption = Annotated[list[str], typer.Option("--skill", help="A skill it offers (repeatable).")]
+
+
+@agent_app.command("list")
+def agent_list(as_json: JsonOption = False, db: DbOption = None) -> None:
+    """All agents of the workspace."""
+    with open_client(db) as client:
+        agents = client.list_agents()
+
+    def human() -> None:
+        grid = render.table("agent", "description", "skills")
+        for agent in agents:
+            grid.add_row(agent.name, render.escape(agent.description or ""), ", ".join(agent.skills))
+        render.console.print(grid)
+
+    render.emit(agents, as_json, human)
+
+
+@agent_app.command("create")
+def agent_create(
+    name: Annotated[str, typer.Argument(help="The new agent's name.")],
+    description: DescriptionOption = None,
+    skill: SkillOption = [],  # noqa: B006
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Create an agent (agents are also created when they first act or are first messaged)."""
+    with open_client(db) as client:
+        agent = client.create_agent(name, description, skill)
+    render.emit(agent, as_json, lambda: _print_agent(agent))
+
+
+@agent_app.command("describe")
+def agent_describe(
+    name: Annotated[str, typer.Argument(help="The agent to show (or change).")],
+    description: DescriptionOption = None,
+    skill: Annotated[Optional[list[str]], typer.Option("--skill", help="Replace its skills (repeatable).")] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Show an agent; with --description or --skill, change its card first."""
+    with open_client(db) as client:
+        if description is not None or skill:
+            agent = client.update_agent(name, description, skill)
+        else:
+            agent = client.describe_agent(name)
+    render.emit(agent, as_json, lambda: _print_agent(agent))
+
+
+@agent_app.command("delete")
+def agent_delete(
+    name: Annotated[str, typer.Argument(help="The agent to delete, with its mailbox.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Delete an agent, its mailbox, memberships and sessions (messages it sent stay)."""
+    if not yes:
+        if not sys.stdin.isatty():
+            raise BadRequest(f"deleting {name} erases its mailbox: pass --yes to confirm.")
+        typer.confirm(f"Delete agent {name} and its mailbox?", abort=True)
+    with open_client(db) as client:
+        client.delete_agent(name)
+    render.emit({"deleted": name}, as_json, lambda: render.console.print(f"deleted agent {name}"))
+
+
+@session_app.command("start")
+def session_start(
+    runtime: Annotated[str, typer.Option("--runtime", help="What runs the session (claude-code, codex, script…).")] = "script",
+    pid: Annotated[Optional[int], typer.Option("--pid", help="The session's process id (default: the process that ran this command).")] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Register a live session; it stays live while its process runs and it reports in."""
+    with open_client(db) as client:
+        session = client.register_session(runtime=runtime, pid=pid or os.getppid())
+    render.emit(session, as_json, lambda: render.console.print(f"{session.id}  {session.address} ({session.runtime})"))
+
+
+@session_app.command("heartbeat")
+def session_heartbeat(
+    session_id: Annotated[str, typer.Argument(help="The id 'session start' printed.")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Report that a session is still there."""
+    with open_client(db) as client:
+        session = client.heartbeat(session_id)
+    render.emit(session, as_json, lambda: render.console.print(f"{session.address} {'live' if session.live else 'not live'}"))
+
+
+@session_app.command("end")
+def session_end(
+    session_id: Annotated[str, typer.Argument(help="The id 'session start' printed.")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """End a session: it is no longer live."""
+    with open_client(db) as client:
+        session = client.end_session(session_id)
+    render.emit(session, as_json, lambda: render.console.print(f"ended {session.address}"))
+
+
+@workspace_app.command("list")
+def workspace_list(as_json: JsonOption = False, db: DbOption = None) -> None:
+    """Every workspace in the store."""
+    with open_client(db) as client:
+        workspaces = client.list_workspaces()
+    render.emit(workspaces, as_json, lambda: [render.console.print(w.name) for w in workspaces])

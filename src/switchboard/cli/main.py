@@ -1,0 +1,57 @@
+"""The console entry point: run a command; turn every failure into one clear line.
+
+Errors a user can act on print ``error: <code>: <sentence>`` (or, with ``--json``, a JSON
+object on stdout) and exit 2. No traceback is shown unless SWITCHBOARD_DEBUG is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import typer
+
+# Importing the command modules registers their commands on the app.
+from switchboard.cli import channels, demo, directory, messaging  # noqa: F401
+from switchboard.cli.app import app
+from switchboard.errors import SwitchboardError
+
+EXIT_USER_ERROR = 2
+EXIT_INTERNAL = 1
+
+
+def _report(code: str, message: str, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
+    else:
+        sys.stderr.write(f"error: {code}: {message}\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args
+    try:
+        app(args=args, prog_name="switchboard", standalone_mode=False)
+    except SwitchboardError as error:
+        _report(error.code, error.message, as_json)
+        sys.exit(EXIT_USER_ERROR)
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except typer.TyperException as error:  # usage errors: unknown option, missing argument…
+        context = getattr(error, "ctx", None)
+        hint = f" Try '{context.command_path} --help'." if context is not None else ""
+        _report("usage", error.format_message() + hint, as_json)
+        sys.exit(EXIT_USER_ERROR)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as error:
+        if os.environ.get("SWITCHBOARD_DEBUG"):
+            raise
+        _report("internal", f"{type(error).__name__}: {error} (set SWITCHBOARD_DEBUG=1 for a traceback)", as_json)
+        sys.exit(EXIT_INTERNAL)

@@ -1,0 +1,99 @@
+"""How commands print: one JSON document with ``--json``, otherwise rich text for people."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from switchboard.model import MailItem, SendResult
+
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    return value
+
+
+def emit(value: Any, as_json: bool, human: Callable[[], None]) -> None:
+    """Print ``value`` as JSON, or call ``human`` to print it for people."""
+    if as_json:
+        sys.stdout.write(json.dumps(jsonable(value), indent=2, ensure_ascii=False) + "\n")
+    else:
+        human()
+
+
+def when(moment: datetime | None) -> str:
+    if moment is None:
+        return "-"
+    local = moment.astimezone()
+    if local.date() == datetime.now().astimezone().date():
+        return local.strftime("%H:%M:%S")
+    return local.strftime("%Y-%m-%d %H:%M")
+
+
+def table(*columns: str) -> Table:
+    grid = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for column in columns:
+        grid.add_column(column)
+    return grid
+
+
+STATE_STYLE = {
+    "unknown_recipient": "red",
+    "queued": "yellow",
+    "delivered": "green",
+    "surfaced": "green",
+    "read": "cyan",
+    "acked": "blue",
+}
+
+
+def state(text: str) -> str:
+    return f"[{STATE_STYLE.get(text, '')}]{text}[/]"
+
+
+def send_result(result: SendResult) -> None:
+    duplicate = " [dim](an earlier send with this idempotency key)[/]" if result.duplicate else ""
+    console.print(f"sent [bold]{result.message_id}[/]{duplicate}")
+    grid = table("to", "agent", "state", "")
+    for outcome in result.recipients:
+        detail = ", ".join(outcome.sessions) if outcome.sessions else (outcome.reason or "")
+        grid.add_row(escape(outcome.address), outcome.agent or "-", state(outcome.state), f"[dim]{escape(detail)}[/]")
+    console.print(grid)
+
+
+def mail_item(item: MailItem) -> None:
+    message = item.message
+    where = f" in #{message.channel}" if message.channel else ""
+    subject = f" — [bold]{escape(message.subject)}[/]" if message.subject else ""
+    console.rule(
+        f"[bold]{message.sender}[/]{where}{subject}  [dim]{when(message.created_at)} · {message.id}[/]",
+        align="left",
+        style="dim",
+    )
+    if message.reply_to:
+        console.print(f"[dim]in reply to {message.reply_to}[/]")
+    for part in message.parts:
+        if part.text is not None:
+            console.print(escape(part.text))
+        elif part.data is not None:
+            console.print_json(json.dumps(part.data))
+        elif part.url is not None:
+            console.print(f"[link]{escape(part.url)}[/] {escape(part.filename or '')} [dim]{part.media_type or ''}[/]")
+        else:
+            console.print(f"[dim]<{len(part.raw or '') * 3 // 4} bytes {part.media_type or ''} {part.filename or ''}>[/]")

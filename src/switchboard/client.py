@@ -1,0 +1,231 @@
+"""The one interface every face uses to reach a mailbox.
+
+``Client`` is what the CLI (and later MCP tools, hooks and runners) call. ``LocalClient``
+runs the service in this process on the embedded SQLite store; a ``HubClient`` speaks the
+same interface over HTTP. A client acts as one agent of one workspace, named when it opens.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from switchboard.config import Settings
+from switchboard.events import MailboxEvents
+from switchboard.identity import machine_name, process_start_time, resolve_agent, resolve_workspace
+from switchboard.model import (
+    AckResult,
+    Agent,
+    Caller,
+    Channel,
+    ChannelMember,
+    MailItem,
+    MessageStatus,
+    Part,
+    ReadResult,
+    SendResult,
+    Session,
+    WhoAmI,
+    WhoReport,
+    Workspace,
+)
+from switchboard.service import Service
+from switchboard.store.sqlite import SQLiteStore
+
+
+class Client(Protocol):
+    """Mailbox operations as one agent. Errors are ``switchboard.errors.SwitchboardError``."""
+
+    def whoami(self) -> WhoAmI: ...
+
+    # messaging
+    def send(
+        self,
+        to: str | Sequence[str],
+        text: str | None = None,
+        *,
+        subject: str | None = None,
+        parts: Sequence[Part | dict] = (),
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        require_live: bool = False,
+        idempotency_key: str | None = None,
+    ) -> SendResult: ...
+    def read(
+        self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0
+    ) -> ReadResult: ...
+    def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]: ...
+    def ack(self, message_ids: Sequence[str]) -> AckResult: ...
+    def message_status(self, message_id: str) -> MessageStatus: ...
+
+    # presence and sessions
+    def who(self) -> WhoReport: ...
+    def register_session(
+        self, *, runtime: str, pid: int | None = None, machine: str | None = None
+    ) -> Session: ...
+    def heartbeat(self, session_id: str) -> Session: ...
+    def end_session(self, session_id: str) -> Session: ...
+
+    # agents
+    def create_agent(self, name: str, description: str | None = None, skills: Sequence[str] = ()) -> Agent: ...
+    def describe_agent(self, name: str) -> Agent: ...
+    def update_agent(
+        self, name: str, description: str | None = None, skills: Sequence[str] | None = None
+    ) -> Agent: ...
+    def list_agents(self) -> list[Agent]: ...
+    def delete_agent(self, name: str) -> None: ...
+
+    # channels
+    def create_channel(self, name: str, description: str | None = None) -> Channel: ...
+    def join_channel(self, name: str) -> Channel: ...
+    def leave_channel(self, name: str) -> Channel: ...
+    def list_channels(self) -> list[Channel]: ...
+    def channel_members(self, name: str) -> list[ChannelMember]: ...
+
+    def list_workspaces(self) -> list[Workspace]: ...
+    def close(self) -> None: ...
+
+
+class LocalClient:
+    """The Client interface on a Service in this process (the embedded store)."""
+
+    def __init__(self, service: Service, caller: Caller, identity_source: str = "given") -> None:
+        self.service = service
+        self.caller = caller
+        self.identity_source = identity_source
+        self._entered = False
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings | None = None,
+        *,
+        agent: str | None = None,
+        env: Mapping[str, str] = os.environ,
+        cwd: Path | None = None,
+    ) -> LocalClient:
+        """Open the embedded store and act as ``agent`` (default: the identity rule's answer)."""
+        settings = settings or Settings.load(env)
+        if agent is None:
+            identity = resolve_agent(env, cwd or Path.cwd(), settings.agent)
+            agent, source = identity.name, identity.source
+        else:
+            source = "given"
+        workspace = resolve_workspace(env, settings.workspace)
+        service = Service(SQLiteStore(settings.db_path), machine=machine_name(env))
+        return cls(service, Caller(workspace=workspace, agent=agent), source)
+
+    def _as(self) -> Caller:
+        if not self._entered:  # the identity's agent exists from its first call on
+            self.service.enter(self.caller)
+            self._entered = True
+        return self.caller
+
+    def as_agent(self, agent: str) -> LocalClient:
+        """Another client on the same store and workspace, acting as ``agent``."""
+        return LocalClient(self.service, self.caller.model_copy(update={"agent": agent}))
+
+    def whoami(self) -> WhoAmI:
+        caller = self._as()
+        return WhoAmI(
+            workspace=caller.workspace,
+            agent=caller.agent,
+            source=self.identity_source,
+            machine=self.service.machine,
+            store=self.service.store.location,
+        )
+
+    def send(
+        self,
+        to: str | Sequence[str],
+        text: str | None = None,
+        *,
+        subject: str | None = None,
+        parts: Sequence[Part | dict] = (),
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        require_live: bool = False,
+        idempotency_key: str | None = None,
+    ) -> SendResult:
+        return self.service.send(
+            self._as(),
+            to,
+            text,
+            subject=subject,
+            parts=parts,
+            thread_id=thread_id,
+            reply_to=reply_to,
+            require_live=require_live,
+            idempotency_key=idempotency_key,
+        )
+
+    def read(
+        self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0
+    ) -> ReadResult:
+        return self.service.read(self._as(), peek=peek, after=after, limit=limit, wait=wait)
+
+    def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
+        return self.service.inbox(self._as(), include_acked=include_acked, limit=limit)
+
+    def ack(self, message_ids: Sequence[str]) -> AckResult:
+        return self.service.ack(self._as(), message_ids)
+
+    def message_status(self, message_id: str) -> MessageStatus:
+        return self.service.message_status(self._as(), message_id)
+
+    def who(self) -> WhoReport:
+        return self.service.who(self._as())
+
+    def register_session(
+        self, *, runtime: str, pid: int | None = None, machine: str | None = None
+    ) -> Session:
+        pid = pid if pid is not None else os.getpid()
+        # Only a process on this machine can be checked for its start time.
+        proc_start = process_start_time(pid) if machine in (None, self.service.machine) else None
+        return self.service.register_session(self._as(), pid=pid, runtime=runtime, machine=machine, proc_start=proc_start)
+
+    def heartbeat(self, session_id: str) -> Session:
+        return self.service.heartbeat(self._as(), session_id)
+
+    def end_session(self, session_id: str) -> Session:
+        return self.service.end_session(self._as(), session_id)
+
+    def create_agent(self, name: str, description: str | None = None, skills: Sequence[str] = ()) -> Agent:
+        return self.service.create_agent(self._as(), name, description, skills)
+
+    def describe_agent(self, name: str) -> Agent:
+        return self.service.describe_agent(self._as(), name)
+
+    def update_agent(
+        self, name: str, description: str | None = None, skills: Sequence[str] | None = None
+    ) -> Agent:
+        return self.service.update_agent(self._as(), name, description, skills)
+
+    def list_agents(self) -> list[Agent]:
+        return self.service.list_agents(self._as())
+
+    def delete_agent(self, name: str) -> None:
+        self.service.delete_agent(self._as(), name)
+
+    def create_channel(self, name: str, description: str | None = None) -> Channel:
+        return self.service.create_channel(self._as(), name, description)
+
+    def join_channel(self, name: str) -> Channel:
+        return self.service.join_channel(self._as(), name)
+
+    def leave_channel(self, name: str) -> Channel:
+        return self.service.leave_channel(self._as(), name)
+
+    def list_channels(self) -> list[Channel]:
+        return self.service.list_channels(self._as())
+
+    def channel_members(self, name: str) -> list[ChannelMember]:
+        return self.service.channel_members(self._as(), name)
+
+    def list_workspaces(self) -> list[Workspace]:
+        return self.service.list_workspaces()
+
+    def close(self) -> None:
+        self.service.store.close()

@@ -1,0 +1,101 @@
+"""The errors a user, a script or a model can see, each with a stable code.
+
+Every error names what went wrong and what to do next in one sentence. Faces turn them into
+an exit status 2 (CLI) or a 4xx JSON body (hub); the ``code`` never changes once published.
+"""
+
+from __future__ import annotations
+
+
+class SwitchboardError(Exception):
+    """Base of every user-facing error. ``code`` is stable; ``http_status`` is for the hub."""
+
+    code = "error"
+    http_status = 400
+
+    def __init__(self, message: str, **details: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {"code": self.code, "message": self.message}
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+class BadRequest(SwitchboardError):
+    code = "bad_request"
+
+
+class BadName(SwitchboardError):
+    code = "bad_name"
+
+
+class BadAddress(SwitchboardError):
+    code = "bad_address"
+
+
+class TooLarge(SwitchboardError):
+    code = "too_large"
+    http_status = 413
+
+
+class NoIdentity(SwitchboardError):
+    code = "no_identity"
+
+
+class UnknownRecipient(SwitchboardError):
+    code = "unknown_recipient"
+    http_status = 404
+
+
+class NoLiveSession(SwitchboardError):
+    code = "no_live_session"
+    http_status = 409
+
+
+class NotMember(SwitchboardError):
+    code = "not_member"
+    http_status = 403
+
+
+class UnknownMessage(SwitchboardError):
+    code = "unknown_message"
+    http_status = 404
+
+
+class UnknownAgent(SwitchboardError):
+    code = "unknown_agent"
+    http_status = 404
+
+
+class UnknownChannel(SwitchboardError):
+    code = "unknown_channel"
+    http_status = 404
+
+
+class UnknownSession(SwitchboardError):
+    code = "unknown_session"
+    http_status = 404
+
+
+class UnknownWorkspace(SwitchboardError):
+    code = "unknown_workspace"
+    http_status = 404
+
+
+class AlreadyExists(SwitchboardError):
+    code = "already_exists"
+    http_status = 409
+
+
+class IdempotencyConflict(SwitchboardError):
+    code = "idempotency_conflict"
+    http_status = 409
+
+
+class StoreUnavailable(SwitchboardError):
+    code = "store_unavailable"
+    http_status = 503

@@ -1,0 +1,124 @@
+"""Who am I: the agent name, workspace and machine that a process acts as.
+
+The agent name, first match wins:
+  1. ``SWITCHBOARD_AGENT``;
+  2. a ``.switchboard-agent`` (or ``.agent-id``) file in this folder or a parent, up to the git root;
+  3. the git root's folder name, turned into a valid name;
+  4. the user default (``agent`` in the config file);
+  5. otherwise a clear ``no_identity`` error.
+
+Pure: reads environment, files and /proc only; imports only the other pure modules.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from switchboard.address import NAME_MAX, parse_machine, parse_name
+from switchboard.errors import BadName, NoIdentity
+
+AGENT_FILES = (".switchboard-agent", ".agent-id")
+DEFAULT_WORKSPACE = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    name: str
+    source: str
+
+
+def find_git_root(start: Path) -> Path | None:
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _agent_file(start: Path, stop: Path | None) -> Path | None:
+    for folder in (start, *start.parents):
+        for filename in AGENT_FILES:
+            candidate = folder / filename
+            if candidate.is_file():
+                return candidate
+        if stop is not None and folder == stop:
+            return None
+    return None
+
+
+def slug(text: str) -> str | None:
+    """Turn a folder name into a valid agent name ('My Project' -> 'my-project'), or None."""
+    lowered = re.sub(r"[^a-z0-9._-]+", "-", text.lower())
+    trimmed = re.sub(r"^[^a-z0-9]+|[^a-z0-9]+$", "", lowered[:NAME_MAX])
+    return trimmed or None
+
+
+def resolve_agent(env: Mapping[str, str], cwd: Path, user_default: str | None = None) -> Identity:
+    """Apply the identity rule; raise NoIdentity or BadName with the source named."""
+    if raw := env.get("SWITCHBOARD_AGENT", "").strip():
+        return Identity(_valid(raw, "SWITCHBOARD_AGENT"), "env:SWITCHBOARD_AGENT")
+    git_root = find_git_root(cwd)
+    if agent_file := _agent_file(cwd, git_root):
+        lines = [line.strip() for line in agent_file.read_text(errors="replace").splitlines()]
+        first = next((line for line in lines if line and not line.startswith("#")), "")
+        return Identity(_valid(first, str(agent_file)), f"file:{agent_file}")
+    if git_root is not None and (name := slug(git_root.name)):
+        return Identity(name, f"git:{git_root}")
+    if user_default:
+        return Identity(_valid(user_default, "the config file's 'agent'"), "config:agent")
+    raise NoIdentity(
+        "cannot tell which agent you are: set SWITCHBOARD_AGENT=name, put the name in a "
+        ".switchboard-agent file in the project, or run inside a git repository."
+    )
+
+
+def _valid(raw: str, source: str) -> str:
+    try:
+        return parse_name(raw, f"agent name from {source}")
+    except BadName as error:
+        raise BadName(error.message, source=source) from None
+
+
+def resolve_workspace(env: Mapping[str, str], user_default: str | None = None) -> str:
+    raw = env.get("SWITCHBOARD_WORKSPACE", "").strip() or user_default or DEFAULT_WORKSPACE
+    return parse_name(raw, "workspace name")
+
+
+def machine_name(env: Mapping[str, str]) -> str:
+    """This host's name as sessions report it (``SWITCHBOARD_MACHINE`` overrides)."""
+    raw = env.get("SWITCHBOARD_MACHINE", "").strip() or socket.gethostname()
+    try:
+        return parse_machine(raw)
+    except BadName:
+        return slug(raw) or "localhost"
+
+
+def process_start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (Linux), to tell a recycled pid apart.
+
+    None when the process does not exist or the platform has no /proc.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[19])  # field 22 overall: starttime
+
+
+def process_alive(pid: int, start_time: int | None) -> bool:
+    """Whether ``pid`` runs on this machine and (when known) is the process that started then."""
+    if start_time is not None and Path("/proc").is_dir():
+        return process_start_time(pid) == start_time
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

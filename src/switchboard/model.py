@@ -1,0 +1,279 @@
+"""The mailbox's types: what is stored, what operations return, what faces print.
+
+Pure: pydantic models and small helpers, no I/O, nothing of ours imported. Every face renders
+these same shapes (``--json`` is ``model_dump(mode="json")``), so their field names are API.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class _UUID7Clock:
+    """UUIDv7 (RFC 9562): 48-bit Unix milliseconds, then randomness, so ids sort by creation.
+
+    Within one millisecond the 12-bit ``rand_a`` field counts up, so ids made by one process
+    are strictly increasing even when made faster than the clock ticks.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last_ms = 0
+        self._counter = 0
+
+    def new(self) -> uuid.UUID:
+        with self._lock:
+            now_ms = time.time_ns() // 1_000_000
+            if now_ms > self._last_ms:
+                self._last_ms = now_ms
+                self._counter = int.from_bytes(os.urandom(2)) & 0x3FF  # leave room to count up
+            else:
+                self._counter += 1
+                if self._counter > 0xFFF:  # counter spent: borrow the next millisecond
+                    self._last_ms += 1
+                    self._counter = 0
+            ms, counter = self._last_ms, self._counter
+        rand_b = int.from_bytes(os.urandom(8)) & ((1 << 62) - 1)
+        value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | rand_b
+        return uuid.UUID(int=value)
+
+
+_clock = _UUID7Clock()
+
+
+def new_id() -> str:
+    """A new time-ordered id (UUIDv7, canonical text form)."""
+    return str(_clock.new())
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- messages -------------------------------------------------------------------------------
+
+
+class Part(Model):
+    """One piece of a message, shaped like an A2A 1.0 Part: exactly one of text, data, url, raw."""
+
+    text: str | None = None
+    data: Any = None
+    url: str | None = None
+    raw: str | None = Field(default=None, description="base64-encoded bytes")
+    filename: str | None = None
+    media_type: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Serialise only the fields that are set, as A2A does: ``{"text": "hi"}``."""
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+    @model_validator(mode="after")
+    def _exactly_one_content(self) -> Part:
+        filled = [k for k in ("text", "data", "url", "raw") if getattr(self, k) is not None]
+        if len(filled) != 1:
+            raise ValueError("a part holds exactly one of text, data, url or raw")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in ("text", "data", "url", "raw") if getattr(self, k) is not None)
+
+
+class Message(Model):
+    id: str
+    workspace: str
+    sender: str
+    sender_session: str | None = None
+    recipients: list[str] = Field(description="the addresses as the sender gave them")
+    channel: str | None = Field(default=None, description="set when the message was posted to a channel")
+    subject: str | None = None
+    parts: list[Part]
+    thread_id: str
+    reply_to: str | None = None
+    created_at: datetime
+
+    @property
+    def text(self) -> str:
+        """The text parts joined, for faces that print a body."""
+        return "\n".join(p.text for p in self.parts if p.text is not None)
+
+
+class DeliveryState(StrEnum):
+    """How far a message got with one recipient; each later state implies the earlier ones."""
+
+    queued = "queued"
+    delivered = "delivered"
+    surfaced = "surfaced"
+    read = "read"
+    acked = "acked"
+
+    @property
+    def rank(self) -> int:
+        return _STATE_ORDER.index(self)
+
+
+_STATE_ORDER = list(DeliveryState)
+
+SendState = Literal["unknown_recipient", "queued", "delivered"]
+
+
+class RecipientOutcome(Model):
+    """What a send did for one address, decided when the send committed."""
+
+    address: str
+    state: SendState
+    agent: str | None = None
+    channel: str | None = Field(default=None, description="the channel this recipient was reached through")
+    sessions: list[str] = Field(default_factory=list, description="live sessions that can read it now")
+    new_agent: bool = Field(default=False, description="no agent of this name existed; the send created it")
+    reason: str | None = None
+
+
+class SendResult(Model):
+    message_id: str
+    thread_id: str
+    created_at: datetime
+    recipients: list[RecipientOutcome]
+    duplicate: bool = Field(default=False, description="an earlier send with this idempotency key")
+
+
+class MailItem(Model):
+    """One message in one recipient's mailbox."""
+
+    seq: int = Field(description="this recipient's delivery sequence number, the resume cursor")
+    state: DeliveryState
+    message: Message
+
+
+class ReadResult(Model):
+    items: list[MailItem]
+    cursor: int = Field(description="the highest sequence number returned (or passed in) — resume after it")
+    unread: int = Field(description="unread messages left in the mailbox after this read")
+
+
+class AckResult(Model):
+    acked: list[str]
+
+
+class RecipientStatus(Model):
+    address: str
+    state: DeliveryState | Literal["unknown_recipient"]
+    agent: str | None = None
+    channel: str | None = None
+    queued_at: datetime | None = None
+    delivered_at: datetime | None = None
+    surfaced_at: datetime | None = None
+    read_at: datetime | None = None
+    acked_at: datetime | None = None
+    sessions: list[str] = Field(default_factory=list)
+
+
+class MessageStatus(Model):
+    message_id: str
+    sender: str
+    subject: str | None
+    thread_id: str
+    created_at: datetime
+    recipients: list[RecipientStatus]
+
+
+# --- directory --------------------------------------------------------------------------------
+
+
+class Workspace(Model):
+    name: str
+    created_at: datetime
+
+
+class Agent(Model):
+    workspace: str
+    name: str
+    description: str | None = None
+    skills: list[str] = Field(default_factory=list)
+    created_at: datetime
+
+
+class Session(Model):
+    """One live process acting as an agent."""
+
+    id: str
+    workspace: str
+    agent: str
+    machine: str
+    pid: int
+    proc_start: int | None = Field(default=None, description="process start time, to tell a recycled pid apart")
+    runtime: str
+    started_at: datetime
+    last_seen: datetime
+    ended_at: datetime | None = None
+    live: bool = False
+
+    @property
+    def address(self) -> str:
+        return f"{self.agent}@{self.machine}#{self.pid}"
+
+
+class Machine(Model):
+    name: str
+    last_seen: datetime
+    up: bool
+
+
+class AgentPresence(Model):
+    name: str
+    description: str | None = None
+    live: bool
+    unread: int
+    sessions: list[Session]
+
+
+class WhoReport(Model):
+    workspace: str
+    agents: list[AgentPresence]
+    machines: list[Machine]
+    liveness_seconds: float
+
+
+class Channel(Model):
+    workspace: str
+    name: str
+    description: str | None = None
+    created_by: str
+    created_at: datetime
+    members: int = 0
+    joined: bool = False
+
+
+class ChannelMember(Model):
+    agent: str
+    joined_at: datetime
+
+
+class WhoAmI(Model):
+    workspace: str
+    agent: str
+    source: str = Field(description="which identity rule named this agent")
+    machine: str
+    store: str = Field(description="the embedded database file, or the hub URL")
+
+
+class Caller(Model):
+    """Who is calling the service: an agent of a workspace, maybe as one of its sessions."""
+
+    workspace: str
+    agent: str
+    session_id: str | None = None

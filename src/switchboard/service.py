@@ -1,0 +1,582 @@
+"""The mailbox's domain operations: the one place that decides and writes.
+
+Every face (CLI, hub, MCP, hooks) calls these methods through a Client; rules about messages
+live here once. The service validates input before touching the store, so a bad request
+fails whole and writes nothing, and it publishes a mailbox signal after each commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from switchboard.address import AgentAddress, ChannelAddress, parse_addresses, parse_channel_name, parse_machine, parse_name
+from switchboard.errors import (
+    AlreadyExists,
+    BadRequest,
+    IdempotencyConflict,
+    NoLiveSession,
+    NotMember,
+    TooLarge,
+    UnknownAgent,
+    UnknownChannel,
+    UnknownMessage,
+    UnknownRecipient,
+    UnknownSession,
+)
+from switchboard.events import MailboxEvents
+from switchboard.identity import process_alive
+from switchboard.model import (
+    AckResult,
+    Agent,
+    AgentPresence,
+    Caller,
+    Channel,
+    ChannelMember,
+    DeliveryState,
+    MailItem,
+    Machine,
+    Message,
+    MessageStatus,
+    Part,
+    ReadResult,
+    RecipientOutcome,
+    RecipientStatus,
+    SendResult,
+    Session,
+    WhoReport,
+    Workspace,
+    new_id,
+    utcnow,
+)
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, NewSession, Store
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds on what one request may carry; past them a request fails with ``too_large``."""
+
+    message_bytes: int = 256 * 1024  # all parts, JSON-encoded
+    parts: int = 32
+    recipients: int = 100
+    subject_chars: int = 256
+    description_chars: int = 2000
+    skills: int = 64
+    idempotency_key_chars: int = 200
+    read_limit: int = 1000
+    wait_seconds: float = 3600.0
+
+
+@dataclass(slots=True)
+class _Target:
+    """One agent a send will reach, and how it was addressed."""
+
+    address: str
+    agent: str
+    channel: str | None
+    sessions: list[Session]
+    target_session: str | None
+    new_agent: bool
+
+
+class Service:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        machine: str,
+        events: MailboxEvents | None = None,
+        liveness_seconds: float = 60.0,
+        limits: Limits = Limits(),
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.store = store
+        self.machine = machine
+        self.events = events if events is not None else MailboxEvents(store.change_counter)
+        self.liveness_seconds = liveness_seconds
+        self.limits = limits
+        self.clock = clock
+
+    # --- callers -------------------------------------------------------------------------
+
+    def enter(self, caller: Caller) -> None:
+        """Create the caller's workspace and agent on first use (the identity rule named them)."""
+        now = self.clock()
+        self.store.ensure_workspace(caller.workspace, now)
+        self.store.ensure_agent(caller.workspace, caller.agent, now)
+
+    def list_workspaces(self) -> list[Workspace]:
+        return self.store.list_workspaces()
+
+    # --- agents --------------------------------------------------------------------------
+
+    def create_agent(
+        self, caller: Caller, name: str, description: str | None = None, skills: Sequence[str] = ()
+    ) -> Agent:
+        name = parse_name(name, "agent name")
+        self._check_card(description, skills)
+        if not self.store.create_agent(caller.workspace, name, description, list(skills), self.clock()):
+            raise AlreadyExists(f"agent {name} already exists; use 'agent describe {name}' to change it.")
+        return self.describe_agent(caller, name)
+
+    def describe_agent(self, caller: Caller, name: str) -> Agent:
+        name = parse_name(name, "agent name")
+        agent = self.store.get_agent(caller.workspace, name)
+        if agent is None:
+            raise UnknownAgent(f"no agent named {name} in workspace {caller.workspace}; 'switchboard agent list' shows them.")
+        return agent
+
+    def update_agent(
+        self, caller: Caller, name: str, description: str | None = None, skills: Sequence[str] | None = None
+    ) -> Agent:
+        name = parse_name(name, "agent name")
+        self._check_card(description, skills or ())
+        if not self.store.update_agent(caller.workspace, name, description, None if skills is None else list(skills)):
+            self.describe_agent(caller, name)  # raises unknown_agent
+        return self.describe_agent(caller, name)
+
+    def list_agents(self, caller: Caller) -> list[Agent]:
+        return self.store.list_agents(caller.workspace)
+
+    def delete_agent(self, caller: Caller, name: str) -> None:
+        name = parse_name(name, "agent name")
+        if not self.store.delete_agent(caller.workspace, name):
+            self.describe_agent(caller, name)
+
+    def _check_card(self, description: str | None, skills: Sequence[str]) -> None:
+        if description is not None and len(description) > self.limits.description_chars:
+            raise TooLarge(f"the description has {len(description)} characters; the limit is {self.limits.description_chars}.")
+        if len(skills) > self.limits.skills:
+            raise TooLarge(f"{len(skills)} skills given; the limit is {self.limits.skills}.")
+        for skill in skills:
+            if not skill.strip() or len(skill) > 100:
+                raise BadRequest(f"skill {skill!r} must be 1-100 characters.")
+
+    # --- channels ------------------------------------------------------------------------
+
+    def create_channel(self, caller: Caller, name: str, description: str | None = None) -> Channel:
+        name = parse_channel_name(name)
+        self._check_card(description, ())
+        if not self.store.create_channel(caller.workspace, name, caller.agent, description, self.clock()):
+            raise AlreadyExists(f"channel #{name} already exists; join it with 'switchboard channel join {name}'.")
+        return self._channel(caller, name)
+
+    def join_channel(self, caller: Caller, name: str) -> Channel:
+        name = parse_channel_name(name)
+        self._channel(caller, name)
+        self.store.join_channel(caller.workspace, name, caller.agent, self.clock())
+        return self._channel(caller, name)
+
+    def leave_channel(self, caller: Caller, name: str) -> Channel:
+        name = parse_channel_name(name)
+        self._channel(caller, name)
+        if not self.store.leave_channel(caller.workspace, name, caller.agent):
+            raise NotMember(f"{caller.agent} is not a member of #{name}.")
+        return self._channel(caller, name)
+
+    def list_channels(self, caller: Caller) -> list[Channel]:
+        return self.store.list_channels(caller.workspace, caller.agent)
+
+    def channel_members(self, caller: Caller, name: str) -> list[ChannelMember]:
+        name = parse_channel_name(name)
+        self._channel(caller, name)
+        return self.store.channel_members(caller.workspace, name)
+
+    def _channel(self, caller: Caller, name: str) -> Channel:
+        channel = self.store.get_channel(caller.workspace, name, caller.agent)
+        if channel is None:
+            raise UnknownChannel(f"no channel #{name} in workspace {caller.workspace}; create it with 'switchboard channel create {name}'.")
+        return channel
+
+    # --- sessions ------------------------------------------------------------------------
+
+    def register_session(
+        self, caller: Caller, *, pid: int, runtime: str, machine: str | None = None, proc_start: int | None = None
+    ) -> Session:
+        if pid <= 0:
+            raise BadRequest(f"pid {pid} is not a process id.")
+        runtime = parse_name(runtime, "runtime name")
+        machine = parse_machine(machine) if machine else self.machine
+        session = self.store.register_session(
+            NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start), self.clock()
+        )
+        return self._with_liveness(session, self.clock())
+
+    def heartbeat(self, caller: Caller, session_id: str) -> Session:
+        self._own_session(caller, session_id)
+        session = self.store.touch_session(caller.workspace, session_id, self.clock())
+        assert session is not None
+        return self._with_liveness(session, self.clock())
+
+    def end_session(self, caller: Caller, session_id: str) -> Session:
+        self._own_session(caller, session_id)
+        session = self.store.end_session(caller.workspace, session_id, self.clock())
+        assert session is not None
+        return self._with_liveness(session, self.clock())
+
+    def _own_session(self, caller: Caller, session_id: str) -> Session:
+        session = self.store.get_session(caller.workspace, session_id)
+        if session is None or session.agent != caller.agent:
+            raise UnknownSession(f"no session {session_id} of agent {caller.agent}; 'switchboard who' lists sessions.")
+        return session
+
+    def is_live(self, session: Session, now: datetime) -> bool:
+        """Live: not ended, reported within the window, and — on this machine — its process runs."""
+        if session.ended_at is not None:
+            return False
+        if (now - session.last_seen).total_seconds() > self.liveness_seconds:
+            return False
+        if session.machine == self.machine:
+            return process_alive(session.pid, session.proc_start)
+        return True
+
+    def _with_liveness(self, session: Session, now: datetime) -> Session:
+        return session.model_copy(update={"live": self.is_live(session, now)})
+
+    def _live_sessions(self, caller: Caller, agent: str, now: datetime) -> list[Session]:
+        sessions = self.store.list_sessions(caller.workspace, agent)
+        return [s for s in (self._with_liveness(s, now) for s in sessions) if s.live]
+
+    # --- sending -------------------------------------------------------------------------
+
+    def send(
+        self,
+        caller: Caller,
+        to: str | Sequence[str],
+        text: str | None = None,
+        *,
+        subject: str | None = None,
+        parts: Sequence[Part | dict] = (),
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        require_live: bool = False,
+        idempotency_key: str | None = None,
+    ) -> SendResult:
+        """Store a message for each recipient and say, per recipient, what really happened."""
+        addresses = parse_addresses(to if isinstance(to, str) else list(to))
+        if len(addresses) > self.limits.recipients:
+            raise TooLarge(f"{len(addresses)} recipients; the limit is {self.limits.recipients}.")
+        content = self._parts(text, parts)
+        subject = self._subject(subject)
+        if idempotency_key is not None and not (0 < len(idempotency_key) <= self.limits.idempotency_key_chars):
+            raise BadRequest(f"an idempotency key is 1-{self.limits.idempotency_key_chars} characters.")
+        request_hash = _request_hash(addresses, subject, content, thread_id, reply_to, require_live)
+        if idempotency_key is not None:
+            earlier = self.store.find_idempotent(caller.workspace, caller.agent, idempotency_key)
+            if earlier is not None:
+                return self._repeat(earlier.request_hash, request_hash, earlier.result, idempotency_key)
+        thread_id = self._thread(caller, thread_id, reply_to)
+
+        now = self.clock()
+        targets, unknown = self._resolve(caller, addresses, now)
+        if unknown and (require_live or not targets):
+            raise UnknownRecipient(" ".join(o.reason or o.address for o in unknown), addresses=[o.address for o in unknown])
+        if require_live:
+            unreachable = [t for t in targets if not t.sessions]
+            if unreachable:
+                names = ", ".join(t.address if t.channel is None else f"{t.agent} (in {t.address})" for t in unreachable)
+                raise NoLiveSession(
+                    f"no live session for {names}; nothing was sent. Send without --require-live to queue it.",
+                    recipients=[t.agent for t in unreachable],
+                )
+
+        message_id = new_id()
+        message = Message(
+            id=message_id,
+            workspace=caller.workspace,
+            sender=caller.agent,
+            sender_session=caller.session_id,
+            recipients=[str(a) for a in addresses],
+            channel=next((a.name for a in addresses if isinstance(a, ChannelAddress)), None),
+            subject=subject,
+            parts=content,
+            thread_id=thread_id or message_id,
+            reply_to=reply_to,
+            created_at=now,
+        )
+        outcomes = [self._outcome(t) for t in targets] + unknown
+        result = SendResult(message_id=message.id, thread_id=message.thread_id, created_at=now, recipients=outcomes)
+        deliveries = [
+            NewDelivery(
+                recipient=t.agent,
+                state=DeliveryState.delivered if t.sessions else DeliveryState.queued,
+                channel=t.channel,
+                sessions=[s.address for s in t.sessions],
+                target_session=t.target_session,
+                create_agent=t.new_agent,
+            )
+            for t in targets
+        ]
+        try:
+            self.store.insert_message(message, deliveries, result, idempotency_key, request_hash)
+        except DuplicateIdempotencyKey:  # a racing send with the same key committed first
+            earlier = self.store.find_idempotent(caller.workspace, caller.agent, idempotency_key or "")
+            assert earlier is not None
+            return self._repeat(earlier.request_hash, request_hash, earlier.result, idempotency_key or "")
+        for target in targets:
+            self.events.publish(caller.workspace, target.agent)
+        return result
+
+    def post(self, caller: Caller, channel: str, text: str | None = None, **options: object) -> SendResult:
+        return self.send(caller, f"#{parse_channel_name(channel)}", text, **options)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _repeat(stored_hash: str, request_hash: str, result: SendResult, key: str) -> SendResult:
+        if stored_hash != request_hash:
+            raise IdempotencyConflict(
+                f"idempotency key {key!r} was used for a different message; use a new key for a new message."
+            )
+        return result.model_copy(update={"duplicate": True})
+
+    def _parts(self, text: str | None, parts: Sequence[Part | dict]) -> list[Part]:
+        content: list[Part] = []
+        if text is not None:
+            content.append(Part(text=text))
+        for part in parts:
+            try:
+                content.append(part if isinstance(part, Part) else Part.model_validate(part))
+            except ValueError as error:
+                raise BadRequest(f"a message part is not valid: {_first_error(error)}") from None
+        if not content or all(p.text is not None and not p.text.strip() for p in content):
+            raise BadRequest("the message is empty: give some text or at least one part.")
+        if len(content) > self.limits.parts:
+            raise TooLarge(f"{len(content)} parts; the limit is {self.limits.parts}.")
+        size = len(json.dumps([p.model_dump(exclude_none=True) for p in content]).encode())
+        if size > self.limits.message_bytes:
+            raise TooLarge(
+                f"the message is {size} bytes; the limit is {self.limits.message_bytes}. "
+                "Send a file or URL part that points at large content instead."
+            )
+        return content
+
+    def _subject(self, subject: str | None) -> str | None:
+        if subject is None or not subject.strip():
+            return None
+        if len(subject) > self.limits.subject_chars:
+            raise TooLarge(f"the subject has {len(subject)} characters; the limit is {self.limits.subject_chars}.")
+        return subject.strip()
+
+    def _thread(self, caller: Caller, thread_id: str | None, reply_to: str | None) -> str | None:
+        """A reply joins its parent's thread; a new message starts its own (its id)."""
+        if thread_id is not None:
+            _check_message_id(thread_id, "thread id")
+        if reply_to is None:
+            return thread_id
+        parent = self._visible_message(caller, reply_to)
+        return thread_id or parent.thread_id
+
+    def _resolve(
+        self, caller: Caller, addresses: Sequence[AgentAddress | ChannelAddress], now: datetime
+    ) -> tuple[list[_Target], list[RecipientOutcome]]:
+        targets: dict[str, _Target] = {}
+        unknown: list[RecipientOutcome] = []
+        machines: set[str] | None = None
+        for address in addresses:
+            if isinstance(address, ChannelAddress):
+                members = self._post_members(caller, address)
+                if not members:
+                    unknown.append(_unknown(address, f"#{address.name} has no members besides you."))
+                for member in members:
+                    if member not in targets:
+                        sessions = self._live_sessions(caller, member, now)
+                        targets[member] = _Target(str(address), member, address.name, sessions, None, False)
+                continue
+            if address.name in targets:
+                continue
+            exists = self.store.get_agent(caller.workspace, address.name) is not None
+            if address.machine is None:
+                sessions = self._live_sessions(caller, address.name, now) if exists else []
+                targets[address.name] = _Target(str(address), address.name, None, sessions, None, not exists)
+                continue
+            if machines is None:
+                machines = {m.name for m in self.store.list_machines(caller.workspace)}
+            known = [
+                s for s in self.store.list_sessions(caller.workspace, address.name, include_ended=True)
+                if s.machine == address.machine and (address.pid is None or s.pid == address.pid)
+            ]
+            if not exists or not known:
+                where = f"session {address}" if address.pid else f"agent {address.name} on {address.machine}"
+                reason = f"no {where} has ever reported" + ("" if address.machine in machines else f", and no machine named {address.machine} is known") + "."
+                unknown.append(_unknown(address, reason))
+                continue
+            live = [s for s in (self._with_liveness(s, now) for s in known) if s.live]
+            target_session = known[0].id if address.pid is not None else None
+            targets[address.name] = _Target(str(address), address.name, None, live, target_session, False)
+        return list(targets.values()), unknown
+
+    def _post_members(self, caller: Caller, address: ChannelAddress) -> list[str]:
+        channel = self.store.get_channel(caller.workspace, address.name, caller.agent)
+        if channel is None:
+            return []
+        if not channel.joined:
+            raise NotMember(
+                f"{caller.agent} is not a member of #{address.name}; join it first with "
+                f"'switchboard channel join {address.name}'. Nothing was sent."
+            )
+        return [m.agent for m in self.store.channel_members(caller.workspace, address.name) if m.agent != caller.agent]
+
+    @staticmethod
+    def _outcome(target: _Target) -> RecipientOutcome:
+        return RecipientOutcome(
+            address=target.address,
+            agent=target.agent,
+            channel=target.channel,
+            state="delivered" if target.sessions else "queued",
+            sessions=[s.address for s in target.sessions],
+            new_agent=target.new_agent,
+            reason=(
+                f"no agent named {target.agent} had been seen; it was created and will get this when it reads."
+                if target.new_agent
+                else None if target.sessions else f"{target.agent} has no live session; stored until it reads."
+            ),
+        )
+
+    # --- reading -------------------------------------------------------------------------
+
+    def read(
+        self,
+        caller: Caller,
+        *,
+        peek: bool = False,
+        after: int | None = None,
+        limit: int = 100,
+        wait: float = 0.0,
+    ) -> ReadResult:
+        """Drain (claim and mark read) the caller's unread mail, or peek without marking.
+
+        With ``after``, resume from a cursor: every delivery past that sequence number.
+        With ``wait``, block up to that many seconds until something arrives.
+        """
+        if not 1 <= limit <= self.limits.read_limit:
+            raise BadRequest(f"limit must be 1-{self.limits.read_limit}.")
+        if after is not None and after < 0:
+            raise BadRequest("after is a sequence number, 0 or more.")
+        if not 0 <= wait <= self.limits.wait_seconds:
+            raise BadRequest(f"wait must be 0-{self.limits.wait_seconds:g} seconds.")
+        deadline = time.monotonic() + wait
+        with self.events.subscribe(caller.workspace, caller.agent) as subscription:
+            while True:
+                items = self._take(caller, peek, after, limit)
+                remaining = deadline - time.monotonic()
+                if items or remaining <= 0:
+                    break
+                subscription.wait(remaining)
+        if items:
+            cursor = items[-1].seq
+        else:
+            cursor = after if after is not None else self.store.last_seq(caller.workspace, caller.agent)
+        return ReadResult(items=items, cursor=cursor, unread=self.store.unread_count(caller.workspace, caller.agent))
+
+    def _take(self, caller: Caller, peek: bool, after: int | None, limit: int) -> list[MailItem]:
+        if peek:
+            return self.store.peek(caller.workspace, caller.agent, after, limit)
+        return self.store.claim(caller.workspace, caller.agent, after, limit, self.clock())
+
+    def inbox(self, caller: Caller, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
+        """The newest messages of the caller's mailbox (unacked unless asked), without marking."""
+        if not 1 <= limit <= self.limits.read_limit:
+            raise BadRequest(f"limit must be 1-{self.limits.read_limit}.")
+        return self.store.mailbox(caller.workspace, caller.agent, include_acked, limit)
+
+    def ack(self, caller: Caller, message_ids: Sequence[str]) -> AckResult:
+        if not message_ids:
+            raise BadRequest("name at least one message id to acknowledge.")
+        for message_id in message_ids:
+            _check_message_id(message_id)
+        missing = self.store.ack(caller.workspace, caller.agent, message_ids, self.clock())
+        if missing:
+            raise UnknownMessage(
+                f"not in {caller.agent}'s mailbox: {', '.join(missing)}; nothing was acknowledged.", missing=missing
+            )
+        return AckResult(acked=list(dict.fromkeys(message_ids)))
+
+    def message_status(self, caller: Caller, message_id: str) -> MessageStatus:
+        """Per recipient, the state reached and when each state was reached.
+
+        The sender sees every recipient; a recipient sees only its own row."""
+        message = self._visible_message(caller, message_id)
+        statuses = self.store.delivery_statuses(caller.workspace, message_id)
+        if message.sender == caller.agent:
+            result = self.store.send_result(caller.workspace, message_id)
+            by_agent = {o.agent: o.address for o in result.recipients} if result else {}
+            statuses = [s.model_copy(update={"address": by_agent.get(s.agent, s.address)}) for s in statuses]
+            statuses += [
+                RecipientStatus(address=o.address, state="unknown_recipient")
+                for o in (result.recipients if result else [])
+                if o.state == "unknown_recipient"
+            ]
+        else:
+            statuses = [s for s in statuses if s.agent == caller.agent]
+        return MessageStatus(
+            message_id=message.id,
+            sender=message.sender,
+            subject=message.subject,
+            thread_id=message.thread_id,
+            created_at=message.created_at,
+            recipients=statuses,
+        )
+
+    def _visible_message(self, caller: Caller, message_id: str) -> Message:
+        _check_message_id(message_id)
+        message = self.store.get_message(caller.workspace, message_id)
+        if message is not None and (
+            message.sender == caller.agent
+            or any(s.agent == caller.agent for s in self.store.delivery_statuses(caller.workspace, message_id))
+        ):
+            return message
+        raise UnknownMessage(f"no message {message_id} sent by or to {caller.agent}.")
+
+    # --- presence ------------------------------------------------------------------------
+
+    def who(self, caller: Caller) -> WhoReport:
+        now = self.clock()
+        sessions = [self._with_liveness(s, now) for s in self.store.list_sessions(caller.workspace)]
+        agents = [
+            AgentPresence(
+                name=agent.name,
+                description=agent.description,
+                live=any(s.live for s in sessions if s.agent == agent.name),
+                unread=self.store.unread_count(caller.workspace, agent.name),
+                sessions=[s for s in sessions if s.agent == agent.name],
+            )
+            for agent in self.store.list_agents(caller.workspace)
+        ]
+        machines = [
+            Machine(name=m.name, last_seen=m.last_seen, up=(now - m.last_seen).total_seconds() <= self.liveness_seconds)
+            for m in self.store.list_machines(caller.workspace)
+        ]
+        return WhoReport(workspace=caller.workspace, agents=agents, machines=machines, liveness_seconds=self.liveness_seconds)
+
+
+def _unknown(address: AgentAddress | ChannelAddress, reason: str) -> RecipientOutcome:
+    return RecipientOutcome(address=str(address), state="unknown_recipient", reason=reason)
+
+
+def _check_message_id(value: str, what: str = "message id") -> None:
+    try:
+        uuid.UUID(value)
+    except (ValueError, TypeError, AttributeError):
+        raise UnknownMessage(f"{value!r} is not a {what}: ids look like 0193a6f0-7c1e-7b3a-9d2e-5f4a3b2c1d0e.") from None
+
+
+def _request_hash(addresses, subject, parts, thread_id, reply_to, require_live) -> str:  # type: ignore[no-untyped-def]
+    canonical = json.dumps(
+        [[str(a) for a in addresses], subject, [p.model_dump(exclude_none=True) for p in parts], thread_id, reply_to, require_live],
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _first_error(error: ValueError) -> str:
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        return f"{where + ': ' if where else ''}{first.get('msg', error)}"
+    return str(error)

@@ -1,0 +1,159 @@
+"""The Store interface: durable state behind the service.
+
+A store keeps rows and makes each method atomic; it holds no mailbox rules (who may post
+where, what a send answers) — those live in the service. Every write method commits (and,
+for a durable store, reaches stable storage) before it returns. ``tests/store/`` is the
+contract: a new implementation passes it unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from switchboard.model import (
+    Agent,
+    Channel,
+    ChannelMember,
+    DeliveryState,
+    MailItem,
+    Message,
+    RecipientStatus,
+    SendResult,
+    Session,
+    Workspace,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NewDelivery:
+    """One recipient's row of a message being stored."""
+
+    recipient: str
+    state: DeliveryState  # queued, or delivered when live sessions could read it at send time
+    channel: str | None = None
+    sessions: Sequence[str] = ()
+    target_session: str | None = None  # set when the address named one exact session
+    create_agent: bool = False  # the recipient did not exist: create it in the same transaction
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotentSend:
+    """What an earlier send with the same idempotency key stored."""
+
+    request_hash: str
+    result: SendResult
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMachine:
+    name: str
+    last_seen: datetime
+
+
+@dataclass(slots=True)
+class NewSession:
+    workspace: str
+    agent: str
+    machine: str
+    pid: int
+    runtime: str
+    proc_start: int | None = None
+    id: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class DuplicateIdempotencyKey(Exception):
+    """Raised by insert_message when (workspace, sender, key) was stored by a racing send."""
+
+
+class Store(Protocol):
+    """Persistence for workspaces, agents, channels, sessions, messages and deliveries."""
+
+    location: str  # a path or URL, for people
+
+    def close(self) -> None: ...
+
+    def change_counter(self) -> int:
+        """A number that changes after any process commits a change; cheap enough to poll."""
+        ...
+
+    # workspaces and agents
+    def ensure_workspace(self, name: str, now: datetime) -> bool: ...
+    def list_workspaces(self) -> list[Workspace]: ...
+    def ensure_agent(self, workspace: str, name: str, now: datetime) -> bool: ...
+    def create_agent(
+        self, workspace: str, name: str, description: str | None, skills: list[str], now: datetime
+    ) -> bool: ...
+    def update_agent(
+        self, workspace: str, name: str, description: str | None, skills: list[str] | None
+    ) -> bool: ...
+    def get_agent(self, workspace: str, name: str) -> Agent | None: ...
+    def list_agents(self, workspace: str) -> list[Agent]: ...
+    def delete_agent(self, workspace: str, name: str) -> bool:
+        """Remove the agent, its mailbox, memberships and sessions; sent messages stay."""
+        ...
+
+    # channels
+    def create_channel(
+        self, workspace: str, name: str, creator: str, description: str | None, now: datetime
+    ) -> bool:
+        """Create the channel with its creator as first member; False if it already exists."""
+        ...
+
+    def get_channel(self, workspace: str, name: str, viewer: str | None = None) -> Channel | None: ...
+    def list_channels(self, workspace: str, viewer: str | None = None) -> list[Channel]: ...
+    def join_channel(self, workspace: str, channel: str, agent: str, now: datetime) -> bool: ...
+    def leave_channel(self, workspace: str, channel: str, agent: str) -> bool: ...
+    def channel_members(self, workspace: str, channel: str) -> list[ChannelMember]: ...
+
+    # sessions and machines
+    def register_session(self, session: NewSession, now: datetime) -> Session:
+        """Insert the session, or refresh the matching open one (same agent, machine, pid and
+        process start). Ends other open sessions on that machine and pid: the pid was recycled."""
+        ...
+
+    def touch_session(self, workspace: str, session_id: str, now: datetime) -> Session | None: ...
+    def end_session(self, workspace: str, session_id: str, now: datetime) -> Session | None: ...
+    def get_session(self, workspace: str, session_id: str) -> Session | None: ...
+    def list_sessions(self, workspace: str, agent: str | None = None, include_ended: bool = False) -> list[Session]: ...
+    def list_machines(self, workspace: str) -> list[StoredMachine]: ...
+
+    # messages and mailboxes
+    def find_idempotent(self, workspace: str, sender: str, key: str) -> IdempotentSend | None: ...
+    def insert_message(
+        self,
+        message: Message,
+        deliveries: Sequence[NewDelivery],
+        result: SendResult,
+        idempotency_key: str | None,
+        request_hash: str | None,
+    ) -> dict[str, int]:
+        """Store the message and one delivery per recipient, each with the recipient's next
+        sequence number (returned by recipient). Raises DuplicateIdempotencyKey."""
+        ...
+
+    def get_message(self, workspace: str, message_id: str) -> Message | None: ...
+    def send_result(self, workspace: str, message_id: str) -> SendResult | None: ...
+    def delivery_statuses(self, workspace: str, message_id: str) -> list[RecipientStatus]: ...
+    def claim(
+        self, workspace: str, agent: str, after: int | None, limit: int, now: datetime
+    ) -> list[MailItem]:
+        """Return and mark read, in one transaction, the agent's unread deliveries in sequence
+        order — or, with ``after``, every delivery past that sequence number."""
+        ...
+
+    def peek(self, workspace: str, agent: str, after: int | None, limit: int) -> list[MailItem]: ...
+    def mailbox(self, workspace: str, agent: str, include_acked: bool, limit: int) -> list[MailItem]:
+        """The newest ``limit`` deliveries (unacked only unless asked), oldest first."""
+        ...
+
+    def ack(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
+        """Mark these messages acked (and read). Returns the ids not in this mailbox; when any
+        is missing nothing is written."""
+        ...
+
+    def unread_count(self, workspace: str, agent: str) -> int: ...
+    def last_seq(self, workspace: str, agent: str) -> int: ...

@@ -1,0 +1,119 @@
+"""SQLite schema, applied in numbered steps recorded in ``PRAGMA user_version``.
+
+Times are Unix seconds (REAL); lists and parts are JSON text. A new step is appended, never
+edited, so that every existing database can be brought forward.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+MIGRATIONS: list[str] = [
+    # 1: the mailbox core
+    """
+    CREATE TABLE workspaces (
+        name        TEXT PRIMARY KEY,
+        created_at  REAL NOT NULL
+    );
+    CREATE TABLE agents (
+        workspace   TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        description TEXT,
+        skills      TEXT NOT NULL DEFAULT '[]',
+        created_at  REAL NOT NULL,
+        last_seq    INTEGER NOT NULL DEFAULT 0,  -- the mailbox's newest delivery sequence number
+        PRIMARY KEY (workspace, name)
+    );
+    CREATE TABLE channels (
+        workspace   TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        description TEXT,
+        created_by  TEXT NOT NULL,
+        created_at  REAL NOT NULL,
+        PRIMARY KEY (workspace, name)
+    );
+    CREATE TABLE channel_members (
+        workspace   TEXT NOT NULL,
+        channel     TEXT NOT NULL,
+        agent       TEXT NOT NULL,
+        joined_at   REAL NOT NULL,
+        PRIMARY KEY (workspace, channel, agent)
+    );
+    CREATE INDEX channel_members_by_agent ON channel_members (workspace, agent);
+    CREATE TABLE machines (
+        workspace   TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        last_seen   REAL NOT NULL,
+        PRIMARY KEY (workspace, name)
+    );
+    CREATE TABLE sessions (
+        id          TEXT PRIMARY KEY,
+        workspace   TEXT NOT NULL,
+        agent       TEXT NOT NULL,
+        machine     TEXT NOT NULL,
+        pid         INTEGER NOT NULL,
+        proc_start  INTEGER,
+        runtime     TEXT NOT NULL,
+        started_at  REAL NOT NULL,
+        last_seen   REAL NOT NULL,
+        ended_at    REAL
+    );
+    CREATE INDEX sessions_by_agent ON sessions (workspace, agent);
+    CREATE INDEX sessions_by_process ON sessions (workspace, machine, pid);
+    CREATE TABLE messages (
+        id              TEXT PRIMARY KEY,
+        workspace       TEXT NOT NULL,
+        sender          TEXT NOT NULL,
+        sender_session  TEXT,
+        recipients      TEXT NOT NULL,
+        channel         TEXT,
+        subject         TEXT,
+        parts           TEXT NOT NULL,
+        thread_id       TEXT NOT NULL,
+        reply_to        TEXT,
+        created_at      REAL NOT NULL,
+        idempotency_key TEXT,
+        request_hash    TEXT,
+        result          TEXT NOT NULL       -- the send's answer, returned again on an idempotent resend
+    );
+    CREATE UNIQUE INDEX messages_by_idempotency_key
+        ON messages (workspace, sender, idempotency_key) WHERE idempotency_key IS NOT NULL;
+    CREATE TABLE deliveries (
+        workspace       TEXT NOT NULL,
+        recipient       TEXT NOT NULL,
+        seq             INTEGER NOT NULL,
+        message_id      TEXT NOT NULL,
+        channel         TEXT,
+        state           TEXT NOT NULL,
+        sessions        TEXT NOT NULL DEFAULT '[]',
+        target_session  TEXT,
+        queued_at       REAL NOT NULL,
+        delivered_at    REAL,
+        surfaced_at     REAL,
+        read_at         REAL,
+        acked_at        REAL,
+        PRIMARY KEY (workspace, recipient, seq)
+    ) WITHOUT ROWID;
+    CREATE UNIQUE INDEX deliveries_by_message ON deliveries (message_id, recipient);
+    CREATE INDEX deliveries_unread ON deliveries (workspace, recipient, seq) WHERE read_at IS NULL;
+    """,
+]
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring the database to the newest step. Safe when several processes open it at once:
+    the version is read again inside the write transaction."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        for step, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {step}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
