@@ -279,7 +279,11 @@ class Service:
         if require_live:
             unreachable = [t for t in targets if not t.sessions]
             if unreachable:
-                names = ", ".join(t.address if t.channel is None else f"{t.agent} (in {t.address})" for t in unreachable)
+                names = ", ".join(
+                    (t.address if t.channel is None else f"{t.agent} (in {t.address})")
+                    + (" (never seen)" if t.new_agent else "")
+                    for t in unreachable
+                )
                 raise NoLiveSession(
                     f"no live session for {names}; nothing was sent. Send without --require-live to queue it.",
                     recipients=[t.agent for t in unreachable],
@@ -321,9 +325,6 @@ class Service:
         for target in targets:
             self.events.publish(caller.workspace, target.agent)
         return result
-
-    def post(self, caller: Caller, channel: str, text: str | None = None, **options: object) -> SendResult:
-        return self.send(caller, f"#{parse_channel_name(channel)}", text, **options)  # type: ignore[arg-type]
 
     @staticmethod
     def _repeat(stored_hash: str, request_hash: str, result: SendResult, key: str) -> SendResult:
@@ -458,19 +459,23 @@ class Service:
             raise BadRequest("after is a sequence number, 0 or more.")
         if not 0 <= wait <= self.limits.wait_seconds:
             raise BadRequest(f"wait must be 0-{self.limits.wait_seconds:g} seconds.")
-        deadline = time.monotonic() + wait
-        with self.events.subscribe(caller.workspace, caller.agent) as subscription:
-            while True:
-                items = self._take(caller, peek, after, limit)
-                remaining = deadline - time.monotonic()
-                if items or remaining <= 0:
-                    break
-                subscription.wait(remaining)
+        items = self._take(caller, peek, after, limit) if wait <= 0 else self._wait_and_take(caller, peek, after, limit, wait)
         if items:
             cursor = items[-1].seq
         else:
             cursor = after if after is not None else self.store.last_seq(caller.workspace, caller.agent)
         return ReadResult(items=items, cursor=cursor, unread=self.store.unread_count(caller.workspace, caller.agent))
+
+    def _wait_and_take(self, caller: Caller, peek: bool, after: int | None, limit: int, wait: float) -> list[MailItem]:
+        deadline = time.monotonic() + wait
+        # Subscribe before the first look, so mail committed in between still wakes us.
+        with self.events.subscribe(caller.workspace, caller.agent) as subscription:
+            while True:
+                items = self._take(caller, peek, after, limit)
+                remaining = deadline - time.monotonic()
+                if items or remaining <= 0:
+                    return items
+                subscription.wait(remaining)
 
     def _take(self, caller: Caller, peek: bool, after: int | None, limit: int) -> list[MailItem]:
         if peek:

@@ -107,7 +107,10 @@ class SQLiteStore:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.location = str(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as error:
+            raise StoreUnavailable(f"cannot create the folder for the database {self.path}: {error}.") from None
         self._lock = threading.RLock()
         self._conn = self._connect()
         # A second connection only watches: its data_version moves when any connection commits.
@@ -117,18 +120,19 @@ class SQLiteStore:
             migrate(self._conn)
 
     def _connect(self) -> sqlite3.Connection:
-        fresh = not self.path.exists()
         try:
+            if not self.path.exists():
+                # Mailboxes are private to the user. Create the file 0600 before SQLite does: its
+                # -wal and -shm files copy the database file's permissions when they are made.
+                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
-        except sqlite3.Error as error:
+        except (sqlite3.Error, OSError) as error:
             raise StoreUnavailable(f"cannot open the database {self.path}: {error}.") from None
-        if fresh:
-            os.chmod(self.path, 0o600)  # mailboxes are private to the user
         return conn
 
     def close(self) -> None:
@@ -162,21 +166,11 @@ class SQLiteStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction: a consistent snapshot across several statements."""
-        with self._guard():
-            conn = self._conn
-            conn.execute("BEGIN")
-            try:
-                yield conn
-            finally:
                 conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:  # also when COMMIT itself failed (disk full, I/O error)
+                    conn.execute("ROLLBACK")
+                raise
 
     # --- workspaces and agents ------------------------------------------------------------
 
@@ -456,6 +450,8 @@ class SQLiteStore:
                     ),
                 )
             except sqlite3.IntegrityError:
+                if idempotency_key is None:
+                    raise
                 raise DuplicateIdempotencyKey(idempotency_key) from None
             for delivery in deliveries:
                 if delivery.create_agent:
