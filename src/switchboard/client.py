@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from switchboard.address import parse_machine
 from switchboard.config import Settings
 from switchboard.events import MailboxEvents
 from switchboard.identity import machine_name, process_start_time, resolve_agent, resolve_workspace
@@ -182,8 +183,9 @@ class LocalClient:
         self, *, runtime: str, pid: int | None = None, machine: str | None = None
     ) -> Session:
         pid = pid if pid is not None else os.getpid()
+        machine = parse_machine(machine) if machine else self.service.machine
         # Only a process on this machine can be checked for its start time.
-        proc_start = process_start_time(pid) if machine in (None, self.service.machine) else None
+        proc_start = process_start_time(pid) if machine == self.service.machine else None
         return self.service.register_session(self._as(), pid=pid, runtime=runtime, machine=machine, proc_start=proc_start)
 
     def heartbeat(self, session_id: str) -> Session:

@@ -343,6 +343,9 @@ class Service:
                 content.append(part if isinstance(part, Part) else Part.model_validate(part))
             except ValueError as error:
                 raise BadRequest(f"a message part is not valid: {_first_error(error)}") from None
+        for part in content:
+            if part.text is not None and not _is_utf8(part.text):
+                raise BadRequest("the message text is not valid UTF-8 (it holds undecodable bytes); send text.")
         if not content or all(p.text is not None and not p.text.strip() for p in content):
             raise BadRequest("the message is empty: give some text or at least one part.")
         if len(content) > self.limits.parts:
@@ -576,6 +579,15 @@ def _request_hash(addresses, subject, parts, thread_id, reply_to, require_live) 
         separators=(",", ":"),
     )
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _is_utf8(text: str) -> bool:
+    """False for text holding lone surrogates, which is how Python carries undecodable bytes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _first_error(error: ValueError) -> str:

@@ -145,7 +145,7 @@ def session_start(
 ) -> None:
     """Register a live session; it stays live while its process runs and it reports in."""
     with open_client(db) as client:
-        session = client.register_session(runtime=runtime, pid=pid or os.getppid())
+        session = client.register_session(runtime=runtime, pid=os.getppid() if pid is None else pid)
     render.emit(session, as_json, lambda: render.console.print(f"{session.id}  {session.address} ({session.runtime})"))
 
 

@@ -42,9 +42,14 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except typer.TyperException as error:  # usage errors: unknown option, missing argument…
+        if type(error).__name__ == "NoArgsIsHelpError":  # a bare 'switchboard channel': its help
+            sys.stderr.write(error.format_message() + "\n")
+            sys.exit(EXIT_USER_ERROR)
         context = getattr(error, "ctx", None)
+        message = error.format_message().rstrip()
+        message += "" if message.endswith((".", "?", "!")) else "."
         hint = f" Try '{context.command_path} --help'." if context is not None else ""
-        _report("usage", error.format_message() + hint, as_json)
+        _report("usage", message + hint, as_json)
         sys.exit(EXIT_USER_ERROR)
     except typer.Exit as done:
         sys.exit(done.exit_code)

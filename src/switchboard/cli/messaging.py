@@ -25,6 +25,13 @@ def _parts(data: list[str], urls: list[str]) -> list[dict]:
     return parts
 
 
+def _stdin_text() -> str:
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadRequest(f"standard input is not UTF-8 text (byte {error.start}); send text, or attach data as a part.") from None
+
+
 @app.command()
 def send(
     to: Annotated[str, typer.Argument(help="Recipients: name, name@machine, name@machine#pid or #channel; comma-separated for several.")],
@@ -40,7 +47,7 @@ def send(
     db: DbOption = None,
 ) -> None:
     """Send a message to agents or a channel; says per recipient whether it was delivered or queued."""
-    text = sys.stdin.read() if message == "-" else message
+    text = _stdin_text() if message == "-" else message
     with open_client(db) as client:
         result = client.send(
             to,
@@ -79,6 +86,8 @@ def read(
             render.mail_item(item)
         if not result.items:
             render.console.print("[dim]no new mail[/]")
+        elif peek:
+            render.console.print(f"[dim]peeked: nothing marked read; {result.unread} unread[/]")
         elif result.unread:
             render.console.print(f"[dim]{result.unread} more unread — read again for more[/]")
 

@@ -46,10 +46,11 @@ def when(moment: datetime | None) -> str:
     return local.strftime("%Y-%m-%d %H:%M")
 
 
-def table(*columns: str) -> Table:
+def table(*columns: str, keep_whole: tuple[str, ...] = ("id",)) -> Table:
+    """A plain table; columns named in ``keep_whole`` are never cut or wrapped (ids are copied)."""
     grid = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for column in columns:
-        grid.add_column(column)
+        grid.add_column(column, no_wrap=column in keep_whole, min_width=36 if column in keep_whole else None)
     return grid
 
 
@@ -81,13 +82,10 @@ def mail_item(item: MailItem) -> None:
     message = item.message
     where = f" in #{message.channel}" if message.channel else ""
     subject = f" — [bold]{escape(message.subject)}[/]" if message.subject else ""
-    console.rule(
-        f"[bold]{message.sender}[/]{where}{subject}  [dim]{when(message.created_at)} · {message.id}[/]",
-        align="left",
-        style="dim",
-    )
-    if message.reply_to:
-        console.print(f"[dim]in reply to {message.reply_to}[/]")
+    console.rule(f"[bold]{message.sender}[/]{where}{subject}", align="left", style="dim")
+    # The id goes on a line of its own: people copy it into status, ack and --reply-to.
+    reply = f" · in reply to {message.reply_to}" if message.reply_to else ""
+    console.print(f"[dim]{when(message.created_at)} · {message.id}{reply}[/]")
     for part in message.parts:
         if part.text is not None:
             console.print(escape(part.text))

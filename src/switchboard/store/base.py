@@ -112,7 +112,8 @@ class Store(Protocol):
     # sessions and machines
     def register_session(self, session: NewSession, now: datetime) -> Session:
         """Insert the session, or refresh the matching open one (same agent, machine, pid and
-        process start). Ends other open sessions on that machine and pid: the pid was recycled."""
+        process start; its runtime is updated). Ends other open sessions on that machine and
+        pid: the pid was recycled, or another agent now claims the process."""
         ...
 
     def touch_session(self, workspace: str, session_id: str, now: datetime) -> Session | None: ...
@@ -132,7 +133,8 @@ class Store(Protocol):
         request_hash: str | None,
     ) -> dict[str, int]:
         """Store the message and one delivery per recipient, each with the recipient's next
-        sequence number (returned by recipient). Raises DuplicateIdempotencyKey."""
+        sequence number (returned by recipient). Raises DuplicateIdempotencyKey, or
+        UnknownRecipient when a recipient that need not be created does not exist."""
         ...
 
     def get_message(self, workspace: str, message_id: str) -> Message | None: ...

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from switchboard.errors import StoreUnavailable
+from switchboard.errors import StoreUnavailable, UnknownRecipient
 from switchboard.model import (
     Agent,
     Channel,
@@ -40,6 +42,29 @@ from switchboard.store.base import (
 from switchboard.store.schema import migrate
 
 BUSY_TIMEOUT_SECONDS = 30.0
+# Waiting for the write lock: SQLite's own busy handler sleeps up to 100 ms between tries, which
+# lets a busy writer starve the others for most of a second. We poll in steps of at most 2 ms.
+_LOCK_RETRY_FIRST_SECONDS = 0.0001
+_LOCK_RETRY_MAX_SECONDS = 0.002
+
+
+def _retry_while_locked(conn: sqlite3.Connection, statement: str) -> None:
+    """Run ``statement``, retrying while another connection holds the lock it needs.
+
+    Also for statements SQLite does not retry itself: switching a new database to WAL answers
+    "locked" at once while another process is creating the same file.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    pause = _LOCK_RETRY_FIRST_SECONDS
+    while True:
+        try:
+            conn.execute(statement)
+            return
+        except sqlite3.OperationalError as error:
+            if conn.in_transaction or "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause * (0.5 + random.random()))
+        pause = min(pause * 2, _LOCK_RETRY_MAX_SECONDS)
 
 
 def _ts(moment: datetime) -> float:
@@ -129,7 +154,7 @@ class SQLiteStore:
                 self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _retry_while_locked(conn, "PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
         except (sqlite3.Error, OSError) as error:
             raise StoreUnavailable(f"cannot open the database {self.path}: {error}.") from None
@@ -163,7 +188,7 @@ class SQLiteStore:
         """One write transaction, committed (and fsynced) on exit, rolled back on any error."""
         with self._guard():
             conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin_immediate(conn)
             try:
                 yield conn
                 conn.execute("COMMIT")
@@ -171,6 +196,14 @@ class SQLiteStore:
                 if conn.in_transaction:  # also when COMMIT itself failed (disk full, I/O error)
                     conn.execute("ROLLBACK")
                 raise
+
+    def _begin_immediate(self, conn: sqlite3.Connection) -> None:
+        """Take the database's write lock, retrying briefly and often until the busy timeout."""
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            _retry_while_locked(conn, "BEGIN IMMEDIATE")
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
 
     # --- workspaces and agents ------------------------------------------------------------
 
@@ -329,16 +362,13 @@ class SQLiteStore:
                 "WHERE workspace = ? AND machine = ? AND pid = ? AND ended_at IS NULL",
                 (session.workspace, session.machine, session.pid),
             ).fetchall()
-            same = [
-                r for r in open_here
-                if r[2] == session.agent and r[5] == session.proc_start and r[6] == session.runtime
-            ]
+            same = [r for r in open_here if r[2] == session.agent and r[5] == session.proc_start]
             for row in open_here:
                 if row not in same[:1]:  # another process once had this pid, or another agent claims it
                     conn.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (at, row[0]))
             if same:
                 session_id = same[0][0]
-                conn.execute("UPDATE sessions SET last_seen = ? WHERE id = ?", (at, session_id))
+                conn.execute("UPDATE sessions SET last_seen = ?, runtime = ? WHERE id = ?", (at, session.runtime, session_id))
             else:
                 session_id = session.id or new_id()
                 conn.execute(
@@ -459,10 +489,16 @@ class SQLiteStore:
                         "INSERT OR IGNORE INTO agents (workspace, name, created_at) VALUES (?, ?, ?)",
                         (message.workspace, delivery.recipient, at),
                     )
-                seq = conn.execute(
+                row = conn.execute(
                     "UPDATE agents SET last_seq = last_seq + 1 WHERE workspace = ? AND name = ? RETURNING last_seq",
                     (message.workspace, delivery.recipient),
-                ).fetchone()[0]
+                ).fetchone()
+                if row is None:  # deleted by another process since the service looked it up
+                    raise UnknownRecipient(
+                        f"agent {delivery.recipient} was deleted while this message was being sent; nothing was stored.",
+                        addresses=[delivery.recipient],
+                    )
+                seq = row[0]
                 delivered = at if delivery.state is DeliveryState.delivered else None
                 conn.execute(
                     "INSERT INTO deliveries (workspace, recipient, seq, message_id, channel, state, sessions, "
@@ -532,6 +568,14 @@ class SQLiteStore:
     ) -> list[MailItem]:
         where, args = self._window(after)
         at = _ts(now)
+        # Look before taking the write lock: most wake-ups of a waiting reader find nothing new,
+        # and a reader should not queue behind senders just to learn that.
+        with self._guard():
+            if not self._conn.execute(
+                f"SELECT 1 FROM deliveries d WHERE d.workspace = ? AND d.recipient = ? AND {where} LIMIT 1",
+                (workspace, agent, *args),
+            ).fetchone():
+                return []
         with self._write() as conn:
             rows = conn.execute(
                 f"{_MAIL_QUERY} WHERE d.workspace = ? AND d.recipient = ? AND {where} ORDER BY d.seq LIMIT ?",

@@ -1,0 +1,104 @@
+"""What people see without --json: the key facts are there. Also the demo and the console script."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SENT_LINE = re.compile(r"^sent ([0-9a-f-]{36})\b", re.MULTILINE)
+
+
+def _row(output: str, first_word: str) -> list[str]:
+    """The words of the table row that starts with ``first_word``."""
+    for line in output.splitlines():
+        words = line.split()
+        if words and words[0] == first_word:
+            return words
+    raise AssertionError(f"no row for {first_word!r} in:\n{output}")
+
+
+def _ok(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr
+    return proc.stdout
+
+
+def test_human_send_read_and_status_show_state_sender_and_text(run):
+    sent = _ok(run("send", "bob", "deploy is done", "--subject", "deploy", agent="alice"))
+    match = SENT_LINE.search(sent)
+    assert match, sent
+    message_id = match.group(1)
+    assert "queued" in _row(sent, "bob")
+
+    read = _ok(run("read", agent="bob"))
+    assert "alice" in read and "deploy" in read and "deploy is done" in read
+    assert message_id in read
+    assert "no new mail" in _ok(run("read", agent="bob"))
+
+    status = _ok(run("status", message_id, agent="alice"))
+    assert message_id in status
+    assert "from alice" in status
+    assert "read" in _row(status, "bob")
+
+
+def test_human_send_names_the_live_session_and_who_shows_it(run, run_json, live_process):
+    session = run_json("session", "start", "--pid", live_process.pid, agent="bob")
+    address = f"bob@{session['machine']}#{live_process.pid}"
+
+    sent = _ok(run("send", "bob,carol", "are you up?", agent="alice"))
+    assert _row(sent, "bob")[2:4] == ["delivered", address]
+    assert "queued" in _row(sent, "carol")
+
+    who = _ok(run("who", agent="alice"))
+    bob = _row(who, "bob")
+    assert bob[1] == "yes" and address in bob  # live, 1 unread, its session
+    assert bob[2] == "1"
+    assert _row(who, "carol")[1:3] == ["no", "1"]
+
+
+def test_demo_runs_a_dm_a_reply_a_channel_post_and_a_status(cli, run):
+    proc = run("demo", timeout=60)
+    out = _ok(proc)
+
+    assert re.search(r"^reviewer\s+reviewer\s+delivered\s+reviewer@", out, re.MULTILINE), out  # the DM, delivered
+    assert "Can you review the new /v1/orders endpoint?" in out
+    assert re.search(r"^reply \S+ joins thread \S+", out, re.MULTILINE), out
+    assert "Looks good; one nit on error codes." in out
+    assert "backend in #release" in out and "Shipping 1.4" in out  # the channel post, read by a member
+    assert re.search(r"^reviewer: read — queued .*, read ", out, re.MULTILINE), out  # the status
+    assert "done." in out
+    assert not cli.default_db.exists()  # the demo used a throwaway store, not the user's
+
+
+def test_the_console_script_runs(cli):
+    script = Path(sys.executable).with_name("switchboard")
+    assert script.is_file(), f"no console script next to {sys.executable}"
+    proc = subprocess.run(
+        [str(script), "whoami", "--json"], env=cli.env("alice"), cwd=cli.workdir,
+        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert '"agent": "alice"' in proc.stdout
+
+
+# At the default width of a pipe or a small terminal (80 columns), the id a person needs for
+# 'status', 'ack' and '--reply-to' must still be printed whole.
+NARROW = {"COLUMNS": "80"}
+LONG_SUBJECT = "quarterly numbers for the finance review, second draft with comments"
+
+
+def test_human_read_at_80_columns_still_shows_the_whole_message_id(run_json, run):
+    sent = run_json("send", "bob", "numbers attached", "--subject", LONG_SUBJECT, agent="alice-from-accounting")
+
+    out = _ok(run("read", agent="bob", env=NARROW))
+    assert "numbers attached" in out
+    assert sent["message_id"] in out, f"the message id is cut from 'read' at 80 columns:\n{out}"
+
+
+def test_human_inbox_at_80_columns_still_shows_whole_message_ids(run_json, run):
+    sent = run_json("send", "bob", "short one", agent="alice")
+
+    out = _ok(run("inbox", agent="bob", env=NARROW))
+    assert sent["message_id"] in out, f"the message id is cut from 'inbox' at 80 columns:\n{out}"
