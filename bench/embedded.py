@@ -84,15 +84,29 @@ class Params:
 
 
 FULL = Params(
-    send_rounds=3, send_warmup=200, sends=2000,
-    latency_rounds=3, latency_warmup=20, latency_messages=300, gap_ms=(1.0, 5.0),
-    throughput_rounds=3, sends_per_process=1500, process_counts=(1, 4),
+    send_rounds=3,
+    send_warmup=200,
+    sends=2000,
+    latency_rounds=3,
+    latency_warmup=20,
+    latency_messages=300,
+    gap_ms=(1.0, 5.0),
+    throughput_rounds=3,
+    sends_per_process=1500,
+    process_counts=(1, 4),
     phase_timeout_s=90.0,
 )
 QUICK = Params(
-    send_rounds=1, send_warmup=20, sends=200,
-    latency_rounds=1, latency_warmup=5, latency_messages=30, gap_ms=(1.0, 5.0),
-    throughput_rounds=1, sends_per_process=100, process_counts=(1, 4),
+    send_rounds=1,
+    send_warmup=20,
+    sends=200,
+    latency_rounds=1,
+    latency_warmup=5,
+    latency_messages=30,
+    gap_ms=(1.0, 5.0),
+    throughput_rounds=1,
+    sends_per_process=100,
+    process_counts=(1, 4),
     phase_timeout_s=60.0,
 )
 
@@ -149,11 +163,9 @@ def prepare_db(db_path: str, agents: Sequence[str]) -> None:
 
 
 def store_pragmas(client: LocalClient) -> dict[str, object]:
-    """The pragmas in force on the store's connection (read only, for the report)."""
-    conn = getattr(client.service.store, "_conn", None)
-    if conn is None:
-        return {}
-    return {name: conn.execute(f"PRAGMA {name}").fetchone()[0] for name in ("journal_mode", "synchronous", "busy_timeout")}
+    """The database's journal mode, read through a connection of our own (for the report)."""
+    with sqlite3.connect(client.service.store.location) as conn:
+        return {"journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0]}
 
 
 def ms(value: float) -> str:
@@ -163,7 +175,9 @@ def ms(value: float) -> str:
 # --- processes -----------------------------------------------------------------------------
 
 
-def run_processes(jobs: Sequence[tuple[Callable, tuple]], results: multiprocessing.Queue, timeout: float) -> list[tuple]:
+def run_processes(
+    jobs: Sequence[tuple[Callable, tuple]], results: multiprocessing.Queue, timeout: float
+) -> list[tuple]:
     """Start one spawned process per job; collect one result tuple from each (or fail)."""
     processes = [CTX.Process(target=target, args=args, daemon=True) for target, args in jobs]
     for process in processes:
@@ -214,8 +228,10 @@ def send_round(db_path: str, params: Params) -> tuple[list[float], dict[str, obj
 
 
 def measure_send(params: Params, folder: Path) -> dict[str, float]:
-    print(f"\n[1] send_ms: LocalClient.send to 1 recipient, text {TEXT!r}, one process; "
-          f"{params.send_rounds} round(s) x {params.sends} sends after {params.send_warmup} warm-up")
+    print(
+        f"\n[1] send_ms: LocalClient.send to 1 recipient, text {TEXT!r}, one process; "
+        f"{params.send_rounds} round(s) x {params.sends} sends after {params.send_warmup} warm-up"
+    )
     rounds = []
     for number in range(1, params.send_rounds + 1):
         times, pragmas = send_round(fresh_db(folder, f"send-{number}"), params)
@@ -298,29 +314,35 @@ def latency_round(db_path: str, params: Params) -> tuple[list[float], list[float
         params.phase_timeout_s,
     )
     sender = next(r for r in collected if r[1] == "sender")
-    return sender[2][params.latency_warmup:], sender[3][params.latency_warmup:]
+    return sender[2][params.latency_warmup :], sender[3][params.latency_warmup :]
 
 
 def measure_latency(params: Params, folder: Path) -> dict[str, float]:
-    print(f"\n[2] cross_process_latency_ms: send in one process -> read(wait=...) returns in another; "
-          f"{params.latency_rounds} round(s) x {params.latency_messages} messages after {params.latency_warmup} "
-          f"warm-up, one at a time, {params.gap_ms[0]:g}-{params.gap_ms[1]:g} ms random gap; "
-          f"change poll interval {POLL_INTERVAL_SECONDS * 1000:g} ms")
+    print(
+        f"\n[2] cross_process_latency_ms: send in one process -> read(wait=...) returns in another; "
+        f"{params.latency_rounds} round(s) x {params.latency_messages} messages after {params.latency_warmup} "
+        f"warm-up, one at a time, {params.gap_ms[0]:g}-{params.gap_ms[1]:g} ms random gap; "
+        f"change poll interval {POLL_INTERVAL_SECONDS * 1000:g} ms"
+    )
     rounds, after_commit = [], []
     for number in range(1, params.latency_rounds + 1):
         from_send, from_commit = latency_round(fresh_db(folder, f"latency-{number}"), params)
         result, committed = summary(from_send), summary(from_commit)
         rounds.append(result)
         after_commit.append(committed)
-        send_took = [a - b for a, b in zip(from_send, from_commit)]
+        send_took = [a - b for a, b in zip(from_send, from_commit, strict=True)]
         print(f"    round {number}: p50 {ms(result['p50'])}  p99 {ms(result['p99'])}  max {ms(result['max'])}")
-        print(f"             from send's return: p50 {ms(committed['p50'])}  p99 {ms(committed['p99'])}; "
-              f"the send itself took p50 {ms(percentile(send_took, 50))}")
+        print(
+            f"             from send's return: p50 {ms(committed['p50'])}  p99 {ms(committed['p99'])}; "
+            f"the send itself took p50 {ms(percentile(send_took, 50))}"
+        )
     p50, p99 = median_of(rounds, "p50"), median_of(rounds, "p99")
     worst = max(r["max"] for r in rounds)
     verdict = "meets" if worst < 100 else "MISSES"
-    print(f"  cross_process_latency_ms: p50 {ms(p50)}, p99 {ms(p99)} (median over rounds), max {ms(worst)}; "
-          f"{verdict} the 100 ms requirement")
+    print(
+        f"  cross_process_latency_ms: p50 {ms(p50)}, p99 {ms(p99)} (median over rounds), max {ms(worst)}; "
+        f"{verdict} the 100 ms requirement"
+    )
     return {
         "cross_process_ms_p50": p50,
         "cross_process_ms_p99": p99,
@@ -377,13 +399,20 @@ def throughput_round(db_path: str, processes: int, params: Params) -> dict[str, 
     check_mailbox(db_path, sent)
     times = [t for r in collected for t in r[4]]
     spread = (finish - min(r[3] for r in collected)) / 1e9  # first to last finisher
-    return {"rate": sent / ((finish - start) / 1e9), "seconds": (finish - start) / 1e9, "spread": spread, **summary(times)}
+    return {
+        "rate": sent / ((finish - start) / 1e9),
+        "seconds": (finish - start) / 1e9,
+        "spread": spread,
+        **summary(times),
+    }
 
 
 def measure_throughput(params: Params, folder: Path) -> dict[str, float]:
-    print(f"\n[3] sends_per_second: durable sends to one recipient from 1..N processes at once, each its own "
-          f"connection and sender agent; {params.throughput_rounds} round(s) x {params.sends_per_process} "
-          f"sends per process")
+    print(
+        f"\n[3] sends_per_second: durable sends to one recipient from 1..N processes at once, each its own "
+        f"connection and sender agent; {params.throughput_rounds} round(s) x {params.sends_per_process} "
+        f"sends per process"
+    )
     figures: dict[str, float] = {}
     for processes in params.process_counts:
         rounds = []
@@ -391,14 +420,18 @@ def measure_throughput(params: Params, folder: Path) -> dict[str, float]:
             db_path = fresh_db(folder, f"throughput-{processes}p-{number}")
             result = throughput_round(db_path, processes, params)
             rounds.append(result)
-            print(f"    {processes} proc round {number}: {result['rate']:.0f} sends/s "
-                  f"({processes * params.sends_per_process} in {result['seconds']:.2f} s, last finisher "
-                  f"{result['spread']:.2f} s after the first; mailbox count ok); "
-                  f"per send p50 {ms(result['p50'])} p99 {ms(result['p99'])} max {ms(result['max'])}")
+            print(
+                f"    {processes} proc round {number}: {result['rate']:.0f} sends/s "
+                f"({processes * params.sends_per_process} in {result['seconds']:.2f} s, last finisher "
+                f"{result['spread']:.2f} s after the first; mailbox count ok); "
+                f"per send p50 {ms(result['p50'])} p99 {ms(result['p99'])} max {ms(result['max'])}"
+            )
         rate = median_of(rounds, "rate")
-        print(f"  sends_per_second_{processes}proc: {rate:.0f} (median over rounds); per send under this load "
-              f"p50 {ms(median_of(rounds, 'p50'))}, p99 {ms(median_of(rounds, 'p99'))}, "
-              f"max {ms(max(r['max'] for r in rounds))}")
+        print(
+            f"  sends_per_second_{processes}proc: {rate:.0f} (median over rounds); per send under this load "
+            f"p50 {ms(median_of(rounds, 'p50'))}, p99 {ms(median_of(rounds, 'p99'))}, "
+            f"max {ms(max(r['max'] for r in rounds))}"
+        )
         figures[f"sends_per_second_{processes}proc"] = rate
         figures[f"send_ms_p50_{processes}proc"] = median_of(rounds, "p50")
         figures[f"send_ms_p99_{processes}proc"] = median_of(rounds, "p99")
@@ -423,7 +456,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quick": args.quick,
     }
     print(f"Switchboard embedded-store benchmark ({'quick' if args.quick else 'full'})")
-    print(f"machine: {os.cpu_count()} cores, {platform.platform()}; Python {figures['python']}, SQLite {figures['sqlite']}")
+    print(
+        f"machine: {os.cpu_count()} cores, {platform.platform()}; Python {figures['python']}, SQLite {figures['sqlite']}"
+    )
     print(f"parameters: {asdict(params)}")
 
     failures: list[str] = []

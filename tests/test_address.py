@@ -75,7 +75,22 @@ def test_examples_parse(text, expected):
 
 @pytest.mark.parametrize(
     "text",
-    ["", " ", "bad name!!", "-lead", "trail-", "a" * 65, "#", "##x", "bob@", "bob@m#", "bob@m#0", "bob#1", "bob@m#-3", "@m"],
+    [
+        "",
+        " ",
+        "bad name!!",
+        "-lead",
+        "trail-",
+        "a" * 65,
+        "#",
+        "##x",
+        "bob@",
+        "bob@m#",
+        "bob@m#0",
+        "bob#1",
+        "bob@m#-3",
+        "@m",
+    ],
 )
 def test_malformed_addresses_are_refused(text):
     with pytest.raises(BadAddress):

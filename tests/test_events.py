@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from switchboard.events import MailboxEvents
 from switchboard.store.sqlite import SQLiteStore
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_a_publish_wakes_only_that_mailboxs_waiters():

@@ -19,7 +19,8 @@ def test_ids_are_uuid7_and_strictly_increasing_within_a_process():
 
 
 @pytest.mark.parametrize(
-    "fields", [{"text": "hi"}, {"data": {"k": [1, 2]}}, {"url": "https://x.test/a.pdf", "filename": "a.pdf"}, {"raw": "aGk="}]
+    "fields",
+    [{"text": "hi"}, {"data": {"k": [1, 2]}}, {"url": "https://x.test/a.pdf", "filename": "a.pdf"}, {"raw": "aGk="}],
 )
 def test_a_part_holds_exactly_one_kind_of_content_and_serialises_only_what_is_set(fields):
     part = Part.model_validate(fields)
@@ -33,5 +34,14 @@ def test_a_part_with_no_or_two_contents_or_unknown_fields_is_refused(fields):
 
 
 def test_delivery_states_are_ordered():
-    ranks = [s.rank for s in (DeliveryState.queued, DeliveryState.delivered, DeliveryState.surfaced, DeliveryState.read, DeliveryState.acked)]
+    ranks = [
+        s.rank
+        for s in (
+            DeliveryState.queued,
+            DeliveryState.delivered,
+            DeliveryState.surfaced,
+            DeliveryState.read,
+            DeliveryState.acked,
+        )
+    ]
     assert ranks == sorted(ranks) and len(set(ranks)) == 5

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,29 +55,35 @@ from switchboard.model import (
 )
 from switchboard.service import Service
 from switchboard.store.sqlite import SQLiteStore
+from tests.waiting import wait_until
 
 WS = "acme"
 MACHINE = "testhost"
 LIVENESS = 60.0
 
 # A process that opens its own store on the database file and acts as one agent.
-_CHILD_PRELUDE = """
+_CHILD_PRELUDE = f"""
 import json, sys
 from switchboard.client import LocalClient
 from switchboard.model import Caller
 from switchboard.service import Service
 from switchboard.store.sqlite import SQLiteStore
 db, workspace, agent = sys.argv[1:4]
-client = LocalClient(Service(SQLiteStore(db), machine=%r), Caller(workspace=workspace, agent=agent))
+client = LocalClient(Service(SQLiteStore(db), machine={MACHINE!r}), Caller(workspace=workspace, agent=agent))
 client.whoami()
-""" % MACHINE
+"""
 
-SEND_SCRIPT = _CHILD_PRELUDE + """
+SEND_SCRIPT = (
+    _CHILD_PRELUDE
+    + """
 to, text = sys.argv[4:6]
 print(client.send(to, text).message_id, flush=True)
 """
+)
 
-DRAIN_SCRIPT = _CHILD_PRELUDE + """
+DRAIN_SCRIPT = (
+    _CHILD_PRELUDE
+    + """
 print("ready", flush=True)
 sys.stdin.readline()  # go
 got = []
@@ -85,6 +91,7 @@ while items := client.read(limit=5).items:
     got.extend(item.message.id for item in items)
 print(json.dumps(got), flush=True)
 """
+)
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -94,7 +101,7 @@ class Clock:
     """The service's clock: stands still until a test moves it."""
 
     def __init__(self) -> None:
-        self.now = datetime.now(timezone.utc).replace(microsecond=0)
+        self.now = datetime.now(UTC).replace(microsecond=0)
 
     def __call__(self) -> datetime:
         return self.now
@@ -102,16 +109,6 @@ class Clock:
     def advance(self, seconds: float) -> datetime:
         self.now += timedelta(seconds=seconds)
         return self.now
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return predicate()
-        time.sleep(0.005)
 
 
 def snapshot(db_path: Path) -> list[str]:
@@ -242,7 +239,11 @@ def test_two_agents_exchange_messages_and_a_reply_joins_the_parents_thread(alice
     (item,) = bob.read().items
     first = item.message
     assert (first.id, first.sender, first.text, first.subject, first.thread_id) == (
-        sent.message_id, "alice", "can you review #42?", "review", sent.message_id,
+        sent.message_id,
+        "alice",
+        "can you review #42?",
+        "review",
+        sent.message_id,
     )
     assert first.recipients == ["bob"]
 
@@ -250,7 +251,10 @@ def test_two_agents_exchange_messages_and_a_reply_joins_the_parents_thread(alice
     assert reply.thread_id == sent.thread_id
     (item,) = alice.read().items
     assert (item.message.id, item.message.sender, item.message.reply_to, item.message.thread_id) == (
-        reply.message_id, "bob", first.id, sent.thread_id,
+        reply.message_id,
+        "bob",
+        first.id,
+        sent.thread_id,
     )
 
     again = alice.send("bob", "thanks", reply_to=reply.message_id)  # a reply to a reply stays in the thread
@@ -280,7 +284,8 @@ def test_a_send_to_a_list_of_addresses_reaches_each_recipient_once(alice, bob, c
 def test_a_channel_post_reaches_every_member_except_the_sender_exactly_once(alice, bob, carol, dave, team):
     sent = alice.send(team, "deploy at noon")
     assert sorted((o.agent, o.address, o.channel) for o in sent.recipients) == [
-        ("bob", "#team", "team"), ("carol", "#team", "team"),
+        ("bob", "#team", "team"),
+        ("carol", "#team", "team"),
     ]
     for client in (bob, carol):
         (item,) = client.read().items
@@ -337,7 +342,9 @@ def test_drain_never_returns_a_message_twice(alice, bob):
 
 def test_two_reader_processes_draining_one_mailbox_get_every_message_exactly_once(db_path, alice, bob):
     sent = [alice.send("bob", f"m{i}").message_id for i in range(300)]
-    readers = [python(DRAIN_SCRIPT, db_path, WS, "bob", stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(2)]
+    readers = [
+        python(DRAIN_SCRIPT, db_path, WS, "bob", stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(2)
+    ]
     try:
         for reader in readers:
             assert reader.stdout.readline().strip() == "ready"
@@ -427,7 +434,9 @@ def test_an_idempotent_resend_returns_the_same_message_id_and_stores_no_copy(db_
     assert again.duplicate is True
     assert again.model_copy(update={"duplicate": False}) == first
     assert ids(bob.read()) == [first.message_id]
-    assert alice.send("bob", "deploy v2", idempotency_key="deploy-v2").message_id == first.message_id  # after the read too
+    assert (
+        alice.send("bob", "deploy v2", idempotency_key="deploy-v2").message_id == first.message_id
+    )  # after the read too
     assert everything(bob) == [first.message_id]
 
 
@@ -436,7 +445,9 @@ def test_an_idempotent_resend_returns_the_same_message_id_and_stores_no_copy(db_
     [{"text": "deploy v3"}, {"to": "carol"}, {"subject": "urgent"}, {"require_live": True}],
     ids=["body", "recipients", "subject", "require_live"],
 )
-def test_the_same_idempotency_key_for_a_different_message_raises_idempotency_conflict(db_path, alice, bob, carol, change):
+def test_the_same_idempotency_key_for_a_different_message_raises_idempotency_conflict(
+    db_path, alice, bob, carol, change
+):
     alice.send("bob", "deploy v2", idempotency_key="deploy-v2")
     request = {"to": "bob", "text": "deploy v2", **change}
     with writes_nothing(db_path), pytest.raises(IdempotencyConflict) as raised:
@@ -495,7 +506,12 @@ def test_messages_from_one_sender_to_one_recipient_are_read_in_send_order(alice,
 def test_a_send_to_an_existing_agent_with_no_session_is_queued(alice, bob):
     sent = alice.send("bob", "when you are back")
     bob_outcome = outcome(sent, "bob")
-    assert (bob_outcome.state, bob_outcome.agent, bob_outcome.sessions, bob_outcome.new_agent) == ("queued", "bob", [], False)
+    assert (bob_outcome.state, bob_outcome.agent, bob_outcome.sessions, bob_outcome.new_agent) == (
+        "queued",
+        "bob",
+        [],
+        False,
+    )
     assert bob_outcome.reason
     assert ids(bob.read()) == [sent.message_id]
 
@@ -672,11 +688,13 @@ def test_message_status_shows_each_recipients_states_and_times_as_they_happen(al
     def status_rows() -> dict[str, tuple]:
         status = alice.message_status(sent.message_id)
         assert (status.message_id, status.sender, status.subject, status.thread_id, status.created_at) == (
-            sent.message_id, "alice", "s", sent.thread_id, sent_at,
+            sent.message_id,
+            "alice",
+            "s",
+            sent.thread_id,
+            sent_at,
         )
-        return {
-            r.address: (r.state, r.queued_at, r.delivered_at, r.read_at, r.acked_at) for r in status.recipients
-        }
+        return {r.address: (r.state, r.queued_at, r.delivered_at, r.read_at, r.acked_at) for r in status.recipients}
 
     assert status_rows() == {
         "bob": (DeliveryState.delivered, sent_at, sent_at, None, None),
@@ -710,7 +728,8 @@ def test_the_sender_sees_channel_recipients_under_the_address_it_used(alice, bob
     sent = alice.send(team, "hi all")
     status = alice.message_status(sent.message_id)
     assert sorted((r.address, r.agent, r.channel) for r in status.recipients) == [
-        ("#team", "bob", "team"), ("#team", "carol", "team"),
+        ("#team", "bob", "team"),
+        ("#team", "carol", "team"),
     ]
 
 
@@ -785,35 +804,76 @@ BAD_INPUTS = [
     _case("channel name", lambda w: w.alice.create_channel("no spaces"), BadName, "bad_name"),
     _case("describe name", lambda w: w.alice.describe_agent("-bob"), BadName, "bad_name"),
     _case("runtime name", lambda w: w.bob.register_session(runtime="Claude Code"), BadName, "bad_name"),
-    _case("machine name", lambda w: w.bob.register_session(runtime="codex", machine="bad host!", pid=5), BadName, "bad_name"),
+    _case(
+        "machine name",
+        lambda w: w.bob.register_session(runtime="codex", machine="bad host!", pid=5),
+        BadName,
+        "bad_name",
+    ),
     _case("empty text", lambda w: w.alice.send("newbie", ""), BadRequest, "bad_request"),
     _case("blank text", lambda w: w.alice.send("newbie", "  \n "), BadRequest, "bad_request"),
     _case("no content", lambda w: w.alice.send("newbie"), BadRequest, "bad_request"),
-    _case("part with two contents", lambda w: w.alice.send("newbie", parts=[{"text": "a", "url": "https://x.test"}]), BadRequest, "bad_request"),
-    _case("part with no content", lambda w: w.alice.send("newbie", "hi", parts=[{"filename": "a.txt"}]), BadRequest, "bad_request"),
+    _case(
+        "part with two contents",
+        lambda w: w.alice.send("newbie", parts=[{"text": "a", "url": "https://x.test"}]),
+        BadRequest,
+        "bad_request",
+    ),
+    _case(
+        "part with no content",
+        lambda w: w.alice.send("newbie", "hi", parts=[{"filename": "a.txt"}]),
+        BadRequest,
+        "bad_request",
+    ),
     _case("part with unknown field", lambda w: w.alice.send("newbie", parts=[{"txt": "a"}]), BadRequest, "bad_request"),
-    _case("empty idempotency key", lambda w: w.alice.send("newbie", "hi", idempotency_key=""), BadRequest, "bad_request"),
+    _case(
+        "empty idempotency key", lambda w: w.alice.send("newbie", "hi", idempotency_key=""), BadRequest, "bad_request"
+    ),
     _case("read limit 0", lambda w: w.bob.read(limit=0), BadRequest, "bad_request"),
     _case("read after -1", lambda w: w.bob.read(after=-1), BadRequest, "bad_request"),
     _case("read wait -1", lambda w: w.bob.read(wait=-1), BadRequest, "bad_request"),
     _case("inbox limit 0", lambda w: w.bob.inbox(limit=0), BadRequest, "bad_request"),
     _case("ack nothing", lambda w: w.bob.ack([]), BadRequest, "bad_request"),
-    _case("pid 0", lambda w: w.bob.register_session(runtime="codex", machine="farhost", pid=0), BadRequest, "bad_request"),
+    _case(
+        "pid 0", lambda w: w.bob.register_session(runtime="codex", machine="farhost", pid=0), BadRequest, "bad_request"
+    ),
     _case("empty skill", lambda w: w.alice.create_agent("helper", skills=[""]), BadRequest, "bad_request"),
     _case("oversized body", lambda w: w.alice.send("newbie", "x" * (256 * 1024)), TooLarge, "too_large"),
     _case("too many parts", lambda w: w.alice.send("newbie", parts=[{"text": "x"}] * 33), TooLarge, "too_large"),
     _case("too long subject", lambda w: w.alice.send("newbie", "hi", subject="s" * 257), TooLarge, "too_large"),
     _case("too many recipients", lambda w: w.alice.send([f"r{i}" for i in range(101)], "hi"), TooLarge, "too_large"),
     _case("too long description", lambda w: w.alice.create_agent("helper", "d" * 2001), TooLarge, "too_large"),
-    _case("too many skills", lambda w: w.alice.update_agent("bob", skills=[f"s{i}" for i in range(65)]), TooLarge, "too_large"),
+    _case(
+        "too many skills",
+        lambda w: w.alice.update_agent("bob", skills=[f"s{i}" for i in range(65)]),
+        TooLarge,
+        "too_large",
+    ),
     _case("malformed id to ack", lambda w: w.bob.ack(["not-an-id"]), UnknownMessage, "unknown_message"),
     _case("unknown id to ack", lambda w: w.bob.ack([new_id()]), UnknownMessage, "unknown_message"),
     _case("malformed id for status", lambda w: w.alice.message_status("42"), UnknownMessage, "unknown_message"),
     _case("unknown id for status", lambda w: w.alice.message_status(new_id()), UnknownMessage, "unknown_message"),
-    _case("reply to a malformed id", lambda w: w.alice.send("bob", "re", reply_to="nope"), UnknownMessage, "unknown_message"),
-    _case("reply to an unknown id", lambda w: w.alice.send("bob", "re", reply_to=new_id()), UnknownMessage, "unknown_message"),
-    _case("reply to a message not yours", lambda w: w.carol.send("alice", "re", reply_to=w.to_bob), UnknownMessage, "unknown_message"),
-    _case("malformed thread id", lambda w: w.alice.send("bob", "hi", thread_id="t-1"), UnknownMessage, "unknown_message"),
+    _case(
+        "reply to a malformed id",
+        lambda w: w.alice.send("bob", "re", reply_to="nope"),
+        UnknownMessage,
+        "unknown_message",
+    ),
+    _case(
+        "reply to an unknown id",
+        lambda w: w.alice.send("bob", "re", reply_to=new_id()),
+        UnknownMessage,
+        "unknown_message",
+    ),
+    _case(
+        "reply to a message not yours",
+        lambda w: w.carol.send("alice", "re", reply_to=w.to_bob),
+        UnknownMessage,
+        "unknown_message",
+    ),
+    _case(
+        "malformed thread id", lambda w: w.alice.send("bob", "hi", thread_id="t-1"), UnknownMessage, "unknown_message"
+    ),
     _case("describe", lambda w: w.alice.describe_agent("ghost"), UnknownAgent, "unknown_agent"),
     _case("update", lambda w: w.alice.update_agent("ghost", "boo"), UnknownAgent, "unknown_agent"),
     _case("delete", lambda w: w.alice.delete_agent("ghost"), UnknownAgent, "unknown_agent"),

@@ -102,8 +102,7 @@ def parse_address(text: str) -> Address:
         pid = match["pid"]
         return AgentAddress(match["name"], match["machine"], int(pid) if pid else None)
     raise BadAddress(
-        f"{text!r} is not an address: use name, name@machine, name@machine#pid or #channel "
-        f"(names are {NAME_RULE}).",
+        f"{text!r} is not an address: use name, name@machine, name@machine#pid or #channel (names are {NAME_RULE}).",
         address=text,
     )
 

@@ -14,7 +14,6 @@ from typing import Protocol
 
 from switchboard.address import parse_machine
 from switchboard.config import Settings
-from switchboard.events import MailboxEvents
 from switchboard.identity import machine_name, process_start_time, resolve_agent, resolve_workspace
 from switchboard.model import (
     AckResult,
@@ -63,18 +62,14 @@ class Client(Protocol):
 
     # presence and sessions
     def who(self) -> WhoReport: ...
-    def register_session(
-        self, *, runtime: str, pid: int | None = None, machine: str | None = None
-    ) -> Session: ...
+    def register_session(self, *, runtime: str, pid: int | None = None, machine: str | None = None) -> Session: ...
     def heartbeat(self, session_id: str) -> Session: ...
     def end_session(self, session_id: str) -> Session: ...
 
     # agents
     def create_agent(self, name: str, description: str | None = None, skills: Sequence[str] = ()) -> Agent: ...
     def describe_agent(self, name: str) -> Agent: ...
-    def update_agent(
-        self, name: str, description: str | None = None, skills: Sequence[str] | None = None
-    ) -> Agent: ...
+    def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent: ...
     def list_agents(self) -> list[Agent]: ...
     def delete_agent(self, name: str) -> None: ...
 
@@ -162,9 +157,7 @@ class LocalClient:
             idempotency_key=idempotency_key,
         )
 
-    def read(
-        self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0
-    ) -> ReadResult:
+    def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
         return self.service.read(self._as(), peek=peek, after=after, limit=limit, wait=wait)
 
     def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
@@ -179,14 +172,14 @@ class LocalClient:
     def who(self) -> WhoReport:
         return self.service.who(self._as())
 
-    def register_session(
-        self, *, runtime: str, pid: int | None = None, machine: str | None = None
-    ) -> Session:
+    def register_session(self, *, runtime: str, pid: int | None = None, machine: str | None = None) -> Session:
         pid = pid if pid is not None else os.getpid()
         machine = parse_machine(machine) if machine else self.service.machine
         # Only a process on this machine can be checked for its start time.
         proc_start = process_start_time(pid) if machine == self.service.machine else None
-        return self.service.register_session(self._as(), pid=pid, runtime=runtime, machine=machine, proc_start=proc_start)
+        return self.service.register_session(
+            self._as(), pid=pid, runtime=runtime, machine=machine, proc_start=proc_start
+        )
 
     def heartbeat(self, session_id: str) -> Session:
         return self.service.heartbeat(self._as(), session_id)
@@ -200,9 +193,7 @@ class LocalClient:
     def describe_agent(self, name: str) -> Agent:
         return self.service.describe_agent(self._as(), name)
 
-    def update_agent(
-        self, name: str, description: str | None = None, skills: Sequence[str] | None = None
-    ) -> Agent:
+    def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent:
         return self.service.update_agent(self._as(), name, description, skills)
 
     def list_agents(self) -> list[Agent]:

@@ -7,15 +7,27 @@ fails whole and writes nothing, and it publishes a mailbox signal after each com
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from switchboard.address import AgentAddress, ChannelAddress, parse_addresses, parse_channel_name, parse_machine, parse_name
+from switchboard.address import (
+    AgentAddress,
+    ChannelAddress,
+    parse_addresses,
+    parse_channel_name,
+    parse_machine,
+    parse_name,
+)
+from switchboard.content import (
+    Limits,
+    check_idempotency_key,
+    check_message_id,
+    clean_subject,
+    message_parts,
+    request_hash,
+)
 from switchboard.errors import (
     AlreadyExists,
     BadRequest,
@@ -30,7 +42,7 @@ from switchboard.errors import (
     UnknownSession,
 )
 from switchboard.events import MailboxEvents
-from switchboard.identity import process_alive
+from switchboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
 from switchboard.model import (
     AckResult,
     Agent,
@@ -39,8 +51,8 @@ from switchboard.model import (
     Channel,
     ChannelMember,
     DeliveryState,
-    MailItem,
     Machine,
+    MailItem,
     Message,
     MessageStatus,
     Part,
@@ -55,21 +67,6 @@ from switchboard.model import (
     utcnow,
 )
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, NewSession, Store
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Bounds on what one request may carry; past them a request fails with ``too_large``."""
-
-    message_bytes: int = 256 * 1024  # all parts, JSON-encoded
-    parts: int = 32
-    recipients: int = 100
-    subject_chars: int = 256
-    description_chars: int = 2000
-    skills: int = 64
-    idempotency_key_chars: int = 200
-    read_limit: int = 1000
-    wait_seconds: float = 3600.0
 
 
 @dataclass(slots=True)
@@ -91,14 +88,14 @@ class Service:
         *,
         machine: str,
         events: MailboxEvents | None = None,
-        liveness_seconds: float = 60.0,
+        liveness_seconds: float = DEFAULT_WINDOW_SECONDS,
         limits: Limits = Limits(),
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.store = store
         self.machine = machine
         self.events = events if events is not None else MailboxEvents(store.change_counter)
-        self.liveness_seconds = liveness_seconds
+        self.liveness = Liveness(machine, liveness_seconds)
         self.limits = limits
         self.clock = clock
 
@@ -128,7 +125,9 @@ class Service:
         name = parse_name(name, "agent name")
         agent = self.store.get_agent(caller.workspace, name)
         if agent is None:
-            raise UnknownAgent(f"no agent named {name} in workspace {caller.workspace}; 'switchboard agent list' shows them.")
+            raise UnknownAgent(
+                f"no agent named {name} in workspace {caller.workspace}; 'switchboard agent list' shows them."
+            )
         return agent
 
     def update_agent(
@@ -150,7 +149,9 @@ class Service:
 
     def _check_card(self, description: str | None, skills: Sequence[str]) -> None:
         if description is not None and len(description) > self.limits.description_chars:
-            raise TooLarge(f"the description has {len(description)} characters; the limit is {self.limits.description_chars}.")
+            raise TooLarge(
+                f"the description has {len(description)} characters; the limit is {self.limits.description_chars}."
+            )
         if len(skills) > self.limits.skills:
             raise TooLarge(f"{len(skills)} skills given; the limit is {self.limits.skills}.")
         for skill in skills:
@@ -190,7 +191,9 @@ class Service:
     def _channel(self, caller: Caller, name: str) -> Channel:
         channel = self.store.get_channel(caller.workspace, name, caller.agent)
         if channel is None:
-            raise UnknownChannel(f"no channel #{name} in workspace {caller.workspace}; create it with 'switchboard channel create {name}'.")
+            raise UnknownChannel(
+                f"no channel #{name} in workspace {caller.workspace}; create it with 'switchboard channel create {name}'."
+            )
         return channel
 
     # --- sessions ------------------------------------------------------------------------
@@ -205,19 +208,19 @@ class Service:
         session = self.store.register_session(
             NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start), self.clock()
         )
-        return self._with_liveness(session, self.clock())
+        return self.liveness.marked(session, self.clock())
 
     def heartbeat(self, caller: Caller, session_id: str) -> Session:
         self._own_session(caller, session_id)
         session = self.store.touch_session(caller.workspace, session_id, self.clock())
         assert session is not None
-        return self._with_liveness(session, self.clock())
+        return self.liveness.marked(session, self.clock())
 
     def end_session(self, caller: Caller, session_id: str) -> Session:
         self._own_session(caller, session_id)
         session = self.store.end_session(caller.workspace, session_id, self.clock())
         assert session is not None
-        return self._with_liveness(session, self.clock())
+        return self.liveness.marked(session, self.clock())
 
     def _own_session(self, caller: Caller, session_id: str) -> Session:
         session = self.store.get_session(caller.workspace, session_id)
@@ -225,22 +228,9 @@ class Service:
             raise UnknownSession(f"no session {session_id} of agent {caller.agent}; 'switchboard who' lists sessions.")
         return session
 
-    def is_live(self, session: Session, now: datetime) -> bool:
-        """Live: not ended, reported within the window, and — on this machine — its process runs."""
-        if session.ended_at is not None:
-            return False
-        if (now - session.last_seen).total_seconds() > self.liveness_seconds:
-            return False
-        if session.machine == self.machine:
-            return process_alive(session.pid, session.proc_start)
-        return True
-
-    def _with_liveness(self, session: Session, now: datetime) -> Session:
-        return session.model_copy(update={"live": self.is_live(session, now)})
-
     def _live_sessions(self, caller: Caller, agent: str, now: datetime) -> list[Session]:
         sessions = self.store.list_sessions(caller.workspace, agent)
-        return [s for s in (self._with_liveness(s, now) for s in sessions) if s.live]
+        return [s for s in (self.liveness.marked(s, now) for s in sessions) if s.live]
 
     # --- sending -------------------------------------------------------------------------
 
@@ -261,21 +251,22 @@ class Service:
         addresses = parse_addresses(to if isinstance(to, str) else list(to))
         if len(addresses) > self.limits.recipients:
             raise TooLarge(f"{len(addresses)} recipients; the limit is {self.limits.recipients}.")
-        content = self._parts(text, parts)
-        subject = self._subject(subject)
-        if idempotency_key is not None and not (0 < len(idempotency_key) <= self.limits.idempotency_key_chars):
-            raise BadRequest(f"an idempotency key is 1-{self.limits.idempotency_key_chars} characters.")
-        request_hash = _request_hash(addresses, subject, content, thread_id, reply_to, require_live)
+        content = message_parts(text, parts, self.limits)
+        subject = clean_subject(subject, self.limits)
+        check_idempotency_key(idempotency_key, self.limits)
+        fingerprint = request_hash(addresses, subject, content, thread_id, reply_to, require_live)
         if idempotency_key is not None:
             earlier = self.store.find_idempotent(caller.workspace, caller.agent, idempotency_key)
             if earlier is not None:
-                return self._repeat(earlier.request_hash, request_hash, earlier.result, idempotency_key)
+                return self._repeat(earlier.request_hash, fingerprint, earlier.result, idempotency_key)
         thread_id = self._thread(caller, thread_id, reply_to)
 
         now = self.clock()
         targets, unknown = self._resolve(caller, addresses, now)
         if unknown and (require_live or not targets):
-            raise UnknownRecipient(" ".join(o.reason or o.address for o in unknown), addresses=[o.address for o in unknown])
+            raise UnknownRecipient(
+                " ".join(o.reason or o.address for o in unknown), addresses=[o.address for o in unknown]
+            )
         if require_live:
             unreachable = [t for t in targets if not t.sessions]
             if unreachable:
@@ -317,58 +308,27 @@ class Service:
             for t in targets
         ]
         try:
-            self.store.insert_message(message, deliveries, result, idempotency_key, request_hash)
+            self.store.insert_message(message, deliveries, result, idempotency_key, fingerprint)
         except DuplicateIdempotencyKey:  # a racing send with the same key committed first
             earlier = self.store.find_idempotent(caller.workspace, caller.agent, idempotency_key or "")
             assert earlier is not None
-            return self._repeat(earlier.request_hash, request_hash, earlier.result, idempotency_key or "")
+            return self._repeat(earlier.request_hash, fingerprint, earlier.result, idempotency_key or "")
         for target in targets:
             self.events.publish(caller.workspace, target.agent)
         return result
 
     @staticmethod
-    def _repeat(stored_hash: str, request_hash: str, result: SendResult, key: str) -> SendResult:
-        if stored_hash != request_hash:
+    def _repeat(stored_hash: str, fingerprint: str, result: SendResult, key: str) -> SendResult:
+        if stored_hash != fingerprint:
             raise IdempotencyConflict(
                 f"idempotency key {key!r} was used for a different message; use a new key for a new message."
             )
         return result.model_copy(update={"duplicate": True})
 
-    def _parts(self, text: str | None, parts: Sequence[Part | dict]) -> list[Part]:
-        content: list[Part] = []
-        if text is not None:
-            content.append(Part(text=text))
-        for part in parts:
-            try:
-                content.append(part if isinstance(part, Part) else Part.model_validate(part))
-            except ValueError as error:
-                raise BadRequest(f"a message part is not valid: {_first_error(error)}") from None
-        for part in content:
-            if part.text is not None and not _is_utf8(part.text):
-                raise BadRequest("the message text is not valid UTF-8 (it holds undecodable bytes); send text.")
-        if not content or all(p.text is not None and not p.text.strip() for p in content):
-            raise BadRequest("the message is empty: give some text or at least one part.")
-        if len(content) > self.limits.parts:
-            raise TooLarge(f"{len(content)} parts; the limit is {self.limits.parts}.")
-        size = len(json.dumps([p.model_dump(exclude_none=True) for p in content]).encode())
-        if size > self.limits.message_bytes:
-            raise TooLarge(
-                f"the message is {size} bytes; the limit is {self.limits.message_bytes}. "
-                "Send a file or URL part that points at large content instead."
-            )
-        return content
-
-    def _subject(self, subject: str | None) -> str | None:
-        if subject is None or not subject.strip():
-            return None
-        if len(subject) > self.limits.subject_chars:
-            raise TooLarge(f"the subject has {len(subject)} characters; the limit is {self.limits.subject_chars}.")
-        return subject.strip()
-
     def _thread(self, caller: Caller, thread_id: str | None, reply_to: str | None) -> str | None:
         """A reply joins its parent's thread; a new message starts its own (its id)."""
         if thread_id is not None:
-            _check_message_id(thread_id, "thread id")
+            check_message_id(thread_id, "thread id")
         if reply_to is None:
             return thread_id
         parent = self._visible_message(caller, reply_to)
@@ -400,15 +360,20 @@ class Service:
             if machines is None:
                 machines = {m.name for m in self.store.list_machines(caller.workspace)}
             known = [
-                s for s in self.store.list_sessions(caller.workspace, address.name, include_ended=True)
+                s
+                for s in self.store.list_sessions(caller.workspace, address.name, include_ended=True)
                 if s.machine == address.machine and (address.pid is None or s.pid == address.pid)
             ]
             if not exists or not known:
                 where = f"session {address}" if address.pid else f"agent {address.name} on {address.machine}"
-                reason = f"no {where} has ever reported" + ("" if address.machine in machines else f", and no machine named {address.machine} is known") + "."
+                reason = (
+                    f"no {where} has ever reported"
+                    + ("" if address.machine in machines else f", and no machine named {address.machine} is known")
+                    + "."
+                )
                 unknown.append(_unknown(address, reason))
                 continue
-            live = [s for s in (self._with_liveness(s, now) for s in known) if s.live]
+            live = [s for s in (self.liveness.marked(s, now) for s in known) if s.live]
             target_session = known[0].id if address.pid is not None else None
             targets[address.name] = _Target(str(address), address.name, None, live, target_session, False)
         return list(targets.values()), unknown
@@ -436,7 +401,9 @@ class Service:
             reason=(
                 f"no agent named {target.agent} had been seen; it was created and will get this when it reads."
                 if target.new_agent
-                else None if target.sessions else f"{target.agent} has no live session; stored until it reads."
+                else None
+                if target.sessions
+                else f"{target.agent} has no live session; stored until it reads."
             ),
         )
 
@@ -462,7 +429,11 @@ class Service:
             raise BadRequest("after is a sequence number, 0 or more.")
         if not 0 <= wait <= self.limits.wait_seconds:
             raise BadRequest(f"wait must be 0-{self.limits.wait_seconds:g} seconds.")
-        items = self._take(caller, peek, after, limit) if wait <= 0 else self._wait_and_take(caller, peek, after, limit, wait)
+        items = (
+            self._take(caller, peek, after, limit)
+            if wait <= 0
+            else self._wait_and_take(caller, peek, after, limit, wait)
+        )
         if items:
             cursor = items[-1].seq
         else:
@@ -495,7 +466,7 @@ class Service:
         if not message_ids:
             raise BadRequest("name at least one message id to acknowledge.")
         for message_id in message_ids:
-            _check_message_id(message_id)
+            check_message_id(message_id)
         missing = self.store.ack(caller.workspace, caller.agent, message_ids, self.clock())
         if missing:
             raise UnknownMessage(
@@ -530,7 +501,7 @@ class Service:
         )
 
     def _visible_message(self, caller: Caller, message_id: str) -> Message:
-        _check_message_id(message_id)
+        check_message_id(message_id)
         message = self.store.get_message(caller.workspace, message_id)
         if message is not None and (
             message.sender == caller.agent
@@ -543,7 +514,7 @@ class Service:
 
     def who(self, caller: Caller) -> WhoReport:
         now = self.clock()
-        sessions = [self._with_liveness(s, now) for s in self.store.list_sessions(caller.workspace)]
+        sessions = [self.liveness.marked(s, now) for s in self.store.list_sessions(caller.workspace)]
         agents = [
             AgentPresence(
                 name=agent.name,
@@ -555,45 +526,13 @@ class Service:
             for agent in self.store.list_agents(caller.workspace)
         ]
         machines = [
-            Machine(name=m.name, last_seen=m.last_seen, up=(now - m.last_seen).total_seconds() <= self.liveness_seconds)
+            Machine(name=m.name, last_seen=m.last_seen, up=self.liveness.recent(m.last_seen, now))
             for m in self.store.list_machines(caller.workspace)
         ]
-        return WhoReport(workspace=caller.workspace, agents=agents, machines=machines, liveness_seconds=self.liveness_seconds)
+        return WhoReport(
+            workspace=caller.workspace, agents=agents, machines=machines, liveness_seconds=self.liveness.window_seconds
+        )
 
 
 def _unknown(address: AgentAddress | ChannelAddress, reason: str) -> RecipientOutcome:
     return RecipientOutcome(address=str(address), state="unknown_recipient", reason=reason)
-
-
-def _check_message_id(value: str, what: str = "message id") -> None:
-    try:
-        uuid.UUID(value)
-    except (ValueError, TypeError, AttributeError):
-        raise UnknownMessage(f"{value!r} is not a {what}: ids look like 0193a6f0-7c1e-7b3a-9d2e-5f4a3b2c1d0e.") from None
-
-
-def _request_hash(addresses, subject, parts, thread_id, reply_to, require_live) -> str:  # type: ignore[no-untyped-def]
-    canonical = json.dumps(
-        [[str(a) for a in addresses], subject, [p.model_dump(exclude_none=True) for p in parts], thread_id, reply_to, require_live],
-        sort_keys=True,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _is_utf8(text: str) -> bool:
-    """False for text holding lone surrogates, which is how Python carries undecodable bytes."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _first_error(error: ValueError) -> str:
-    errors = getattr(error, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        where = ".".join(str(x) for x in first.get("loc", ()))
-        return f"{where + ': ' if where else ''}{first.get('msg', error)}"
-    return str(error)

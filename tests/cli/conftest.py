@@ -18,12 +18,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.waiting import wait_until
 
 CALL_TIMEOUT = 30.0
 EXIT_USER_ERROR = 2
@@ -118,7 +119,9 @@ class CLI:
         except json.JSONDecodeError as error:
             raise AssertionError(f"stdout is not one JSON document ({error}):\n{describe(proc)}") from None
 
-    def spawn(self, *args: object, agent: str | None = None, env: Mapping[str, str | None] | None = None) -> subprocess.Popen[str]:
+    def spawn(
+        self, *args: object, agent: str | None = None, env: Mapping[str, str | None] | None = None
+    ) -> subprocess.Popen[str]:
         return subprocess.Popen(
             self.argv(*args),
             env=self.env(agent, env),
@@ -160,18 +163,6 @@ def expect_error(proc: subprocess.CompletedProcess[str], code: str, *, as_json: 
     assert lines[0].startswith(f"error: {code}: "), info
     assert len(lines[0]) > len(f"error: {code}: "), info
     return lines[0]
-
-
-def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
-    """Call ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
 
 
 @pytest.fixture

@@ -27,7 +27,9 @@ def test_a_command_on_a_fresh_store_waits_for_another_writer_instead_of_failing(
         except subprocess.TimeoutExpired:
             pass  # still waiting for the lock, as it should
         else:
-            pytest.fail(f"'whoami' gave up while another process held the store's write lock (exit {proc.returncode}):\n{out}{err}")
+            pytest.fail(
+                f"'whoami' gave up while another process held the store's write lock (exit {proc.returncode}):\n{out}{err}"
+            )
         holder.execute("COMMIT")
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, f"{out}\n{err}"

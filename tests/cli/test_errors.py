@@ -130,6 +130,6 @@ def test_a_body_that_is_not_utf8_never_makes_the_recipients_json_unreadable(cli,
         at = getattr(error, "start", getattr(error, "pos", 0))
         pytest.fail(
             f"after a non-UTF-8 send (exit 0), bob's 'read --json' is not valid UTF-8 JSON: {error}; "
-            f"bytes there: {read.stdout[max(at - 30, 0):at + 30]!r}"
+            f"bytes there: {read.stdout[max(at - 30, 0) : at + 30]!r}"
         )
     assert len(document["items"]) == 1

@@ -76,8 +76,13 @@ def test_the_console_script_runs(cli):
     script = Path(sys.executable).with_name("switchboard")
     assert script.is_file(), f"no console script next to {sys.executable}"
     proc = subprocess.run(
-        [str(script), "whoami", "--json"], env=cli.env("alice"), cwd=cli.workdir,
-        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+        [str(script), "whoami", "--json"],
+        env=cli.env("alice"),
+        cwd=cli.workdir,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stderr
     assert '"agent": "alice"' in proc.stdout

@@ -50,7 +50,12 @@ def test_every_command_prints_one_json_document(cli, live_process):
     assert call("status", sent["message_id"])["recipients"][0]["state"] == "acked"
 
     session = call("session", "start", "--pid", live_process.pid, "--runtime", "test-runner")
-    assert (session["agent"], session["pid"], session["runtime"], session["live"]) == ("alice", live_process.pid, "test-runner", True)
+    assert (session["agent"], session["pid"], session["runtime"], session["live"]) == (
+        "alice",
+        live_process.pid,
+        "test-runner",
+        True,
+    )
     beat = call("session", "heartbeat", session["id"])
     assert (beat["id"], beat["live"]) == (session["id"], True)
     assert beat["last_seen"] >= session["last_seen"]

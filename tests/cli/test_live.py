@@ -15,7 +15,11 @@ def _address(session: dict) -> str:
 def test_require_live_to_an_agent_without_a_live_session_fails_and_stores_nothing(run, run_json, expect_error):
     run_json("agent", "create", "erin", agent="alice")  # erin exists but has never run
 
-    error = expect_error(run("send", "erin", "are you there?", "--require-live", "--json", agent="alice"), "no_live_session", as_json=True)
+    error = expect_error(
+        run("send", "erin", "are you there?", "--require-live", "--json", agent="alice"),
+        "no_live_session",
+        as_json=True,
+    )
     assert "erin" in error["message"]
 
     assert run_json("read", agent="erin")["items"] == []
@@ -27,7 +31,11 @@ def test_require_live_with_a_live_session_delivers_to_that_session(run, run_json
     assert session["live"] is True and session["pid"] == live_process.pid
 
     # Every recipient must be live: bob is not, so nothing is stored for erin either.
-    expect_error(run("send", "erin,bob", "all or nothing", "--require-live", "--json", agent="alice"), "no_live_session", as_json=True)
+    expect_error(
+        run("send", "erin,bob", "all or nothing", "--require-live", "--json", agent="alice"),
+        "no_live_session",
+        as_json=True,
+    )
     assert run_json("inbox", "--all", agent="erin") == []
 
     sent = run_json("send", "erin", "you are live", "--require-live", agent="alice")

@@ -155,9 +155,15 @@ def test_send_dash_reads_the_body_from_stdin(run_json, texts):
 
 def test_data_and_url_options_add_parts(run_json):
     run_json(
-        "send", "bob", "see attached",
-        "--data", '{"k": 1}', "--data", "[1, 2]",
-        "--url", "https://example.com/report.pdf",
+        "send",
+        "bob",
+        "see attached",
+        "--data",
+        '{"k": 1}',
+        "--data",
+        "[1, 2]",
+        "--url",
+        "https://example.com/report.pdf",
         agent="alice",
     )
 

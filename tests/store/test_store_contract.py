@@ -8,15 +8,13 @@ unchanged. Times are whole seconds after ``T0`` so any store keeps them exactly.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from switchboard.errors import UnknownRecipient
-
 from switchboard.model import (
     Agent,
     DeliveryState,
@@ -36,10 +34,11 @@ from switchboard.store.base import (
     NewSession,
     Store,
 )
+from tests.waiting import wait_until
 
 WS = "acme"
 OTHER_WS = "globex"
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -47,17 +46,6 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Poll ``predicate`` until it holds or the deadline passes; return its last answer."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return predicate()
-        time.sleep(0.005)
 
 
 def agents(store: Store, workspace: str, *names: str) -> None:
@@ -164,7 +152,9 @@ def session_spec(
     runtime: str = "claude-code",
     workspace: str = WS,
 ) -> NewSession:
-    return NewSession(workspace=workspace, agent=agent, machine=machine, pid=pid, runtime=runtime, proc_start=proc_start)
+    return NewSession(
+        workspace=workspace, agent=agent, machine=machine, pid=pid, runtime=runtime, proc_start=proc_start
+    )
 
 
 # --- workspaces ------------------------------------------------------------------------------
@@ -292,7 +282,11 @@ def test_create_channel_makes_the_creator_its_first_member(store):
     assert store.create_channel(WS, "team", "alice", "the team", T0) is True
     channel = store.get_channel(WS, "team", "alice")
     assert (channel.workspace, channel.name, channel.description, channel.created_by, channel.created_at) == (
-        WS, "team", "the team", "alice", T0,
+        WS,
+        "team",
+        "the team",
+        "alice",
+        T0,
     )
     assert (channel.members, channel.joined) == (1, True)
     assert [(m.agent, m.joined_at) for m in store.channel_members(WS, "team")] == [("alice", T0)]
@@ -326,7 +320,10 @@ def test_channels_count_members_and_say_whether_the_viewer_joined(store):
     store.join_channel(WS, "team", "bob", T0)
     store.join_channel(WS, "team", "carol", T0)
 
-    assert [(c.name, c.members, c.joined) for c in store.list_channels(WS, "carol")] == [("ops", 1, False), ("team", 3, True)]
+    assert [(c.name, c.members, c.joined) for c in store.list_channels(WS, "carol")] == [
+        ("ops", 1, False),
+        ("team", 3, True),
+    ]
     assert [(c.name, c.joined) for c in store.list_channels(WS, "bob")] == [("ops", True), ("team", True)]
     assert [(c.name, c.joined) for c in store.list_channels(WS)] == [("ops", False), ("team", False)]
     assert store.get_channel(WS, "team").joined is False
@@ -352,7 +349,12 @@ def test_register_session_stores_what_the_process_reported(store):
     session = store.register_session(session_spec("bob", "host-a", 100, 5000, "codex"), T0)
     assert session.id
     assert (session.workspace, session.agent, session.machine, session.pid, session.proc_start, session.runtime) == (
-        WS, "bob", "host-a", 100, 5000, "codex",
+        WS,
+        "bob",
+        "host-a",
+        100,
+        5000,
+        "codex",
     )
     assert (session.started_at, session.last_seen, session.ended_at) == (T0, T0, None)
     assert store.get_session(WS, session.id) == session
@@ -497,8 +499,16 @@ def test_get_message_round_trips_every_part_kind(store):
         Part(text="ünïcødé ✓ 中文", metadata={"lang": "mixed"}),
     ]
     sent = send(
-        store, WS, "alice", ["bob"], parts=parts, subject="the report", created_at=at(7),
-        thread_id=parent.message.thread_id, reply_to=parent.id, sender_session=new_id(),
+        store,
+        WS,
+        "alice",
+        ["bob"],
+        parts=parts,
+        subject="the report",
+        created_at=at(7),
+        thread_id=parent.message.thread_id,
+        reply_to=parent.id,
+        sender_session=new_id(),
     )
     stored = store.get_message(WS, sent.id)
     assert stored == sent.message
@@ -541,10 +551,18 @@ def test_delivery_statuses_report_each_recipients_state_channel_and_sessions(sto
     )
     bob, carol = status_of(store, WS, message.id, "bob"), status_of(store, WS, message.id, "carol")
     assert (bob.state, bob.channel, bob.sessions, bob.queued_at, bob.delivered_at) == (
-        DeliveryState.delivered, "team", ["bob@host-a#100"], at(3), at(3),
+        DeliveryState.delivered,
+        "team",
+        ["bob@host-a#100"],
+        at(3),
+        at(3),
     )
     assert (carol.state, carol.channel, carol.sessions, carol.queued_at, carol.delivered_at) == (
-        DeliveryState.queued, "team", [], at(3), None,
+        DeliveryState.queued,
+        "team",
+        [],
+        at(3),
+        None,
     )
     for row in (bob, carol):
         assert (row.surfaced_at, row.read_at, row.acked_at) == (None, None, None)
@@ -627,7 +645,13 @@ def test_claim_records_when_each_delivery_was_read(store):
     store.claim(WS, "carol", None, 10, at(20))
     bob = status_of(store, WS, queued.id, "bob")
     carol = status_of(store, WS, live.id, "carol")
-    assert (bob.state, bob.queued_at, bob.delivered_at, bob.read_at, bob.acked_at) == (DeliveryState.read, T0, at(10), at(10), None)
+    assert (bob.state, bob.queued_at, bob.delivered_at, bob.read_at, bob.acked_at) == (
+        DeliveryState.read,
+        T0,
+        at(10),
+        at(10),
+        None,
+    )
     assert (carol.state, carol.delivered_at, carol.read_at) == (DeliveryState.read, T0, at(20))
 
 

@@ -58,7 +58,12 @@ def channel_list(as_json: JsonOption = False, db: DbOption = None) -> None:
     def human() -> None:
         grid = render.table("channel", "members", "joined", "description")
         for channel in channels:
-            grid.add_row(f"#{channel.name}", str(channel.members), "yes" if channel.joined else "", render.escape(channel.description or ""))
+            grid.add_row(
+                f"#{channel.name}",
+                str(channel.members),
+                "yes" if channel.joined else "",
+                render.escape(channel.description or ""),
+            )
         render.console.print(grid)
 
     render.emit(channels, as_json, human)

@@ -81,7 +81,9 @@ def demo(
             live = "live" if agent.live else "no live session"
             render.console.print(f"{agent.name}: {live}, {agent.unread} unread")
         reviewer.end_session(session.id)
-        render.console.print("\n[bold green]done.[/] Try it yourself: SWITCHBOARD_AGENT=alice switchboard send bob hello")
+        render.console.print(
+            "\n[bold green]done.[/] Try it yourself: SWITCHBOARD_AGENT=alice switchboard send bob hello"
+        )
     finally:
         store.close()
         if keep:

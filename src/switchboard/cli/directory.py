@@ -14,7 +14,9 @@ from switchboard.errors import BadRequest
 from switchboard.model import Agent
 
 agent_app = typer.Typer(help="Create, list, describe and delete agents.", no_args_is_help=True)
-session_app = typer.Typer(help="Register this process (or another) as a live session of your agent.", no_args_is_help=True)
+session_app = typer.Typer(
+    help="Register this process (or another) as a live session of your agent.", no_args_is_help=True
+)
 workspace_app = typer.Typer(help="List workspaces (set SWITCHBOARD_WORKSPACE to act in another).", no_args_is_help=True)
 app.add_typer(agent_app, name="agent")
 app.add_typer(session_app, name="session")
@@ -49,20 +51,26 @@ def who(as_json: JsonOption = False, db: DbOption = None) -> None:
                 f"{s.address} ({s.runtime}{'' if s.live else ', not live'}, seen {render.when(s.last_seen)})"
                 for s in agent.sessions
             )
-            grid.add_row(agent.name, "[green]yes[/]" if agent.live else "[dim]no[/]", str(agent.unread), sessions or "[dim]-[/]")
+            grid.add_row(
+                agent.name, "[green]yes[/]" if agent.live else "[dim]no[/]", str(agent.unread), sessions or "[dim]-[/]"
+            )
         render.console.print(grid)
         if report.machines:
             render.console.print()
             machines = render.table("machine", "state", "last seen")
             for machine in report.machines:
-                machines.add_row(machine.name, "[green]up[/]" if machine.up else "[red]down[/]", render.when(machine.last_seen))
+                machines.add_row(
+                    machine.name, "[green]up[/]" if machine.up else "[red]down[/]", render.when(machine.last_seen)
+                )
             render.console.print(machines)
 
     render.emit(report, as_json, human)
 
 
 def _print_agent(agent: Agent) -> None:
-    render.console.print(f"[bold]{agent.name}[/]  [dim]workspace {agent.workspace}, since {render.when(agent.created_at)}[/]")
+    render.console.print(
+        f"[bold]{agent.name}[/]  [dim]workspace {agent.workspace}, since {render.when(agent.created_at)}[/]"
+    )
     if agent.description:
         render.console.print(render.escape(agent.description))
     if agent.skills:
@@ -138,8 +146,13 @@ def agent_delete(
 
 @session_app.command("start")
 def session_start(
-    runtime: Annotated[str, typer.Option("--runtime", help="What runs the session (claude-code, codex, script…).")] = "script",
-    pid: Annotated[Optional[int], typer.Option("--pid", help="The session's process id (default: the process that ran this command).")] = None,
+    runtime: Annotated[
+        str, typer.Option("--runtime", help="What runs the session (claude-code, codex, script…).")
+    ] = "script",
+    pid: Annotated[
+        Optional[int],
+        typer.Option("--pid", help="The session's process id (default: the process that ran this command)."),
+    ] = None,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -158,7 +171,9 @@ def session_heartbeat(
     """Report that a session is still there."""
     with open_client(db) as client:
         session = client.heartbeat(session_id)
-    render.emit(session, as_json, lambda: render.console.print(f"{session.address} {'live' if session.live else 'not live'}"))
+    render.emit(
+        session, as_json, lambda: render.console.print(f"{session.address} {'live' if session.live else 'not live'}")
+    )
 
 
 @session_app.command("end")

@@ -29,20 +29,34 @@ def _stdin_text() -> str:
     try:
         return sys.stdin.buffer.read().decode("utf-8")
     except UnicodeDecodeError as error:
-        raise BadRequest(f"standard input is not UTF-8 text (byte {error.start}); send text, or attach data as a part.") from None
+        raise BadRequest(
+            f"standard input is not UTF-8 text (byte {error.start}); send text, or attach data as a part."
+        ) from None
 
 
 @app.command()
 def send(
-    to: Annotated[str, typer.Argument(help="Recipients: name, name@machine, name@machine#pid or #channel; comma-separated for several.")],
+    to: Annotated[
+        str,
+        typer.Argument(
+            help="Recipients: name, name@machine, name@machine#pid or #channel; comma-separated for several."
+        ),
+    ],
     message: Annotated[str, typer.Argument(help="The message text; '-' reads it from standard input.")],
     subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="A short subject line.")] = None,
-    reply_to: Annotated[Optional[str], typer.Option("--reply-to", help="The id of the message this answers; joins its thread.")] = None,
+    reply_to: Annotated[
+        Optional[str], typer.Option("--reply-to", help="The id of the message this answers; joins its thread.")
+    ] = None,
     thread: Annotated[Optional[str], typer.Option("--thread", help="Put the message in this thread id.")] = None,
     data: Annotated[list[str], typer.Option("--data", help="Attach a JSON data part (repeatable).")] = [],  # noqa: B006
     url: Annotated[list[str], typer.Option("--url", help="Attach a file/URL part (repeatable).")] = [],  # noqa: B006
-    require_live: Annotated[bool, typer.Option("--require-live", help="Fail, storing nothing, unless every recipient has a live session.")] = False,
-    idempotency_key: Annotated[Optional[str], typer.Option("--idempotency-key", help="Resending with the same key returns the first send, never a copy.")] = None,
+    require_live: Annotated[
+        bool, typer.Option("--require-live", help="Fail, storing nothing, unless every recipient has a live session.")
+    ] = False,
+    idempotency_key: Annotated[
+        Optional[str],
+        typer.Option("--idempotency-key", help="Resending with the same key returns the first send, never a copy."),
+    ] = None,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -64,9 +78,14 @@ def send(
 
 @app.command()
 def read(
-    wait: Annotated[float, typer.Option("--wait", "-w", help="Wait up to SECONDS for mail to arrive.", metavar="SECONDS")] = 0.0,
+    wait: Annotated[
+        float, typer.Option("--wait", "-w", help="Wait up to SECONDS for mail to arrive.", metavar="SECONDS")
+    ] = 0.0,
     peek: Annotated[bool, typer.Option("--peek", help="Show unread mail without marking it read.")] = False,
-    after: Annotated[Optional[int], typer.Option("--after", help="Resume after this sequence number (the cursor of an earlier read).")] = None,
+    after: Annotated[
+        Optional[int],
+        typer.Option("--after", help="Resume after this sequence number (the cursor of an earlier read)."),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many messages.")] = 100,
     as_json: JsonOption = False,
     db: DbOption = None,
@@ -111,7 +130,14 @@ def inbox(
             return
         grid = render.table("seq", "id", "from", "subject / text", "state", "at")
         for item in items:
-            grid.add_row(str(item.seq), item.message.id, _sender(item), render.escape(_gist(item)), render.state(item.state), render.when(item.message.created_at))
+            grid.add_row(
+                str(item.seq),
+                item.message.id,
+                _sender(item),
+                render.escape(_gist(item)),
+                render.state(item.state),
+                render.when(item.message.created_at),
+            )
         render.console.print(grid)
 
     render.emit(items, as_json, human)
@@ -150,16 +176,20 @@ def status(
 
     def human() -> None:
         subject = f" — {render.escape(report.subject)}" if report.subject else ""
-        render.console.print(f"[bold]{report.message_id}[/] from {report.sender}{subject}  [dim]{render.when(report.created_at)}[/]")
+        render.console.print(
+            f"[bold]{report.message_id}[/] from {report.sender}{subject}  [dim]{render.when(report.created_at)}[/]"
+        )
         grid = render.table("to", "state", "queued", "delivered", "read", "acked")
         for row in report.recipients:
             name = row.address if row.agent in (None, row.address) else f"{row.agent} ({row.address})"
             grid.add_row(
-                render.escape(name), render.state(row.state), render.when(row.queued_at),
-                render.when(row.delivered_at), render.when(row.read_at), render.when(row.acked_at),
+                render.escape(name),
+                render.state(row.state),
+                render.when(row.queued_at),
+                render.when(row.delivered_at),
+                render.when(row.read_at),
+                render.when(row.acked_at),
             )
         render.console.print(grid)
 
     render.emit(report, as_json, human)
-
-

@@ -94,4 +94,6 @@ def mail_item(item: MailItem) -> None:
         elif part.url is not None:
             console.print(f"[link]{escape(part.url)}[/] {escape(part.filename or '')} [dim]{part.media_type or ''}[/]")
         else:
-            console.print(f"[dim]<{len(part.raw or '') * 3 // 4} bytes {part.media_type or ''} {part.filename or ''}>[/]")
+            console.print(
+                f"[dim]<{len(part.raw or '') * 3 // 4} bytes {part.media_type or ''} {part.filename or ''}>[/]"
+            )

@@ -1,0 +1,88 @@
+"""Rows of the SQLite schema turned into the mailbox's models, and times to and from REAL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from switchboard.model import Agent, Channel, DeliveryState, MailItem, Message, Session
+
+
+def to_ts(moment: datetime) -> float:
+    return moment.timestamp()
+
+
+def from_ts(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+MESSAGE_COLUMNS = (
+    "m.id, m.workspace, m.sender, m.sender_session, m.recipients, m.channel, m.subject, "
+    "m.parts, m.thread_id, m.reply_to, m.created_at"
+)
+MAIL_QUERY = f"SELECT d.seq, d.state, {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
+SESSION_COLUMNS = "id, workspace, agent, machine, pid, proc_start, runtime, started_at, last_seen, ended_at"
+
+
+def message_from_row(row: Sequence) -> Message:
+    return Message.model_validate(
+        {
+            "id": row[0],
+            "workspace": row[1],
+            "sender": row[2],
+            "sender_session": row[3],
+            "recipients": json.loads(row[4]),
+            "channel": row[5],
+            "subject": row[6],
+            "parts": json.loads(row[7]),
+            "thread_id": row[8],
+            "reply_to": row[9],
+            "created_at": from_ts(row[10]),
+        }
+    )
+
+
+def mail_item_from_row(row: Sequence) -> MailItem:
+    return MailItem(seq=row[0], state=DeliveryState(row[1]), message=message_from_row(row[2:]))
+
+
+def session_from_row(row: Sequence) -> Session:
+    return Session(
+        id=row[0],
+        workspace=row[1],
+        agent=row[2],
+        machine=row[3],
+        pid=row[4],
+        proc_start=row[5],
+        runtime=row[6],
+        started_at=from_ts(row[7]),
+        last_seen=from_ts(row[8]),
+        ended_at=from_ts(row[9]),
+    )
+
+
+def agent_from_row(row: Sequence) -> Agent:
+    return Agent(
+        workspace=row[0], name=row[1], description=row[2], skills=json.loads(row[3]), created_at=from_ts(row[4])
+    )
+
+
+CHANNEL_QUERY = (
+    "SELECT c.workspace, c.name, c.description, c.created_by, c.created_at, "
+    "(SELECT count(*) FROM channel_members m WHERE m.workspace = c.workspace AND m.channel = c.name), "
+    "EXISTS (SELECT 1 FROM channel_members m WHERE m.workspace = c.workspace AND m.channel = c.name AND m.agent = ?) "
+    "FROM channels c WHERE c.workspace = ?"
+)
+
+
+def channel_from_row(row: Sequence) -> Channel:
+    return Channel(
+        workspace=row[0],
+        name=row[1],
+        description=row[2],
+        created_by=row[3],
+        created_at=from_ts(row[4]),
+        members=row[5],
+        joined=bool(row[6]),
+    )
