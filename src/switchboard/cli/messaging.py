@@ -128,7 +128,7 @@ def inbox(
         if not items:
             render.console.print("[dim]mailbox empty[/]")
             return
-        grid = render.table("seq", "id", "from", "subject / text", "state", "at")
+        grid = render.table("seq", "id", "from", "about", "state", "at")
         for item in items:
             grid.add_row(
                 str(item.seq),
