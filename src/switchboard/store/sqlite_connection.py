@@ -53,10 +53,12 @@ class SQLiteDatabase:
         except OSError as error:
             raise StoreUnavailable(f"cannot create the folder for the database {self.path}: {error}.") from None
         self._lock = threading.RLock()
+        self._closed = False
         self._conn = self._connect()
         # A second connection only watches: its data_version moves when any connection commits.
+        # It is opened when someone first waits for mail; most commands never do.
         self._watch_lock = threading.Lock()
-        self._watch_conn = self._connect()
+        self._watch_conn: sqlite3.Connection | None = None
         with self.read() as conn:
             migrate(conn)
 
@@ -80,10 +82,16 @@ class SQLiteDatabase:
         with self._lock:
             self._conn.close()
         with self._watch_lock:
-            self._watch_conn.close()
+            if self._watch_conn is not None:
+                self._watch_conn.close()
+            self._closed = True
 
     def change_counter(self) -> int:
         with self._watch_lock:
+            if self._watch_conn is None:
+                if self._closed:
+                    raise StoreUnavailable(f"the database {self.path} was closed.")
+                self._watch_conn = self._connect()
             return self._watch_conn.execute("PRAGMA data_version").fetchone()[0]
 
     @contextmanager
