@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from switchboard.address import parse_machine
+from switchboard.address import parse_machine, parse_name
 from switchboard.config import Settings
 from switchboard.identity import machine_name, process_start_time, resolve_agent, resolve_workspace
 from switchboard.model import (
@@ -108,7 +108,7 @@ class LocalClient:
             identity = resolve_agent(env, cwd or Path.cwd(), settings.agent)
             agent, source = identity.name, identity.source
         else:
-            source = "given"
+            agent, source = parse_name(agent, "agent name"), "given"
         workspace = resolve_workspace(env, settings.workspace)
         service = Service(SQLiteStore(settings.db_path), machine=machine_name(env))
         return cls(service, Caller(workspace=workspace, agent=agent), source)
@@ -121,7 +121,7 @@ class LocalClient:
 
     def as_agent(self, agent: str) -> LocalClient:
         """Another client on the same store and workspace, acting as ``agent``."""
-        return LocalClient(self.service, self.caller.model_copy(update={"agent": agent}))
+        return LocalClient(self.service, self.caller.model_copy(update={"agent": parse_name(agent, "agent name")}))
 
     def whoami(self) -> WhoAmI:
         caller = self._as()
