@@ -277,3 +277,26 @@ class Caller(Model):
     workspace: str
     agent: str
     session_id: str | None = None
+
+
+# --- credentials ----------------------------------------------------------------------------
+
+TokenKind = Literal["admin", "user", "agent"]
+
+
+class TokenInfo(Model):
+    """A hub credential as lists show it; the secret itself is never stored or shown again."""
+
+    id: str
+    kind: TokenKind
+    workspace: str | None = Field(default=None, description="None for the admin token")
+    agent: str | None = Field(default=None, description="set for agent tokens: the one agent it acts as")
+    label: str | None = None
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+class IssuedToken(TokenInfo):
+    """A credential just created: the only time its secret is shown."""
+
+    token: str

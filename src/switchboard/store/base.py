@@ -23,6 +23,8 @@ from switchboard.model import (
     RecipientStatus,
     SendResult,
     Session,
+    TokenInfo,
+    TokenKind,
     Workspace,
 )
 
@@ -63,6 +65,16 @@ class NewSession:
     proc_start: int | None = None
     id: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NewToken:
+    id: str
+    kind: TokenKind
+    secret_hash: str  # sha256 hex of the secret; the secret itself is never stored
+    workspace: str | None = None
+    agent: str | None = None
+    label: str | None = None
 
 
 class DuplicateIdempotencyKey(Exception):
@@ -153,3 +165,17 @@ class Store(Protocol):
 
     def unread_count(self, workspace: str, agent: str) -> int: ...
     def last_seq(self, workspace: str, agent: str) -> int: ...
+
+    # hub credentials
+    def create_token(self, token: NewToken, now: datetime) -> TokenInfo: ...
+    def token_by_hash(self, secret_hash: str) -> TokenInfo | None:
+        """The token with this secret hash, revoked or not (the caller checks ``revoked_at``)."""
+        ...
+
+    def list_tokens(self, workspace: str | None = None) -> list[TokenInfo]:
+        """Tokens of one workspace (None: every token, admin ones included), oldest first."""
+        ...
+
+    def revoke_token(self, token_id: str, now: datetime) -> TokenInfo | None:
+        """Mark revoked (keeping the first revocation time); None when no such token."""
+        ...
