@@ -1,8 +1,10 @@
 """The one interface every face uses to reach a mailbox.
 
 ``Client`` is what the CLI (and later MCP tools, hooks and runners) call. ``LocalClient``
-runs the service in this process on the embedded SQLite store; a ``HubClient`` speaks the
-same interface over HTTP. A client acts as one agent of one workspace, named when it opens.
+runs the service in this process on the embedded SQLite store; ``HubClient`` speaks the same
+interface to a hub over HTTP, sending its credential as a bearer token and the agent the
+identity rule names in ``X-Switchboard-Agent`` (the hub decides what the credential allows).
+A client acts as one agent of one workspace, named when it opens; ``open_client`` picks one.
 """
 
 from __future__ import annotations
@@ -10,10 +12,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
+from urllib.parse import quote
 
+import httpx
+from pydantic import BaseModel, TypeAdapter
+
+from switchboard import __version__
 from switchboard.address import parse_machine, parse_name
 from switchboard.config import Settings
+from switchboard.errors import HubUnavailable, NoIdentity, SwitchboardError, error_class
 from switchboard.identity import machine_name, process_start_time, resolve_agent, resolve_workspace
 from switchboard.model import (
     AckResult,
@@ -21,12 +29,14 @@ from switchboard.model import (
     Caller,
     Channel,
     ChannelMember,
+    IssuedToken,
     MailItem,
     MessageStatus,
     Part,
     ReadResult,
     SendResult,
     Session,
+    TokenInfo,
     WhoAmI,
     WhoReport,
     Workspace,
@@ -222,3 +232,198 @@ class LocalClient:
 
     def close(self) -> None:
         self.service.store.close()
+
+
+# --- over HTTP ---------------------------------------------------------------------------
+
+M = TypeVar("M", bound=BaseModel)
+AGENT_HEADER = "X-Switchboard-Agent"
+WORKSPACE_HEADER = "X-Switchboard-Workspace"
+TIMEOUT_SECONDS = 30.0
+
+
+class HubClient:
+    """Mailbox operations as one agent, through a hub."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        agent: str | None = None,
+        workspace: str | None = None,
+        identity_source: str = "given",
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.identity_source = identity_source
+        headers = {"User-Agent": f"switchboard/{__version__}"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if agent:
+            headers[AGENT_HEADER] = agent
+        if workspace:
+            headers[WORKSPACE_HEADER] = workspace
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=TIMEOUT_SECONDS, transport=transport)
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
+        try:
+            response = self._http.request(
+                method, path, json=json, params=params, timeout=timeout if timeout is not None else TIMEOUT_SECONDS
+            )
+        except httpx.HTTPError as error:
+            raise HubUnavailable(
+                f"cannot reach the hub at {self.url} ({error}); start it with 'switchboard up', "
+                "or 'switchboard logout' to use this machine's embedded store."
+            ) from None
+        if response.status_code >= 400:
+            raise _error_from(response)
+        return response.json()
+
+    def _model(self, model: type[M], method: str, path: str, **kwargs: Any) -> M:
+        return model.model_validate(self._call(method, path, **kwargs))
+
+    def _models(self, model: type[M], method: str, path: str, **kwargs: Any) -> list[M]:
+        return TypeAdapter(list[model]).validate_python(self._call(method, path, **kwargs))  # type: ignore[valid-type]
+
+    # --- the Client interface -----------------------------------------------------------
+
+    def whoami(self) -> WhoAmI:
+        me = self._model(WhoAmI, "GET", "/v1/whoami")
+        return me.model_copy(update={"source": f"{self.identity_source} via {me.source}", "store": self.url})
+
+    def send(
+        self,
+        to: str | Sequence[str],
+        text: str | None = None,
+        *,
+        subject: str | None = None,
+        parts: Sequence[Part | dict] = (),
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        require_live: bool = False,
+        idempotency_key: str | None = None,
+    ) -> SendResult:
+        body = {
+            "to": to if isinstance(to, str) else list(to),
+            "text": text,
+            "subject": subject,
+            "parts": [p.model_dump() if isinstance(p, Part) else p for p in parts],
+            "thread_id": thread_id,
+            "reply_to": reply_to,
+            "require_live": require_live,
+            "idempotency_key": idempotency_key,
+        }
+        return self._model(SendResult, "POST", "/v1/messages", json=body)
+
+    def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
+        params: dict[str, Any] = {"peek": str(peek).lower(), "limit": limit, "wait": wait}
+        if after is not None:
+            params["after"] = after
+        return self._model(ReadResult, "POST", "/v1/read", params=params, timeout=wait + TIMEOUT_SECONDS)
+
+    def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
+        return self._models(MailItem, "GET", "/v1/inbox", params={"all": str(include_acked).lower(), "limit": limit})
+
+    def ack(self, message_ids: Sequence[str]) -> AckResult:
+        return self._model(AckResult, "POST", "/v1/ack", json={"message_ids": list(message_ids)})
+
+    def message_status(self, message_id: str) -> MessageStatus:
+        return self._model(MessageStatus, "GET", f"/v1/messages/{_segment(message_id)}/status")
+
+    def who(self) -> WhoReport:
+        return self._model(WhoReport, "GET", "/v1/who")
+
+    def register_session(self, *, runtime: str, pid: int | None = None, machine: str | None = None) -> Session:
+        body = {"runtime": runtime, "pid": pid if pid is not None else os.getpid(), "machine": machine or machine_name(os.environ)}
+        return self._model(Session, "POST", "/v1/sessions", json=body)
+
+    def heartbeat(self, session_id: str) -> Session:
+        return self._model(Session, "POST", f"/v1/sessions/{_segment(session_id)}/heartbeat")
+
+    def end_session(self, session_id: str) -> Session:
+        return self._model(Session, "DELETE", f"/v1/sessions/{_segment(session_id)}")
+
+    def create_agent(self, name: str, description: str | None = None, skills: Sequence[str] = ()) -> Agent:
+        return self._model(Agent, "POST", "/v1/agents", json={"name": name, "description": description, "skills": list(skills)})
+
+    def describe_agent(self, name: str) -> Agent:
+        return self._model(Agent, "GET", f"/v1/agents/{_segment(name)}")
+
+    def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent:
+        body = {"description": description, "skills": None if skills is None else list(skills)}
+        return self._model(Agent, "PATCH", f"/v1/agents/{_segment(name)}", json=body)
+
+    def list_agents(self) -> list[Agent]:
+        return self._models(Agent, "GET", "/v1/agents")
+
+    def delete_agent(self, name: str) -> None:
+        self._call("DELETE", f"/v1/agents/{_segment(name)}")
+
+    def create_channel(self, name: str, description: str | None = None) -> Channel:
+        return self._model(Channel, "POST", "/v1/channels", json={"name": name, "description": description})
+
+    def join_channel(self, name: str) -> Channel:
+        return self._model(Channel, "POST", f"/v1/channels/{_segment(name.lstrip('#'))}/join")
+
+    def leave_channel(self, name: str) -> Channel:
+        return self._model(Channel, "POST", f"/v1/channels/{_segment(name.lstrip('#'))}/leave")
+
+    def list_channels(self) -> list[Channel]:
+        return self._models(Channel, "GET", "/v1/channels")
+
+    def channel_members(self, name: str) -> list[ChannelMember]:
+        return self._models(ChannelMember, "GET", f"/v1/channels/{_segment(name.lstrip('#'))}/members")
+
+    def list_workspaces(self) -> list[Workspace]:
+        return self._models(Workspace, "GET", "/v1/workspaces")
+
+    # --- credentials (hub only) -----------------------------------------------------------
+
+    def create_token(self, *, agent: str | None = None, workspace: str | None = None, kind: str | None = None, label: str | None = None) -> IssuedToken:
+        body = {"agent": agent, "workspace": workspace, "kind": kind, "label": label}
+        return self._model(IssuedToken, "POST", "/v1/tokens", json=body)
+
+    def list_tokens(self) -> list[TokenInfo]:
+        return self._models(TokenInfo, "GET", "/v1/tokens")
+
+    def revoke_token(self, token_id: str) -> TokenInfo:
+        return self._model(TokenInfo, "DELETE", f"/v1/tokens/{_segment(token_id)}")
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def _segment(value: str) -> str:
+    """A path segment, escaped so an id or name can never change the path."""
+    return quote(value, safe="")
+
+
+def _error_from(response: httpx.Response) -> SwitchboardError:
+    try:
+        error = response.json()["error"]
+        code, message = str(error["code"]), str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        code, message = "hub_error", f"the hub answered {response.status_code}: {response.text[:200]}"
+    cls = error_class(code)
+    exception = cls(message)
+    if cls is SwitchboardError:
+        exception.code = code
+        exception.http_status = response.status_code
+    return exception
+
+
+def open_client(settings: Settings, env: Mapping[str, str] = os.environ, cwd: Path | None = None) -> Client:
+    """The hub when this machine is logged in to one (and no database was named), else the embedded store."""
+    if not settings.uses_hub:
+        return LocalClient.open(settings, env=env, cwd=cwd)
+    assert settings.hub is not None
+    try:
+        identity = resolve_agent(env, cwd or Path.cwd(), settings.agent)
+    except NoIdentity:  # an agent token needs no name: the hub knows its agent
+        agent, source = None, "the token"
+    else:
+        agent, source = identity.name, identity.source
+    workspace = env.get("SWITCHBOARD_WORKSPACE", "").strip() or settings.workspace
+    return HubClient(settings.hub, settings.token, agent, workspace, source)

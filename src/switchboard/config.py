@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -32,13 +33,28 @@ class Settings:
     db_path: Path
     agent: str | None = None  # the user default agent name
     workspace: str | None = None
+    hub: str | None = None  # a hub URL: commands go there instead of the embedded database
+    token: str | None = None
+    db_given: bool = False  # --db or SWITCHBOARD_DB named a database: use it, not a hub
 
     @classmethod
     def load(cls, env: Mapping[str, str] = os.environ, db: str | os.PathLike[str] | None = None) -> Settings:
         home = home_dir(env)
         config = read_config(home / CONFIG_FILE)
-        db_path = Path(db or env.get("SWITCHBOARD_DB", "").strip() or home / DATABASE_FILE).expanduser()
-        return cls(home=home, db_path=db_path, agent=config.get("agent"), workspace=config.get("workspace"))
+        named_db = db or env.get("SWITCHBOARD_DB", "").strip()
+        return cls(
+            home=home,
+            db_path=Path(named_db or home / DATABASE_FILE).expanduser(),
+            agent=config.get("agent"),
+            workspace=config.get("workspace"),
+            hub=env.get("SWITCHBOARD_HUB", "").strip() or config.get("hub") or None,
+            token=env.get("SWITCHBOARD_TOKEN", "").strip() or config.get("token") or None,
+            db_given=bool(named_db),
+        )
+
+    @property
+    def uses_hub(self) -> bool:
+        return self.hub is not None and not self.db_given
 
 
 def read_config(path: Path) -> dict[str, str]:
@@ -51,3 +67,36 @@ def read_config(path: Path) -> dict[str, str]:
     except (tomllib.TOMLDecodeError, OSError) as error:
         raise BadRequest(f"the config file {path} cannot be read ({error}); fix or remove it.") from None
     return {k: v for k, v in data.items() if isinstance(v, str)}
+
+
+def write_config(home: Path, updates: Mapping[str, str | None]) -> Path:
+    """Set (or, with None, remove) keys of the config file, keeping the others.
+
+    The file holds a token: it is written 0600, whole, and renamed into place.
+    """
+    path = home / CONFIG_FILE
+    config = read_config(path)
+    for key, value in updates.items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # JSON string syntax is valid TOML basic-string syntax for every string json.dumps writes.
+    text = "".join(f"{key} = {json.dumps(value)}\n" for key, value in sorted(config.items()))
+    temporary = path.with_suffix(".tmp")
+    fd = os.open(temporary, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    return path
+
+
+def save_login(home: Path, hub: str, token: str) -> Path:
+    return write_config(home, {"hub": hub.rstrip("/"), "token": token})
+
+
+def clear_login(home: Path) -> Path:
+    return write_config(home, {"hub": None, "token": None})

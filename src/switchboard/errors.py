@@ -99,3 +99,40 @@ class IdempotencyConflict(SwitchboardError):
 class StoreUnavailable(SwitchboardError):
     code = "store_unavailable"
     http_status = 503
+
+
+class UnknownToken(SwitchboardError):
+    code = "unknown_token"
+    http_status = 404
+
+
+class Unauthorized(SwitchboardError):
+    code = "unauthorized"
+    http_status = 401
+
+
+class Forbidden(SwitchboardError):
+    code = "forbidden"
+    http_status = 403
+
+
+class RateLimited(SwitchboardError):
+    code = "rate_limited"
+    http_status = 429
+
+
+class HubUnavailable(SwitchboardError):
+    code = "hub_unavailable"
+    http_status = 503
+
+
+def error_class(code: str) -> type[SwitchboardError]:
+    """The error class for a stable code (a HubClient raises what the hub answered)."""
+    return _BY_CODE.get(code, SwitchboardError)
+
+
+def _all_subclasses(cls: type[SwitchboardError]) -> list[type[SwitchboardError]]:
+    return [sub for direct in cls.__subclasses__() for sub in (direct, *_all_subclasses(direct))]
+
+
+_BY_CODE = {cls.code: cls for cls in _all_subclasses(SwitchboardError)}

@@ -9,13 +9,16 @@ missed or spurious signal can delay but never lose or duplicate mail.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from typing import TypeVar
 
 POLL_INTERVAL_SECONDS = 0.005
 MailboxKey = tuple[str, str]  # (workspace, agent)
+W = TypeVar("W", "Subscription", "AsyncSubscription")
 
 
 class Subscription:
@@ -35,6 +38,31 @@ class Subscription:
         return signalled
 
 
+class AsyncSubscription:
+    """A waiter for one mailbox in an asyncio task (the hub's streams and long-polls)."""
+
+    def __init__(self, key: MailboxKey, loop: asyncio.AbstractEventLoop) -> None:
+        self.key = key
+        self._loop = loop
+        self._event = asyncio.Event()
+
+    def wake(self) -> None:  # called from any thread
+        self._loop.call_soon_threadsafe(self._event.set)
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait until a signal or the timeout; True if signalled. Clears the signal."""
+        try:
+            await asyncio.wait_for(self._event.wait(), max(timeout, 0.0))
+        except TimeoutError:
+            return False
+        finally:
+            self._event.clear()
+        return True
+
+
+Waiter = Subscription | AsyncSubscription
+
+
 class MailboxEvents:
     """Fan-out of mailbox-changed signals within a process, fed by other processes too."""
 
@@ -42,7 +70,7 @@ class MailboxEvents:
         self._change_counter = change_counter
         self._poll_interval = poll_interval
         self._lock = threading.Lock()
-        self._waiters: dict[MailboxKey, set[Subscription]] = {}
+        self._waiters: dict[MailboxKey, set[Waiter]] = {}
         self._poller: threading.Thread | None = None
         self._last_counter = 0
 
@@ -53,9 +81,23 @@ class MailboxEvents:
         for waiter in waiters:
             waiter.wake()
 
+    def wake_all(self) -> None:
+        """Wake every waiter of this process (on shutdown, so streams and long-polls end)."""
+        with self._lock:
+            waiters = [w for group in self._waiters.values() for w in group]
+        for waiter in waiters:
+            waiter.wake()
+
+    def subscribe(self, workspace: str, agent: str) -> AbstractContextManager[Subscription]:
+        """A waiter for a thread; create it before checking the mailbox."""
+        return self._registered(Subscription((workspace, agent)))
+
+    def subscribe_async(self, workspace: str, agent: str) -> AbstractContextManager[AsyncSubscription]:
+        """A waiter for the running event loop's task; create it before checking the mailbox."""
+        return self._registered(AsyncSubscription((workspace, agent), asyncio.get_running_loop()))
+
     @contextmanager
-    def subscribe(self, workspace: str, agent: str) -> Iterator[Subscription]:
-        subscription = Subscription((workspace, agent))
+    def _registered(self, subscription: W) -> Iterator[W]:
         with self._lock:
             self._waiters.setdefault(subscription.key, set()).add(subscription)
             self._start_poller_locked()
@@ -94,7 +136,4 @@ class MailboxEvents:
                 return
             if counter != self._last_counter:
                 self._last_counter = counter
-                with self._lock:
-                    waiters = [w for group in self._waiters.values() for w in group]
-                for waiter in waiters:
-                    waiter.wake()
+                self.wake_all()

@@ -423,12 +423,7 @@ class Service:
         With ``after``, resume from a cursor: every delivery past that sequence number.
         With ``wait``, block up to that many seconds until something arrives.
         """
-        if not 1 <= limit <= self.limits.read_limit:
-            raise BadRequest(f"limit must be 1-{self.limits.read_limit}.")
-        if after is not None and after < 0:
-            raise BadRequest("after is a sequence number, 0 or more.")
-        if not 0 <= wait <= self.limits.wait_seconds:
-            raise BadRequest(f"wait must be 0-{self.limits.wait_seconds:g} seconds.")
+        self.check_read_options(limit=limit, after=after, wait=wait)
         items = (
             self._take(caller, peek, after, limit)
             if wait <= 0
@@ -439,6 +434,23 @@ class Service:
         else:
             cursor = after if after is not None else self.store.last_seq(caller.workspace, caller.agent)
         return ReadResult(items=items, cursor=cursor, unread=self.store.unread_count(caller.workspace, caller.agent))
+
+    def check_read_options(self, *, limit: int, after: int | None, wait: float) -> None:
+        if not 1 <= limit <= self.limits.read_limit:
+            raise BadRequest(f"limit must be 1-{self.limits.read_limit}.")
+        if after is not None and after < 0:
+            raise BadRequest("after is a sequence number, 0 or more.")
+        if not 0 <= wait <= self.limits.wait_seconds:
+            raise BadRequest(f"wait must be 0-{self.limits.wait_seconds:g} seconds.")
+
+    def deliveries_since(self, caller: Caller, cursor: int, limit: int = 100) -> list[MailItem]:
+        """The caller's deliveries past ``cursor`` in sequence order, marking nothing (streams)."""
+        self.check_read_options(limit=limit, after=cursor, wait=0)
+        return self.store.peek(caller.workspace, caller.agent, cursor, limit)
+
+    def mailbox_position(self, caller: Caller) -> int:
+        """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
+        return self.store.last_seq(caller.workspace, caller.agent)
 
     def _wait_and_take(self, caller: Caller, peek: bool, after: int | None, limit: int, wait: float) -> list[MailItem]:
         deadline = time.monotonic() + wait

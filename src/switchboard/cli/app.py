@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from switchboard.client import Client, LocalClient
+from switchboard.client import Client
+from switchboard.client import open_client as client_for
 from switchboard.config import Settings
 
 app = typer.Typer(
@@ -35,8 +36,9 @@ DbOption = Annotated[
 
 @contextmanager
 def open_client(db: Path | None) -> Iterator[Client]:
-    """The Client for this invocation: the embedded store, acting as the identity rule's agent."""
-    client = LocalClient.open(Settings.load(db=db))
+    """The Client for this invocation: the hub this machine is logged in to, or the embedded
+    store (always, when a database is named), acting as the identity rule's agent."""
+    client = client_for(Settings.load(db=db))
     try:
         yield client
     finally:

@@ -1,0 +1,130 @@
+"""up, login, logout, token …: serving the store as a hub, and the credentials to reach one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from switchboard.cli import render
+from switchboard.cli.app import DbOption, JsonOption, app
+from switchboard.client import HubClient
+from switchboard.client import open_client as client_for
+from switchboard.config import Settings, clear_login, save_login
+from switchboard.errors import BadRequest, HubUnavailable
+from switchboard.model import TokenInfo
+
+token_app = typer.Typer(help="Hub credentials: create, list and revoke tokens.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+
+
+@app.command()
+def up(
+    host: Annotated[str, typer.Option("--host", help="The address to listen on (0.0.0.0 for other machines).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="The port (0 picks a free one).")] = 8465,
+    rate_limit: Annotated[float, typer.Option("--rate-limit", help="Requests per second per credential; 0 for none.")] = 2000.0,
+    db: DbOption = None,
+) -> None:
+    """Serve this machine's store as a hub: REST /v1, SSE, long-poll; other machines log in to it."""
+    from switchboard.hub.server import HubOptions, serve  # the hub's imports cost start-up time elsewhere
+
+    if not 0 <= port <= 65535:
+        raise BadRequest(f"port {port} is not a port number (0-65535).")
+    serve(Settings.load(db=db), HubOptions(host=host, port=port, rate_limit=rate_limit))
+
+
+@app.command()
+def login(
+    url: Annotated[str, typer.Argument(help="The hub's address, e.g. http://build-box:8465.")],
+    token: Annotated[str, typer.Option("--token", help="A token from 'switchboard token create' (or the admin token).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Use a hub from this machine: every command then goes there (saved 0600 in the config file)."""
+    url = url.rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise BadRequest(f"{url!r} is not a hub address: use http://HOST:PORT.")
+    client = HubClient(url, token)
+    try:
+        tokens = client.list_tokens()  # proves the address and the token before saving them
+    finally:
+        client.close()
+    settings = Settings.load()
+    path = save_login(settings.home, url, token)
+    mine = tokens[0] if len(tokens) == 1 else None
+    result = {"hub": url, "config": str(path), "token_kind": mine.kind if mine else None}
+    render.emit(result, as_json, lambda: render.console.print(f"logged in to {url} [dim](saved in {path})[/]"))
+
+
+@app.command()
+def logout(as_json: JsonOption = False) -> None:
+    """Forget the hub: commands use this machine's embedded store again."""
+    settings = Settings.load()
+    path = clear_login(settings.home)
+    render.emit({"hub": None, "config": str(path)}, as_json, lambda: render.console.print("logged out; using the embedded store"))
+
+
+@contextmanager
+def _hub_client(db: Path | None) -> Iterator[HubClient]:
+    client = client_for(Settings.load(db=db))
+    try:
+        if not isinstance(client, HubClient):
+            raise HubUnavailable(
+                "tokens belong to a hub: start one with 'switchboard up', or 'switchboard login URL --token TOKEN'."
+            )
+        yield client
+    finally:
+        client.close()
+
+
+def _print_token(token: TokenInfo) -> None:
+    scope = "every workspace" if token.kind == "admin" else f"workspace {token.workspace}"
+    who = f" as {token.agent}" if token.agent else ""
+    revoked = f" [red]revoked {render.when(token.revoked_at)}[/]" if token.revoked_at else ""
+    render.console.print(f"{token.id}  {token.kind}{who} in {scope}{revoked}")
+
+
+@token_app.command("create")
+def token_create(
+    agent: Annotated[Optional[str], typer.Option("--agent", help="An agent token: acts as this agent only.")] = None,
+    workspace: Annotated[Optional[str], typer.Option("--workspace", help="The workspace (admin tokens only choose).")] = None,
+    admin: Annotated[bool, typer.Option("--admin", help="Another admin token.")] = False,
+    label: Annotated[Optional[str], typer.Option("--label", help="A note to tell tokens apart.")] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Create a token: a user token (any agent of a workspace) or, with --agent, an agent token. Shown once."""
+    kind = "admin" if admin else ("agent" if agent else "user")
+    with _hub_client(db) as client:
+        issued = client.create_token(agent=agent, workspace=workspace, kind=kind, label=label)
+
+    def human() -> None:
+        _print_token(issued)
+        render.console.print(f"token (shown once): [bold]{issued.token}[/]")
+        render.console.print(f"[dim]on the other machine: switchboard login {client.url} --token {issued.token}[/]")
+
+    render.emit(issued, as_json, human)
+
+
+@token_app.command("list")
+def token_list(as_json: JsonOption = False, db: DbOption = None) -> None:
+    """Tokens this credential may see (never their secrets)."""
+    with _hub_client(db) as client:
+        tokens = client.list_tokens()
+    render.emit(tokens, as_json, lambda: [_print_token(t) for t in tokens])
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: Annotated[str, typer.Argument(help="The id 'token list' shows.")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Revoke a token: the hub refuses it from now on."""
+    with _hub_client(db) as client:
+        token = client.revoke_token(token_id)
+    render.emit(token, as_json, lambda: _print_token(token))
+
+

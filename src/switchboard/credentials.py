@@ -1,0 +1,136 @@
+"""Hub credentials: issuing, checking and revoking tokens, and who a request may act as.
+
+Three kinds: the admin token (any workspace, any agent), workspace user tokens (a person's
+machines: any agent of that workspace) and agent tokens (that one agent). Admin and user
+tokens act as the agent the client's identity rule names; an agent token only as its own.
+Secrets are random, shown once, and stored only as their SHA-256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from switchboard.address import parse_name
+from switchboard.errors import Forbidden, Unauthorized, UnknownAgent, UnknownToken
+from switchboard.identity import DEFAULT_WORKSPACE
+from switchboard.model import Caller, IssuedToken, TokenInfo, TokenKind, new_id, utcnow
+from switchboard.store.base import NewToken, Store
+
+TOKEN_PREFIX = "sb_"
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """What a checked token allows."""
+
+    token_id: str
+    kind: TokenKind
+    workspace: str | None
+    agent: str | None
+
+    def caller(self, agent: str | None, workspace: str | None) -> Caller:
+        """Who this request acts as: the agent token's own agent, or the agent the client names."""
+        if self.kind == "agent":
+            assert self.workspace is not None and self.agent is not None
+            if agent is not None and parse_name(agent, "agent name") != self.agent:
+                raise Forbidden(f"this token acts only as agent {self.agent}, not {agent}; log in with a token for {agent}.")
+            if workspace is not None and parse_name(workspace, "workspace name") != self.workspace:
+                raise Forbidden(f"this token belongs to workspace {self.workspace}, not {workspace}.")
+            return Caller(workspace=self.workspace, agent=self.agent)
+        if agent is None:
+            raise UnknownAgent("name the agent you act as: set SWITCHBOARD_AGENT (sent as the X-Switchboard-Agent header).")
+        if self.kind == "user":
+            assert self.workspace is not None
+            if workspace is not None and parse_name(workspace, "workspace name") != self.workspace:
+                raise Forbidden(f"this token belongs to workspace {self.workspace}, not {workspace}.")
+            return Caller(workspace=self.workspace, agent=parse_name(agent, "agent name"))
+        return Caller(workspace=parse_name(workspace or DEFAULT_WORKSPACE, "workspace name"), agent=parse_name(agent, "agent name"))
+
+
+class Credentials:
+    def __init__(self, store: Store, clock: Callable[[], datetime] = utcnow) -> None:
+        self.store = store
+        self.clock = clock
+
+    def authenticate(self, secret: str | None) -> Credential:
+        if not secret:
+            raise Unauthorized("no token: send 'Authorization: Bearer <token>' (switchboard login URL --token TOKEN).")
+        token = self.store.token_by_hash(hash_secret(secret))
+        if token is None:
+            raise Unauthorized("this token is not known to the hub; ask for a new one with 'switchboard token create'.")
+        if token.revoked_at is not None:
+            raise Unauthorized("this token was revoked; ask for a new one with 'switchboard token create'.")
+        return Credential(token.id, token.kind, token.workspace, token.agent)
+
+    def issue(
+        self,
+        issuer: Credential | None,
+        kind: TokenKind,
+        workspace: str | None = None,
+        agent: str | None = None,
+        label: str | None = None,
+    ) -> IssuedToken:
+        """Create a token. ``issuer`` None is the hub itself (its first admin token)."""
+        workspace = parse_name(workspace, "workspace name") if workspace else None
+        agent = parse_name(agent, "agent name") if agent else None
+        if kind == "admin":
+            workspace = agent = None
+        elif kind == "user":
+            agent = None
+        if issuer is not None:
+            self._check_may_issue(issuer, kind, workspace)
+        if kind != "admin" and workspace is None:
+            workspace = issuer.workspace if issuer is not None and issuer.workspace else DEFAULT_WORKSPACE
+        if kind == "agent" and agent is None:
+            raise UnknownAgent("an agent token names its agent: token create --agent NAME.")
+        now = self.clock()
+        if workspace is not None:
+            self.store.ensure_workspace(workspace, now)
+        if kind == "agent":
+            assert workspace is not None and agent is not None
+            self.store.ensure_agent(workspace, agent, now)
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        info = self.store.create_token(
+            NewToken(id=new_id(), kind=kind, secret_hash=hash_secret(secret), workspace=workspace, agent=agent, label=label),
+            now,
+        )
+        return IssuedToken(**info.model_dump(), token=secret)
+
+    @staticmethod
+    def _check_may_issue(issuer: Credential, kind: TokenKind, workspace: str | None) -> None:
+        if issuer.kind == "admin":
+            return
+        if issuer.kind == "agent":
+            raise Forbidden("an agent token cannot create tokens; use a user or admin token.")
+        if kind == "admin":
+            raise Forbidden("only an admin token can create admin tokens.")
+        if workspace is not None and workspace != issuer.workspace:
+            raise Forbidden(f"this token can create tokens only for workspace {issuer.workspace}.")
+
+    def has_admin(self) -> bool:
+        return any(t.kind == "admin" and t.revoked_at is None for t in self.store.list_tokens(None))
+
+    def list(self, issuer: Credential) -> list[TokenInfo]:
+        if issuer.kind == "admin":
+            return self.store.list_tokens(None)
+        if issuer.kind == "agent":
+            return [t for t in self.store.list_tokens(issuer.workspace) if t.id == issuer.token_id]
+        return self.store.list_tokens(issuer.workspace)
+
+    def revoke(self, issuer: Credential, token_id: str) -> TokenInfo:
+        visible = {t.id for t in self.list(issuer)}
+        if issuer.kind == "agent" and token_id != issuer.token_id:
+            visible = set()
+        token = self.store.revoke_token(token_id, self.clock()) if token_id in visible else None
+        if token is None:
+            raise UnknownToken(f"no token {token_id} that this credential may revoke; 'switchboard token list' shows them.")
+        return token
+

@@ -1,0 +1,207 @@
+"""The REST endpoints of /v1: each authenticates, parses, calls the service, answers JSON."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from switchboard import __version__
+from switchboard.hub.context import HubContext, blocking, json_response, query_bool, query_int, read_body
+from switchboard.hub.schemas import (
+    AckRequest,
+    AgentRequest,
+    AgentUpdate,
+    ChannelRequest,
+    SendRequest,
+    SessionRequest,
+    TokenRequest,
+)
+from switchboard.model import WhoAmI
+
+
+def _hub(request: Request) -> HubContext:
+    return request.app.state.hub
+
+
+async def health(request: Request) -> Response:
+    return json_response({"status": "ok", "version": __version__})
+
+
+async def whoami(request: Request) -> Response:
+    hub = _hub(request)
+    credential, caller = await hub.identify(request)
+    me = WhoAmI(
+        workspace=caller.workspace,
+        agent=caller.agent,
+        source=f"{credential.kind} token",
+        machine=hub.service.machine,
+        store=str(request.base_url).rstrip("/"),
+    )
+    return json_response(me)
+
+
+async def send(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    body = await read_body(request, SendRequest)
+    result = await blocking(
+        hub.service.send,
+        caller,
+        body.to,
+        body.text,
+        subject=body.subject,
+        parts=body.parts,
+        thread_id=body.thread_id,
+        reply_to=body.reply_to,
+        require_live=body.require_live,
+        idempotency_key=body.idempotency_key,
+    )
+    return json_response(result, 200 if result.duplicate else 201)
+
+
+async def message_status(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    return json_response(await blocking(hub.service.message_status, caller, request.path_params["message_id"]))
+
+
+async def inbox(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    items = await blocking(
+        hub.service.inbox, caller, include_acked=query_bool(request, "all"), limit=query_int(request, "limit", 50)
+    )
+    return json_response(items)
+
+
+async def ack(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    body = await read_body(request, AckRequest)
+    return json_response(await blocking(hub.service.ack, caller, body.message_ids))
+
+
+async def who(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    return json_response(await blocking(hub.service.who, caller))
+
+
+async def register_session(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    body = await read_body(request, SessionRequest)
+    session = await blocking(
+        hub.service.register_session, caller, pid=body.pid, runtime=body.runtime, machine=body.machine
+    )
+    return json_response(session, 201)
+
+
+async def heartbeat(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    return json_response(await blocking(hub.service.heartbeat, caller, request.path_params["session_id"]))
+
+
+async def end_session(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    return json_response(await blocking(hub.service.end_session, caller, request.path_params["session_id"]))
+
+
+async def list_agents(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    return json_response(await blocking(hub.service.list_agents, caller))
+
+
+async def create_agent(request: Request) -> Response:
+    hub = _hub(request)
+    body = await read_body(request, AgentRequest)
+    caller = await hub.caller_managing(request, body.name)
+    agent = await blocking(hub.service.create_agent, caller, body.name, body.description, body.skills)
+    return json_response(agent, 201)
+
+
+async def describe_agent(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    return json_response(await blocking(hub.service.describe_agent, caller, request.path_params["name"]))
+
+
+async def update_agent(request: Request) -> Response:
+    hub = _hub(request)
+    name = request.path_params["name"]
+    caller = await hub.caller_managing(request, name)
+    body = await read_body(request, AgentUpdate)
+    return json_response(await blocking(hub.service.update_agent, caller, name, body.description, body.skills))
+
+
+async def delete_agent(request: Request) -> Response:
+    hub = _hub(request)
+    name = request.path_params["name"]
+    caller = await hub.caller_managing(request, name)
+    await blocking(hub.service.delete_agent, caller, name)
+    hub.forget(caller.workspace, name.lower())
+    return json_response({"deleted": name.lower()})
+
+
+async def list_channels(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    return json_response(await blocking(hub.service.list_channels, caller))
+
+
+async def create_channel(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    body = await read_body(request, ChannelRequest)
+    return json_response(await blocking(hub.service.create_channel, caller, body.name, body.description), 201)
+
+
+async def join_channel(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    return json_response(await blocking(hub.service.join_channel, caller, request.path_params["name"]))
+
+
+async def leave_channel(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    return json_response(await blocking(hub.service.leave_channel, caller, request.path_params["name"]))
+
+
+async def channel_members(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    return json_response(await blocking(hub.service.channel_members, caller, request.path_params["name"]))
+
+
+async def list_workspaces(request: Request) -> Response:
+    hub = _hub(request)
+    credential = await hub.credential(request)
+    workspaces = await blocking(hub.service.list_workspaces)
+    if credential.kind != "admin":  # nothing of another workspace is visible
+        workspaces = [w for w in workspaces if w.name == credential.workspace]
+    return json_response(workspaces)
+
+
+async def create_token(request: Request) -> Response:
+    hub = _hub(request)
+    credential = await hub.credential(request)
+    body = await read_body(request, TokenRequest)
+    kind = body.kind or ("agent" if body.agent else "user")
+    issued = await blocking(hub.credentials.issue, credential, kind, body.workspace, body.agent, body.label)
+    return json_response(issued, 201)
+
+
+async def list_tokens(request: Request) -> Response:
+    hub = _hub(request)
+    credential = await hub.credential(request)
+    return json_response(await blocking(hub.credentials.list, credential))
+
+
+async def revoke_token(request: Request) -> Response:
+    hub = _hub(request)
+    credential = await hub.credential(request)
+    return json_response(await blocking(hub.credentials.revoke, credential, request.path_params["token_id"]))

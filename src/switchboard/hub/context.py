@@ -1,0 +1,143 @@
+"""What every endpoint needs: who is calling (credential → caller), its rate limit, its body.
+
+Blocking work (SQLite, a group commit's fsync) runs in worker threads, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from switchboard.credentials import Credential, Credentials
+from switchboard.errors import BadRequest, Forbidden, TooLarge
+from switchboard.hub.ratelimit import RateLimiter
+from switchboard.model import Caller
+from switchboard.service import Service
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+AGENT_HEADER = "X-Switchboard-Agent"
+WORKSPACE_HEADER = "X-Switchboard-Workspace"
+MAX_BODY_BYTES = 1024 * 1024  # a message's parts may hold 256 KiB; JSON escaping may double it
+
+
+async def blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+
+def json_response(value: BaseModel | list[BaseModel] | dict[str, Any], status: int = 200) -> Response:
+    if isinstance(value, BaseModel):
+        body = value.model_dump_json()
+    elif isinstance(value, list):
+        body = "[" + ",".join(v.model_dump_json() for v in value) + "]"
+    else:
+        body = json.dumps(value)
+    return Response(body, status_code=status, media_type="application/json")
+
+
+class HubContext:
+    """The hub's shared parts, handed to every endpoint through ``request.app.state.hub``."""
+
+    def __init__(self, service: Service, credentials: Credentials, limiter: RateLimiter) -> None:
+        self.service = service
+        self.credentials = credentials
+        self.limiter = limiter
+        self._entered: set[tuple[str, str]] = set()  # callers known to exist (created on first use)
+        self.stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        """Shutting down: streams and long-polls end now, so in-flight sends can finish and drain."""
+        self.stopping.set()
+        self.service.events.wake_all()
+
+    async def credential(self, request: Request) -> Credential:
+        header = request.headers.get("authorization", "")
+        scheme, _, secret = header.partition(" ")
+        credential = await blocking(self.credentials.authenticate, secret.strip() if scheme.lower() == "bearer" else None)
+        self.limiter.check(credential.token_id)
+        return credential
+
+    async def identify(self, request: Request) -> tuple[Credential, Caller]:
+        """Authenticate, rate-limit, and name the agent this request acts as (creating it on first use)."""
+        credential = await self.credential(request)
+        caller = credential.caller(request.headers.get(AGENT_HEADER), request.headers.get(WORKSPACE_HEADER))
+        key = (caller.workspace, caller.agent)
+        if key not in self._entered:
+            await blocking(self.service.enter, caller)
+            self._entered.add(key)
+        return credential, caller
+
+    async def caller(self, request: Request) -> Caller:
+        return (await self.identify(request))[1]
+
+    async def caller_managing(self, request: Request, agent: str) -> Caller:
+        """The caller, when it may change ``agent``'s card: an agent token manages only its own."""
+        credential, caller = await self.identify(request)
+        if credential.kind == "agent" and agent.strip().lower() != caller.agent:
+            raise Forbidden(f"this token acts only as agent {caller.agent}; it cannot change {agent}.")
+        return caller
+
+    def forget(self, workspace: str, agent: str) -> None:
+        self._entered.discard((workspace, agent))
+
+
+async def read_body(request: Request, model: type[M]) -> M:
+    """The JSON body as ``model``: too_large past the limit, bad_request for bad JSON or fields."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise TooLarge(f"the request body is {declared} bytes; the limit is {MAX_BODY_BYTES}.")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise TooLarge(f"the request body is over {MAX_BODY_BYTES} bytes.")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise BadRequest(f"the request body is not JSON: {error}.") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ())) or "body"
+        raise BadRequest(f"{where}: {first.get('msg')}.") from None
+
+
+def query_int(request: Request, name: str, default: int | None = None) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadRequest(f"query parameter {name}={raw!r} is not a whole number.") from None
+
+
+def query_float(request: Request, name: str, default: float) -> float:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise BadRequest(f"query parameter {name}={raw!r} is not a number.") from None
+
+
+def query_bool(request: Request, name: str) -> bool:
+    raw = (request.query_params.get(name) or "").lower()
+    if raw in ("", "0", "false", "no"):
+        return False
+    if raw in ("1", "true", "yes"):
+        return True
+    raise BadRequest(f"query parameter {name}={raw!r} is not true or false.")

@@ -1,0 +1,42 @@
+"""Every error the hub answers is JSON: ``{"error": {"code": …, "message": …}}``, never a 500 for bad input."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from switchboard.errors import RateLimited, SwitchboardError
+
+log = logging.getLogger("switchboard.hub")
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+
+
+def error_response(code: str, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+async def on_switchboard_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, SwitchboardError)
+    headers = None
+    if isinstance(error, RateLimited):
+        headers = {"Retry-After": str(error.details.get("retry_after", 1))}
+    return error_response(error.code, error.message, error.http_status, headers)
+
+
+async def on_http_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, HTTPException)
+    code = _HTTP_CODES.get(error.status_code, "bad_request")
+    message = {
+        404: f"no such endpoint: {request.url.path}; GET /openapi.json lists them.",
+        405: f"{request.method} is not allowed on {request.url.path}; GET /openapi.json lists the methods.",
+    }.get(error.status_code, str(error.detail))
+    return error_response(code, message, error.status_code)
+
+
+async def on_unexpected(request: Request, error: Exception) -> JSONResponse:
+    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    return error_response("internal", "the hub failed on this request; its log has the details.", 500)

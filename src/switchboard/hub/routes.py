@@ -1,0 +1,76 @@
+"""The hub's route table: one list that both serves requests and writes the OpenAPI document."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import Response
+
+from switchboard.hub import api, schemas, streams
+from switchboard.model import (
+    AckResult,
+    Agent,
+    Channel,
+    ChannelMember,
+    IssuedToken,
+    MailItem,
+    MessageStatus,
+    ReadResult,
+    SendResult,
+    Session,
+    TokenInfo,
+    WhoAmI,
+    WhoReport,
+    Workspace,
+)
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    endpoint: Endpoint
+    summary: str
+    body: type[BaseModel] | None = None
+    answer: type[BaseModel] | None = None
+    many: bool = False  # the answer is a list of ``answer``
+    query: dict[str, str] = field(default_factory=dict)  # name -> "integer" | "number" | "boolean"
+    public: bool = False
+    stream: bool = False
+
+
+READ_QUERY = {"wait": "number", "peek": "boolean", "after": "integer", "limit": "integer"}
+
+ROUTES: list[Route] = [
+    Route("GET", "/health", api.health, "Liveness of the hub itself.", public=True),
+    Route("GET", "/v1/whoami", api.whoami, "The agent and workspace this request acts as.", answer=WhoAmI),
+    Route("POST", "/v1/messages", api.send, "Send a message; answers per recipient.", schemas.SendRequest, SendResult),
+    Route("GET", "/v1/messages/{message_id}/status", api.message_status, "Delivery states and times per recipient.", answer=MessageStatus),
+    Route("POST", "/v1/read", streams.read, "Drain (or peek) your mail; wait= seconds long-polls.", answer=ReadResult, query=READ_QUERY),
+    Route("GET", "/v1/events", streams.events, "Your deliveries as Server-Sent Events; resumes from Last-Event-ID.", query={"after": "integer"}, stream=True),
+    Route("GET", "/v1/inbox", api.inbox, "Your mailbox without marking anything.", answer=MailItem, many=True, query={"all": "boolean", "limit": "integer"}),
+    Route("POST", "/v1/ack", api.ack, "Acknowledge handled messages.", schemas.AckRequest, AckResult),
+    Route("GET", "/v1/who", api.who, "Agents, sessions and machines of your workspace.", answer=WhoReport),
+    Route("POST", "/v1/sessions", api.register_session, "Register a live session of your agent.", schemas.SessionRequest, Session),
+    Route("POST", "/v1/sessions/{session_id}/heartbeat", api.heartbeat, "Report a session is still there.", answer=Session),
+    Route("DELETE", "/v1/sessions/{session_id}", api.end_session, "End a session.", answer=Session),
+    Route("GET", "/v1/agents", api.list_agents, "Agents of your workspace.", answer=Agent, many=True),
+    Route("POST", "/v1/agents", api.create_agent, "Create an agent.", schemas.AgentRequest, Agent),
+    Route("GET", "/v1/agents/{name}", api.describe_agent, "One agent's card.", answer=Agent),
+    Route("PATCH", "/v1/agents/{name}", api.update_agent, "Change an agent's description or skills.", schemas.AgentUpdate, Agent),
+    Route("DELETE", "/v1/agents/{name}", api.delete_agent, "Delete an agent and its mailbox."),
+    Route("GET", "/v1/channels", api.list_channels, "Channels of your workspace.", answer=Channel, many=True),
+    Route("POST", "/v1/channels", api.create_channel, "Create a channel (you join it).", schemas.ChannelRequest, Channel),
+    Route("POST", "/v1/channels/{name}/join", api.join_channel, "Join a channel.", answer=Channel),
+    Route("POST", "/v1/channels/{name}/leave", api.leave_channel, "Leave a channel.", answer=Channel),
+    Route("GET", "/v1/channels/{name}/members", api.channel_members, "Members of a channel.", answer=ChannelMember, many=True),
+    Route("GET", "/v1/workspaces", api.list_workspaces, "Workspaces this credential may see.", answer=Workspace, many=True),
+    Route("POST", "/v1/tokens", api.create_token, "Create a user or agent token (shown once).", schemas.TokenRequest, IssuedToken),
+    Route("GET", "/v1/tokens", api.list_tokens, "Tokens this credential may see.", answer=TokenInfo, many=True),
+    Route("DELETE", "/v1/tokens/{token_id}", api.revoke_token, "Revoke a token.", answer=TokenInfo),
+]

@@ -1,0 +1,106 @@
+"""``switchboard up``: run the hub on uvicorn, with its first admin token and a graceful stop.
+
+On SIGTERM or Ctrl-C the hub stops accepting connections, ends streams and long-polls, lets
+requests in flight finish (their sends commit), then closes the store: nothing acknowledged
+is lost, and nothing half-written is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from switchboard import __version__
+from switchboard.config import Settings, save_login
+from switchboard.credentials import Credentials
+from switchboard.events import MailboxEvents
+from switchboard.hub.app import DEFAULT_RATE_LIMIT, create_app
+from switchboard.identity import machine_name
+from switchboard.service import Service
+from switchboard.store.sqlite import SQLiteStore
+
+log = logging.getLogger("switchboard.hub")
+
+
+@dataclass(frozen=True)
+class HubOptions:
+    host: str = "127.0.0.1"
+    port: int = 8465
+    rate_limit: float = DEFAULT_RATE_LIMIT
+
+
+class _HubServer(uvicorn.Server):
+    """uvicorn's server, telling the hub when a stop begins and logging where it listens."""
+
+    def __init__(self, config: uvicorn.Config, on_stop: Any, on_listening: Any) -> None:
+        super().__init__(config)
+        self._on_stop = on_stop
+        self._on_listening = on_listening
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        if self.started:
+            self._on_stop()
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.started and self.servers:
+            self._on_listening(self.servers[0].sockets[0].getsockname())
+
+
+def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> None:
+    """Serve ``settings.db_path`` until stopped."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    store = SQLiteStore(settings.db_path)
+    # The hub is the database's writer while it runs: in-process signals wake its readers, so it
+    # does not poll for other processes' commits (its own would wake every stream on every send).
+    service = Service(store, machine=machine_name(os.environ), events=MailboxEvents())
+    credentials = Credentials(store)
+    admin = None if credentials.has_admin() else credentials.issue(None, "admin", label="created by the first 'up'")
+    app = create_app(service, rate_limit=options.rate_limit)
+    hub = app.state.hub
+
+    def listening(address: tuple[str, int]) -> None:
+        host, port = address[0], address[1]
+        url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+        print(f"switchboard {__version__} hub listening on {url} · store {store.location}", file=out, flush=True)
+        if admin is not None:
+            save_login(settings.home, url, admin.token)
+            print(
+                f"admin token (shown once; saved 0600 in {Path(settings.home) / 'config.toml'}, "
+                f"this machine's CLI is logged in): {admin.token}",
+                file=out,
+                flush=True,
+            )
+
+    config = uvicorn.Config(
+        app,
+        host=options.host,
+        port=options.port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=30,
+        loop="auto",
+        http="auto",
+    )
+    server = _HubServer(config, on_stop=lambda: _call_in_loop(hub.stop), on_listening=listening)
+    try:
+        server.run()
+    finally:
+        store.close()  # after every request finished: the last commits are on disk
+
+
+def _call_in_loop(fn: Any) -> None:
+    """Run ``fn`` on the event loop (uvicorn calls handle_exit from a signal handler)."""
+    try:
+        asyncio.get_running_loop().call_soon_threadsafe(fn)
+    except RuntimeError:
+        fn()
