@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,19 +57,38 @@ class Credential:
 
 
 class Credentials:
+    """Token operations. Checked tokens are remembered (the hub checks one per request); a
+    revocation through this object forgets them at once, and the hub is the only place that
+    revokes, so a revoked token is refused from the next request on."""
+
     def __init__(self, store: Store, clock: Callable[[], datetime] = utcnow) -> None:
         self.store = store
         self.clock = clock
+        self._checked: dict[str, Credential] = {}  # secret hash -> credential
+        self._revocations = 0  # a check that overlapped a revocation is not remembered
+        self._lock = threading.Lock()
+
+    def cached(self, secret: str | None) -> Credential | None:
+        """The credential for ``secret`` if it was checked before (no I/O), else None."""
+        return self._checked.get(hash_secret(secret)) if secret else None
 
     def authenticate(self, secret: str | None) -> Credential:
         if not secret:
             raise Unauthorized("no token: send 'Authorization: Bearer <token>' (switchboard login URL --token TOKEN).")
-        token = self.store.token_by_hash(hash_secret(secret))
+        secret_hash = hash_secret(secret)
+        if (known := self._checked.get(secret_hash)) is not None:
+            return known
+        revocations = self._revocations
+        token = self.store.token_by_hash(secret_hash)
         if token is None:
             raise Unauthorized("this token is not known to the hub; ask for a new one with 'switchboard token create'.")
         if token.revoked_at is not None:
             raise Unauthorized("this token was revoked; ask for a new one with 'switchboard token create'.")
-        return Credential(token.id, token.kind, token.workspace, token.agent)
+        credential = Credential(token.id, token.kind, token.workspace, token.agent)
+        with self._lock:
+            if len(self._checked) < 100_000 and revocations == self._revocations:
+                self._checked[secret_hash] = credential
+        return credential
 
     def issue(
         self,
@@ -130,6 +150,9 @@ class Credentials:
         if issuer.kind == "agent" and token_id != issuer.token_id:
             visible = set()
         token = self.store.revoke_token(token_id, self.clock()) if token_id in visible else None
+        with self._lock:
+            self._revocations += 1
+            self._checked = {h: c for h, c in self._checked.items() if c.token_id != token_id}
         if token is None:
             raise UnknownToken(f"no token {token_id} that this credential may revoke; 'switchboard token list' shows them.")
         return token

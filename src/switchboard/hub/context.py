@@ -62,7 +62,8 @@ class HubContext:
     async def credential(self, request: Request) -> Credential:
         header = request.headers.get("authorization", "")
         scheme, _, secret = header.partition(" ")
-        credential = await blocking(self.credentials.authenticate, secret.strip() if scheme.lower() == "bearer" else None)
+        secret = secret.strip() if scheme.lower() == "bearer" else None
+        credential = self.credentials.cached(secret) or await blocking(self.credentials.authenticate, secret)
         self.limiter.check(credential.token_id)
         return credential
 
