@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,10 +93,19 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         http="auto",
     )
     server = _HubServer(config, on_stop=lambda: _call_in_loop(hub.stop), on_listening=listening)
+    # uvicorn re-raises the stop signal once it has shut down gracefully; with these handlers
+    # in place that re-raise returns here, so the store is closed and the hub exits with 0.
+    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         server.run()
     finally:
         store.close()  # after every request finished: the last commits are on disk
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _stopped(sig: int, frame: Any) -> None:
+    """The stop signal, re-raised by uvicorn after its graceful shutdown: nothing left to do."""
 
 
 def _call_in_loop(fn: Any) -> None:
