@@ -898,3 +898,10 @@ def test_bad_input_raises_its_error_with_its_code_and_writes_nothing(db_path, wo
         call(world)
     assert raised.value.code == code
     assert raised.value.message
+
+
+def test_another_agent_cannot_take_over_a_live_process_session(alice, bob):
+    session = bob.register_session(runtime="claude-code")  # this test process: alive
+    with pytest.raises(AlreadyExists, match="live session of bob"):
+        alice.register_session(runtime="claude-code")
+    assert bob.heartbeat(session.id).live

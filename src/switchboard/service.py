@@ -205,6 +205,16 @@ class Service:
             raise BadRequest(f"pid {pid} is not a process id.")
         runtime = parse_name(runtime, "runtime name")
         machine = parse_machine(machine) if machine else self.machine
+        now = self.clock()
+        for other in self.store.list_sessions(caller.workspace):
+            # A live process belongs to the agent that registered it; only a dead or recycled
+            # pid may be claimed by another agent (the store then ends the old session).
+            if other.machine == machine and other.pid == pid and other.agent != caller.agent:
+                if self.liveness.is_live(other, now) and (proc_start is None or other.proc_start == proc_start):
+                    raise AlreadyExists(
+                        f"process {pid} on {machine} is a live session of {other.agent}; "
+                        "it must end (or its process exit) before another agent registers it."
+                    )
         session = self.store.register_session(
             NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start), self.clock()
         )

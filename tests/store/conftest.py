@@ -16,7 +16,7 @@ import pytest
 from switchboard.store.base import Store
 from switchboard.store.sqlite import SQLiteStore
 
-IMPLEMENTATIONS = ["sqlite"]
+IMPLEMENTATIONS = ["sqlite", "sqlite-group-commit"]
 
 
 class StoreFactory:
@@ -35,6 +35,8 @@ class StoreFactory:
     def _open(self) -> Store:
         if self.kind == "sqlite":
             return SQLiteStore(self.tmp_path / "switchboard.db")
+        if self.kind == "sqlite-group-commit":  # as the hub opens it: writes batched by a writer thread
+            return SQLiteStore(self.tmp_path / "switchboard.db", group_commit=True)
         raise ValueError(f"no store implementation named {self.kind!r}")
 
     def close_all(self) -> None:

@@ -7,6 +7,7 @@ unchanged. Times are whole seconds after ``T0`` so any store keeps them exactly.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from switchboard.errors import UnknownRecipient
+from switchboard.errors import AlreadyExists, UnknownRecipient
 from switchboard.model import (
     Agent,
     DeliveryState,
@@ -24,6 +25,7 @@ from switchboard.model import (
     RecipientOutcome,
     RecipientStatus,
     SendResult,
+    TokenInfo,
     Workspace,
     new_id,
 )
@@ -32,6 +34,7 @@ from switchboard.store.base import (
     IdempotentSend,
     NewDelivery,
     NewSession,
+    NewToken,
     Store,
 )
 from tests.waiting import wait_until
@@ -793,6 +796,113 @@ def test_change_counter_moves_after_a_commit_made_through_another_connection(sto
     send(other, WS, "alice", ["bob"])
     assert wait_until(lambda: store.change_counter() != before)
     assert store.unread_count(WS, "bob") == 1  # and the commit is visible here
+
+
+# --- hub credentials ------------------------------------------------------------------------------
+
+
+def secret_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_token(kind: str = "user", workspace: str | None = WS, agent: str | None = None, **fields: str) -> NewToken:
+    fields = {"id": new_id(), "secret_hash": secret_hash(new_id()), **fields}
+    return NewToken(kind=kind, workspace=workspace, agent=agent, **fields)  # type: ignore[arg-type]
+
+
+def test_create_token_returns_what_it_stored_and_every_connection_finds_it_by_hash(store, reopen):
+    made = {
+        "admin": new_token("admin", workspace=None, label="root"),
+        "user": new_token("user", label="alice's laptop"),
+        "agent": new_token("agent", agent="bob"),
+    }
+    infos = {kind: store.create_token(token, at(i)) for i, (kind, token) in enumerate(made.items())}
+
+    assert infos["admin"] == TokenInfo(id=made["admin"].id, kind="admin", workspace=None, label="root", created_at=T0)
+    assert infos["user"] == TokenInfo(
+        id=made["user"].id, kind="user", workspace=WS, label="alice's laptop", created_at=at(1)
+    )
+    assert infos["agent"] == TokenInfo(id=made["agent"].id, kind="agent", workspace=WS, agent="bob", created_at=at(2))
+    other = reopen()
+    for kind, token in made.items():
+        assert store.token_by_hash(token.secret_hash) == infos[kind]
+        assert other.token_by_hash(token.secret_hash) == infos[kind]
+
+
+def test_token_by_hash_of_an_unknown_secret_is_none(store):
+    store.create_token(new_token(), T0)
+    assert store.token_by_hash(secret_hash("never issued")) is None
+
+
+def test_token_by_hash_finds_a_revoked_token_with_its_revocation_time(store):
+    token = new_token()
+    store.create_token(token, T0)
+    store.revoke_token(token.id, at(10))
+    found = store.token_by_hash(token.secret_hash)
+    assert (found.id, found.revoked_at) == (token.id, at(10))
+
+
+def test_list_tokens_filters_by_workspace_and_lists_oldest_first(store):
+    late = store.create_token(new_token(), at(30))
+    admin = store.create_token(new_token("admin", workspace=None), at(20))
+    early = store.create_token(new_token("agent", agent="bob"), at(10))
+    other = store.create_token(new_token(workspace=OTHER_WS), at(15))
+    revoked = store.create_token(new_token(), at(40))
+    revoked = store.revoke_token(revoked.id, at(50))
+
+    assert store.list_tokens(WS) == [early, late, revoked]  # revoked tokens are listed too
+    assert store.list_tokens(OTHER_WS) == [other]
+    assert store.list_tokens() == [early, other, admin, late, revoked]  # None: every token, admin included
+    assert store.list_tokens("nowhere") == []
+
+
+def test_revoke_token_keeps_the_first_revocation_time_and_touches_no_other_token(store):
+    token, bystander = new_token(), new_token()
+    created = store.create_token(token, T0)
+    kept = store.create_token(bystander, T0)
+
+    revoked = store.revoke_token(token.id, at(10))
+    assert revoked == created.model_copy(update={"revoked_at": at(10)})
+    assert store.revoke_token(token.id, at(20)) == revoked  # again: idempotent, the first time stays
+    assert store.token_by_hash(token.secret_hash).revoked_at == at(10)
+    assert store.token_by_hash(bystander.secret_hash) == kept
+
+
+def test_revoke_token_of_an_unknown_id_is_none_and_changes_nothing(store):
+    created = store.create_token(new_token(), T0)
+    assert store.revoke_token(new_id(), at(10)) is None
+    assert store.list_tokens() == [created]
+
+
+def test_a_secret_hash_already_stored_is_refused_in_any_workspace_and_nothing_is_stored(store):
+    first = new_token()
+    created = store.create_token(first, T0)
+    for workspace in (WS, OTHER_WS):
+        again = NewToken(id=new_id(), kind="user", secret_hash=first.secret_hash, workspace=workspace)
+        with pytest.raises(AlreadyExists):
+            store.create_token(again, at(1))
+    with pytest.raises(AlreadyExists):
+        store.create_token(NewToken(id=new_id(), kind="admin", secret_hash=first.secret_hash), at(1))
+    assert store.list_tokens() == [created]
+    assert store.token_by_hash(first.secret_hash) == created
+
+
+def test_a_token_id_already_stored_is_refused(store):
+    first = new_token()
+    created = store.create_token(first, T0)
+    with pytest.raises(AlreadyExists):
+        store.create_token(new_token(workspace=OTHER_WS, id=first.id), at(1))
+    assert store.list_tokens() == [created]
+
+
+def test_tokens_of_one_workspace_are_not_listed_in_another(store):
+    mine = store.create_token(new_token(workspace=WS), T0)
+    theirs = store.create_token(new_token(workspace=OTHER_WS), T0)
+    admin = store.create_token(new_token("admin", workspace=None), T0)
+    assert store.list_tokens(WS) == [mine]
+    assert store.list_tokens(OTHER_WS) == [theirs]
+    assert admin not in store.list_tokens(WS) + store.list_tokens(OTHER_WS)
+    assert {t.id for t in store.list_tokens()} == {mine.id, theirs.id, admin.id}
 
 
 # --- workspace isolation --------------------------------------------------------------------------------

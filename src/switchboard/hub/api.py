@@ -6,7 +6,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from switchboard import __version__
-from switchboard.hub.context import HubContext, blocking, json_response, query_bool, query_int, read_body
+from switchboard.hub.context import (
+    HubContext,
+    blocking,
+    check_manages,
+    json_response,
+    query_bool,
+    query_int,
+    read_body,
+    refuse_body,
+)
 from switchboard.hub.schemas import (
     AckRequest,
     AgentRequest,
@@ -100,6 +109,7 @@ async def register_session(request: Request) -> Response:
 async def heartbeat(request: Request) -> Response:
     hub = _hub(request)
     caller = await hub.caller(request)
+    await refuse_body(request)
     return json_response(await blocking(hub.service.heartbeat, caller, request.path_params["session_id"]))
 
 
@@ -117,8 +127,9 @@ async def list_agents(request: Request) -> Response:
 
 async def create_agent(request: Request) -> Response:
     hub = _hub(request)
+    credential, caller = await hub.identify(request)
     body = await read_body(request, AgentRequest)
-    caller = await hub.caller_managing(request, body.name)
+    check_manages(credential, caller, body.name)
     agent = await blocking(hub.service.create_agent, caller, body.name, body.description, body.skills)
     return json_response(agent, 201)
 
@@ -162,12 +173,14 @@ async def create_channel(request: Request) -> Response:
 async def join_channel(request: Request) -> Response:
     hub = _hub(request)
     caller = await hub.caller(request)
+    await refuse_body(request)
     return json_response(await blocking(hub.service.join_channel, caller, request.path_params["name"]))
 
 
 async def leave_channel(request: Request) -> Response:
     hub = _hub(request)
     caller = await hub.caller(request)
+    await refuse_body(request)
     return json_response(await blocking(hub.service.leave_channel, caller, request.path_params["name"]))
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio.to_thread
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -83,9 +83,22 @@ class HubContext:
     async def caller_managing(self, request: Request, agent: str) -> Caller:
         """The caller, when it may change ``agent``'s card: an agent token manages only its own."""
         credential, caller = await self.identify(request)
-        if credential.kind == "agent" and agent.strip().lower() != caller.agent:
-            raise Forbidden(f"this token acts only as agent {caller.agent}; it cannot change {agent}.")
+        check_manages(credential, caller, agent)
         return caller
+
+
+def check_manages(credential: Credential, caller: Caller, agent: str) -> None:
+    if credential.kind == "agent" and agent.strip().lower() != caller.agent:
+        raise Forbidden(f"this token acts only as agent {caller.agent}; it cannot change {agent}.")
+
+
+class NoBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+async def refuse_body(request: Request) -> None:
+    """An endpoint that takes no body refuses one, rather than ignoring what the client meant."""
+    await read_body(request, NoBody)
 
     def forget(self, workspace: str, agent: str) -> None:
         self._entered.discard((workspace, agent))

@@ -59,7 +59,7 @@ class _HubServer(uvicorn.Server):
 def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> None:
     """Serve ``settings.db_path`` until stopped."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    store = SQLiteStore(settings.db_path)
+    store = SQLiteStore(settings.db_path, group_commit=True)  # concurrent sends share one fsync
     # The hub is the database's writer while it runs: in-process signals wake its readers, so it
     # does not poll for other processes' commits (its own would wake every stream on every send).
     service = Service(store, machine=machine_name(os.environ), events=MailboxEvents())

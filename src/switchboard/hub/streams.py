@@ -14,7 +14,15 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from switchboard.errors import BadRequest
-from switchboard.hub.context import HubContext, blocking, json_response, query_bool, query_float, query_int
+from switchboard.hub.context import (
+    HubContext,
+    blocking,
+    json_response,
+    query_bool,
+    query_float,
+    query_int,
+    refuse_body,
+)
 from switchboard.model import Caller, ReadResult
 
 KEEPALIVE_SECONDS = 15.0
@@ -29,6 +37,7 @@ async def read(request: Request) -> Response:
     """POST /v1/read?wait=&peek=&after=&limit= — drain (or peek) the caller's mail, waiting up to ``wait``."""
     hub = _hub(request)
     caller = await hub.caller(request)
+    await refuse_body(request)
     peek, wait = query_bool(request, "peek"), query_float(request, "wait", 0.0)
     after, limit = query_int(request, "after"), query_int(request, "limit", 100)
     assert limit is not None

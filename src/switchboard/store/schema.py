@@ -97,6 +97,21 @@ MIGRATIONS: list[str] = [
     CREATE UNIQUE INDEX deliveries_by_message ON deliveries (message_id, recipient);
     CREATE INDEX deliveries_unread ON deliveries (workspace, recipient, seq) WHERE read_at IS NULL;
     """,
+    # 2: hub credentials. Only a hash of each secret is kept; a request's token is looked up by
+    # it (the UNIQUE constraint is that index). Revoked tokens stay, so lists can show them.
+    """
+    CREATE TABLE tokens (
+        id          TEXT PRIMARY KEY,
+        kind        TEXT NOT NULL CHECK (kind IN ('admin', 'user', 'agent')),
+        workspace   TEXT CHECK ((workspace IS NULL) = (kind = 'admin')),  -- NULL for admin tokens only
+        agent       TEXT CHECK ((agent IS NULL) = (kind != 'agent')),     -- the one agent an agent token acts as
+        label       TEXT,
+        secret_hash TEXT NOT NULL UNIQUE,
+        created_at  REAL NOT NULL,
+        revoked_at  REAL
+    );
+    CREATE INDEX tokens_by_workspace ON tokens (workspace, created_at);
+    """,
 ]
 
 

@@ -2,6 +2,8 @@
 
 Every method is one short transaction on the file (see ``sqlite_connection``): WAL lets
 readers and one writer work at once, and every commit reaches the disk before it returns.
+Each write method hands its transaction's body to ``transact`` as a function, so that with
+group commit the writer thread can run many of them in one transaction.
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ from switchboard.model import (
     RecipientStatus,
     SendResult,
     Session,
+    TokenInfo,
     Workspace,
     new_id,
 )
+from switchboard.store import sqlite_tokens
 from switchboard.store.base import (
     DuplicateIdempotencyKey,
     IdempotentSend,
     NewDelivery,
     NewSession,
+    NewToken,
     StoredMachine,
 )
 from switchboard.store.sqlite_connection import SQLiteDatabase
@@ -39,12 +44,14 @@ from switchboard.store.sqlite_rows import (
     MAIL_QUERY,
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
+    STATUS_COLUMNS,
     agent_from_row,
     channel_from_row,
     from_ts,
     mail_item_from_row,
     message_from_row,
     session_from_row,
+    status_from_row,
     to_ts,
 )
 
@@ -52,8 +59,10 @@ from switchboard.store.sqlite_rows import (
 class SQLiteStore:
     """The Store interface on one SQLite database file."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._db = SQLiteDatabase(path)
+    def __init__(self, path: str | os.PathLike[str], *, group_commit: bool = False) -> None:
+        """``group_commit``: batch the writes of concurrent threads into shared transactions
+        (one fsync each) — for a server; a single-threaded process gains nothing from it."""
+        self._db = SQLiteDatabase(path, group_commit=group_commit)
         self.path = self._db.path
         self.location = str(self.path)
 
@@ -63,15 +72,19 @@ class SQLiteStore:
     def change_counter(self) -> int:
         return self._db.change_counter()
 
+    def _changes_one_row(self, statement: str, args: Sequence[object]) -> bool:
+        """Run one statement as a write transaction of its own; True when it changed a row."""
+        return self._db.transact(lambda conn: conn.execute(statement, args).rowcount == 1)
+
     # --- workspaces and agents ------------------------------------------------------------
 
     def ensure_workspace(self, name: str, now: datetime) -> bool:
         with self._db.read() as conn:
             if conn.execute("SELECT 1 FROM workspaces WHERE name = ?", (name,)).fetchone():
                 return False
-        with self._db.write() as conn:
-            cur = conn.execute("INSERT OR IGNORE INTO workspaces (name, created_at) VALUES (?, ?)", (name, to_ts(now)))
-            return cur.rowcount == 1
+        return self._changes_one_row(
+            "INSERT OR IGNORE INTO workspaces (name, created_at) VALUES (?, ?)", (name, to_ts(now))
+        )
 
     def list_workspaces(self) -> list[Workspace]:
         with self._db.read() as conn:
@@ -87,21 +100,17 @@ class SQLiteStore:
     def create_agent(
         self, workspace: str, name: str, description: str | None, skills: list[str], now: datetime
     ) -> bool:
-        with self._db.write() as conn:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO agents (workspace, name, description, skills, created_at) VALUES (?, ?, ?, ?, ?)",
-                (workspace, name, description, json.dumps(skills), to_ts(now)),
-            )
-            return cur.rowcount == 1
+        return self._changes_one_row(
+            "INSERT OR IGNORE INTO agents (workspace, name, description, skills, created_at) VALUES (?, ?, ?, ?, ?)",
+            (workspace, name, description, json.dumps(skills), to_ts(now)),
+        )
 
     def update_agent(self, workspace: str, name: str, description: str | None, skills: list[str] | None) -> bool:
-        with self._db.write() as conn:
-            cur = conn.execute(
-                "UPDATE agents SET description = coalesce(?, description), skills = coalesce(?, skills) "
-                "WHERE workspace = ? AND name = ?",
-                (description, None if skills is None else json.dumps(skills), workspace, name),
-            )
-            return cur.rowcount == 1
+        return self._changes_one_row(
+            "UPDATE agents SET description = coalesce(?, description), skills = coalesce(?, skills) "
+            "WHERE workspace = ? AND name = ?",
+            (description, None if skills is None else json.dumps(skills), workspace, name),
+        )
 
     def get_agent(self, workspace: str, name: str) -> Agent | None:
         with self._db.read() as conn:
@@ -120,7 +129,7 @@ class SQLiteStore:
         return [agent_from_row(r) for r in rows]
 
     def delete_agent(self, workspace: str, name: str) -> bool:
-        with self._db.write() as conn:
+        def delete(conn: sqlite3.Connection) -> bool:
             cur = conn.execute("DELETE FROM agents WHERE workspace = ? AND name = ?", (workspace, name))
             if cur.rowcount == 0:
                 return False
@@ -128,10 +137,12 @@ class SQLiteStore:
                 conn.execute(f"DELETE FROM {table} WHERE workspace = ? AND {column} = ?", (workspace, name))
             return True
 
+        return self._db.transact(delete)
+
     # --- channels -------------------------------------------------------------------------
 
     def create_channel(self, workspace: str, name: str, creator: str, description: str | None, now: datetime) -> bool:
-        with self._db.write() as conn:
+        def create(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO channels (workspace, name, description, created_by, created_at) VALUES (?, ?, ?, ?, ?)",
                 (workspace, name, description, creator, to_ts(now)),
@@ -144,6 +155,8 @@ class SQLiteStore:
             )
             return True
 
+        return self._db.transact(create)
+
     def get_channel(self, workspace: str, name: str, viewer: str | None = None) -> Channel | None:
         with self._db.read() as conn:
             row = conn.execute(CHANNEL_QUERY + " AND c.name = ?", (viewer, workspace, name)).fetchone()
@@ -155,20 +168,16 @@ class SQLiteStore:
         return [channel_from_row(r) for r in rows]
 
     def join_channel(self, workspace: str, channel: str, agent: str, now: datetime) -> bool:
-        with self._db.write() as conn:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO channel_members (workspace, channel, agent, joined_at) VALUES (?, ?, ?, ?)",
-                (workspace, channel, agent, to_ts(now)),
-            )
-            return cur.rowcount == 1
+        return self._changes_one_row(
+            "INSERT OR IGNORE INTO channel_members (workspace, channel, agent, joined_at) VALUES (?, ?, ?, ?)",
+            (workspace, channel, agent, to_ts(now)),
+        )
 
     def leave_channel(self, workspace: str, channel: str, agent: str) -> bool:
-        with self._db.write() as conn:
-            cur = conn.execute(
-                "DELETE FROM channel_members WHERE workspace = ? AND channel = ? AND agent = ?",
-                (workspace, channel, agent),
-            )
-            return cur.rowcount == 1
+        return self._changes_one_row(
+            "DELETE FROM channel_members WHERE workspace = ? AND channel = ? AND agent = ?",
+            (workspace, channel, agent),
+        )
 
     def channel_members(self, workspace: str, channel: str) -> list[ChannelMember]:
         with self._db.read() as conn:
@@ -189,7 +198,8 @@ class SQLiteStore:
 
     def register_session(self, session: NewSession, now: datetime) -> Session:
         at = to_ts(now)
-        with self._db.write() as conn:
+
+        def register(conn: sqlite3.Connection) -> tuple:
             open_here = conn.execute(
                 f"SELECT {SESSION_COLUMNS} FROM sessions "
                 "WHERE workspace = ? AND machine = ? AND pid = ? AND ended_at IS NULL",
@@ -221,25 +231,30 @@ class SQLiteStore:
                     ),
                 )
             self._touch_machine(conn, session.workspace, session.machine, at)
-            row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        return session_from_row(row)
+            return conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+
+        return session_from_row(self._db.transact(register))
 
     def touch_session(self, workspace: str, session_id: str, now: datetime) -> Session | None:
-        with self._db.write() as conn:
+        def touch(conn: sqlite3.Connection) -> tuple | None:
             row = conn.execute(
                 f"UPDATE sessions SET last_seen = max(last_seen, ?) WHERE workspace = ? AND id = ? RETURNING {SESSION_COLUMNS}",
                 (to_ts(now), workspace, session_id),
             ).fetchone()
             if row:
                 self._touch_machine(conn, workspace, row[3], to_ts(now))
+            return row
+
+        row = self._db.transact(touch)
         return session_from_row(row) if row else None
 
     def end_session(self, workspace: str, session_id: str, now: datetime) -> Session | None:
-        with self._db.write() as conn:
-            row = conn.execute(
+        row = self._db.transact(
+            lambda conn: conn.execute(
                 f"UPDATE sessions SET ended_at = coalesce(ended_at, ?) WHERE workspace = ? AND id = ? RETURNING {SESSION_COLUMNS}",
                 (to_ts(now), workspace, session_id),
             ).fetchone()
+        )
         return session_from_row(row) if row else None
 
     def get_session(self, workspace: str, session_id: str) -> Session | None:
@@ -290,35 +305,40 @@ class SQLiteStore:
     ) -> dict[str, int]:
         at = to_ts(message.created_at)
         parts = json.dumps([p.model_dump(exclude_none=True) for p in message.parts], separators=(",", ":"))
-        seqs: dict[str, int] = {}
-        with self._db.write() as conn:
+        # Everything that needs no database is prepared here, on the caller's thread: with group
+        # commit, the transaction's body runs on the one writer thread that every sender waits for.
+        message_row = (
+            message.id,
+            message.workspace,
+            message.sender,
+            message.sender_session,
+            json.dumps(message.recipients),
+            message.channel,
+            message.subject,
+            parts,
+            message.thread_id,
+            message.reply_to,
+            at,
+            idempotency_key,
+            request_hash,
+            result.model_dump_json(),
+        )
+        sessions = [json.dumps(list(delivery.sessions)) for delivery in deliveries]
+
+        def insert(conn: sqlite3.Connection) -> dict[str, int]:
+            seqs: dict[str, int] = {}
             try:
                 conn.execute(
                     "INSERT INTO messages (id, workspace, sender, sender_session, recipients, channel, subject, parts, "
                     "thread_id, reply_to, created_at, idempotency_key, request_hash, result) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        message.id,
-                        message.workspace,
-                        message.sender,
-                        message.sender_session,
-                        json.dumps(message.recipients),
-                        message.channel,
-                        message.subject,
-                        parts,
-                        message.thread_id,
-                        message.reply_to,
-                        at,
-                        idempotency_key,
-                        request_hash,
-                        result.model_dump_json(),
-                    ),
+                    message_row,
                 )
             except sqlite3.IntegrityError:
                 if idempotency_key is None:
                     raise
                 raise DuplicateIdempotencyKey(idempotency_key) from None
-            for delivery in deliveries:
+            for delivery, delivery_sessions in zip(deliveries, sessions, strict=True):
                 if delivery.create_agent:
                     conn.execute(
                         "INSERT OR IGNORE INTO agents (workspace, name, created_at) VALUES (?, ?, ?)",
@@ -345,14 +365,16 @@ class SQLiteStore:
                         message.id,
                         delivery.channel,
                         delivery.state.value,
-                        json.dumps(list(delivery.sessions)),
+                        delivery_sessions,
                         delivery.target_session,
                         at,
                         delivered,
                     ),
                 )
                 seqs[delivery.recipient] = seq
-        return seqs
+            return seqs
+
+        return self._db.transact(insert)
 
     def get_message(self, workspace: str, message_id: str) -> Message | None:
         with self._db.read() as conn:
@@ -371,25 +393,10 @@ class SQLiteStore:
     def delivery_statuses(self, workspace: str, message_id: str) -> list[RecipientStatus]:
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT recipient, state, channel, queued_at, delivered_at, surfaced_at, read_at, acked_at, sessions "
-                "FROM deliveries WHERE workspace = ? AND message_id = ? ORDER BY recipient",
+                f"SELECT {STATUS_COLUMNS} FROM deliveries WHERE workspace = ? AND message_id = ? ORDER BY recipient",
                 (workspace, message_id),
             ).fetchall()
-        return [
-            RecipientStatus(
-                address=r[0],
-                agent=r[0],
-                state=DeliveryState(r[1]),
-                channel=r[2],
-                queued_at=from_ts(r[3]),
-                delivered_at=from_ts(r[4]),
-                surfaced_at=from_ts(r[5]),
-                read_at=from_ts(r[6]),
-                acked_at=from_ts(r[7]),
-                sessions=json.loads(r[8]),
-            )
-            for r in rows
-        ]
+        return [status_from_row(r) for r in rows]
 
     @staticmethod
     def _window(after: int | None) -> tuple[str, list[object]]:
@@ -409,7 +416,8 @@ class SQLiteStore:
                 (workspace, agent, *args),
             ).fetchone():
                 return []
-        with self._db.write() as conn:
+
+        def take(conn: sqlite3.Connection) -> tuple[list, list[int]]:
             rows = conn.execute(
                 f"{MAIL_QUERY} WHERE d.workspace = ? AND d.recipient = ? AND {where} ORDER BY d.seq LIMIT ?",
                 (workspace, agent, *args, limit),
@@ -421,6 +429,9 @@ class SQLiteStore:
                     f"WHERE workspace = ? AND recipient = ? AND seq IN ({','.join('?' * len(unread))})",
                     (at, at, workspace, agent, *unread),
                 )
+            return rows, unread
+
+        rows, unread = self._db.transact(take)
         claimed = set(unread)
         return [
             MailItem(
@@ -453,7 +464,8 @@ class SQLiteStore:
         at = to_ts(now)
         wanted = list(dict.fromkeys(message_ids))
         marks = ",".join("?" * len(wanted))
-        with self._db.write() as conn:
+
+        def mark(conn: sqlite3.Connection) -> list[str]:
             found = {
                 r[0]
                 for r in conn.execute(
@@ -469,7 +481,9 @@ class SQLiteStore:
                 f"delivered_at = coalesce(delivered_at, ?) WHERE workspace = ? AND recipient = ? AND message_id IN ({marks})",
                 (at, at, at, workspace, agent, *wanted),
             )
-        return []
+            return []
+
+        return self._db.transact(mark)
 
     def unread_count(self, workspace: str, agent: str) -> int:
         with self._db.read() as conn:
@@ -484,3 +498,24 @@ class SQLiteStore:
                 "SELECT last_seq FROM agents WHERE workspace = ? AND name = ?", (workspace, agent)
             ).fetchone()
         return row[0] if row else 0
+
+    # --- hub credentials --------------------------------------------------------------------
+
+    def create_token(self, token: NewToken, now: datetime) -> TokenInfo:
+        sqlite_tokens.check_token(token)
+        row = self._db.transact(lambda conn: sqlite_tokens.insert_token(conn, token, to_ts(now)))
+        return sqlite_tokens.token_from_row(row)
+
+    def token_by_hash(self, secret_hash: str) -> TokenInfo | None:
+        with self._db.read() as conn:
+            row = sqlite_tokens.token_by_hash(conn, secret_hash)
+        return sqlite_tokens.token_from_row(row) if row else None
+
+    def list_tokens(self, workspace: str | None = None) -> list[TokenInfo]:
+        with self._db.read() as conn:
+            rows = sqlite_tokens.list_tokens(conn, workspace)
+        return [sqlite_tokens.token_from_row(r) for r in rows]
+
+    def revoke_token(self, token_id: str, now: datetime) -> TokenInfo | None:
+        row = self._db.transact(lambda conn: sqlite_tokens.revoke_token(conn, token_id, to_ts(now)))
+        return sqlite_tokens.token_from_row(row) if row else None

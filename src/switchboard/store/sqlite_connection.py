@@ -1,29 +1,42 @@
 """One SQLite database file as a process uses it.
 
-A connection shared by the process's threads (behind a lock), a second one that only
-watches for other processes' commits, the durable settings — WAL, ``synchronous=FULL`` —
-and write transactions that wait for the file's write lock in short, fair steps.
+Reads go through a connection of the calling thread's own (threads of a hub read in
+parallel). Writes go through one writer connection, as transactions given as functions:
+``transact(fn)`` runs ``fn(conn)`` as the body of one write transaction. Inline (the CLI),
+the calling thread runs it. With group commit (the hub), one writer thread runs every request
+waiting at that moment inside one transaction, each in its own savepoint, and pays one fsync
+for all of them. A third connection only watches for other processes' commits. Settings are
+durable — WAL, ``synchronous=FULL`` — and the write lock is awaited in short, fair steps.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from switchboard.errors import StoreUnavailable
 from switchboard.store.schema import migrate
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_SECONDS = 30.0
 # Waiting for the write lock: SQLite's own busy handler sleeps up to 100 ms between tries, which
 # lets a busy writer starve the others for most of a second. We poll in steps of at most 2 ms.
 _LOCK_RETRY_FIRST_SECONDS = 0.0001
 _LOCK_RETRY_MAX_SECONDS = 0.002
+# Requests per group commit. A bound keeps one transaction (and the wait of its first request
+# for the others) short; beyond a few hundred the fsync is already shared enough.
+GROUP_COMMIT_MAX_BATCH = 256
 
 
 def _retry_while_locked(conn: sqlite3.Connection, statement: str) -> None:
@@ -45,24 +58,55 @@ def _retry_while_locked(conn: sqlite3.Connection, statement: str) -> None:
         pause = min(pause * 2, _LOCK_RETRY_MAX_SECONDS)
 
 
+@dataclass(slots=True)
+class _Request:
+    fn: Callable[[sqlite3.Connection], object]
+    future: Future
+
+
+_STOP = object()  # queued by close(): the writer thread ends after everything queued before it
+
+
 class SQLiteDatabase:
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, group_commit: bool = False) -> None:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as error:
             raise StoreUnavailable(f"cannot create the folder for the database {self.path}: {error}.") from None
-        self._lock = threading.RLock()
+        self.group_commit = group_commit
         self._closed = False
-        self._conn = self._connect()
-        # A second connection only watches: its data_version moves when any connection commits.
+        # Readers: one connection per thread, remembered with its thread so that close() can
+        # close them all and a new one can close those of threads that have ended.
+        self._local = threading.local()
+        self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
+        self._readers_changed = threading.Condition()
+        self._active_reads = 0  # close() waits for these to finish before closing connections
+        # The writer connection: used under _write_lock inline, or by the writer thread alone.
+        self._write_lock = threading.RLock()
+        self._in_body = False  # inline: fn is running (seen only by the thread holding _write_lock)
+        self._writer = self._connect()
+        try:
+            migrate(self._writer)
+        except sqlite3.OperationalError as error:
+            self._writer.close()
+            raise self._unavailable(error) from None
+        self.commits = 0  # write transactions committed by this object (a batch counts once)
+        self._queue: queue.SimpleQueue[_Request | object] = queue.SimpleQueue()
+        self._pending = 0  # requests submitted and not yet taken by the writer thread
+        self._submit_lock = threading.Lock()  # orders submissions against close()'s _STOP
+        self._writer_thread: threading.Thread | None = None
+        if group_commit:
+            self._writer_thread = threading.Thread(
+                target=self._write_loop, name=f"switchboard-writer {self.path.name}", daemon=True
+            )
+            self._writer_thread.start()
+        # A last connection only watches: its data_version moves when any connection commits.
         # It is opened when someone first waits for mail; most commands never do.
         self._watch_lock = threading.Lock()
         self._watch_conn: sqlite3.Connection | None = None
-        with self.read() as conn:
-            migrate(conn)
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, *, reader: bool = False) -> sqlite3.Connection:
         try:
             if not self.path.exists():
                 # Mailboxes are private to the user. Create the file 0600 before SQLite does: its
@@ -72,51 +116,163 @@ class SQLiteDatabase:
                 self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-            _retry_while_locked(conn, "PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = FULL")
+            if reader:
+                # A write through a read connection would bypass the writer (and group commit):
+                # refuse it. WAL is already on (the writer connection set it, and it persists).
+                conn.execute("PRAGMA query_only = ON")
+            else:
+                _retry_while_locked(conn, "PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = FULL")
         except (sqlite3.Error, OSError) as error:
             raise StoreUnavailable(f"cannot open the database {self.path}: {error}.") from None
         return conn
 
+    def _unavailable(self, error: BaseException) -> StoreUnavailable:
+        return StoreUnavailable(f"the database {self.path} is unavailable ({error}); try again.")
+
+    def _closed_error(self) -> StoreUnavailable:
+        return StoreUnavailable(f"the database {self.path} was closed.")
+
+    @property
+    def closed(self) -> bool:
+        """close() has been called (it may still be finishing the writes submitted before)."""
+        return self._closed
+
+    @property
+    def pending(self) -> int:
+        """Write requests waiting for the writer thread (group commit); 0 inline."""
+        return self._pending
+
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        """Finish every write already submitted, then close every connection. Idempotent."""
+        with self._submit_lock:
+            already = self._closed
+            self._closed = True
+            if not already and self._writer_thread is not None:
+                self._queue.put(_STOP)
+        if self._writer_thread is not None and self._writer_thread is not threading.current_thread():
+            self._writer_thread.join()
+        with self._write_lock:  # inline: waits for a transaction in progress
+            self._writer.close()
+        with self._readers_changed:
+            self._readers_changed.wait_for(lambda: self._active_reads == 0)
+            for _, conn in self._readers:
+                conn.close()
+            self._readers.clear()
         with self._watch_lock:
             if self._watch_conn is not None:
                 self._watch_conn.close()
-            self._closed = True
 
     def change_counter(self) -> int:
         with self._watch_lock:
             if self._watch_conn is None:
                 if self._closed:
-                    raise StoreUnavailable(f"the database {self.path} was closed.")
+                    raise self._closed_error()
                 self._watch_conn = self._connect()
             return self._watch_conn.execute("PRAGMA data_version").fetchone()[0]
 
+    # --- reads -------------------------------------------------------------------------------
+
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """The connection, for this thread alone; SQLite failures become a clear error.
+        """This thread's read connection; SQLite failures become a clear error.
 
-        Statements run in autocommit: each sees the latest committed state."""
-        with self._lock:
-            try:
-                yield self._conn
-            except sqlite3.OperationalError as error:
-                raise StoreUnavailable(f"the database {self.path} is unavailable ({error}); try again.") from None
-
-    @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, committed (and fsynced) on exit, rolled back on any error."""
-        with self.read() as conn:
-            self._begin_immediate(conn)
+        Statements run in autocommit: each sees the latest committed state, including every
+        write whose ``transact`` has returned, in any thread."""
+        with self._readers_changed:
+            if self._closed:
+                raise self._closed_error()
+            self._active_reads += 1
+        try:
+            conn = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._open_reader()
             try:
                 yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:  # also when COMMIT itself failed (disk full, I/O error)
-                    conn.execute("ROLLBACK")
-                raise
+            except sqlite3.OperationalError as error:
+                raise self._unavailable(error) from None
+        finally:
+            with self._readers_changed:
+                self._active_reads -= 1
+                if self._active_reads == 0:
+                    self._readers_changed.notify_all()
+
+    def _open_reader(self) -> sqlite3.Connection:
+        conn = self._connect(reader=True)
+        with self._readers_changed:
+            # A thread that ended left its connection here (its threading.local is gone): close
+            # those now, so a server whose threads come and go does not collect connections.
+            alive = []
+            for thread, old in self._readers:
+                if thread.is_alive():
+                    alive.append((thread, old))
+                else:
+                    old.close()
+            alive.append((threading.current_thread(), conn))
+            self._readers = alive
+        self._local.conn = conn
+        return conn
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def transact(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` as the body of one write transaction and return its result, once
+        committed and on disk; or raise what ``fn`` raised, with none of its writes kept.
+
+        ``fn`` uses only ``conn``, never begins, commits or rolls back, never calls
+        ``transact``, and returns plain data (rows fetched, not a cursor). With group commit
+        it runs on the writer thread, inside a savepoint of a transaction shared with other
+        requests, so it should do there only what needs the database."""
+        if self.group_commit:
+            return self.submit(fn).result()
+        return self._transact_inline(fn)
+
+    def submit(self, fn: Callable[[sqlite3.Connection], T]) -> Future[T]:
+        """``transact`` as a future (for asyncio: ``asyncio.wrap_future``). Inline, it has run
+        already. Cancelling the future before the writer takes it means ``fn`` never runs."""
+        future: Future[T] = Future()
+        if not self.group_commit:
+            future.set_running_or_notify_cancel()
+            try:
+                future.set_result(self._transact_inline(fn))
+            except Exception as error:
+                future.set_exception(error)
+            return future
+        if threading.current_thread() is self._writer_thread:
+            raise RuntimeError("a write transaction's body cannot start another one: it would wait for itself")
+        with self._submit_lock:
+            if self._closed:
+                future.set_running_or_notify_cancel()
+                future.set_exception(self._closed_error())
+                return future
+            self._pending += 1
+            self._queue.put(_Request(fn, future))
+        return future
+
+    def _transact_inline(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._write_lock:
+            if self._closed:
+                raise self._closed_error()
+            if self._in_body:  # the lock is reentrant, so only fn itself can get here
+                raise RuntimeError("a write transaction's body cannot start another one")
+            conn = self._writer
+            try:
+                self._begin_immediate(conn)
+                try:
+                    self._in_body = True
+                    try:
+                        result = fn(conn)
+                    finally:
+                        self._in_body = False
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:  # also when COMMIT itself failed (disk full, I/O error)
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as error:
+                raise self._unavailable(error) from None
+            self.commits += 1
+            return result
 
     def _begin_immediate(self, conn: sqlite3.Connection) -> None:
         """Take the database's write lock, retrying briefly and often until the busy timeout."""
@@ -125,3 +281,75 @@ class SQLiteDatabase:
             _retry_while_locked(conn, "BEGIN IMMEDIATE")
         finally:
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+
+    # --- group commit --------------------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        """The writer thread: take every waiting request (up to a cap), run them as one
+        transaction, repeat; end at _STOP, which close() queues after the last request."""
+        stopping = False
+        while not stopping:
+            item = self._queue.get()
+            batch: list[_Request] = []
+            while item is not _STOP:
+                batch.append(item)  # type: ignore[arg-type]
+                if len(batch) == GROUP_COMMIT_MAX_BATCH:
+                    break
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            stopping = item is _STOP
+            with self._submit_lock:
+                self._pending -= len(batch)
+            try:
+                self._run_batch(batch)
+            except BaseException as error:  # a bug here must not leave callers waiting forever
+                for request in batch:
+                    if not request.future.done():
+                        request.future.set_exception(self._unavailable(error))
+
+    def _run_batch(self, batch: list[_Request]) -> None:
+        # A caller that gave up (cancelled) before its turn is skipped; the others can no
+        # longer be cancelled, so each gets exactly one outcome below.
+        batch = [request for request in batch if request.future.set_running_or_notify_cancel()]
+        if not batch:
+            return
+        conn = self._writer
+        outcomes: list[tuple[Future, bool, object]] = []
+        try:
+            self._begin_immediate(conn)
+            for request in batch:
+                conn.execute("SAVEPOINT request")
+                try:
+                    value = request.fn(conn)
+                except BaseException as error:
+                    if not conn.in_transaction:
+                        # SQLite rolled back the whole transaction (I/O error, disk full): the
+                        # requests before this one lost their writes too, so the batch fails.
+                        raise
+                    conn.execute("ROLLBACK TO request")  # undo this request's writes only
+                    conn.execute("RELEASE request")
+                    if isinstance(error, sqlite3.OperationalError):
+                        error = self._unavailable(error)
+                    outcomes.append((request.future, False, error))
+                else:
+                    conn.execute("RELEASE request")
+                    outcomes.append((request.future, True, value))
+            conn.execute("COMMIT")
+        except BaseException as error:
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the connection is broken; every request of the batch fails below anyway
+            for request in batch:  # an exception each: callers raise them in their own threads
+                request.future.set_exception(self._unavailable(error))
+            return
+        self.commits += 1
+        # Only now, with the commit on disk, does any caller learn its outcome.
+        for future, ok, value in outcomes:
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from switchboard.model import Agent, Channel, DeliveryState, MailItem, Message, Session
+from switchboard.model import Agent, Channel, DeliveryState, MailItem, Message, RecipientStatus, Session
 
 
 def to_ts(moment: datetime) -> float:
@@ -45,6 +45,24 @@ def message_from_row(row: Sequence) -> Message:
 
 def mail_item_from_row(row: Sequence) -> MailItem:
     return MailItem(seq=row[0], state=DeliveryState(row[1]), message=message_from_row(row[2:]))
+
+
+STATUS_COLUMNS = "recipient, state, channel, queued_at, delivered_at, surfaced_at, read_at, acked_at, sessions"
+
+
+def status_from_row(row: Sequence) -> RecipientStatus:
+    return RecipientStatus(
+        address=row[0],
+        agent=row[0],
+        state=DeliveryState(row[1]),
+        channel=row[2],
+        queued_at=from_ts(row[3]),
+        delivered_at=from_ts(row[4]),
+        surfaced_at=from_ts(row[5]),
+        read_at=from_ts(row[6]),
+        acked_at=from_ts(row[7]),
+        sessions=json.loads(row[8]),
+    )
 
 
 def session_from_row(row: Sequence) -> Session:

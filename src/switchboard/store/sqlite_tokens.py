@@ -1,0 +1,71 @@
+"""Hub credentials in the SQLite schema: functions on a connection, called by SQLiteStore."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from switchboard.errors import AlreadyExists
+from switchboard.model import TokenInfo
+from switchboard.store.base import NewToken
+from switchboard.store.sqlite_rows import from_ts
+
+TOKEN_COLUMNS = "id, kind, workspace, agent, label, created_at, revoked_at"
+# rowid breaks ties between tokens created in the same instant: the order they were created.
+_OLDEST_FIRST = " ORDER BY created_at, rowid"
+
+
+def token_from_row(row: Sequence) -> TokenInfo:
+    return TokenInfo(
+        id=row[0],
+        kind=row[1],
+        workspace=row[2],
+        agent=row[3],
+        label=row[4],
+        created_at=from_ts(row[5]),
+        revoked_at=from_ts(row[6]),
+    )
+
+
+def check_token(token: NewToken) -> None:
+    """Refuse a token whose fields do not fit its kind, before the schema's CHECKs would."""
+    if token.kind not in ("admin", "user", "agent"):
+        raise ValueError(f"unknown token kind {token.kind!r}")
+    if (token.workspace is None) != (token.kind == "admin"):
+        raise ValueError("an admin token has no workspace; every other token has one")
+    if (token.agent is None) != (token.kind != "agent"):
+        raise ValueError("an agent token names its agent; no other token does")
+
+
+def insert_token(conn: sqlite3.Connection, token: NewToken, at: float) -> tuple:
+    try:
+        return conn.execute(
+            "INSERT INTO tokens (id, kind, workspace, agent, label, secret_hash, created_at) "
+            f"VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {TOKEN_COLUMNS}",
+            (token.id, token.kind, token.workspace, token.agent, token.label, token.secret_hash, at),
+        ).fetchone()
+    except sqlite3.IntegrityError as error:
+        if "secret_hash" in str(error):
+            raise AlreadyExists("a token with this secret already exists; issue it again with a new secret.") from None
+        if "tokens.id" in str(error):
+            raise AlreadyExists(f"a token with id {token.id} already exists; issue it again.") from None
+        raise
+
+
+def token_by_hash(conn: sqlite3.Connection, secret_hash: str) -> tuple | None:
+    return conn.execute(f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?", (secret_hash,)).fetchone()
+
+
+def list_tokens(conn: sqlite3.Connection, workspace: str | None) -> list[tuple]:
+    if workspace is None:
+        return conn.execute(f"SELECT {TOKEN_COLUMNS} FROM tokens" + _OLDEST_FIRST).fetchall()
+    return conn.execute(
+        f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE workspace = ?" + _OLDEST_FIRST, (workspace,)
+    ).fetchall()
+
+
+def revoke_token(conn: sqlite3.Connection, token_id: str, at: float) -> tuple | None:
+    return conn.execute(
+        f"UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? RETURNING {TOKEN_COLUMNS}",
+        (at, token_id),
+    ).fetchone()

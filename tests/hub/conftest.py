@@ -1,0 +1,514 @@
+"""End-to-end tests of the hub: ``switchboard up`` runs as a subprocess on an ephemeral loopback
+port and every test speaks real HTTP to it (raw httpx, ``HubClient``, or the CLI as a subprocess).
+
+Each hub gets its own HOME and SWITCHBOARD_HOME under a temp folder and never inherits a
+SWITCHBOARD_* variable from the environment that runs pytest.
+
+Fixtures:
+  hub        one hub shared by the whole session; tests that use it keep to their own names
+             (``unique``) and workspaces (``tenant``), so sharing it is safe
+  make_hub   a factory of fresh hubs, for tests that kill, stop or restart one
+  tenant     a fresh workspace on the shared hub with a user token of its own
+  cli        the command line of an isolated "machine" (``make_cli`` for more machines)
+
+Every hub's log is checked after each test: an unexpected error (a 500) fails the test that
+caused it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import pytest
+
+from switchboard.client import HubClient
+from tests.waiting import wait_until
+
+START_TIMEOUT = 20.0
+STOP_TIMEOUT = 30.0
+CALL_TIMEOUT = 30.0
+HTTP_TIMEOUT = 15.0
+EXIT_USER_ERROR = 2
+
+LISTENING = re.compile(r"hub listening on (http://\S+)")
+ADMIN_TOKEN = re.compile(r"admin token \(shown once.*: (sb_\S+)\s*$")
+FAILURE_IN_LOG = ("Traceback", "unexpected error")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def unique(prefix: str) -> str:
+    """A name no other test uses (valid as an agent, channel or workspace name)."""
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def isolated_env(home: Path, switchboard_home: Path, extra: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """This process's environment without SWITCHBOARD_* or XDG_*, with its own HOME folders."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    for key in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env.pop(key, None)
+    env.update(HOME=str(home), SWITCHBOARD_HOME=str(switchboard_home), COLUMNS="200", PYTHONDONTWRITEBYTECODE="1")
+    for key, value in (extra or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def auth_headers(token: str | None, agent: str | None = None, workspace: str | None = None) -> dict[str, str]:
+    headers = {}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    if agent is not None:
+        headers["X-Switchboard-Agent"] = agent
+    if workspace is not None:
+        headers["X-Switchboard-Workspace"] = workspace
+    return headers
+
+
+def _drain(stream: IO[str], into: list[str]) -> None:
+    for line in stream:
+        into.append(line.rstrip("\n"))
+
+
+# --- the hub process ---------------------------------------------------------------------------
+
+
+class Hub:
+    """One ``switchboard up --port 0`` process and its store: start, kill, terminate, start again."""
+
+    instances: list[Hub] = []
+
+    def __init__(self, root: Path, *, rate_limit: float | None = None) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.home = root / "home"
+        self.home.mkdir(exist_ok=True)
+        self.switchboard_home = root / "switchboard-home"
+        self.log_path = root / "hub.log"
+        self.log_path.touch()
+        self.rate_limit = rate_limit
+        self.proc: subprocess.Popen[str] | None = None
+        self.url = ""
+        self.admin_token = ""
+        self.output: list[str] = []  # stdout of the current run
+        self.first_output: list[str] = []  # stdout of the first run (the admin token)
+        Hub.instances.append(self)
+
+    @property
+    def db_path(self) -> Path:
+        return self.switchboard_home / "switchboard.db"
+
+    def env(self) -> dict[str, str]:
+        return isolated_env(self.home, self.switchboard_home)
+
+    def start(self) -> Hub:
+        assert self.proc is None or self.proc.poll() is not None, "this hub is already running"
+        fresh = not self.db_path.exists()
+        argv = [sys.executable, "-m", "switchboard", "up", "--port", "0"]
+        if self.rate_limit is not None:
+            argv += ["--rate-limit", str(self.rate_limit)]
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                argv,
+                env=self.env(),
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                encoding="utf-8",
+            )
+        self.output = []
+        assert self.proc.stdout is not None
+        threading.Thread(target=_drain, args=(self.proc.stdout, self.output), daemon=True).start()
+        proc = self.proc
+
+        def listening() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(
+                    f"'switchboard up' exited {proc.returncode} before it listened:\n{self.describe()}"
+                )
+            urls = [m.group(1) for line in self.output if (m := LISTENING.search(line))]
+            tokens = [m.group(1) for line in self.output if (m := ADMIN_TOKEN.search(line))]
+            if not urls or (fresh and not tokens):
+                return False
+            self.url = urls[0]
+            if fresh:
+                self.admin_token = tokens[0]
+                self.first_output = list(self.output)
+            return True
+
+        wait_until(listening, START_TIMEOUT, "the hub to print its address")
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown at all."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(STOP_TIMEOUT)
+
+    def terminate(self, timeout: float = STOP_TIMEOUT) -> int:
+        """SIGTERM and wait for the hub to exit on its own; its exit status."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def close(self) -> None:
+        """Stop this hub whatever state it is in (fixtures call it in ``finally``)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            self.terminate(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def log_size(self) -> int:
+        return self.log_path.stat().st_size
+
+    def log_text(self, since: int = 0) -> str:
+        with self.log_path.open("rb") as file:
+            file.seek(since)
+            return file.read().decode("utf-8", "replace")
+
+    def describe(self) -> str:
+        return "--- stdout\n" + "\n".join(self.output) + "\n--- log (stderr)\n" + self.log_text()[-4000:]
+
+    # --- speaking to it ---
+
+    def http(
+        self,
+        token: str | None = None,
+        agent: str | None = None,
+        workspace: str | None = None,
+        timeout: float = HTTP_TIMEOUT,
+    ) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers=auth_headers(token, agent, workspace), timeout=timeout)
+
+    def admin(self, agent: str | None = None, workspace: str | None = None) -> httpx.Client:
+        return self.http(self.admin_token, agent, workspace)
+
+    def client(self, token: str, agent: str | None = None, workspace: str | None = None) -> HubClient:
+        return HubClient(self.url, token, agent, workspace)
+
+    def issue(self, issuer: str | None = None, **body: Any) -> dict[str, Any]:
+        """A new token (POST /v1/tokens), by the admin token unless ``issuer`` is given."""
+        with self.http(issuer or self.admin_token) as http:
+            answer = http.post("/v1/tokens", json=body)
+        assert answer.status_code == 201, answer.text
+        return answer.json()
+
+
+@pytest.fixture(scope="session")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    shared = Hub(tmp_path_factory.mktemp("shared-hub"))
+    try:
+        yield shared.start()
+    finally:
+        shared.close()
+
+
+@pytest.fixture
+def make_hub(tmp_path: Path) -> Iterator[Callable[..., Hub]]:
+    made: list[Hub] = []
+
+    def make(*, rate_limit: float | None = None) -> Hub:
+        fresh = Hub(tmp_path / f"hub-{len(made)}", rate_limit=rate_limit)
+        made.append(fresh)
+        return fresh.start()
+
+    try:
+        yield make
+    finally:
+        for one in made:
+            one.close()
+
+
+@pytest.fixture(autouse=True)
+def _hubs_answer_bad_input_without_failing() -> Iterator[None]:
+    """Fail the test during which any hub logged an unexpected error (a 500 or a crash)."""
+    before = {id(h): h.log_size() for h in Hub.instances}
+    yield
+    for one in Hub.instances:
+        text = one.log_text(before.get(id(one), 0))
+        if any(marker in text for marker in FAILURE_IN_LOG):
+            pytest.fail(f"the hub at {one.url} logged an unexpected error during this test:\n{text[-4000:]}")
+
+
+# --- a workspace of the shared hub -------------------------------------------------------------
+
+
+@dataclass
+class Tenant:
+    """A workspace of its own on the shared hub, with a user token for it."""
+
+    hub: Hub
+    workspace: str
+    token: str
+    token_id: str
+
+    def http(self, agent: str | None = None) -> httpx.Client:
+        return self.hub.http(self.token, agent)
+
+    def client(self, agent: str) -> HubClient:
+        return self.hub.client(self.token, agent)
+
+    def agent_token(self, agent: str) -> dict[str, Any]:
+        return self.hub.issue(self.token, agent=agent)
+
+
+def new_tenant(hub: Hub) -> Tenant:
+    workspace = unique("ws")
+    issued = hub.issue(kind="user", workspace=workspace)
+    return Tenant(hub, workspace, issued["token"], issued["id"])
+
+
+@pytest.fixture
+def tenant(hub: Hub) -> Tenant:
+    return new_tenant(hub)
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+class CLI:
+    """Runs ``python -m switchboard`` as one machine: its own HOME and SWITCHBOARD_HOME."""
+
+    def __init__(self, root: Path, home: Path | None = None, switchboard_home: Path | None = None) -> None:
+        self.root = root
+        self.home = home or root / "home"
+        self.switchboard_home = switchboard_home or root / "switchboard-home"
+        self.workdir = root / "work"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.workdir.mkdir(parents=True)
+        self.workdir = self.workdir.resolve()
+
+    @classmethod
+    def on_hub_machine(cls, hub: Hub) -> CLI:
+        """The CLI of the machine that ran ``up`` (its HOME and SWITCHBOARD_HOME)."""
+        return cls(hub.root / "cli", hub.home, hub.switchboard_home)
+
+    @property
+    def config_path(self) -> Path:
+        return self.switchboard_home / "config.toml"
+
+    def outside_any_project(self) -> bool:
+        """Whether the working folder is outside every git repository and agent file, so the
+        identity rule names no agent (an agent token then acts as its own)."""
+        for parent in (self.workdir, *self.workdir.parents):
+            if any((parent / name).exists() for name in (".git", ".switchboard-agent", ".agent-id")):
+                return False
+        return True
+
+    def env(self, agent: str | None = None, env: Mapping[str, str | None] | None = None) -> dict[str, str]:
+        extra: dict[str, str | None] = {"SWITCHBOARD_AGENT": agent} if agent is not None else {}
+        extra.update(env or {})
+        return isolated_env(self.home, self.switchboard_home, extra)
+
+    @staticmethod
+    def argv(*args: object) -> list[str]:
+        return [sys.executable, "-m", "switchboard", *(str(a) for a in args)]
+
+    def run(
+        self,
+        *args: object,
+        agent: str | None = None,
+        env: Mapping[str, str | None] | None = None,
+        timeout: float = CALL_TIMEOUT,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv(*args),
+            env=self.env(agent, env),
+            cwd=self.workdir,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=timeout,
+        )
+
+    def run_json(self, *args: object, **kwargs: Any) -> Any:
+        if "--json" not in args:
+            args = (*args, "--json")
+        proc = self.run(*args, **kwargs)
+        assert proc.returncode == 0, describe(proc)
+        assert "Traceback" not in proc.stderr, describe(proc)
+        try:
+            return json.loads(proc.stdout)
+        except json.JSONDecodeError as error:
+            raise AssertionError(f"stdout is not one JSON document ({error}):\n{describe(proc)}") from None
+
+    def spawn(
+        self, *args: object, agent: str | None = None, env: Mapping[str, str | None] | None = None
+    ) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self.argv(*args),
+            env=self.env(agent, env),
+            cwd=self.workdir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+
+
+def describe(proc: subprocess.CompletedProcess[str]) -> str:
+    command = " ".join(proc.args[3:]) if isinstance(proc.args, list) else proc.args
+    return f"switchboard {command}\nexit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+
+
+def expect_error(proc: subprocess.CompletedProcess[str], code: str, *, as_json: bool) -> dict[str, Any] | str:
+    """Exit 2, no traceback, and exactly one line naming the stable ``code``."""
+    info = describe(proc)
+    assert proc.returncode == EXIT_USER_ERROR, info
+    assert "Traceback" not in proc.stdout + proc.stderr, info
+    if as_json:
+        lines = proc.stdout.splitlines()
+        assert len(lines) == 1, info
+        document = json.loads(lines[0])
+        assert set(document) == {"error"}, info
+        assert document["error"]["code"] == code, info
+        assert isinstance(document["error"]["message"], str) and document["error"]["message"].strip(), info
+        return document["error"]
+    assert proc.stdout == "", info
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, info
+    assert lines[0].startswith(f"error: {code}: "), info
+    return lines[0]
+
+
+@pytest.fixture
+def make_cli(tmp_path: Path) -> Callable[[str], CLI]:
+    def make(name: str) -> CLI:
+        return CLI(tmp_path / f"machine-{name}")
+
+    return make
+
+
+@pytest.fixture
+def cli(make_cli: Callable[[str], CLI]) -> CLI:
+    return make_cli("main")
+
+
+# --- HTTP answers and Server-Sent Events ----------------------------------------------------------
+
+
+def expect_http_error(answer: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """``status`` with a JSON body that is exactly ``{"error": {"code": code, "message": …}}``."""
+    info = f"{answer.request.method} {answer.request.url} answered {answer.status_code}: {answer.text[:500]}"
+    assert answer.status_code == status, info
+    assert answer.headers.get("content-type", "").startswith("application/json"), info
+    document = answer.json()
+    assert set(document) == {"error"}, info
+    assert set(document["error"]) == {"code", "message"}, info
+    assert document["error"]["code"] == code, info
+    assert isinstance(document["error"]["message"], str) and document["error"]["message"].strip(), info
+    return document["error"]
+
+
+@dataclass
+class Event:
+    id: int
+    event: str
+    item: dict[str, Any]  # a MailItem
+
+    @property
+    def message_id(self) -> str:
+        return self.item["message"]["id"]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(p["text"] for p in self.item["message"]["parts"] if "text" in p)
+
+
+class EventStream:
+    """One GET /v1/events connection, read block by block. A read that waits longer than
+    ``read_timeout`` for the next line fails (httpx.ReadTimeout): a deadline, not a sleep."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        agent: str | None = None,
+        workspace: str | None = None,
+        *,
+        last_event_id: int | str | None = None,
+        after: int | None = None,
+        read_timeout: float = 10.0,
+    ) -> None:
+        headers = auth_headers(token, agent, workspace)
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = str(last_event_id)
+        params = {"after": after} if after is not None else None
+        self._http = httpx.Client(base_url=url, timeout=httpx.Timeout(read_timeout, connect=5.0))
+        self._context = self._http.stream("GET", "/v1/events", headers=headers, params=params)
+        self.response = self._context.__enter__()
+        self._lines = self.response.iter_lines()
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def next_block(self) -> dict[str, list[str]] | None:
+        """The fields of the next block (``:`` comments under ""), or None at the stream's end."""
+        block: dict[str, list[str]] = {}
+        for line in self._lines:
+            if line == "":
+                if block:
+                    return block
+                continue
+            name, _, value = line.partition(":")
+            block.setdefault(name, []).append(value[1:] if value.startswith(" ") else value)
+        return block or None
+
+    def ready(self) -> None:
+        """Wait for the stream's first block: from then on the hub is subscribed."""
+        assert self.response.status_code == 200, self.response.read().decode()
+        assert self.response.headers["content-type"].startswith("text/event-stream")
+        first = self.next_block()
+        assert first is not None and "retry" in first, first
+
+    def next_event(self) -> Event:
+        while True:
+            block = self.next_block()
+            assert block is not None, "the event stream ended"
+            if "data" in block:
+                return Event(
+                    int(block["id"][0]), block.get("event", ["message"])[0], json.loads("\n".join(block["data"]))
+                )
+
+    def events_until(self, message_id: str, limit: int = 1000) -> list[Event]:
+        """Every event up to and including the one carrying ``message_id``."""
+        got: list[Event] = []
+        while not got or got[-1].message_id != message_id:
+            got.append(self.next_event())
+            assert len(got) <= limit, f"no event for {message_id} among {len(got)}"
+        return got
+
+    def close(self) -> None:
+        try:
+            self._context.__exit__(None, None, None)
+        finally:
+            self._http.close()

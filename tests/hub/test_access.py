@@ -1,0 +1,503 @@
+"""Who may see what: a table over the whole API. Every route is tried by a credential of another
+agent (an agent token acting as itself, and naming the victim) and of another workspace (a
+user token of workspace B, acting as an agent of the same name, and naming workspace A).
+Nothing of the victim may come back, and nothing of the victim may change. Missing, unknown
+and revoked tokens are refused on every route."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+
+from switchboard.hub.routes import ROUTES, Route
+from tests.hub.conftest import EventStream, Hub, Tenant, auth_headers, expect_http_error, new_tenant, unique
+from tests.waiting import wait_until
+
+PRIVATE_ROUTES = [r for r in ROUTES if not r.public]
+CREDENTIAL_ONLY = {
+    ("GET", "/v1/workspaces"),
+    ("POST", "/v1/tokens"),
+    ("GET", "/v1/tokens"),
+    ("DELETE", "/v1/tokens/{token_id}"),
+}
+
+
+def _key(route: Route) -> tuple[str, str]:
+    return (route.method, route.path)
+
+
+@dataclass
+class Attacker:
+    token: str
+    agent: str | None  # the X-Switchboard-Agent header
+    workspace_header: str | None
+    acts_in: str  # the workspace its requests really act in
+    acts_as: str  # the agent its requests really act as
+
+
+@dataclass
+class World:
+    hub: Hub
+    a: Tenant
+    b: Tenant
+    names: dict[str, str]  # placeholder -> value
+    bob_token: str
+    attackers: dict[str, Attacker] = field(default_factory=dict)
+    cross_agent_markers: list[str] = field(default_factory=list)
+    cross_workspace_markers: list[str] = field(default_factory=list)
+
+    def fill(self, value: Any, extra: dict[str, str]) -> Any:
+        """``value`` with every ``{placeholder}`` in its strings replaced."""
+        if isinstance(value, str):
+            return value.format(**self.names, **extra)
+        if isinstance(value, list):
+            return [self.fill(v, extra) for v in value]
+        if isinstance(value, dict):
+            return {k: self.fill(v, extra) for k, v in value.items()}
+        return value
+
+    def as_bob(self) -> httpx.Client:
+        return self.hub.http(self.bob_token)
+
+
+def _ok(answer: httpx.Response, status: int) -> Any:
+    assert answer.status_code == status, (
+        f"{answer.request.method} {answer.request.url}: {answer.status_code} {answer.text}"
+    )
+    return answer.json()
+
+
+@pytest.fixture(scope="module")
+def world(hub: Hub) -> Iterator[World]:
+    a, b = new_tenant(hub), new_tenant(hub)
+    names = {
+        "wsA": a.workspace,
+        "wsB": b.workspace,
+        "alice": unique("alice"),
+        "bob": unique("bob"),
+        "eve": unique("eve"),
+        "carol": unique("carol"),
+        "dave": unique("dave"),  # an agent of A that B creates in B (so never a marker)
+        "chan": unique("chan"),
+        "chan2": unique("chan2"),  # a channel of A that B creates in B
+        "secret_dm": unique("SECRET-DM"),
+        "secret_subject": unique("SECRET-SUBJECT"),
+        "secret_post": unique("SECRET-POST"),
+        "secret_desc": unique("SECRET-DESC"),
+    }
+    n = names
+    bob = a.agent_token(n["bob"])
+    eve = a.agent_token(n["eve"])
+    with hub.http(bob["token"]) as http:
+        _ok(http.patch(f"/v1/agents/{n['bob']}", json={"description": n["secret_desc"]}), 200)
+        session = _ok(http.post("/v1/sessions", json={"pid": os.getpid(), "runtime": "script"}), 201)
+        _ok(http.post("/v1/channels", json={"name": n["chan"]}), 201)
+    with a.http(n["alice"]) as http:
+        _ok(http.post(f"/v1/channels/{n['chan']}/join"), 200)
+        _ok(http.post("/v1/channels", json={"name": n["chan2"]}), 201)
+        _ok(http.post("/v1/agents", json={"name": n["dave"]}), 201)
+        dm = _ok(
+            http.post("/v1/messages", json={"to": n["bob"], "text": n["secret_dm"], "subject": n["secret_subject"]}),
+            201,
+        )
+    with hub.http(bob["token"]) as http:
+        post = _ok(http.post("/v1/messages", json={"to": f"#{n['chan']}", "text": n["secret_post"]}), 201)
+    with b.http(n["bob"]) as http:  # workspace B has an agent of the same name
+        _ok(http.get("/v1/whoami"), 200)
+    names.update(m_secret=dm["message_id"], m_post=post["message_id"], s_bob=session["id"], tok_bob_id=bob["id"])
+    world = World(hub, a, b, names, bob["token"])
+    world.attackers = {
+        "eve": Attacker(eve["token"], None, None, a.workspace, n["eve"]),
+        "eve-naming-bob": Attacker(eve["token"], n["bob"], None, a.workspace, n["eve"]),
+        "carol": Attacker(a.token, n["carol"], None, a.workspace, n["carol"]),
+        "B": Attacker(b.token, n["bob"], None, b.workspace, n["bob"]),
+        "B-naming-A": Attacker(b.token, n["bob"], a.workspace, b.workspace, n["bob"]),
+    }
+    world.cross_agent_markers = [n[k] for k in ("secret_dm", "secret_subject", "secret_post", "m_secret", "m_post")]
+    world.cross_agent_markers += [bob["id"], a.token_id]
+    world.cross_workspace_markers = world.cross_agent_markers + [
+        a.workspace,
+        n["alice"],
+        n["eve"],
+        n["carol"],
+        n["chan"],
+        n["secret_desc"],
+        n["s_bob"],
+        eve["id"],
+    ]
+    yield world
+
+
+# --- the requests ---------------------------------------------------------------------------------
+
+PID = os.getpid()
+REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked, aimed at the victim
+    ("GET", "/v1/whoami"): {},
+    ("POST", "/v1/messages"): {"json": {"to": "{alice}", "text": "hi", "reply_to": "{m_secret}"}},
+    ("GET", "/v1/messages/{message_id}/status"): {"path": {"message_id": "{m_secret}"}},
+    ("POST", "/v1/read"): {"params": {"after": 0, "peek": "true", "limit": 1000}},
+    ("GET", "/v1/events"): {"params": {"after": 0}},
+    ("GET", "/v1/inbox"): {"params": {"all": "true", "limit": 1000}},
+    ("POST", "/v1/ack"): {"json": {"message_ids": ["{m_secret}", "{m_post}"]}},
+    ("GET", "/v1/who"): {},
+    ("POST", "/v1/sessions"): {"json": {"pid": PID, "runtime": "script"}},
+    ("POST", "/v1/sessions/{session_id}/heartbeat"): {"path": {"session_id": "{s_bob}"}},
+    ("DELETE", "/v1/sessions/{session_id}"): {"path": {"session_id": "{s_bob}"}},
+    ("GET", "/v1/agents"): {},
+    ("POST", "/v1/agents"): {"json": {"name": "{bob}"}},
+    ("GET", "/v1/agents/{name}"): {"path": {"name": "{bob}"}},
+    ("PATCH", "/v1/agents/{name}"): {"path": {"name": "{bob}"}, "json": {"description": "defaced"}},
+    ("DELETE", "/v1/agents/{name}"): {"path": {"name": "{bob}"}},
+    ("GET", "/v1/channels"): {},
+    ("POST", "/v1/channels"): {"json": {"name": "{fresh}"}},
+    ("POST", "/v1/channels/{name}/join"): {"path": {"name": "{chan}"}},
+    ("POST", "/v1/channels/{name}/leave"): {"path": {"name": "{chan}"}},
+    ("GET", "/v1/channels/{name}/members"): {"path": {"name": "{chan}"}},
+    ("GET", "/v1/workspaces"): {},
+    ("POST", "/v1/tokens"): {"json": {"agent": "{bob}"}},
+    ("GET", "/v1/tokens"): {},
+    ("DELETE", "/v1/tokens/{token_id}"): {"path": {"token_id": "{tok_bob_id}"}},
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    attacker: str
+    method: str
+    route: str
+    status: int
+    code: str | None = None
+    override: dict[str, Any] = field(default_factory=dict)  # replaces parts of REQUESTS[route]
+    check: Callable[[World, Attacker, Any], None] | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.attacker}: {self.method} {self.route}"
+
+
+def _acts_as_itself(world: World, attacker: Attacker, body: Any) -> None:
+    assert (body["workspace"], body["agent"]) == (attacker.acts_in, attacker.acts_as), body
+
+
+def _in_own_workspace(world: World, attacker: Attacker, body: Any) -> None:
+    assert body["workspace"] == attacker.acts_in, body
+
+
+def _only_own_workspace(world: World, attacker: Attacker, body: Any) -> None:
+    assert [w["name"] for w in body] == [attacker.acts_in], body
+
+
+def _only_own_token(world: World, attacker: Attacker, body: Any) -> None:
+    assert [t["id"] for t in body] == [t["id"] for t in body if t["workspace"] == attacker.acts_in]
+    if attacker.token != world.a.token and attacker.token != world.b.token:  # an agent token sees itself only
+        assert len(body) == 1 and body[0]["agent"] == attacker.acts_as, body
+
+
+def _no_old_channel_post(world: World, attacker: Attacker, body: Any) -> None:
+    with world.hub.http(attacker.token, attacker.agent) as http:
+        mailbox = http.post("/v1/read", params={"after": 0, "peek": "true", "limit": 1000})
+    assert world.names["secret_post"] not in mailbox.text, "joining a channel delivered a post made before"
+
+
+FORBIDDEN_EVERYWHERE = ["eve-naming-bob", "B-naming-A"]
+
+
+def _rows() -> list[Row]:
+    rows: list[Row] = []
+    # Naming another agent (an agent token) or another workspace (a user token): refused outright.
+    for attacker in FORBIDDEN_EVERYWHERE:
+        for route in PRIVATE_ROUTES:
+            if _key(route) not in CREDENTIAL_ONLY:
+                rows.append(Row(attacker, route.method, route.path, 403, "forbidden"))
+    rows += [
+        Row("eve-naming-bob", "GET", "/v1/workspaces", 200, check=_only_own_workspace),
+        Row("eve-naming-bob", "POST", "/v1/tokens", 403, "forbidden"),
+        Row("eve-naming-bob", "GET", "/v1/tokens", 200, check=_only_own_token),
+        Row("eve-naming-bob", "DELETE", "/v1/tokens/{token_id}", 404, "unknown_token"),
+        Row("B-naming-A", "GET", "/v1/workspaces", 200, check=_only_own_workspace),
+        Row("B-naming-A", "POST", "/v1/tokens", 403, "forbidden", {"json": {"workspace": "{wsA}", "agent": "{bob}"}}),
+        Row("B-naming-A", "GET", "/v1/tokens", 200, check=_only_own_token),
+        Row("B-naming-A", "DELETE", "/v1/tokens/{token_id}", 404, "unknown_token"),
+    ]
+    # Another agent's token acting as itself: it reaches the workspace's directory, never bob's mail.
+    read_paths = [
+        ("POST", "/v1/messages", 404, "unknown_message", {}, None),  # replying to bob's message reveals it
+        ("GET", "/v1/messages/{message_id}/status", 404, "unknown_message", {}, None),
+        ("POST", "/v1/read", 200, None, {}, None),
+        ("GET", "/v1/events", 200, None, {}, None),
+        ("GET", "/v1/inbox", 200, None, {}, None),
+        ("POST", "/v1/ack", 404, "unknown_message", {}, None),
+        ("POST", "/v1/sessions/{session_id}/heartbeat", 404, "unknown_session", {}, None),
+        ("DELETE", "/v1/sessions/{session_id}", 404, "unknown_session", {}, None),
+    ]
+    for attacker in ("eve", "carol", "B"):
+        rows += [Row(attacker, m, p, s, c, o, k) for m, p, s, c, o, k in read_paths]
+    rows += [
+        Row("eve", "GET", "/v1/whoami", 200, check=_acts_as_itself),
+        Row("eve", "GET", "/v1/who", 200),
+        # eve claims the pid and machine of bob's live session (both shown by 'who'): refused.
+        Row("eve", "POST", "/v1/sessions", 409, "already_exists"),  # bob's live process is bob's
+        Row("eve", "GET", "/v1/agents", 200),
+        Row("eve", "POST", "/v1/agents", 403, "forbidden"),
+        Row("eve", "GET", "/v1/agents/{name}", 200),  # the workspace's directory is shared
+        Row("eve", "PATCH", "/v1/agents/{name}", 403, "forbidden"),
+        Row("eve", "DELETE", "/v1/agents/{name}", 403, "forbidden"),
+        Row("eve", "GET", "/v1/channels", 200),
+        Row("eve", "POST", "/v1/channels", 201),
+        Row("eve", "POST", "/v1/channels/{name}/join", 200, check=_no_old_channel_post),
+        Row("eve", "POST", "/v1/channels/{name}/leave", 403, "not_member", {"path": {"name": "{chan2}"}}),
+        Row("eve", "GET", "/v1/channels/{name}/members", 200),
+        Row("eve", "GET", "/v1/workspaces", 200, check=_only_own_workspace),
+        Row("eve", "POST", "/v1/tokens", 403, "forbidden"),
+        Row("eve", "GET", "/v1/tokens", 200, check=_only_own_token),
+        Row("eve", "DELETE", "/v1/tokens/{token_id}", 404, "unknown_token"),
+    ]
+    # A user token of workspace B, acting as B's agent of the same name: nothing of A exists for it.
+    rows += [
+        Row("B", "GET", "/v1/whoami", 200, check=_acts_as_itself),
+        Row("B", "GET", "/v1/who", 200),
+        Row("B", "POST", "/v1/sessions", 201, check=_acts_as_itself),
+        Row("B", "GET", "/v1/agents", 200),
+        Row("B", "POST", "/v1/agents", 201, override={"json": {"name": "{dave}"}}, check=_in_own_workspace),
+        Row("B", "GET", "/v1/agents/{name}", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
+        Row("B", "PATCH", "/v1/agents/{name}", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
+        Row("B", "DELETE", "/v1/agents/{name}", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
+        Row("B", "GET", "/v1/channels", 200),
+        Row("B", "POST", "/v1/channels", 201, override={"json": {"name": "{chan2}"}}, check=_in_own_workspace),
+        Row("B", "POST", "/v1/channels/{name}/join", 404, "unknown_channel"),
+        Row("B", "POST", "/v1/channels/{name}/leave", 404, "unknown_channel"),
+        Row("B", "GET", "/v1/channels/{name}/members", 404, "unknown_channel"),
+        Row("B", "GET", "/v1/workspaces", 200, check=_only_own_workspace),
+        Row("B", "POST", "/v1/tokens", 403, "forbidden", {"json": {"workspace": "{wsA}"}}),
+        Row("B", "GET", "/v1/tokens", 200, check=_only_own_token),
+        Row("B", "DELETE", "/v1/tokens/{token_id}", 404, "unknown_token"),
+    ]
+    return rows
+
+
+ROWS = _rows()
+FULL_COVERAGE = ["eve", "eve-naming-bob", "B", "B-naming-A"]
+
+
+@pytest.mark.parametrize("attacker", FULL_COVERAGE)
+def test_the_table_tries_every_route_of_the_api(attacker: str) -> None:
+    tried = [(r.method, r.route) for r in ROWS if r.attacker == attacker]
+    assert sorted(tried) == sorted(_key(r) for r in PRIVATE_ROUTES)
+
+
+def _request_text(method: str, url: str, request: dict[str, Any], attacker: Attacker) -> str:
+    return json.dumps(
+        [method, url, request.get("json"), request.get("params"), attacker.agent, attacker.workspace_header]
+    )
+
+
+def _stream_text(world: World, attacker: Attacker, params: dict[str, Any]) -> tuple[int, str]:
+    """Everything the attacker's event stream holds, up to a sentinel sent to its own mailbox."""
+    with world.hub.admin("sentinel", attacker.acts_in) as http:
+        sentinel = _ok(http.post("/v1/messages", json={"to": attacker.acts_as, "text": "sentinel"}), 201)["message_id"]
+    with EventStream(
+        world.hub.url, attacker.token, attacker.agent, attacker.workspace_header, after=params.get("after")
+    ) as stream:
+        if stream.response.status_code != 200:
+            return stream.response.status_code, stream.response.read().decode()
+        stream.ready()
+        events = stream.events_until(sentinel)
+    return 200, json.dumps([e.item for e in events])
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
+def test_no_credential_reaches_another_agents_or_workspaces_data(world: World, row: Row) -> None:
+    attacker = world.attackers[row.attacker]
+    request = {**REQUESTS[(row.method, row.route)], **row.override}
+    extra = {"fresh": unique("fresh")}
+    path = row.route.format(**world.fill(request.get("path", {}), extra))
+    body = world.fill(request.get("json"), extra)
+    params = request.get("params")
+
+    before = _victim_state(world, row.route) if row.method != "GET" else None
+    if (row.method, row.route) == ("GET", "/v1/events") and row.status == 200:
+        status, text = _stream_text(world, attacker, params or {})
+        assert status == 200, text
+        answer = None
+    else:
+        headers = auth_headers(attacker.token, attacker.agent, attacker.workspace_header)
+        with httpx.Client(base_url=world.hub.url, headers=headers, timeout=15) as http:
+            answer = http.request(row.method, path, json=body, params=params)
+        text = answer.text
+        if row.code is not None:
+            expect_http_error(answer, row.status, row.code)
+        else:
+            assert answer.status_code == row.status, f"{row.method} {path}: {answer.status_code} {text}"
+
+    sent = _request_text(row.method, path, {"json": body, "params": params}, attacker)
+    markers = world.cross_workspace_markers if attacker.acts_in != world.a.workspace else world.cross_agent_markers
+    leaked = [m for m in markers if m in text and m not in sent]
+    assert not leaked, f"{row.id} answered something of the victim: {leaked}\n{text[:2000]}"
+    if row.check is not None and answer is not None:
+        row.check(world, attacker, answer.json())
+    if before is not None:
+        assert _victim_state(world, row.route) == before, f"{row.id} changed the victim's data"
+
+
+def _victim_state(world: World, route: str) -> dict[str, Any]:
+    """What ``route`` could change of bob's (and of alice's, for A's other agent)."""
+    n = world.names
+    with world.as_bob() as http:  # bob's token still works
+        state: dict[str, Any] = {"bob": _ok(http.get("/v1/whoami"), 200)["agent"]}
+        if route.startswith(("/v1/messages", "/v1/read", "/v1/ack", "/v1/events", "/v1/inbox")):
+            items = _ok(http.get("/v1/inbox", params={"all": "true", "limit": 1000}), 200)
+            state["bob's mail"] = {i["message"]["id"]: i["state"] for i in items}
+            with world.a.http(n["alice"]) as alice:
+                items = _ok(alice.get("/v1/inbox", params={"all": "true", "limit": 1000}), 200)
+            state["alice's mail"] = {i["message"]["id"]: i["state"] for i in items}
+        elif route.startswith("/v1/sessions"):
+            who = _ok(http.get("/v1/who"), 200)
+            state["bob's sessions"] = [
+                (s["id"], s["ended_at"]) for a in who["agents"] if a["name"] == n["bob"] for s in a["sessions"]
+            ]
+        elif route.startswith("/v1/agents"):
+            state["bob's card"] = _ok(http.get(f"/v1/agents/{n['bob']}"), 200)
+            state["alice's card"] = _ok(http.get(f"/v1/agents/{n['alice']}"), 200)
+        elif route.startswith("/v1/channels"):
+            members = {m["agent"] for m in _ok(http.get(f"/v1/channels/{n['chan']}/members"), 200)}
+            state["members of #chan"] = sorted(members & {n["bob"], n["alice"]})
+    return state
+
+
+# --- credentials that are missing, unknown or revoked ---------------------------------------------
+
+VALID_BODIES = {
+    ("POST", "/v1/messages"): {"to": "someone", "text": "hi"},
+    ("POST", "/v1/ack"): {"message_ids": ["00000000-0000-7000-8000-000000000000"]},
+    ("POST", "/v1/sessions"): {"pid": PID, "runtime": "script"},
+    ("POST", "/v1/agents"): {"name": "newcomer"},
+    ("PATCH", "/v1/agents/{name}"): {"description": "x"},
+    ("POST", "/v1/channels"): {"name": "newchan"},
+    ("POST", "/v1/tokens"): {"agent": "newcomer"},
+}
+
+
+@pytest.fixture(scope="module")
+def revoked(hub: Hub) -> str:
+    issued = hub.issue(agent=unique("revoked"))
+    with hub.http(issued["token"]) as http:
+        assert http.get("/v1/whoami").status_code == 200  # it worked before
+    with hub.admin() as http:
+        assert _ok(http.delete(f"/v1/tokens/{issued['id']}"), 200)["revoked_at"] is not None
+    return issued["token"]
+
+
+def _concrete(route: Route) -> str:
+    return route.path.format(
+        message_id="00000000-0000-7000-8000-000000000000", session_id="s", name="somebody", token_id="t"
+    )
+
+
+@pytest.mark.parametrize("credential", ["missing", "unknown", "revoked", "not-bearer"])
+@pytest.mark.parametrize("route", PRIVATE_ROUTES, ids=lambda r: f"{r.method} {r.path}")
+def test_every_route_refuses_a_missing_unknown_or_revoked_token(
+    hub: Hub, revoked: str, route: Route, credential: str
+) -> None:
+    headers = {
+        "missing": {},
+        "unknown": {"Authorization": "Bearer sb_not-a-token-the-hub-ever-issued"},
+        "revoked": {"Authorization": f"Bearer {revoked}"},
+        "not-bearer": {"Authorization": f"Basic {revoked}"},
+    }[credential]
+    headers["X-Switchboard-Agent"] = "somebody"
+    with httpx.Client(base_url=hub.url, timeout=15) as http:
+        answer = http.request(route.method, _concrete(route), json=VALID_BODIES.get(_key(route)), headers=headers)
+    expect_http_error(answer, 401, "unauthorized")
+
+
+@pytest.mark.parametrize(
+    "route", [r for r in PRIVATE_ROUTES if r.body is not None], ids=lambda r: f"{r.method} {r.path}"
+)
+def test_a_request_without_a_token_is_refused_before_its_body_is_read(hub: Hub, route: Route) -> None:
+    with httpx.Client(base_url=hub.url, timeout=15) as http:
+        answer = http.request(
+            route.method, _concrete(route), content=b"{not json", headers={"X-Switchboard-Agent": "x"}
+        )
+    expect_http_error(answer, 401, "unauthorized")
+
+
+def test_a_revoked_token_is_refused_by_hubclient(hub: Hub) -> None:
+    from switchboard.errors import Unauthorized
+
+    issued = hub.issue(agent=unique("short-lived"))
+    client = hub.client(issued["token"])
+    try:
+        assert client.whoami().agent == issued["agent"]
+        with hub.admin() as http:
+            _ok(http.delete(f"/v1/tokens/{issued['id']}"), 200)
+        with pytest.raises(Unauthorized):
+            client.send("anyone", "after revocation")
+        with pytest.raises(Unauthorized):
+            client.read()
+    finally:
+        client.close()
+
+
+def test_an_agent_token_cannot_end_another_agents_session_by_claiming_its_pid(tenant: Tenant) -> None:
+    bob, eve = unique("bob"), unique("eve")
+    with tenant.hub.http(tenant.agent_token(bob)["token"]) as http:
+        session = _ok(http.post("/v1/sessions", json={"pid": PID, "runtime": "script", "machine": "box-1"}), 201)
+    with tenant.hub.http(tenant.agent_token(eve)["token"]) as http:  # 'who' shows bob's pid and machine
+        claim = http.post("/v1/sessions", json={"pid": PID, "runtime": "script", "machine": "box-1"})
+    expect_http_error(claim, 409, "already_exists")
+    with tenant.http(bob) as http:
+        who = _ok(http.get("/v1/who"), 200)
+    bobs = [s["id"] for a in who["agents"] if a["name"] == bob for s in a["sessions"]]
+    assert bobs == [session["id"]], "eve's token ended bob's session by registering one with its pid and machine"
+
+
+def test_a_recipient_sees_only_its_own_row_of_a_messages_status(tenant: Tenant) -> None:
+    alice, bob, carol = unique("alice"), unique("bob"), unique("carol")
+    with tenant.http(alice) as http:
+        sent = _ok(http.post("/v1/messages", json={"to": [bob, carol], "text": "to both"}), 201)
+        everyone = _ok(http.get(f"/v1/messages/{sent['message_id']}/status"), 200)
+    assert sorted(r["agent"] for r in everyone["recipients"]) == sorted([bob, carol])  # the sender sees all
+    with tenant.hub.http(tenant.agent_token(carol)["token"]) as http:
+        mine = _ok(http.get(f"/v1/messages/{sent['message_id']}/status"), 200)
+    assert [r["agent"] for r in mine["recipients"]] == [carol]
+    assert bob not in json.dumps(mine)
+
+
+def test_a_token_revoked_while_in_use_is_refused_from_the_next_request_on(hub: Hub) -> None:
+    issued = hub.issue(agent=unique("busy"))
+    revoked_at: list[float] = []  # monotonic time the revocation's answer arrived
+    results: list[tuple[float, int]] = []  # (monotonic time the request was sent, status)
+    lock = threading.Lock()
+
+    def use() -> None:
+        with hub.http(issued["token"]) as http:
+            after = 0
+            while after < 20:  # until 20 requests were sent after the revocation was answered
+                sent = time.monotonic()
+                status = http.get("/v1/whoami").status_code
+                with lock:
+                    results.append((sent, status))
+                    after += bool(revoked_at) and sent > revoked_at[0]
+
+    threads = [threading.Thread(target=use) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        wait_until(lambda: len(results) >= 40, what="the token to be in use")
+        with hub.admin() as http:
+            _ok(http.delete(f"/v1/tokens/{issued['id']}"), 200)
+        revoked_at.append(time.monotonic())
+    finally:
+        for thread in threads:
+            thread.join(30)
+    late = [status for sent, status in results if sent > revoked_at[0]]
+    assert late and set(late) == {401}, f"requests sent after the revocation answered {sorted(set(late))}"
+    assert any(status == 200 for sent, status in results if sent < revoked_at[0])

@@ -1,0 +1,142 @@
+"""The hub's commands, as subprocesses: up, login, logout, token create/list/revoke, the
+SWITCHBOARD_HUB / SWITCHBOARD_TOKEN overrides, and an agent token acting only as its agent."""
+
+from __future__ import annotations
+
+import re
+import stat
+import tomllib
+
+from tests.hub.conftest import CLI, LISTENING, Hub, Tenant, expect_error, unique
+
+DEAD_HUB = "http://127.0.0.1:9"  # the discard port: nothing answers there
+
+
+def _config(cli_or_hub: CLI | Hub) -> dict:
+    path = cli_or_hub.switchboard_home / "config.toml"
+    with path.open("rb") as file:
+        return tomllib.load(file)
+
+
+def _mode(cli_or_hub: CLI | Hub) -> int:
+    return stat.S_IMODE((cli_or_hub.switchboard_home / "config.toml").stat().st_mode)
+
+
+def test_up_prints_its_address_and_admin_token_and_logs_this_machine_in(make_hub) -> None:
+    hub: Hub = make_hub()
+    lines = hub.first_output
+    address = LISTENING.search(lines[0])
+    assert address is not None, lines
+    assert re.fullmatch(r"http://127\.0\.0\.1:[1-9][0-9]*", address.group(1)), lines  # --port 0 picked a port
+    assert any(hub.admin_token in line for line in lines[1:]), lines
+    assert _config(hub) == {"hub": hub.url, "token": hub.admin_token}
+    assert _mode(hub) == 0o600
+
+    me = CLI.on_hub_machine(hub).run_json("whoami", agent="operator")
+    assert me["store"] == hub.url
+    assert me["agent"] == "operator"
+    assert "admin token" in me["source"]
+
+
+def test_up_on_an_existing_store_prints_no_new_admin_token(make_hub) -> None:
+    hub: Hub = make_hub()
+    hub.terminate()
+    hub.start()
+    assert len(hub.output) == 1 and LISTENING.search(hub.output[0]), hub.output
+    assert _config(hub)["token"] == hub.admin_token  # the first token is still the login, and works
+    with hub.admin("operator") as http:
+        assert http.get("/v1/whoami").status_code == 200
+
+
+def test_sigterm_stops_an_idle_hub_with_exit_status_0(make_hub) -> None:
+    hub: Hub = make_hub()
+    status = hub.terminate()
+    assert status == 0, f"the hub exited {status} after SIGTERM:\n{hub.describe()}"
+
+
+def test_token_create_json_has_the_token_and_list_never_shows_it(hub: Hub, cli: CLI) -> None:
+    admin = {"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": hub.admin_token}
+    agent = unique("tokened")
+    issued = cli.run_json("token", "create", "--agent", agent, "--label", "for a test", env=admin)
+    assert issued["token"].startswith("sb_")
+    assert (issued["kind"], issued["agent"], issued["label"]) == ("agent", agent, "for a test")
+    with hub.http(issued["token"]) as http:
+        assert http.get("/v1/whoami").json()["agent"] == agent
+
+    listing = cli.run("token", "list", "--json", env=admin)
+    assert listing.returncode == 0, listing.stderr
+    assert issued["token"] not in listing.stdout
+    assert issued["id"] in listing.stdout
+
+
+def test_a_token_revoked_by_cli_is_refused(hub: Hub, cli: CLI) -> None:
+    issued = hub.issue(agent=unique("doomed"))
+    with hub.http(issued["token"]) as http:  # in use (the hub remembers checked tokens) …
+        assert http.get("/v1/whoami").status_code == 200
+    admin = {"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": hub.admin_token}
+    revoked = cli.run_json("token", "revoke", issued["id"], env=admin)
+    assert revoked["id"] == issued["id"] and revoked["revoked_at"] is not None
+
+    refused = cli.run("whoami", "--json", env={"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": issued["token"]})
+    expect_error(refused, "unauthorized", as_json=True)
+
+
+def test_login_writes_the_hub_and_token_to_a_0600_config(tenant: Tenant, cli: CLI) -> None:
+    result = cli.run_json("login", tenant.hub.url + "/", "--token", tenant.token)
+    assert result["hub"] == tenant.hub.url
+    assert _config(cli) == {"hub": tenant.hub.url, "token": tenant.token}
+    assert _mode(cli) == 0o600
+
+    me = cli.run_json("whoami", agent="someone")  # every command now goes to the hub
+    assert (me["store"], me["workspace"]) == (tenant.hub.url, tenant.workspace)
+
+
+def test_login_with_a_token_the_hub_refuses_saves_nothing(hub: Hub, cli: CLI) -> None:
+    refused = cli.run("login", hub.url, "--token", "sb_never-issued", "--json")
+    expect_error(refused, "unauthorized", as_json=True)
+    assert not cli.config_path.exists()
+
+
+def test_logout_removes_the_hub_from_the_config(tenant: Tenant, cli: CLI) -> None:
+    cli.run_json("login", tenant.hub.url, "--token", tenant.token)
+    cli.run_json("logout")
+    config = _config(cli)
+    assert "hub" not in config and "token" not in config
+    me = cli.run_json("whoami", agent="someone")  # back on this machine's embedded store
+    assert me["store"] != tenant.hub.url
+    assert me["store"].endswith("switchboard.db")
+
+
+def test_switchboard_hub_and_token_in_the_environment_override_the_config(tenant: Tenant, cli: CLI) -> None:
+    from switchboard.config import save_login
+
+    save_login(cli.switchboard_home, DEAD_HUB, "sb_stale")  # a login that cannot work
+    env = {"SWITCHBOARD_HUB": tenant.hub.url, "SWITCHBOARD_TOKEN": tenant.token}
+    me = cli.run_json("whoami", agent="someone", env=env)
+    assert (me["store"], me["workspace"]) == (tenant.hub.url, tenant.workspace)
+
+    save_login(cli.switchboard_home, tenant.hub.url, tenant.token)  # a login that works …
+    refused = cli.run("whoami", "--json", agent="someone", env={"SWITCHBOARD_TOKEN": "sb_never-issued"})
+    expect_error(refused, "unauthorized", as_json=True)  # … but the environment's token wins
+
+
+def test_an_agent_token_acts_only_as_its_agent_by_cli(tenant: Tenant, cli: CLI) -> None:
+    assert cli.outside_any_project(), "the test needs a working folder the identity rule names no agent in"
+    eve, frank, gina = unique("eve"), unique("frank"), unique("gina")
+    secret = unique("for-frank-only")
+    with tenant.http("mailer") as http:
+        assert http.post("/v1/messages", json={"to": frank, "text": secret}).status_code == 201
+    cli.run_json("login", tenant.hub.url, "--token", tenant.agent_token(eve)["token"])
+
+    refused = cli.run("read", "--json", agent=frank)  # eve's token, naming frank
+    expect_error(refused, "forbidden", as_json=True)
+    assert secret not in refused.stdout + refused.stderr
+
+    me = cli.run_json("whoami")  # no name given: the token's own agent
+    assert (me["agent"], me["workspace"]) == (eve, tenant.workspace)
+    sent = cli.run_json("send", gina, "signed by the token")
+    with tenant.http(gina) as http:
+        items = http.post("/v1/read").json()["items"]
+    assert [(i["message"]["id"], i["message"]["sender"]) for i in items] == [(sent["message_id"], eve)]
+    with tenant.http(frank) as http:  # frank's mail is still unread: nobody else drained it
+        assert [i["message"]["parts"][0]["text"] for i in http.post("/v1/read").json()["items"]] == [secret]
