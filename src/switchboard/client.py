@@ -267,7 +267,15 @@ class HubClient:
 
     # --- plumbing -------------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         try:
             response = self._http.request(
                 method, path, json=json, params=params, timeout=timeout if timeout is not None else TIMEOUT_SECONDS
@@ -336,7 +344,11 @@ class HubClient:
         return self._model(WhoReport, "GET", "/v1/who")
 
     def register_session(self, *, runtime: str, pid: int | None = None, machine: str | None = None) -> Session:
-        body = {"runtime": runtime, "pid": pid if pid is not None else os.getpid(), "machine": machine or machine_name(os.environ)}
+        body = {
+            "runtime": runtime,
+            "pid": pid if pid is not None else os.getpid(),
+            "machine": machine or machine_name(os.environ),
+        }
         return self._model(Session, "POST", "/v1/sessions", json=body)
 
     def heartbeat(self, session_id: str) -> Session:
@@ -346,7 +358,9 @@ class HubClient:
         return self._model(Session, "DELETE", f"/v1/sessions/{_segment(session_id)}")
 
     def create_agent(self, name: str, description: str | None = None, skills: Sequence[str] = ()) -> Agent:
-        return self._model(Agent, "POST", "/v1/agents", json={"name": name, "description": description, "skills": list(skills)})
+        return self._model(
+            Agent, "POST", "/v1/agents", json={"name": name, "description": description, "skills": list(skills)}
+        )
 
     def describe_agent(self, name: str) -> Agent:
         return self._model(Agent, "GET", f"/v1/agents/{_segment(name)}")
@@ -381,7 +395,14 @@ class HubClient:
 
     # --- credentials (hub only) -----------------------------------------------------------
 
-    def create_token(self, *, agent: str | None = None, workspace: str | None = None, kind: str | None = None, label: str | None = None) -> IssuedToken:
+    def create_token(
+        self,
+        *,
+        agent: str | None = None,
+        workspace: str | None = None,
+        kind: str | None = None,
+        label: str | None = None,
+    ) -> IssuedToken:
         body = {"agent": agent, "workspace": workspace, "kind": kind, "label": label}
         return self._model(IssuedToken, "POST", "/v1/tokens", json=body)
 

@@ -42,18 +42,25 @@ class Credential:
         if self.kind == "agent":
             assert self.workspace is not None and self.agent is not None
             if agent is not None and parse_name(agent, "agent name") != self.agent:
-                raise Forbidden(f"this token acts only as agent {self.agent}, not {agent}; log in with a token for {agent}.")
+                raise Forbidden(
+                    f"this token acts only as agent {self.agent}, not {agent}; log in with a token for {agent}."
+                )
             if workspace is not None and parse_name(workspace, "workspace name") != self.workspace:
                 raise Forbidden(f"this token belongs to workspace {self.workspace}, not {workspace}.")
             return Caller(workspace=self.workspace, agent=self.agent)
         if agent is None:
-            raise UnknownAgent("name the agent you act as: set SWITCHBOARD_AGENT (sent as the X-Switchboard-Agent header).")
+            raise UnknownAgent(
+                "name the agent you act as: set SWITCHBOARD_AGENT (sent as the X-Switchboard-Agent header)."
+            )
         if self.kind == "user":
             assert self.workspace is not None
             if workspace is not None and parse_name(workspace, "workspace name") != self.workspace:
                 raise Forbidden(f"this token belongs to workspace {self.workspace}, not {workspace}.")
             return Caller(workspace=self.workspace, agent=parse_name(agent, "agent name"))
-        return Caller(workspace=parse_name(workspace or DEFAULT_WORKSPACE, "workspace name"), agent=parse_name(agent, "agent name"))
+        return Caller(
+            workspace=parse_name(workspace or DEFAULT_WORKSPACE, "workspace name"),
+            agent=parse_name(agent, "agent name"),
+        )
 
 
 class Credentials:
@@ -119,7 +126,9 @@ class Credentials:
             self.store.ensure_agent(workspace, agent, now)
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         info = self.store.create_token(
-            NewToken(id=new_id(), kind=kind, secret_hash=hash_secret(secret), workspace=workspace, agent=agent, label=label),
+            NewToken(
+                id=new_id(), kind=kind, secret_hash=hash_secret(secret), workspace=workspace, agent=agent, label=label
+            ),
             now,
         )
         return IssuedToken(**info.model_dump(), token=secret)
@@ -154,6 +163,7 @@ class Credentials:
             self._revocations += 1
             self._checked = {h: c for h, c in self._checked.items() if c.token_id != token_id}
         if token is None:
-            raise UnknownToken(f"no token {token_id} that this credential may revoke; 'switchboard token list' shows them.")
+            raise UnknownToken(
+                f"no token {token_id} that this credential may revoke; 'switchboard token list' shows them."
+            )
         return token
-

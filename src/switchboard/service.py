@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from switchboard.address import (
     AgentAddress,
@@ -67,6 +69,8 @@ from switchboard.model import (
     utcnow,
 )
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, NewSession, Store
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -258,6 +262,33 @@ class Service:
         idempotency_key: str | None = None,
     ) -> SendResult:
         """Store a message for each recipient and say, per recipient, what really happened."""
+        return self.submit_send(
+            caller,
+            to,
+            text,
+            subject=subject,
+            parts=parts,
+            thread_id=thread_id,
+            reply_to=reply_to,
+            require_live=require_live,
+            idempotency_key=idempotency_key,
+        ).result()
+
+    def submit_send(
+        self,
+        caller: Caller,
+        to: str | Sequence[str],
+        text: str | None = None,
+        *,
+        subject: str | None = None,
+        parts: Sequence[Part | dict] = (),
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        require_live: bool = False,
+        idempotency_key: str | None = None,
+    ) -> Future[SendResult]:
+        """``send`` for a server: checks and decides now (bad input raises at once), and returns
+        a future that resolves once the message is durable, so no thread waits on the commit."""
         addresses = parse_addresses(to if isinstance(to, str) else list(to))
         if len(addresses) > self.limits.recipients:
             raise TooLarge(f"{len(addresses)} recipients; the limit is {self.limits.recipients}.")
@@ -268,7 +299,7 @@ class Service:
         if idempotency_key is not None:
             earlier = self.store.find_idempotent(caller.workspace, caller.agent, idempotency_key)
             if earlier is not None:
-                return self._repeat(earlier.request_hash, fingerprint, earlier.result, idempotency_key)
+                return _done(self._repeat(earlier.request_hash, fingerprint, earlier.result, idempotency_key))
         thread_id = self._thread(caller, thread_id, reply_to)
 
         now = self.clock()
@@ -317,15 +348,28 @@ class Service:
             )
             for t in targets
         ]
-        try:
-            self.store.insert_message(message, deliveries, result, idempotency_key, fingerprint)
-        except DuplicateIdempotencyKey:  # a racing send with the same key committed first
-            earlier = self.store.find_idempotent(caller.workspace, caller.agent, idempotency_key or "")
-            assert earlier is not None
-            return self._repeat(earlier.request_hash, fingerprint, earlier.result, idempotency_key or "")
-        for target in targets:
-            self.events.publish(caller.workspace, target.agent)
-        return result
+        stored = self.store.submit_message(message, deliveries, result, idempotency_key, fingerprint)
+        answer: Future[SendResult] = Future()
+
+        def committed(done: Future[dict[str, int]]) -> None:
+            try:
+                done.result()
+            except DuplicateIdempotencyKey:  # a racing send with the same key committed first
+                earlier = self.store.find_idempotent(caller.workspace, caller.agent, idempotency_key or "")
+                assert earlier is not None
+                _settle(
+                    answer,
+                    lambda: self._repeat(earlier.request_hash, fingerprint, earlier.result, idempotency_key or ""),
+                )
+            except BaseException as error:
+                answer.set_exception(error)
+            else:
+                for target in targets:
+                    self.events.publish(caller.workspace, target.agent)
+                answer.set_result(result)
+
+        stored.add_done_callback(committed)
+        return answer
 
     @staticmethod
     def _repeat(stored_hash: str, fingerprint: str, result: SendResult, key: str) -> SendResult:
@@ -558,3 +602,16 @@ class Service:
 
 def _unknown(address: AgentAddress | ChannelAddress, reason: str) -> RecipientOutcome:
     return RecipientOutcome(address=str(address), state="unknown_recipient", reason=reason)
+
+
+def _done(value: T) -> Future[T]:
+    future: Future[T] = Future()
+    future.set_result(value)
+    return future
+
+
+def _settle(future: Future[T], compute: Callable[[], T]) -> None:
+    try:
+        future.set_result(compute())
+    except BaseException as error:
+        future.set_exception(error)

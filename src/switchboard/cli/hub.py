@@ -23,9 +23,13 @@ app.add_typer(token_app, name="token")
 
 @app.command()
 def up(
-    host: Annotated[str, typer.Option("--host", help="The address to listen on (0.0.0.0 for other machines).")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="The address to listen on (0.0.0.0 for other machines).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="The port (0 picks a free one).")] = 8465,
-    rate_limit: Annotated[float, typer.Option("--rate-limit", help="Requests per second per credential; 0 for none.")] = 2000.0,
+    rate_limit: Annotated[
+        float, typer.Option("--rate-limit", help="Requests per second per credential; 0 for none.")
+    ] = 2000.0,
     db: DbOption = None,
 ) -> None:
     """Serve this machine's store as a hub: REST /v1, SSE, long-poll; other machines log in to it."""
@@ -39,7 +43,9 @@ def up(
 @app.command()
 def login(
     url: Annotated[str, typer.Argument(help="The hub's address, e.g. http://build-box:8465.")],
-    token: Annotated[str, typer.Option("--token", help="A token from 'switchboard token create' (or the admin token).")],
+    token: Annotated[
+        str, typer.Option("--token", help="A token from 'switchboard token create' (or the admin token).")
+    ],
     as_json: JsonOption = False,
 ) -> None:
     """Use a hub from this machine: every command then goes there (saved 0600 in the config file)."""
@@ -63,7 +69,11 @@ def logout(as_json: JsonOption = False) -> None:
     """Forget the hub: commands use this machine's embedded store again."""
     settings = Settings.load()
     path = clear_login(settings.home)
-    render.emit({"hub": None, "config": str(path)}, as_json, lambda: render.console.print("logged out; using the embedded store"))
+    render.emit(
+        {"hub": None, "config": str(path)},
+        as_json,
+        lambda: render.console.print("logged out; using the embedded store"),
+    )
 
 
 @contextmanager
@@ -89,7 +99,9 @@ def _print_token(token: TokenInfo) -> None:
 @token_app.command("create")
 def token_create(
     agent: Annotated[Optional[str], typer.Option("--agent", help="An agent token: acts as this agent only.")] = None,
-    workspace: Annotated[Optional[str], typer.Option("--workspace", help="The workspace (admin tokens only choose).")] = None,
+    workspace: Annotated[
+        Optional[str], typer.Option("--workspace", help="The workspace (admin tokens only choose).")
+    ] = None,
     admin: Annotated[bool, typer.Option("--admin", help="Another admin token.")] = False,
     label: Annotated[Optional[str], typer.Option("--label", help="A note to tell tokens apart.")] = None,
     as_json: JsonOption = False,
@@ -126,5 +138,3 @@ def token_revoke(
     with _hub_client(db) as client:
         token = client.revoke_token(token_id)
     render.emit(token, as_json, lambda: _print_token(token))
-
-

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -53,8 +55,9 @@ async def send(request: Request) -> Response:
     hub = _hub(request)
     caller = await hub.caller(request)
     body = await read_body(request, SendRequest)
-    result = await blocking(
-        hub.service.send,
+    # Deciding takes a few quick reads, done here on the loop; the commit is awaited, so no
+    # thread is held per send and concurrent sends share the writer's group commit.
+    pending = hub.service.submit_send(
         caller,
         body.to,
         body.text,
@@ -65,6 +68,7 @@ async def send(request: Request) -> Response:
         require_live=body.require_live,
         idempotency_key=body.idempotency_key,
     )
+    result = await asyncio.wrap_future(pending)
     return json_response(result, 200 if result.duplicate else 201)
 
 

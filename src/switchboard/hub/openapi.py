@@ -48,8 +48,7 @@ def build_openapi() -> dict[str, Any]:
 def _operation(route: Route, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str, Any]:
     operation: dict[str, Any] = {"summary": route.summary, "operationId": route.endpoint.__name__}
     parameters = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-        for name in _path_names(route.path)
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in _path_names(route.path)
     ]
     parameters += [{"name": n, "in": "query", "schema": {"type": t}} for n, t in route.query.items()]
     if route.stream:
@@ -64,7 +63,10 @@ def _operation(route: Route, refs: dict[type[BaseModel], dict[str, Any]]) -> dic
     elif route.answer is not None:
         answer = refs[route.answer]
         ok["content"] = {"application/json": {"schema": {"type": "array", "items": answer} if route.many else answer}}
-    error = {"description": "An error with a stable code", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    error = {
+        "description": "An error with a stable code",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
     operation["responses"] = {"2XX": ok, "4XX": error}
     if route.public:
         operation["security"] = []

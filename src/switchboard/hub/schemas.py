@@ -51,7 +51,9 @@ class ChannelRequest(Body):
 
 
 class TokenRequest(Body):
-    kind: Literal["admin", "user", "agent"] | None = Field(default=None, description="default: agent if agent is given, else user")
+    kind: Literal["admin", "user", "agent"] | None = Field(
+        default=None, description="default: agent if agent is given, else user"
+    )
     agent: str | None = None
     workspace: str | None = None
     label: str | None = None

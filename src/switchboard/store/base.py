@@ -9,6 +9,7 @@ contract: a new implementation passes it unchanged.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -143,6 +144,18 @@ class Store(Protocol):
         """Store the message and one delivery per recipient, each with the recipient's next
         sequence number (returned by recipient). Raises DuplicateIdempotencyKey, or
         UnknownRecipient when a recipient that need not be created does not exist."""
+        ...
+
+    def submit_message(
+        self,
+        message: Message,
+        deliveries: Sequence[NewDelivery],
+        result: SendResult,
+        idempotency_key: str | None,
+        request_hash: str | None,
+    ) -> Future[dict[str, int]]:
+        """``insert_message`` without waiting: the future resolves once the message is durable
+        (for a server that awaits it instead of holding a thread); its errors are the same."""
         ...
 
     def get_message(self, workspace: str, message_id: str) -> Message | None: ...

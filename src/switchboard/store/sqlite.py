@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
+from concurrent.futures import Future
 from datetime import datetime
 
 from switchboard.errors import UnknownRecipient
@@ -303,6 +304,16 @@ class SQLiteStore:
         idempotency_key: str | None,
         request_hash: str | None,
     ) -> dict[str, int]:
+        return self.submit_message(message, deliveries, result, idempotency_key, request_hash).result()
+
+    def submit_message(
+        self,
+        message: Message,
+        deliveries: Sequence[NewDelivery],
+        result: SendResult,
+        idempotency_key: str | None,
+        request_hash: str | None,
+    ) -> Future[dict[str, int]]:
         at = to_ts(message.created_at)
         parts = json.dumps([p.model_dump(exclude_none=True) for p in message.parts], separators=(",", ":"))
         # Everything that needs no database is prepared here, on the caller's thread: with group
@@ -374,7 +385,7 @@ class SQLiteStore:
                 seqs[delivery.recipient] = seq
             return seqs
 
-        return self._db.transact(insert)
+        return self._db.submit(insert)
 
     def get_message(self, workspace: str, message_id: str) -> Message | None:
         with self._db.read() as conn:
