@@ -12,13 +12,29 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import TypeVar
 
 POLL_INTERVAL_SECONDS = 0.005
+PUSH_BACKLOG = 256  # deliveries a stream may fall behind by before it reads the store instead
 MailboxKey = tuple[str, str]  # (workspace, agent)
 W = TypeVar("W", "Subscription", "AsyncSubscription")
+
+
+@dataclass(frozen=True, slots=True)
+class PushedDelivery:
+    """A delivery as it committed, handed to in-process streams so they need not read it back."""
+
+    seq: int
+    state: str
+    message_json: str  # the message serialised once, shared by every recipient's stream
+
+    def mail_item_json(self) -> str:
+        """The same JSON as ``MailItem.model_dump_json()`` for this delivery."""
+        return f'{{"seq":{self.seq},"state":"{self.state}","message":{self.message_json}}}'
 
 
 class Subscription:
@@ -28,7 +44,7 @@ class Subscription:
         self.key = key
         self._event = threading.Event()
 
-    def wake(self) -> None:
+    def wake(self, item: PushedDelivery | None = None) -> None:
         self._event.set()
 
     def wait(self, timeout: float) -> bool:
@@ -39,25 +55,45 @@ class Subscription:
 
 
 class AsyncSubscription:
-    """A waiter for one mailbox in an asyncio task (the hub's streams and long-polls)."""
+    """A waiter for one mailbox in an asyncio task (the hub's streams and long-polls).
+
+    It also keeps the deliveries pushed to it since its last wait (a bounded backlog: a stream
+    that falls behind reads the store instead)."""
 
     def __init__(self, key: MailboxKey, loop: asyncio.AbstractEventLoop) -> None:
         self.key = key
-        self._loop = loop
-        self._event = asyncio.Event()
+        self.loop = loop
+        self._signalled = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._pushed: deque[PushedDelivery] = deque(maxlen=PUSH_BACKLOG)
 
-    def wake(self) -> None:  # called from any thread
-        self._loop.call_soon_threadsafe(self._event.set)
+    def wake(self, item: PushedDelivery | None = None) -> None:  # from any thread
+        self.loop.call_soon_threadsafe(self.receive, item)
+
+    def receive(self, item: PushedDelivery | None) -> None:  # on the loop
+        if item is not None:
+            self._pushed.append(item)
+        self._signalled = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     async def wait(self, timeout: float) -> bool:
         """Wait until a signal or the timeout; True if signalled. Clears the signal."""
-        try:
-            await asyncio.wait_for(self._event.wait(), max(timeout, 0.0))
-        except TimeoutError:
-            return False
-        finally:
-            self._event.clear()
-        return True
+        if not self._signalled:
+            self._waiter = self.loop.create_future()
+            try:
+                await asyncio.wait_for(self._waiter, max(timeout, 0.0))
+            except TimeoutError:
+                pass
+            finally:
+                self._waiter = None
+        signalled, self._signalled = self._signalled, False
+        return signalled
+
+    def take_pushed(self) -> list[PushedDelivery]:
+        items = list(self._pushed)
+        self._pushed.clear()
+        return items
 
 
 Waiter = Subscription | AsyncSubscription
@@ -74,12 +110,22 @@ class MailboxEvents:
         self._poller: threading.Thread | None = None
         self._last_counter = 0
 
-    def publish(self, workspace: str, agent: str) -> None:
+    def publish(self, workspace: str, agent: str, item: PushedDelivery | None = None) -> None:
         """Tell this process's waiters on that mailbox to look again (call after commit)."""
+        self.publish_many(workspace, [(agent, item)])
+
+    def publish_many(self, workspace: str, deliveries: list[tuple[str, PushedDelivery | None]]) -> None:
+        """``publish`` for every recipient of one send: one hop per event loop, not per waiter."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[AsyncSubscription, PushedDelivery | None]]] = {}
         with self._lock:
-            waiters = list(self._waiters.get((workspace, agent), ()))
-        for waiter in waiters:
-            waiter.wake()
+            targets = [(w, item) for agent, item in deliveries for w in self._waiters.get((workspace, agent), ())]
+        for waiter, item in targets:
+            if isinstance(waiter, AsyncSubscription):
+                by_loop.setdefault(waiter.loop, []).append((waiter, item))
+            else:
+                waiter.wake(item)
+        for loop, batch in by_loop.items():
+            loop.call_soon_threadsafe(_receive_all, batch)
 
     def wake_all(self) -> None:
         """Wake every waiter of this process (on shutdown, so streams and long-polls end)."""
@@ -137,3 +183,8 @@ class MailboxEvents:
             if counter != self._last_counter:
                 self._last_counter = counter
                 self.wake_all()
+
+
+def _receive_all(batch: list[tuple[AsyncSubscription, PushedDelivery | None]]) -> None:
+    for subscription, item in batch:
+        subscription.receive(item)

@@ -43,7 +43,7 @@ from switchboard.errors import (
     UnknownRecipient,
     UnknownSession,
 )
-from switchboard.events import MailboxEvents
+from switchboard.events import MailboxEvents, PushedDelivery
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
 from switchboard.model import (
     AckResult,
@@ -242,9 +242,14 @@ class Service:
             raise UnknownSession(f"no session {session_id} of agent {caller.agent}; 'switchboard who' lists sessions.")
         return session
 
-    def _live_sessions(self, caller: Caller, agent: str, now: datetime) -> list[Session]:
-        sessions = self.store.list_sessions(caller.workspace, agent)
-        return [s for s in (self.liveness.marked(s, now) for s in sessions) if s.live]
+    def _live_sessions_by_agent(self, caller: Caller, agents: Sequence[str], now: datetime) -> dict[str, list[Session]]:
+        """Live sessions of these agents: one agent's, or the workspace's read once (a channel)."""
+        sessions = self.store.list_sessions(caller.workspace, agents[0] if len(agents) == 1 else None)
+        wanted, live = set(agents), {agent: [] for agent in agents}
+        for session in sessions:
+            if session.agent in wanted and (marked := self.liveness.marked(session, now)).live:
+                live[session.agent].append(marked)
+        return live
 
     # --- sending -------------------------------------------------------------------------
 
@@ -340,7 +345,7 @@ class Service:
         deliveries = [
             NewDelivery(
                 recipient=t.agent,
-                state=DeliveryState.delivered if t.sessions else DeliveryState.queued,
+                state=_stored_state(t),
                 channel=t.channel,
                 sessions=[s.address for s in t.sessions],
                 target_session=t.target_session,
@@ -353,7 +358,7 @@ class Service:
 
         def committed(done: Future[dict[str, int]]) -> None:
             try:
-                done.result()
+                seqs = done.result()
             except DuplicateIdempotencyKey:  # a racing send with the same key committed first
                 earlier = self.store.find_idempotent(caller.workspace, caller.agent, idempotency_key or "")
                 assert earlier is not None
@@ -364,8 +369,11 @@ class Service:
             except BaseException as error:
                 answer.set_exception(error)
             else:
-                for target in targets:
-                    self.events.publish(caller.workspace, target.agent)
+                message_json = message.model_dump_json()
+                self.events.publish_many(
+                    caller.workspace,
+                    [(t.agent, PushedDelivery(seqs[t.agent], _stored_state(t).value, message_json)) for t in targets],
+                )
                 answer.set_result(result)
 
         stored.add_done_callback(committed)
@@ -399,16 +407,16 @@ class Service:
                 members = self._post_members(caller, address)
                 if not members:
                     unknown.append(_unknown(address, f"#{address.name} has no members besides you."))
-                for member in members:
-                    if member not in targets:
-                        sessions = self._live_sessions(caller, member, now)
-                        targets[member] = _Target(str(address), member, address.name, sessions, None, False)
+                new_members = [m for m in members if m not in targets]
+                live = self._live_sessions_by_agent(caller, new_members, now) if new_members else {}
+                for member in new_members:
+                    targets[member] = _Target(str(address), member, address.name, live[member], None, False)
                 continue
             if address.name in targets:
                 continue
             exists = self.store.get_agent(caller.workspace, address.name) is not None
             if address.machine is None:
-                sessions = self._live_sessions(caller, address.name, now) if exists else []
+                sessions = self._live_sessions_by_agent(caller, [address.name], now)[address.name] if exists else []
                 targets[address.name] = _Target(str(address), address.name, None, sessions, None, not exists)
                 continue
             if machines is None:
@@ -615,3 +623,7 @@ def _settle(future: Future[T], compute: Callable[[], T]) -> None:
         future.set_result(compute())
     except BaseException as error:
         future.set_exception(error)
+
+
+def _stored_state(target: _Target) -> DeliveryState:
+    return DeliveryState.delivered if target.sessions else DeliveryState.queued
