@@ -110,6 +110,13 @@ class MailboxEvents:
         self._poller: threading.Thread | None = None
         self._last_counter = 0
 
+    def has_streams(self, workspace: str, agents: list[str]) -> bool:
+        """Whether any of these mailboxes has an asyncio waiter (one that can use pushed deliveries)."""
+        with self._lock:
+            return any(
+                isinstance(w, AsyncSubscription) for agent in agents for w in self._waiters.get((workspace, agent), ())
+            )
+
     def publish(self, workspace: str, agent: str, item: PushedDelivery | None = None) -> None:
         """Tell this process's waiters on that mailbox to look again (call after commit)."""
         self.publish_many(workspace, [(agent, item)])

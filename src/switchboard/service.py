@@ -102,6 +102,7 @@ class Service:
         self.liveness = Liveness(machine, liveness_seconds)
         self.limits = limits
         self.clock = clock
+        self._known_agents: set[tuple[str, str]] = set()
 
     # --- callers -------------------------------------------------------------------------
 
@@ -110,6 +111,19 @@ class Service:
         now = self.clock()
         self.store.ensure_workspace(caller.workspace, now)
         self.store.ensure_agent(caller.workspace, caller.agent, now)
+        self._known_agents.add((caller.workspace, caller.agent))
+
+    def _agent_exists(self, workspace: str, name: str) -> bool:
+        """Whether the agent exists; a yes is remembered (sends ask it for every recipient).
+
+        An agent deleted by another process since is caught by the store when the send
+        commits (``unknown_recipient``); one deleted through this service is forgotten."""
+        if (workspace, name) in self._known_agents:
+            return True
+        exists = self.store.get_agent(workspace, name) is not None
+        if exists:
+            self._known_agents.add((workspace, name))
+        return exists
 
     def list_workspaces(self) -> list[Workspace]:
         return self.store.list_workspaces()
@@ -148,6 +162,7 @@ class Service:
 
     def delete_agent(self, caller: Caller, name: str) -> None:
         name = parse_name(name, "agent name")
+        self._known_agents.discard((caller.workspace, name))
         if not self.store.delete_agent(caller.workspace, name):
             self.describe_agent(caller, name)
 
@@ -300,8 +315,9 @@ class Service:
         content = message_parts(text, parts, self.limits)
         subject = clean_subject(subject, self.limits)
         check_idempotency_key(idempotency_key, self.limits)
-        fingerprint = request_hash(addresses, subject, content, thread_id, reply_to, require_live)
+        fingerprint = None  # only a keyed send can be repeated, so only it needs its fingerprint
         if idempotency_key is not None:
+            fingerprint = request_hash(addresses, subject, content, thread_id, reply_to, require_live)
             earlier = self.store.find_idempotent(caller.workspace, caller.agent, idempotency_key)
             if earlier is not None:
                 return _done(self._repeat(earlier.request_hash, fingerprint, earlier.result, idempotency_key))
@@ -369,18 +385,22 @@ class Service:
             except BaseException as error:
                 answer.set_exception(error)
             else:
-                message_json = message.model_dump_json()
-                self.events.publish_many(
-                    caller.workspace,
-                    [(t.agent, PushedDelivery(seqs[t.agent], _stored_state(t).value, message_json)) for t in targets],
-                )
+                agents = [t.agent for t in targets]
+                if self.events.has_streams(caller.workspace, agents):  # serialise only for a reader
+                    message_json = message.model_dump_json()
+                    pushed = [
+                        (t.agent, PushedDelivery(seqs[t.agent], _stored_state(t).value, message_json)) for t in targets
+                    ]
+                    self.events.publish_many(caller.workspace, pushed)
+                else:
+                    self.events.publish_many(caller.workspace, [(agent, None) for agent in agents])
                 answer.set_result(result)
 
         stored.add_done_callback(committed)
         return answer
 
     @staticmethod
-    def _repeat(stored_hash: str, fingerprint: str, result: SendResult, key: str) -> SendResult:
+    def _repeat(stored_hash: str, fingerprint: str | None, result: SendResult, key: str) -> SendResult:
         if stored_hash != fingerprint:
             raise IdempotencyConflict(
                 f"idempotency key {key!r} was used for a different message; use a new key for a new message."
@@ -414,7 +434,7 @@ class Service:
                 continue
             if address.name in targets:
                 continue
-            exists = self.store.get_agent(caller.workspace, address.name) is not None
+            exists = self._agent_exists(caller.workspace, address.name)
             if address.machine is None:
                 sessions = self._live_sessions_by_agent(caller, [address.name], now)[address.name] if exists else []
                 targets[address.name] = _Target(str(address), address.name, None, sessions, None, not exists)

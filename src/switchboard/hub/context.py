@@ -51,7 +51,8 @@ class HubContext:
         self.service = service
         self.credentials = credentials
         self.limiter = limiter
-        self._entered: set[tuple[str, str]] = set()  # callers known to exist (created on first use)
+        # (token id, agent asked for, workspace asked for) -> the caller, already created
+        self._callers: dict[tuple[str, str | None, str | None], Caller] = {}
         self.stopping = asyncio.Event()
 
     def stop(self) -> None:
@@ -70,11 +71,13 @@ class HubContext:
     async def identify(self, request: Request) -> tuple[Credential, Caller]:
         """Authenticate, rate-limit, and name the agent this request acts as (creating it on first use)."""
         credential = await self.credential(request)
-        caller = credential.caller(request.headers.get(AGENT_HEADER), request.headers.get(WORKSPACE_HEADER))
-        key = (caller.workspace, caller.agent)
-        if key not in self._entered:
+        asked = (credential.token_id, request.headers.get(AGENT_HEADER), request.headers.get(WORKSPACE_HEADER))
+        caller = self._callers.get(asked)
+        if caller is None:  # first request of this credential as this agent: check and create it
+            caller = credential.caller(asked[1], asked[2])
             await blocking(self.service.enter, caller)
-            self._entered.add(key)
+            if len(self._callers) < 100_000:
+                self._callers[asked] = caller
         return credential, caller
 
     async def caller(self, request: Request) -> Caller:
@@ -101,7 +104,8 @@ async def refuse_body(request: Request) -> None:
     await read_body(request, NoBody)
 
     def forget(self, workspace: str, agent: str) -> None:
-        self._entered.discard((workspace, agent))
+        """The agent was deleted: its next request creates it again."""
+        self._callers = {k: c for k, c in self._callers.items() if (c.workspace, c.agent) != (workspace, agent)}
 
 
 async def read_body(request: Request, model: type[M]) -> M:
