@@ -1,0 +1,216 @@
+"""Agents, channels, sessions and presence: who is there, as the service sees it.
+
+A part of ``Service`` (which inherits it), kept in its own module because it is its own idea:
+the directory that sending and reading consult.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from switchboard.address import parse_channel_name, parse_machine, parse_name
+from switchboard.content import Limits
+from switchboard.errors import (
+    AlreadyExists,
+    BadRequest,
+    NotMember,
+    TooLarge,
+    UnknownAgent,
+    UnknownChannel,
+    UnknownSession,
+)
+from switchboard.liveness import Liveness
+from switchboard.model import (
+    Agent,
+    AgentPresence,
+    Caller,
+    Channel,
+    ChannelMember,
+    Machine,
+    Session,
+    WhoReport,
+)
+from switchboard.store.base import NewSession, Store
+
+
+class Directory:
+    store: Store
+    machine: str
+    liveness: Liveness
+    limits: Limits
+    clock: Callable[[], datetime]
+    _known_agents: set[tuple[str, str]]
+
+    def _agent_exists(self, workspace: str, name: str) -> bool:
+        """Whether the agent exists; a yes is remembered (sends ask it for every recipient).
+
+        An agent deleted by another process since is caught by the store when the send
+        commits (``unknown_recipient``); one deleted through this service is forgotten."""
+        if (workspace, name) in self._known_agents:
+            return True
+        exists = self.store.get_agent(workspace, name) is not None
+        if exists:
+            self._known_agents.add((workspace, name))
+        return exists
+
+    # --- agents --------------------------------------------------------------------------
+
+    def create_agent(
+        self, caller: Caller, name: str, description: str | None = None, skills: Sequence[str] = ()
+    ) -> Agent:
+        name = parse_name(name, "agent name")
+        self._check_card(description, skills)
+        if not self.store.create_agent(caller.workspace, name, description, list(skills), self.clock()):
+            raise AlreadyExists(f"agent {name} already exists; use 'agent describe {name}' to change it.")
+        return self.describe_agent(caller, name)
+
+    def describe_agent(self, caller: Caller, name: str) -> Agent:
+        name = parse_name(name, "agent name")
+        agent = self.store.get_agent(caller.workspace, name)
+        if agent is None:
+            raise UnknownAgent(
+                f"no agent named {name} in workspace {caller.workspace}; 'switchboard agent list' shows them."
+            )
+        return agent
+
+    def update_agent(
+        self, caller: Caller, name: str, description: str | None = None, skills: Sequence[str] | None = None
+    ) -> Agent:
+        name = parse_name(name, "agent name")
+        self._check_card(description, skills or ())
+        if not self.store.update_agent(caller.workspace, name, description, None if skills is None else list(skills)):
+            self.describe_agent(caller, name)  # raises unknown_agent
+        return self.describe_agent(caller, name)
+
+    def list_agents(self, caller: Caller) -> list[Agent]:
+        return self.store.list_agents(caller.workspace)
+
+    def delete_agent(self, caller: Caller, name: str) -> None:
+        name = parse_name(name, "agent name")
+        self._known_agents.discard((caller.workspace, name))
+        if not self.store.delete_agent(caller.workspace, name):
+            self.describe_agent(caller, name)
+
+    def _check_card(self, description: str | None, skills: Sequence[str]) -> None:
+        if description is not None and len(description) > self.limits.description_chars:
+            raise TooLarge(
+                f"the description has {len(description)} characters; the limit is {self.limits.description_chars}."
+            )
+        if len(skills) > self.limits.skills:
+            raise TooLarge(f"{len(skills)} skills given; the limit is {self.limits.skills}.")
+        for skill in skills:
+            if not skill.strip() or len(skill) > 100:
+                raise BadRequest(f"skill {skill!r} must be 1-100 characters.")
+
+    # --- channels ------------------------------------------------------------------------
+
+    def create_channel(self, caller: Caller, name: str, description: str | None = None) -> Channel:
+        name = parse_channel_name(name)
+        self._check_card(description, ())
+        if not self.store.create_channel(caller.workspace, name, caller.agent, description, self.clock()):
+            raise AlreadyExists(f"channel #{name} already exists; join it with 'switchboard channel join {name}'.")
+        return self._channel(caller, name)
+
+    def join_channel(self, caller: Caller, name: str) -> Channel:
+        name = parse_channel_name(name)
+        self._channel(caller, name)
+        self.store.join_channel(caller.workspace, name, caller.agent, self.clock())
+        return self._channel(caller, name)
+
+    def leave_channel(self, caller: Caller, name: str) -> Channel:
+        name = parse_channel_name(name)
+        self._channel(caller, name)
+        if not self.store.leave_channel(caller.workspace, name, caller.agent):
+            raise NotMember(f"{caller.agent} is not a member of #{name}.")
+        return self._channel(caller, name)
+
+    def list_channels(self, caller: Caller) -> list[Channel]:
+        return self.store.list_channels(caller.workspace, caller.agent)
+
+    def channel_members(self, caller: Caller, name: str) -> list[ChannelMember]:
+        name = parse_channel_name(name)
+        self._channel(caller, name)
+        return self.store.channel_members(caller.workspace, name)
+
+    def _channel(self, caller: Caller, name: str) -> Channel:
+        channel = self.store.get_channel(caller.workspace, name, caller.agent)
+        if channel is None:
+            raise UnknownChannel(
+                f"no channel #{name} in workspace {caller.workspace}; create it with 'switchboard channel create {name}'."
+            )
+        return channel
+
+    # --- sessions ------------------------------------------------------------------------
+
+    def register_session(
+        self, caller: Caller, *, pid: int, runtime: str, machine: str | None = None, proc_start: int | None = None
+    ) -> Session:
+        if pid <= 0:
+            raise BadRequest(f"pid {pid} is not a process id.")
+        runtime = parse_name(runtime, "runtime name")
+        machine = parse_machine(machine) if machine else self.machine
+        now = self.clock()
+        for other in self.store.list_sessions(caller.workspace):
+            # A live process belongs to the agent that registered it; only a dead or recycled
+            # pid may be claimed by another agent (the store then ends the old session).
+            if other.machine == machine and other.pid == pid and other.agent != caller.agent:
+                if self.liveness.is_live(other, now) and (proc_start is None or other.proc_start == proc_start):
+                    raise AlreadyExists(
+                        f"process {pid} on {machine} is a live session of {other.agent}; "
+                        "it must end (or its process exit) before another agent registers it."
+                    )
+        session = self.store.register_session(
+            NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start), self.clock()
+        )
+        return self.liveness.marked(session, self.clock())
+
+    def heartbeat(self, caller: Caller, session_id: str) -> Session:
+        self._own_session(caller, session_id)
+        session = self.store.touch_session(caller.workspace, session_id, self.clock())
+        assert session is not None
+        return self.liveness.marked(session, self.clock())
+
+    def end_session(self, caller: Caller, session_id: str) -> Session:
+        self._own_session(caller, session_id)
+        session = self.store.end_session(caller.workspace, session_id, self.clock())
+        assert session is not None
+        return self.liveness.marked(session, self.clock())
+
+    def _own_session(self, caller: Caller, session_id: str) -> Session:
+        session = self.store.get_session(caller.workspace, session_id)
+        if session is None or session.agent != caller.agent:
+            raise UnknownSession(f"no session {session_id} of agent {caller.agent}; 'switchboard who' lists sessions.")
+        return session
+
+    def _live_sessions_by_agent(self, caller: Caller, agents: Sequence[str], now: datetime) -> dict[str, list[Session]]:
+        """Live sessions of these agents: one agent's, or the workspace's read once (a channel)."""
+        sessions = self.store.list_sessions(caller.workspace, agents[0] if len(agents) == 1 else None)
+        wanted, live = set(agents), {agent: [] for agent in agents}
+        for session in sessions:
+            if session.agent in wanted and (marked := self.liveness.marked(session, now)).live:
+                live[session.agent].append(marked)
+        return live
+
+    # --- presence ------------------------------------------------------------------------
+
+    def who(self, caller: Caller) -> WhoReport:
+        now = self.clock()
+        sessions = [self.liveness.marked(s, now) for s in self.store.list_sessions(caller.workspace)]
+        agents = [
+            AgentPresence(
+                name=agent.name,
+                description=agent.description,
+                live=any(s.live for s in sessions if s.agent == agent.name),
+                unread=self.store.unread_count(caller.workspace, agent.name),
+                sessions=[s for s in sessions if s.agent == agent.name],
+            )
+            for agent in self.store.list_agents(caller.workspace)
+        ]
+        machines = [
+            Machine(name=m.name, last_seen=m.last_seen, up=self.liveness.recent(m.last_seen, now))
+            for m in self.store.list_machines(caller.workspace)
+        ]
+        return WhoReport(
+            workspace=caller.workspace, agents=agents, machines=machines, liveness_seconds=self.liveness.window_seconds
+        )
