@@ -18,14 +18,13 @@ caused it.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -34,13 +33,13 @@ import httpx
 import pytest
 
 from switchboard.client import HubClient
+from tests import cli_runner
+from tests.cli_runner import isolated_env, mark_e2e
 from tests.waiting import wait_until
 
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 30.0
-CALL_TIMEOUT = 30.0
 HTTP_TIMEOUT = 15.0
-EXIT_USER_ERROR = 2
 
 LISTENING = re.compile(r"hub listening on (http://\S+)")
 ADMIN_TOKEN = re.compile(r"admin token \(shown once.*: (sb_\S+)\s*$")
@@ -48,29 +47,12 @@ FAILURE_IN_LOG = ("Traceback", "unexpected error")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.e2e)
+    mark_e2e(items, Path(__file__).parent)
 
 
 def unique(prefix: str) -> str:
     """A name no other test uses (valid as an agent, channel or workspace name)."""
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
-
-
-def isolated_env(home: Path, switchboard_home: Path, extra: Mapping[str, str | None] | None = None) -> dict[str, str]:
-    """This process's environment without SWITCHBOARD_* or XDG_*, with its own HOME folders."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
-    for key in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        env.pop(key, None)
-    env.update(HOME=str(home), SWITCHBOARD_HOME=str(switchboard_home), COLUMNS="200", PYTHONDONTWRITEBYTECODE="1")
-    for key, value in (extra or {}).items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = value
-    return env
 
 
 def auth_headers(token: str | None, agent: str | None = None, workspace: str | None = None) -> dict[str, str]:
@@ -290,111 +272,18 @@ def tenant(hub: Hub) -> Tenant:
 # --- the command line ----------------------------------------------------------------------------
 
 
-class CLI:
-    """Runs ``python -m switchboard`` as one machine: its own HOME and SWITCHBOARD_HOME."""
-
-    def __init__(self, root: Path, home: Path | None = None, switchboard_home: Path | None = None) -> None:
-        self.root = root
-        self.home = home or root / "home"
-        self.switchboard_home = switchboard_home or root / "switchboard-home"
-        self.workdir = root / "work"
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.workdir.mkdir(parents=True)
-        self.workdir = self.workdir.resolve()
+class CLI(cli_runner.CLI):
+    """The command line of one machine (tests/cli_runner.py), which may be the hub's own."""
 
     @classmethod
     def on_hub_machine(cls, hub: Hub) -> CLI:
         """The CLI of the machine that ran ``up`` (its HOME and SWITCHBOARD_HOME)."""
         return cls(hub.root / "cli", hub.home, hub.switchboard_home)
 
-    @property
-    def config_path(self) -> Path:
-        return self.switchboard_home / "config.toml"
-
-    def outside_any_project(self) -> bool:
-        """Whether the working folder is outside every git repository and agent file, so the
-        identity rule names no agent (an agent token then acts as its own)."""
-        for parent in (self.workdir, *self.workdir.parents):
-            if any((parent / name).exists() for name in (".git", ".switchboard-agent", ".agent-id")):
-                return False
-        return True
-
-    def env(self, agent: str | None = None, env: Mapping[str, str | None] | None = None) -> dict[str, str]:
-        extra: dict[str, str | None] = {"SWITCHBOARD_AGENT": agent} if agent is not None else {}
-        extra.update(env or {})
-        return isolated_env(self.home, self.switchboard_home, extra)
-
-    @staticmethod
-    def argv(*args: object) -> list[str]:
-        return [sys.executable, "-m", "switchboard", *(str(a) for a in args)]
-
-    def run(
-        self,
-        *args: object,
-        agent: str | None = None,
-        env: Mapping[str, str | None] | None = None,
-        timeout: float = CALL_TIMEOUT,
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            self.argv(*args),
-            env=self.env(agent, env),
-            cwd=self.workdir,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            timeout=timeout,
-        )
-
-    def run_json(self, *args: object, **kwargs: Any) -> Any:
-        if "--json" not in args:
-            args = (*args, "--json")
-        proc = self.run(*args, **kwargs)
-        assert proc.returncode == 0, describe(proc)
-        assert "Traceback" not in proc.stderr, describe(proc)
-        try:
-            return json.loads(proc.stdout)
-        except json.JSONDecodeError as error:
-            raise AssertionError(f"stdout is not one JSON document ({error}):\n{describe(proc)}") from None
-
-    def spawn(
-        self, *args: object, agent: str | None = None, env: Mapping[str, str | None] | None = None
-    ) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            self.argv(*args),
-            env=self.env(agent, env),
-            cwd=self.workdir,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-        )
-
-
-def describe(proc: subprocess.CompletedProcess[str]) -> str:
-    command = " ".join(proc.args[3:]) if isinstance(proc.args, list) else proc.args
-    return f"switchboard {command}\nexit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
-
 
 def expect_error(proc: subprocess.CompletedProcess[str], code: str, *, as_json: bool) -> dict[str, Any] | str:
-    """Exit 2, no traceback, and exactly one line naming the stable ``code``."""
-    info = describe(proc)
-    assert proc.returncode == EXIT_USER_ERROR, info
-    assert "Traceback" not in proc.stdout + proc.stderr, info
-    if as_json:
-        lines = proc.stdout.splitlines()
-        assert len(lines) == 1, info
-        document = json.loads(lines[0])
-        assert set(document) == {"error"}, info
-        assert document["error"]["code"] == code, info
-        assert isinstance(document["error"]["message"], str) and document["error"]["message"].strip(), info
-        return document["error"]
-    assert proc.stdout == "", info
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, info
-    assert lines[0].startswith(f"error: {code}: "), info
-    return lines[0]
+    """Exit 2, no traceback, and exactly one line naming the stable ``code`` (not ``strict``)."""
+    return cli_runner.expect_error(proc, code, as_json=as_json, strict=False)
 
 
 @pytest.fixture

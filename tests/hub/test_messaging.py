@@ -3,11 +3,8 @@ sender is always the credential's agent, never something the body says."""
 
 from __future__ import annotations
 
+from tests.cli_runner import texts
 from tests.hub.conftest import CLI, Hub, Tenant, expect_http_error, unique
-
-
-def texts(read_result: dict) -> list[str]:
-    return ["\n".join(p["text"] for p in item["message"]["parts"] if "text" in p) for item in read_result["items"]]
 
 
 def test_two_agents_exchange_messages_through_the_hub_by_cli(tenant: Tenant, make_cli) -> None:

@@ -9,7 +9,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 import pytest
 
-from tests.hub.conftest import CLI, EventStream, Hub, Tenant, describe, expect_http_error, unique
+from tests.cli_runner import describe
+from tests.hub.conftest import CLI, EventStream, Hub, Tenant, expect_http_error, unique
 from tests.waiting import wait_until
 
 LONG_WAIT = 60.0  # a long-poll's wait: the tests' deadlines for waking are far inside it
