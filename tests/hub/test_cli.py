@@ -4,9 +4,13 @@ SWITCHBOARD_HUB / SWITCHBOARD_TOKEN overrides, and an agent token acting only as
 from __future__ import annotations
 
 import re
+import socket
 import stat
+import subprocess
+import sys
 import tomllib
 
+from tests.cli_runner import isolated_env
 from tests.hub.conftest import CLI, LISTENING, Hub, Tenant, expect_error, unique
 
 DEAD_HUB = "http://127.0.0.1:9"  # the discard port: nothing answers there
@@ -140,3 +144,24 @@ def test_an_agent_token_acts_only_as_its_agent_by_cli(tenant: Tenant, cli: CLI) 
     assert [(i["message"]["id"], i["message"]["sender"]) for i in items] == [(sent["message_id"], eve)]
     with tenant.http(frank) as http:  # frank's mail is still unread: nobody else drained it
         assert [i["message"]["parts"][0]["text"] for i in http.post("/v1/read").json()["items"]] == [secret]
+
+
+def test_up_on_a_taken_port_says_so_and_writes_nothing(tmp_path) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        home = tmp_path / "sb"
+        proc = subprocess.run(
+            [sys.executable, "-m", "switchboard", "up", "--port", str(taken.getsockname()[1])],
+            env=isolated_env(tmp_path / "home", home),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        taken.close()
+    assert proc.returncode == 2, proc.stderr
+    assert "error: hub_unavailable: cannot listen on" in proc.stderr and "Traceback" not in proc.stderr
+    assert not home.exists() or not any(home.iterdir())  # no store, no admin token, no login

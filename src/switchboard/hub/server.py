@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ import uvicorn
 from switchboard import __version__
 from switchboard.config import Settings, save_login
 from switchboard.credentials import Credentials
+from switchboard.errors import HubUnavailable
 from switchboard.events import MailboxEvents
 from switchboard.hub.app import DEFAULT_RATE_LIMIT, create_app
 from switchboard.identity import machine_name
@@ -59,6 +61,7 @@ class _HubServer(uvicorn.Server):
 def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> None:
     """Serve ``settings.db_path`` until stopped."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    listener = _listen(options.host, options.port)  # first: a taken port fails before anything is written
     store = SQLiteStore(settings.db_path, group_commit=True)  # concurrent sends share one fsync
     # The hub is the database's writer while it runs: in-process signals wake its readers, so it
     # does not poll for other processes' commits (its own would wake every stream on every send).
@@ -97,11 +100,28 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     # in place that re-raise returns here, so the store is closed and the hub exits with 0.
     previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        server.run()
+        server.run(sockets=[listener])
     finally:
         store.close()  # after every request finished: the last commits are on disk
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The hub's listening socket, bound here so that a taken port is a clear error (exit 2)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as error:
+        listener.close()
+        raise HubUnavailable(
+            f"cannot listen on {host}:{port} ({error.strerror or error}); "
+            "choose another --port, or stop what is using it."
+        ) from None
+    listener.set_inheritable(True)
+    return listener
 
 
 def _stopped(sig: int, frame: Any) -> None:
