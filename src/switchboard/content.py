@@ -36,7 +36,7 @@ def message_parts(text: str | None, parts: Sequence[Part | dict], limits: Limits
     """The message's parts (``text`` first, as a text part), or a BadRequest/TooLarge."""
     content: list[Part] = []
     if text is not None:
-        content.append(Part(text=text))
+        content.append(Part.model_construct(text=text))  # a str: nothing to validate
     for part in parts:
         try:
             content.append(part if isinstance(part, Part) else Part.model_validate(part))

@@ -6,6 +6,7 @@ the directory that sending and reading consult.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -33,6 +34,8 @@ from switchboard.model import (
 )
 from switchboard.store.base import NewSession, Store
 
+SESSIONS_FRESH_SECONDS = 1.0
+
 
 class Directory:
     store: Store
@@ -41,6 +44,7 @@ class Directory:
     limits: Limits
     clock: Callable[[], datetime]
     _known_agents: set[tuple[str, str]]
+    _sessions_read: dict[str, tuple[float, list[Session]]]
 
     def _agent_exists(self, workspace: str, name: str) -> bool:
         """Whether the agent exists; a yes is remembered (sends ask it for every recipient).
@@ -89,7 +93,9 @@ class Directory:
     def delete_agent(self, caller: Caller, name: str) -> None:
         name = parse_name(name, "agent name")
         self._known_agents.discard((caller.workspace, name))
-        if not self.store.delete_agent(caller.workspace, name):
+        deleted = self.store.delete_agent(caller.workspace, name)
+        self._sessions_changed(caller.workspace)
+        if not deleted:
             self.describe_agent(caller, name)
 
     def _check_card(self, description: str | None, skills: Sequence[str]) -> None:
@@ -163,17 +169,20 @@ class Directory:
         session = self.store.register_session(
             NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start), self.clock()
         )
+        self._sessions_changed(caller.workspace)
         return self.liveness.marked(session, self.clock())
 
     def heartbeat(self, caller: Caller, session_id: str) -> Session:
         self._own_session(caller, session_id)
         session = self.store.touch_session(caller.workspace, session_id, self.clock())
+        self._sessions_changed(caller.workspace)
         assert session is not None
         return self.liveness.marked(session, self.clock())
 
     def end_session(self, caller: Caller, session_id: str) -> Session:
         self._own_session(caller, session_id)
         session = self.store.end_session(caller.workspace, session_id, self.clock())
+        self._sessions_changed(caller.workspace)
         assert session is not None
         return self.liveness.marked(session, self.clock())
 
@@ -184,13 +193,27 @@ class Directory:
         return session
 
     def _live_sessions_by_agent(self, caller: Caller, agents: Sequence[str], now: datetime) -> dict[str, list[Session]]:
-        """Live sessions of these agents: one agent's, or the workspace's read once (a channel)."""
-        sessions = self.store.list_sessions(caller.workspace, agents[0] if len(agents) == 1 else None)
+        """Live sessions of these agents (liveness judged now, on the workspace's open sessions)."""
         wanted, live = set(agents), {agent: [] for agent in agents}
-        for session in sessions:
+        for session in self._open_sessions(caller.workspace):
             if session.agent in wanted and (marked := self.liveness.marked(session, now)).live:
                 live[session.agent].append(marked)
         return live
+
+    def _open_sessions(self, workspace: str) -> list[Session]:
+        """The workspace's open sessions, read at most once a second: every send needs them.
+
+        Sessions registered, reported or ended through this service refresh them at once (a
+        hub sees every change so); another process's change is seen within a second."""
+        cached = self._sessions_read.get(workspace)
+        if cached is not None and time.monotonic() - cached[0] < SESSIONS_FRESH_SECONDS:
+            return cached[1]
+        sessions = self.store.list_sessions(workspace)
+        self._sessions_read[workspace] = (time.monotonic(), sessions)
+        return sessions
+
+    def _sessions_changed(self, workspace: str) -> None:
+        self._sessions_read.pop(workspace, None)
 
     # --- presence ------------------------------------------------------------------------
 

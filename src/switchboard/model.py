@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 def utcnow() -> datetime:
@@ -65,21 +65,22 @@ class Model(BaseModel):
 # --- messages -------------------------------------------------------------------------------
 
 
+def _unset(value: object) -> bool:
+    return value is None
+
+
 class Part(Model):
-    """One piece of a message, shaped like an A2A 1.0 Part: exactly one of text, data, url, raw."""
+    """One piece of a message, shaped like an A2A 1.0 Part: exactly one of text, data, url, raw.
 
-    text: str | None = None
-    data: Any = None
-    url: str | None = None
-    raw: str | None = Field(default=None, description="base64-encoded bytes")
-    filename: str | None = None
-    media_type: str | None = None
-    metadata: dict[str, Any] | None = None
+    Only the fields that are set are serialised, as A2A does: ``{"text": "hi"}``."""
 
-    @model_serializer(mode="wrap")
-    def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Serialise only the fields that are set, as A2A does: ``{"text": "hi"}``."""
-        return {k: v for k, v in handler(self).items() if v is not None}
+    text: str | None = Field(default=None, exclude_if=_unset)
+    data: Any = Field(default=None, exclude_if=_unset)
+    url: str | None = Field(default=None, exclude_if=_unset)
+    raw: str | None = Field(default=None, description="base64-encoded bytes", exclude_if=_unset)
+    filename: str | None = Field(default=None, exclude_if=_unset)
+    media_type: str | None = Field(default=None, exclude_if=_unset)
+    metadata: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
 
     @model_validator(mode="after")
     def _exactly_one_content(self) -> Part:

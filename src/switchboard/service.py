@@ -93,6 +93,7 @@ class Service(Directory):
         self.limits = limits
         self.clock = clock
         self._known_agents: set[tuple[str, str]] = set()
+        self._sessions_read: dict[str, tuple[float, list[Session]]] = {}
 
     # --- callers -------------------------------------------------------------------------
 
@@ -183,7 +184,8 @@ class Service(Directory):
                 )
 
         message_id = new_id()
-        message = Message(
+        # Every field was checked above: build the models without validating them again.
+        message = Message.model_construct(
             id=message_id,
             workspace=caller.workspace,
             sender=caller.agent,
@@ -197,7 +199,9 @@ class Service(Directory):
             created_at=now,
         )
         outcomes = [self._outcome(t) for t in targets] + unknown
-        result = SendResult(message_id=message.id, thread_id=message.thread_id, created_at=now, recipients=outcomes)
+        result = SendResult.model_construct(
+            message_id=message.id, thread_id=message.thread_id, created_at=now, recipients=outcomes, duplicate=False
+        )
         deliveries = [
             NewDelivery(
                 recipient=t.agent,
@@ -313,7 +317,7 @@ class Service(Directory):
 
     @staticmethod
     def _outcome(target: _Target) -> RecipientOutcome:
-        return RecipientOutcome(
+        return RecipientOutcome.model_construct(
             address=target.address,
             agent=target.agent,
             channel=target.channel,
