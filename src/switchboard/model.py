@@ -7,6 +7,7 @@ these same shapes (``--json`` is ``model_dump(mode="json")``), so their field na
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
 import uuid
@@ -32,20 +33,24 @@ class _UUID7Clock:
         self._lock = threading.Lock()
         self._last_ms = 0
         self._counter = 0
+        # A seeded generator, not os.urandom per id: that system call lets other threads take the
+        # GIL in the middle of a hub request. Reseeded in a forked child, so no two processes share it.
+        self._random = random.Random(os.urandom(32))
+        os.register_at_fork(after_in_child=lambda: self._random.seed(os.urandom(32)))
 
     def new(self) -> uuid.UUID:
         with self._lock:
             now_ms = time.time_ns() // 1_000_000
             if now_ms > self._last_ms:
                 self._last_ms = now_ms
-                self._counter = int.from_bytes(os.urandom(2)) & 0x3FF  # leave room to count up
+                self._counter = self._random.getrandbits(10)  # leave room to count up
             else:
                 self._counter += 1
                 if self._counter > 0xFFF:  # counter spent: borrow the next millisecond
                     self._last_ms += 1
                     self._counter = 0
             ms, counter = self._last_ms, self._counter
-        rand_b = int.from_bytes(os.urandom(8)) & ((1 << 62) - 1)
+            rand_b = self._random.getrandbits(62)
         value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | rand_b
         return uuid.UUID(int=value)
 
