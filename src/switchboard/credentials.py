@@ -18,7 +18,7 @@ from datetime import datetime
 from switchboard.address import parse_name
 from switchboard.errors import Forbidden, Unauthorized, UnknownAgent, UnknownToken
 from switchboard.identity import DEFAULT_WORKSPACE
-from switchboard.model import Caller, IssuedToken, TokenInfo, TokenKind, new_id, utcnow
+from switchboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspace, new_id, utcnow
 from switchboard.store.base import NewToken, Store
 
 TOKEN_PREFIX = "sb_"
@@ -146,6 +146,13 @@ class Credentials:
 
     def has_admin(self) -> bool:
         return any(t.kind == "admin" and t.revoked_at is None for t in self.store.list_tokens(None))
+
+    def workspaces(self, credential: Credential) -> list[Workspace]:
+        """The workspaces this credential may see: all for the admin token, else its own."""
+        workspaces = self.store.list_workspaces()
+        if credential.kind == "admin":
+            return workspaces
+        return [w for w in workspaces if w.name == credential.workspace]
 
     def list(self, issuer: Credential) -> list[TokenInfo]:
         if issuer.kind == "admin":

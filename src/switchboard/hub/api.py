@@ -197,10 +197,7 @@ async def channel_members(request: Request) -> Response:
 async def list_workspaces(request: Request) -> Response:
     hub = _hub(request)
     credential = await hub.credential(request)
-    workspaces = await blocking(hub.service.list_workspaces)
-    if credential.kind != "admin":  # nothing of another workspace is visible
-        workspaces = [w for w in workspaces if w.name == credential.workspace]
-    return json_response(workspaces)
+    return json_response(await blocking(hub.credentials.workspaces, credential))
 
 
 async def create_token(request: Request) -> Response:
