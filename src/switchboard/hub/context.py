@@ -120,14 +120,12 @@ async def read_body(request: Request, model: type[M]) -> M:
             raise TooLarge(f"the request body is over {MAX_BODY_BYTES} bytes.")
         chunks.append(chunk)
     raw = b"".join(chunks)
-    try:
-        data = json.loads(raw) if raw.strip() else {}
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise BadRequest(f"the request body is not JSON: {error}.") from None
-    try:
-        return model.model_validate(data)
+    try:  # pydantic parses and checks the JSON in one pass
+        return model.model_validate_json(raw if raw.strip() else b"{}")
     except ValidationError as error:
         first = error.errors()[0]
+        if first.get("type") == "json_invalid":
+            raise BadRequest(f"the request body is not JSON ({first.get('msg')}).") from None
         where = ".".join(str(x) for x in first.get("loc", ())) or "body"
         raise BadRequest(f"{where}: {first.get('msg')}.") from None
 
