@@ -37,14 +37,12 @@ The last line printed is one JSON object with every figure.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import platform
 import queue
 import random
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time
@@ -57,6 +55,8 @@ try:
     import switchboard  # noqa: F401
 except ImportError:  # running from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from common import BenchFailure, median_of, ms, percentile, report, summary  # noqa: E402  (bench/common.py)
 
 from switchboard.client import LocalClient  # noqa: E402
 from switchboard.config import Settings  # noqa: E402
@@ -116,33 +116,7 @@ QUICK = Params(
 )
 
 
-class BenchFailure(Exception):
-    """A measurement could not be made or its result is wrong."""
-
-
 # --- helpers -------------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0-100), linearly interpolated between the nearest ranks."""
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def summary(values: Sequence[float]) -> dict[str, float]:
-    return {
-        "p50": percentile(values, 50),
-        "p99": percentile(values, 99),
-        "max": max(values),
-        "n": len(values),
-    }
-
-
-def median_of(rounds: Sequence[dict[str, float]], key: str) -> float:
-    return statistics.median(r[key] for r in rounds)
 
 
 def fresh_db(folder: Path, name: str) -> str:
@@ -171,10 +145,6 @@ def store_pragmas(client: LocalClient) -> dict[str, object]:
     """The database's journal mode, read through a connection of our own (for the report)."""
     with sqlite3.connect(client.service.store.location) as conn:
         return {"journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0]}
-
-
-def ms(value: float) -> str:
-    return f"{value:.3f} ms"
 
 
 # --- processes -----------------------------------------------------------------------------
@@ -507,14 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except BenchFailure as failure:
                 print(f"FAIL: {measure.__name__}: {failure}")
                 failures.append(f"{measure.__name__}: {str(failure).splitlines()[0]}")
-    print(f"\ntotal time {time.monotonic() - began:.1f} s; {'all checks passed' if not failures else 'FAILED'}")
-
-    figures["ok"] = not failures
-    if failures:
-        figures["failures"] = failures
-    figures["params"] = asdict(params)
-    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()}))
-    return 0 if not failures else 1
+    return report(figures, failures, params, began)
 
 
 if __name__ == "__main__":

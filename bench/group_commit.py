@@ -37,6 +37,9 @@ try:
     import switchboard  # noqa: F401
 except ImportError:  # running from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import BenchFailure  # noqa: E402
 
 from switchboard.model import DeliveryState, Message, Part, RecipientOutcome, SendResult, new_id
 from switchboard.store.base import NewDelivery
@@ -45,10 +48,6 @@ from switchboard.store.sqlite import SQLiteStore
 WORKSPACE = "bench"
 RECIPIENT = "recipient"
 TEXT = "hello"
-
-
-class BenchFailure(Exception):
-    pass
 
 
 def insert_one(store: SQLiteStore, sender: str) -> None:

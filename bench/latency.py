@@ -55,15 +55,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from common import BenchFailure, ms, percentile, report  # noqa: E402
 from throughput import (  # noqa: E402  (the shared hub-process helpers)
     HOST,
-    BenchFailure,
     CpuSampler,
     ServerProcess,
     event_loop_name,
     filesystem_of,
-    ms,
-    percentile,
     raise_fd_limit,
     rss_kb,
     run_async,
@@ -531,14 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         if hub is not None:
             print(hub.stop())
-    print(f"\ntotal time {time.monotonic() - began:.1f} s; {'all checks passed' if not failures else 'FAILED'}")
-
-    figures["ok"] = not failures
-    if failures:
-        figures["failures"] = failures
-    figures["params"] = asdict(params)
-    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()}))
-    return 0 if not failures else 1
+    return report(figures, failures, params, began)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,9 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, also in spawned children
+from common import BenchFailure, ms, percentile, report  # noqa: E402
+
 CTX = multiprocessing.get_context("spawn")
 HOST = "127.0.0.1"
 TEXT = "hello"
@@ -89,26 +92,7 @@ FULL = Params(rounds=3, warmup_s=1.0, duration_s=5.0, sender_counts=(1, 32), gen
 QUICK = Params(rounds=1, warmup_s=0.5, duration_s=1.5, sender_counts=(1, 32), generator_processes=2)
 
 
-class BenchFailure(Exception):
-    """A measurement could not be made or its result is wrong."""
-
-
 # --- small helpers (also used by latency.py) ---------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0-100), linearly interpolated between the nearest ranks."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    position = (len(ordered) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def ms(value: float) -> str:
-    return f"{value:.3f} ms"
 
 
 def versions() -> dict[str, str]:
@@ -782,14 +766,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         for server in servers:
             print(server.stop())
-    print(f"\ntotal time {time.monotonic() - began:.1f} s; {'all checks passed' if not failures else 'FAILED'}")
-
-    figures["ok"] = not failures
-    if failures:
-        figures["failures"] = failures
-    figures["params"] = asdict(params)
-    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()}))
-    return 0 if not failures else 1
+    return report(figures, failures, params, began)
 
 
 if __name__ == "__main__":
