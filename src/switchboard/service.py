@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from switchboard.address import (
     AgentAddress,
@@ -109,31 +109,10 @@ class Service(Directory):
 
     # --- sending -------------------------------------------------------------------------
 
-    def send(
-        self,
-        caller: Caller,
-        to: str | Sequence[str],
-        text: str | None = None,
-        *,
-        subject: str | None = None,
-        parts: Sequence[Part | dict] = (),
-        thread_id: str | None = None,
-        reply_to: str | None = None,
-        require_live: bool = False,
-        idempotency_key: str | None = None,
-    ) -> SendResult:
-        """Store a message for each recipient and say, per recipient, what really happened."""
-        return self.submit_send(
-            caller,
-            to,
-            text,
-            subject=subject,
-            parts=parts,
-            thread_id=thread_id,
-            reply_to=reply_to,
-            require_live=require_live,
-            idempotency_key=idempotency_key,
-        ).result()
+    def send(self, caller: Caller, to: str | Sequence[str], text: str | None = None, **options: Any) -> SendResult:
+        """Store a message for each recipient and say, per recipient, what really happened
+        (``options`` as for ``submit_send``), once it is durable."""
+        return self.submit_send(caller, to, text, **options).result()
 
     def submit_send(
         self,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -28,10 +30,20 @@ from switchboard.hub.schemas import (
     TokenRequest,
 )
 from switchboard.model import WhoAmI
+from switchboard.service import Service
 
 
 def _hub(request: Request) -> HubContext:
     return request.app.state.hub
+
+
+async def _as_caller(request: Request, operation: Callable[..., Any], *path: str, no_body: bool = False) -> Response:
+    """The plain endpoint: authenticate, call ``operation(service, caller, *path values)``, answer JSON."""
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    if no_body:
+        await refuse_body(request)
+    return json_response(await blocking(operation, hub.service, caller, *(request.path_params[p] for p in path)))
 
 
 async def health(request: Request) -> Response:
@@ -73,9 +85,7 @@ async def send(request: Request) -> Response:
 
 
 async def message_status(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    return json_response(await blocking(hub.service.message_status, caller, request.path_params["message_id"]))
+    return await _as_caller(request, Service.message_status, "message_id")
 
 
 async def inbox(request: Request) -> Response:
@@ -95,9 +105,7 @@ async def ack(request: Request) -> Response:
 
 
 async def who(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    return json_response(await blocking(hub.service.who, caller))
+    return await _as_caller(request, Service.who)
 
 
 async def register_session(request: Request) -> Response:
@@ -111,22 +119,15 @@ async def register_session(request: Request) -> Response:
 
 
 async def heartbeat(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    await refuse_body(request)
-    return json_response(await blocking(hub.service.heartbeat, caller, request.path_params["session_id"]))
+    return await _as_caller(request, Service.heartbeat, "session_id", no_body=True)
 
 
 async def end_session(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    return json_response(await blocking(hub.service.end_session, caller, request.path_params["session_id"]))
+    return await _as_caller(request, Service.end_session, "session_id")
 
 
 async def list_agents(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    return json_response(await blocking(hub.service.list_agents, caller))
+    return await _as_caller(request, Service.list_agents)
 
 
 async def create_agent(request: Request) -> Response:
@@ -139,9 +140,7 @@ async def create_agent(request: Request) -> Response:
 
 
 async def describe_agent(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    return json_response(await blocking(hub.service.describe_agent, caller, request.path_params["name"]))
+    return await _as_caller(request, Service.describe_agent, "name")
 
 
 async def update_agent(request: Request) -> Response:
@@ -162,9 +161,7 @@ async def delete_agent(request: Request) -> Response:
 
 
 async def list_channels(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    return json_response(await blocking(hub.service.list_channels, caller))
+    return await _as_caller(request, Service.list_channels)
 
 
 async def create_channel(request: Request) -> Response:
@@ -175,23 +172,15 @@ async def create_channel(request: Request) -> Response:
 
 
 async def join_channel(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    await refuse_body(request)
-    return json_response(await blocking(hub.service.join_channel, caller, request.path_params["name"]))
+    return await _as_caller(request, Service.join_channel, "name", no_body=True)
 
 
 async def leave_channel(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    await refuse_body(request)
-    return json_response(await blocking(hub.service.leave_channel, caller, request.path_params["name"]))
+    return await _as_caller(request, Service.leave_channel, "name", no_body=True)
 
 
 async def channel_members(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    return json_response(await blocking(hub.service.channel_members, caller, request.path_params["name"]))
+    return await _as_caller(request, Service.channel_members, "name")
 
 
 async def list_workspaces(request: Request) -> Response:
