@@ -101,7 +101,6 @@ class LocalClient:
         self.service = service
         self.caller = caller
         self.identity_source = identity_source
-        self._entered = False
 
     @classmethod
     def open(
@@ -124,9 +123,7 @@ class LocalClient:
         return cls(service, Caller(workspace=workspace, agent=agent), source)
 
     def _as(self) -> Caller:
-        if not self._entered:  # the identity's agent exists from its first call on
-            self.service.enter(self.caller)
-            self._entered = True
+        self.service.enter(self.caller)  # the identity's agent exists from its first call on
         return self.caller
 
     def as_agent(self, agent: str) -> LocalClient:

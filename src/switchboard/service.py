@@ -98,7 +98,11 @@ class Service(Directory):
     # --- callers -------------------------------------------------------------------------
 
     def enter(self, caller: Caller) -> None:
-        """Create the caller's workspace and agent on first use (the identity rule named them)."""
+        """Create the caller's workspace and agent on first use (the identity rule named them).
+
+        Cheap to call before every operation: an agent known to exist is not looked up again."""
+        if (caller.workspace, caller.agent) in self._known_agents:
+            return
         now = self.clock()
         self.store.ensure_workspace(caller.workspace, now)
         self.store.ensure_agent(caller.workspace, caller.agent, now)
