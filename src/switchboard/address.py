@@ -10,6 +10,7 @@ Names are case-insensitive and stored in lower case. Pure: no I/O, imports only 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -87,6 +88,7 @@ def parse_machine(text: str) -> str:
     return canonical
 
 
+@functools.lru_cache(maxsize=4096)  # agents write to the same few addresses; parsing is a regex or two
 def parse_address(text: str) -> Address:
     """Parse one address; raise BadAddress with a sentence saying what a valid one looks like."""
     canonical = text.strip().lower()

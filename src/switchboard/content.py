@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from switchboard.address import Address
 from switchboard.errors import BadRequest, TooLarge, UnknownMessage
-from switchboard.model import Part
+from switchboard.model import Part, built, parts_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ def message_parts(text: str | None, parts: Sequence[Part | dict], limits: Limits
     """The message's parts (``text`` first, as a text part), or a BadRequest/TooLarge."""
     content: list[Part] = []
     if text is not None:
-        content.append(Part.model_construct(text=text))  # a str: nothing to validate
+        content.append(built(Part, text=text))  # a str: nothing to validate
     for part in parts:
         try:
             content.append(part if isinstance(part, Part) else Part.model_validate(part))
@@ -49,7 +49,7 @@ def message_parts(text: str | None, parts: Sequence[Part | dict], limits: Limits
         raise BadRequest("the message is empty: give some text or at least one part.")
     if len(content) > limits.parts:
         raise TooLarge(f"{len(content)} parts; the limit is {limits.parts}.")
-    size = len(json.dumps([p.model_dump() for p in content]).encode())
+    size = len(parts_json(content))
     if size > limits.message_bytes:
         raise TooLarge(
             f"the message is {size} bytes; the limit is {limits.message_bytes}. "

@@ -53,6 +53,7 @@ from switchboard.model import (
     SendResult,
     Session,
     Workspace,
+    built,
     new_id,
     utcnow,
 )
@@ -168,7 +169,8 @@ class Service(Directory):
 
         message_id = new_id()
         # Every field was checked above: build the models without validating them again.
-        message = Message.model_construct(
+        message = built(
+            Message,
             id=message_id,
             workspace=caller.workspace,
             sender=caller.agent,
@@ -182,8 +184,13 @@ class Service(Directory):
             created_at=now,
         )
         outcomes = [self._outcome(t) for t in targets] + unknown
-        result = SendResult.model_construct(
-            message_id=message.id, thread_id=message.thread_id, created_at=now, recipients=outcomes, duplicate=False
+        result = built(
+            SendResult,
+            message_id=message.id,
+            thread_id=message.thread_id,
+            created_at=now,
+            recipients=outcomes,
+            duplicate=False,
         )
         deliveries = [
             NewDelivery(
@@ -300,7 +307,8 @@ class Service(Directory):
 
     @staticmethod
     def _outcome(target: _Target) -> RecipientOutcome:
-        return RecipientOutcome.model_construct(
+        return built(
+            RecipientOutcome,
             address=target.address,
             agent=target.agent,
             channel=target.channel,

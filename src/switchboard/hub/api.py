@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +24,6 @@ from switchboard.hub.schemas import (
     AgentRequest,
     AgentUpdate,
     ChannelRequest,
-    SendRequest,
     SessionRequest,
     TokenRequest,
 )
@@ -61,27 +59,6 @@ async def whoami(request: Request) -> Response:
         store=str(request.base_url).rstrip("/"),
     )
     return json_response(me)
-
-
-async def send(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    body = await read_body(request, SendRequest)
-    # Deciding takes a few quick reads, done here on the loop; the commit is awaited, so no
-    # thread is held per send and concurrent sends share the writer's group commit.
-    pending = hub.service.submit_send(
-        caller,
-        body.to,
-        body.text,
-        subject=body.subject,
-        parts=body.parts,
-        thread_id=body.thread_id,
-        reply_to=body.reply_to,
-        require_live=body.require_live,
-        idempotency_key=body.idempotency_key,
-    )
-    result = await asyncio.wrap_future(pending)
-    return json_response(result, 200 if result.duplicate else 201)
 
 
 async def message_status(request: Request) -> Response:

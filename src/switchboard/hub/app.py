@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -23,7 +24,7 @@ from switchboard.service import Service
 DEFAULT_RATE_LIMIT = 2000.0  # requests per second per credential
 
 
-def create_app(service: Service, *, rate_limit: float = DEFAULT_RATE_LIMIT) -> Starlette:
+def create_app(service: Service, *, rate_limit: float = DEFAULT_RATE_LIMIT) -> HubApp:
     hub = HubContext(service, Credentials(service.store, service.clock), RateLimiter(rate_limit))
     document = build_openapi()
 
@@ -35,7 +36,10 @@ def create_app(service: Service, *, rate_limit: float = DEFAULT_RATE_LIMIT) -> S
         yield
         hub.stop()
 
-    routes = [StarletteRoute(r.path, r.endpoint, methods=[r.method]) for r in ROUTES]
+    routes = [
+        StarletteRoute(r.path, _AsgiRoute(hub, r.endpoint) if r.asgi else r.endpoint, methods=[r.method])
+        for r in ROUTES
+    ]
     routes.append(StarletteRoute("/openapi.json", openapi, methods=["GET"]))
     app = Starlette(
         routes=routes,
@@ -47,4 +51,34 @@ def create_app(service: Service, *, rate_limit: float = DEFAULT_RATE_LIMIT) -> S
         },
     )
     app.state.hub = hub
-    return app
+    return HubApp(app, hub, {(r.method, r.path): r.endpoint for r in ROUTES if r.asgi})
+
+
+class HubApp:
+    """The hub's ASGI application: bare ASGI routes by exact method and path, Starlette for the rest."""
+
+    def __init__(self, starlette: Starlette, hub: HubContext, asgi_routes: dict[tuple[str, str], Any]) -> None:
+        self.starlette = starlette
+        self.state = starlette.state
+        self._hub = hub
+        self._asgi_routes = asgi_routes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            endpoint = self._asgi_routes.get((scope["method"], scope["path"]))
+            if endpoint is not None:
+                await endpoint(self._hub, scope, receive, send)
+                return
+        await self.starlette(scope, receive, send)
+
+
+class _AsgiRoute:
+    """A bare ASGI endpoint as a Starlette route, so that its path still answers other methods
+    with 405 and is listed like the rest (HubApp serves its own method before Starlette)."""
+
+    def __init__(self, hub: HubContext, endpoint: Any) -> None:
+        self._hub = hub
+        self._endpoint = endpoint
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await self._endpoint(self._hub, scope, receive, send)

@@ -15,16 +15,27 @@ log = logging.getLogger("switchboard.hub")
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 
 
+INTERNAL_MESSAGE = "the hub failed on this request; its log has the details."
+
+
+def error_document(code: str, message: str) -> dict[str, dict[str, str]]:
+    return {"error": {"code": code, "message": message}}
+
+
+def error_headers(error: SwitchboardError) -> dict[str, str]:
+    """429 says when to come back."""
+    if isinstance(error, RateLimited):
+        return {"Retry-After": str(error.details.get("retry_after", 1))}
+    return {}
+
+
 def error_response(code: str, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+    return JSONResponse(error_document(code, message), status_code=status, headers=headers)
 
 
 async def on_switchboard_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, SwitchboardError)
-    headers = None
-    if isinstance(error, RateLimited):
-        headers = {"Retry-After": str(error.details.get("retry_after", 1))}
-    return error_response(error.code, error.message, error.http_status, headers)
+    return error_response(error.code, error.message, error.http_status, error_headers(error))
 
 
 async def on_http_error(request: Request, error: Exception) -> JSONResponse:
@@ -39,4 +50,4 @@ async def on_http_error(request: Request, error: Exception) -> JSONResponse:
 
 async def on_unexpected(request: Request, error: Exception) -> JSONResponse:
     log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return error_response("internal", "the hub failed on this request; its log has the details.", 500)
+    return error_response("internal", INTERNAL_MESSAGE, 500)

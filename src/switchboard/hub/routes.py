@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from switchboard.hub import api, schemas, streams
+from switchboard.hub import api, schemas, sending, streams
 from switchboard.model import (
     AckResult,
     Agent,
@@ -28,13 +29,14 @@ from switchboard.model import (
 )
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+AsgiEndpoint = Callable[[Any, dict[str, Any], Any, Any], Awaitable[None]]  # (hub, scope, receive, send)
 
 
 @dataclass(frozen=True)
 class Route:
     method: str
     path: str
-    endpoint: Endpoint
+    endpoint: Endpoint | AsgiEndpoint
     summary: str
     body: type[BaseModel] | None = None
     answer: type[BaseModel] | None = None
@@ -42,6 +44,7 @@ class Route:
     query: dict[str, str] = field(default_factory=dict)  # name -> "integer" | "number" | "boolean"
     public: bool = False
     stream: bool = False
+    asgi: bool = False  # endpoint is bare ASGI, served ahead of Starlette (the hottest path)
 
 
 READ_QUERY = {"wait": "number", "peek": "boolean", "after": "integer", "limit": "integer"}
@@ -49,7 +52,15 @@ READ_QUERY = {"wait": "number", "peek": "boolean", "after": "integer", "limit": 
 ROUTES: list[Route] = [
     Route("GET", "/health", api.health, "Liveness of the hub itself.", public=True),
     Route("GET", "/v1/whoami", api.whoami, "The agent and workspace this request acts as.", answer=WhoAmI),
-    Route("POST", "/v1/messages", api.send, "Send a message; answers per recipient.", schemas.SendRequest, SendResult),
+    Route(
+        "POST",
+        "/v1/messages",
+        sending.send_message,
+        "Send a message; answers per recipient.",
+        schemas.SendRequest,
+        SendResult,
+        asgi=True,
+    ),
     Route(
         "GET",
         "/v1/messages/{message_id}/status",

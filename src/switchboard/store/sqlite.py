@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from datetime import datetime
 
-from switchboard.errors import UnknownRecipient
 from switchboard.model import (
     Agent,
     Channel,
@@ -32,7 +31,6 @@ from switchboard.model import (
 )
 from switchboard.store import sqlite_tokens
 from switchboard.store.base import (
-    DuplicateIdempotencyKey,
     IdempotentSend,
     NewDelivery,
     NewSession,
@@ -40,6 +38,7 @@ from switchboard.store.base import (
     StoredMachine,
 )
 from switchboard.store.sqlite_connection import SQLiteDatabase
+from switchboard.store.sqlite_messages import NewMessage, insert_messages
 from switchboard.store.sqlite_rows import (
     CHANNEL_QUERY,
     MAIL_QUERY,
@@ -314,78 +313,8 @@ class SQLiteStore:
         idempotency_key: str | None,
         request_hash: str | None,
     ) -> Future[dict[str, int]]:
-        at = to_ts(message.created_at)
-        parts = json.dumps([p.model_dump(exclude_none=True) for p in message.parts], separators=(",", ":"))
-        # Everything that needs no database is prepared here, on the caller's thread: with group
-        # commit, the transaction's body runs on the one writer thread that every sender waits for.
-        message_row = (
-            message.id,
-            message.workspace,
-            message.sender,
-            message.sender_session,
-            json.dumps(message.recipients),
-            message.channel,
-            message.subject,
-            parts,
-            message.thread_id,
-            message.reply_to,
-            at,
-            idempotency_key,
-            request_hash,
-            result.model_dump_json(),
-        )
-        sessions = [json.dumps(list(delivery.sessions)) for delivery in deliveries]
-
-        def insert(conn: sqlite3.Connection) -> dict[str, int]:
-            seqs: dict[str, int] = {}
-            try:
-                conn.execute(
-                    "INSERT INTO messages (id, workspace, sender, sender_session, recipients, channel, subject, parts, "
-                    "thread_id, reply_to, created_at, idempotency_key, request_hash, result) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    message_row,
-                )
-            except sqlite3.IntegrityError:
-                if idempotency_key is None:
-                    raise
-                raise DuplicateIdempotencyKey(idempotency_key) from None
-            for delivery, delivery_sessions in zip(deliveries, sessions, strict=True):
-                if delivery.create_agent:
-                    conn.execute(
-                        "INSERT OR IGNORE INTO agents (workspace, name, created_at) VALUES (?, ?, ?)",
-                        (message.workspace, delivery.recipient, at),
-                    )
-                row = conn.execute(
-                    "UPDATE agents SET last_seq = last_seq + 1 WHERE workspace = ? AND name = ? RETURNING last_seq",
-                    (message.workspace, delivery.recipient),
-                ).fetchone()
-                if row is None:  # deleted by another process since the service looked it up
-                    raise UnknownRecipient(
-                        f"agent {delivery.recipient} was deleted while this message was being sent; nothing was stored.",
-                        addresses=[delivery.recipient],
-                    )
-                seq = row[0]
-                delivered = at if delivery.state is DeliveryState.delivered else None
-                conn.execute(
-                    "INSERT INTO deliveries (workspace, recipient, seq, message_id, channel, state, sessions, "
-                    "target_session, queued_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        message.workspace,
-                        delivery.recipient,
-                        seq,
-                        message.id,
-                        delivery.channel,
-                        delivery.state.value,
-                        delivery_sessions,
-                        delivery.target_session,
-                        at,
-                        delivered,
-                    ),
-                )
-                seqs[delivery.recipient] = seq
-            return seqs
-
-        return self._db.submit(insert)
+        new = NewMessage.prepare(message, deliveries, result, idempotency_key, request_hash)
+        return self._db.submit(lambda conn: insert_messages(conn, [new])[0], together=insert_messages, item=new)
 
     def get_message(self, workspace: str, message_id: str) -> Message | None:
         with self._db.read() as conn:

@@ -58,13 +58,21 @@ def _retry_while_locked(conn: sqlite3.Connection, statement: str) -> None:
         pause = min(pause * 2, _LOCK_RETRY_MAX_SECONDS)
 
 
+# Runs several alike requests' items in one go: returns one value per item, in order, or raises
+# (then each request runs again on its own, so that only the one at fault fails).
+Together = Callable[[sqlite3.Connection, list], list]
+
+
 @dataclass(slots=True)
 class _Request:
     fn: Callable[[sqlite3.Connection], object]
     future: Future
+    together: Together | None = None
+    item: object = None
 
 
-_STOP = object()  # queued by close(): the writer thread ends after everything queued before it
+_STOP = object()
+# queued by close(): the writer thread ends after everything queued before it
 
 
 class SQLiteDatabase:
@@ -88,6 +96,9 @@ class SQLiteDatabase:
         self._writer = self._connect()
         try:
             migrate(self._writer)
+            # From now on the writer waits for the lock only in _begin_immediate, in short fair
+            # steps; once it holds the lock nothing it runs waits for another connection.
+            self._writer.execute("PRAGMA busy_timeout = 0")
         except sqlite3.OperationalError as error:
             self._writer.close()
             raise self._unavailable(error) from None
@@ -227,9 +238,16 @@ class SQLiteDatabase:
             return self.submit(fn).result()
         return self._transact_inline(fn)
 
-    def submit(self, fn: Callable[[sqlite3.Connection], T]) -> Future[T]:
+    def submit(
+        self, fn: Callable[[sqlite3.Connection], T], *, together: Together | None = None, item: object = None
+    ) -> Future[T]:
         """``transact`` as a future (for asyncio: ``asyncio.wrap_future``). Inline, it has run
-        already. Cancelling the future before the writer takes it means ``fn`` never runs."""
+        already. Cancelling the future before the writer takes it means ``fn`` never runs.
+
+        With group commit, requests queued one after another with the same ``together`` run as
+        one call ``together(conn, [item, ...])`` instead (a few statements for the lot rather than
+        a few per request: the writer thread hands the GIL back and forth at every statement).
+        ``fn(conn)`` must equal ``together(conn, [item])[0]``."""
         future: Future[T] = Future()
         if not self.group_commit:
             future.set_running_or_notify_cancel()
@@ -246,7 +264,7 @@ class SQLiteDatabase:
                 future.set_exception(self._closed_error())
                 return future
             self._pending += 1
-            self._queue.put(_Request(fn, future))
+            self._queue.put(_Request(fn, future, together, item))
         return future
 
     def _transact_inline(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -275,12 +293,9 @@ class SQLiteDatabase:
             return result
 
     def _begin_immediate(self, conn: sqlite3.Connection) -> None:
-        """Take the database's write lock, retrying briefly and often until the busy timeout."""
-        conn.execute("PRAGMA busy_timeout = 0")
-        try:
-            _retry_while_locked(conn, "BEGIN IMMEDIATE")
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        """Take the database's write lock, retrying briefly and often until the busy timeout
+        (the writer connection's own busy timeout is 0: see __init__)."""
+        _retry_while_locked(conn, "BEGIN IMMEDIATE")
 
     # --- group commit --------------------------------------------------------------------------
 
@@ -319,23 +334,10 @@ class SQLiteDatabase:
         outcomes: list[tuple[Future, bool, object]] = []
         try:
             self._begin_immediate(conn)
-            for request in batch:
-                conn.execute("SAVEPOINT request")
-                try:
-                    value = request.fn(conn)
-                except BaseException as error:
-                    if not conn.in_transaction:
-                        # SQLite rolled back the whole transaction (I/O error, disk full): the
-                        # requests before this one lost their writes too, so the batch fails.
-                        raise
-                    conn.execute("ROLLBACK TO request")  # undo this request's writes only
-                    conn.execute("RELEASE request")
-                    if isinstance(error, sqlite3.OperationalError):
-                        error = self._unavailable(error)
-                    outcomes.append((request.future, False, error))
-                else:
-                    conn.execute("RELEASE request")
-                    outcomes.append((request.future, True, value))
+            for run in _runs_of_alike(batch):
+                if len(run) == 1 or not self._run_together(conn, run, outcomes):
+                    for request in run:
+                        self._run_alone(conn, request, outcomes)
             conn.execute("COMMIT")
         except BaseException as error:
             try:
@@ -353,3 +355,52 @@ class SQLiteDatabase:
                 future.set_result(value)
             else:
                 future.set_exception(value)  # type: ignore[arg-type]
+
+    def _run_alone(self, conn: sqlite3.Connection, request: _Request, outcomes: list) -> None:
+        conn.execute("SAVEPOINT request")
+        try:
+            value = request.fn(conn)
+        except BaseException as error:
+            if not conn.in_transaction:
+                # SQLite rolled back the whole transaction (I/O error, disk full): the
+                # requests before this one lost their writes too, so the batch fails.
+                raise
+            conn.execute("ROLLBACK TO request")  # undo this request's writes only
+            conn.execute("RELEASE request")
+            if isinstance(error, sqlite3.OperationalError):
+                error = self._unavailable(error)
+            outcomes.append((request.future, False, error))
+        else:
+            conn.execute("RELEASE request")
+            outcomes.append((request.future, True, value))
+
+    def _run_together(self, conn: sqlite3.Connection, run: list[_Request], outcomes: list) -> bool:
+        """Run alike requests as one call; False (nothing kept) if it failed, to run them one by one."""
+        together = run[0].together
+        assert together is not None
+        conn.execute("SAVEPOINT together")
+        try:
+            values = together(conn, [request.item for request in run])
+            if len(values) != len(run):
+                raise RuntimeError(f"{together.__qualname__} answered {len(values)} values for {len(run)} items")
+        except Exception:
+            if not conn.in_transaction:
+                raise  # the whole transaction is gone: see _run_alone
+            conn.execute("ROLLBACK TO together")
+            conn.execute("RELEASE together")
+            return False
+        conn.execute("RELEASE together")
+        outcomes.extend((request.future, True, value) for request, value in zip(run, values, strict=True))
+        return True
+
+
+def _runs_of_alike(batch: list[_Request]) -> Iterator[list[_Request]]:
+    """The batch in order, cut into runs of neighbours that can run together."""
+    run: list[_Request] = []
+    for request in batch:
+        if run and (request.together is None or request.together is not run[0].together):
+            yield run
+            run = []
+        run.append(request)
+    if run:
+        yield run

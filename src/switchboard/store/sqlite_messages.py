@@ -1,0 +1,173 @@
+"""Storing sent messages: each message's row and one delivery row per recipient, numbered in
+the recipient's mailbox, for one message or for every message of a group commit at once.
+
+A few statements serve the whole lot — one insert of every message, one sequence update per
+group of recipients, one insert of every delivery — whatever the number of messages and
+recipients: a channel post to a thousand members, or a hundred sends that arrived together.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from switchboard.errors import UnknownRecipient
+from switchboard.model import DeliveryState, Message, SendResult, parts_json
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
+from switchboard.store.sqlite_rows import to_ts
+
+# Names per "IN (...)" list, and rows per multi-row INSERT: well under SQLite's limit on bound
+# parameters (32,766 by default), and short enough to compile quickly.
+_NAMES_PER_STATEMENT = 500
+_MAX_ROWS_PER_STATEMENT = 1000
+
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (id, workspace, sender, sender_session, recipients, channel, subject, parts, "
+    "thread_id, reply_to, created_at, idempotency_key, request_hash, result) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_DELIVERY = (
+    "INSERT INTO deliveries (workspace, recipient, seq, message_id, channel, state, sessions, "
+    "target_session, queued_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_AGENT = "INSERT OR IGNORE INTO agents (workspace, name, created_at) VALUES (?, ?, ?)"
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A message ready to store, prepared on the sender's thread (JSON encoded, times as numbers)
+    so that the writer thread, which every sender waits for, only runs statements."""
+
+    workspace: str
+    id: str
+    at: float
+    idempotency_key: str | None
+    row: tuple
+    deliveries: Sequence[NewDelivery]
+    sessions: Sequence[str]  # per delivery: its live sessions as JSON
+
+    @classmethod
+    def prepare(
+        cls,
+        message: Message,
+        deliveries: Sequence[NewDelivery],
+        result: SendResult,
+        idempotency_key: str | None,
+        request_hash: str | None,
+    ) -> NewMessage:
+        at = to_ts(message.created_at)
+        parts = parts_json(message.parts).decode()
+        row = (
+            message.id,
+            message.workspace,
+            message.sender,
+            message.sender_session,
+            json.dumps(message.recipients),
+            message.channel,
+            message.subject,
+            parts,
+            message.thread_id,
+            message.reply_to,
+            at,
+            idempotency_key,
+            request_hash,
+            result.model_dump_json(),
+        )
+        sessions = [json.dumps(list(d.sessions)) for d in deliveries]
+        return cls(message.workspace, message.id, at, idempotency_key, row, deliveries, sessions)
+
+
+def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> list[dict[str, int]]:
+    """Store ``messages``; per message, each recipient's new sequence number.
+
+    Raises DuplicateIdempotencyKey (a message's key was used before), or UnknownRecipient (a
+    recipient that was not to be created is gone). Either way nothing of the call is kept: the
+    caller runs it in a savepoint, and runs a group's messages one by one after a failure so
+    that only the message at fault fails."""
+    try:
+        _insert_rows(conn, _INSERT_MESSAGE, [m.row for m in messages])
+    except sqlite3.IntegrityError:
+        keys = [m.idempotency_key for m in messages if m.idempotency_key is not None]
+        if len(messages) == 1 and keys:
+            raise DuplicateIdempotencyKey(keys[0]) from None
+        raise
+    new_agents = {(m.workspace, d.recipient, m.at) for m in messages for d in m.deliveries if d.create_agent}
+    if new_agents:
+        _insert_rows(conn, _INSERT_AGENT, list(new_agents))
+    next_seq = _allocate_seqs(conn, Counter((m.workspace, d.recipient) for m in messages for d in m.deliveries))
+    rows: list[tuple] = []
+    answers: list[dict[str, int]] = []
+    for m in messages:
+        seqs: dict[str, int] = {}
+        for delivery, sessions in zip(m.deliveries, m.sessions, strict=True):
+            key = (m.workspace, delivery.recipient)
+            seq = next_seq[key]
+            next_seq[key] = seq + 1
+            delivered = m.at if delivery.state is DeliveryState.delivered else None
+            rows.append(
+                (
+                    m.workspace,
+                    delivery.recipient,
+                    seq,
+                    m.id,
+                    delivery.channel,
+                    delivery.state.value,
+                    sessions,
+                    delivery.target_session,
+                    m.at,
+                    delivered,
+                )
+            )
+            seqs[delivery.recipient] = seq
+        answers.append(seqs)
+    _insert_rows(conn, _INSERT_DELIVERY, rows)
+    return answers
+
+
+def _insert_rows(conn: sqlite3.Connection, insert: str, rows: Sequence[tuple]) -> None:
+    """``executemany(insert, rows)`` as a few multi-row statements: SQLite steps once per
+    statement instead of once per row, and Python's sqlite3 lets go of the GIL at every step
+    (a writer thread then waits for the event loop to give it back, each time)."""
+    if not rows:
+        return
+    width = len(rows[0])
+    head, _, one = insert.rpartition(" VALUES ")
+    per_statement = max(1, min(_MAX_ROWS_PER_STATEMENT, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+    for start in range(0, len(rows), per_statement):
+        chunk = rows[start : start + per_statement]
+        conn.execute(f"{head} VALUES {','.join([one] * len(chunk))}", [value for row in chunk for value in row])
+
+
+def _allocate_seqs(conn: sqlite3.Connection, counts: Counter[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """Reserve ``count`` sequence numbers in each (workspace, recipient)'s mailbox; the first of each.
+
+    Recipients that take the same count share the statements (a channel post: two for all
+    members, however many): one update, and one read of the new values as a single JSON row."""
+    groups: defaultdict[tuple[str, int], list[str]] = defaultdict(list)
+    for (workspace, recipient), count in counts.items():
+        groups[(workspace, count)].append(recipient)
+    first: dict[tuple[str, str], int] = {}
+    for (workspace, count), names in groups.items():
+        for start in range(0, len(names), _NAMES_PER_STATEMENT):
+            chunk = names[start : start + _NAMES_PER_STATEMENT]
+            marks = ",".join("?" * len(chunk))
+            conn.execute(
+                f"UPDATE agents SET last_seq = last_seq + ? WHERE workspace = ? AND name IN ({marks})",
+                (count, workspace, *chunk),
+            )
+            (last_seqs,) = conn.execute(
+                f"SELECT json_group_object(name, last_seq) FROM agents WHERE workspace = ? AND name IN ({marks})",
+                (workspace, *chunk),
+            ).fetchone()
+            for name, last in json.loads(last_seqs).items():
+                first[(workspace, name)] = last - count + 1
+    missing = [name for (workspace, name) in counts if (workspace, name) not in first]
+    if missing:  # deleted by another process since the service looked them up
+        raise UnknownRecipient(
+            f"agent {', '.join(missing)} was deleted while this message was being sent; nothing was stored.",
+            addresses=missing,
+        )
+    return first
