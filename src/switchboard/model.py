@@ -82,14 +82,19 @@ def built(cls: type[M], **values: Any) -> M:
             (name, _NO_DEFAULT if f.is_required() else f.default, f.default_factory)
             for name, f in cls.model_fields.items()
         ]
-    given = set(values)
+    ordered: dict[str, Any] = {}  # in declaration order, as pydantic serialises a model's __dict__
     for name, default, factory in fields:
-        if name not in values:
-            if default is _NO_DEFAULT:
-                raise TypeError(f"{cls.__name__}.{name} is required")
-            values[name] = factory() if factory is not None else default  # type: ignore[call-arg]
+        if name in values:
+            ordered[name] = values[name]
+        elif default is _NO_DEFAULT:
+            raise TypeError(f"{cls.__name__}.{name} is required")
+        else:
+            ordered[name] = factory() if factory is not None else default
+    given = set(values)
+    if not given <= ordered.keys():
+        raise TypeError(f"{cls.__name__} has no field {sorted(given - ordered.keys())[0]}")
     model = cls.__new__(cls)
-    object.__setattr__(model, "__dict__", values)
+    object.__setattr__(model, "__dict__", ordered)
     object.__setattr__(model, "__pydantic_fields_set__", given)
     object.__setattr__(model, "__pydantic_extra__", None)
     object.__setattr__(model, "__pydantic_private__", None)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -57,6 +56,7 @@ from switchboard.model import (
     new_id,
     utcnow,
 )
+from switchboard.pending import Pending, completed
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, Store
 
 T = TypeVar("T")
@@ -131,7 +131,7 @@ class Service(Directory):
         reply_to: str | None = None,
         require_live: bool = False,
         idempotency_key: str | None = None,
-    ) -> Future[SendResult]:
+    ) -> Pending[SendResult]:
         """``send`` for a server: checks and decides now (bad input raises at once), and returns
         a future that resolves once the message is durable, so no thread waits on the commit."""
         addresses = parse_addresses(to if isinstance(to, str) else list(to))
@@ -145,7 +145,7 @@ class Service(Directory):
             fingerprint = request_hash(addresses, subject, content, thread_id, reply_to, require_live)
             earlier = self.store.find_idempotent(caller.workspace, caller.agent, idempotency_key)
             if earlier is not None:
-                return _done(self._repeat(earlier.request_hash, fingerprint, earlier.result, idempotency_key))
+                return completed(self._repeat(earlier.request_hash, fingerprint, earlier.result, idempotency_key))
         thread_id = self._thread(caller, thread_id, reply_to)
 
         now = self.clock()
@@ -204,9 +204,10 @@ class Service(Directory):
             for t in targets
         ]
         stored = self.store.submit_message(message, deliveries, result, idempotency_key, fingerprint)
-        answer: Future[SendResult] = Future()
+        answer: Pending[SendResult] = Pending()
+        answer.set_running_or_notify_cancel()
 
-        def committed(done: Future[dict[str, int]]) -> None:
+        def committed(done: Pending[dict[str, int]]) -> None:
             try:
                 seqs = done.result()
             except DuplicateIdempotencyKey:  # a racing send with the same key committed first
@@ -444,13 +445,7 @@ def _unknown(address: AgentAddress | ChannelAddress, reason: str) -> RecipientOu
     return RecipientOutcome(address=str(address), state="unknown_recipient", reason=reason)
 
 
-def _done(value: T) -> Future[T]:
-    future: Future[T] = Future()
-    future.set_result(value)
-    return future
-
-
-def _settle(future: Future[T], compute: Callable[[], T]) -> None:
+def _settle(future: Pending[T], compute: Callable[[], T]) -> None:
     try:
         future.set_result(compute())
     except BaseException as error:

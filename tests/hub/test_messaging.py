@@ -1,8 +1,11 @@
 """Two agents exchanging messages through a running hub: by the CLI and by HubClient; the
-sender is always the credential's agent, never something the body says."""
+sender is always the credential's agent, never something the body says; deleting an agent."""
 
 from __future__ import annotations
 
+import pytest
+
+from switchboard.errors import UnknownAgent
 from tests.cli_runner import texts
 from tests.hub.conftest import CLI, Hub, Tenant, expect_http_error, unique
 
@@ -110,3 +113,83 @@ def test_health_and_openapi_need_no_token(hub: Hub) -> None:
         document = http.get("/openapi.json")
     assert health.status_code == 200 and health.json()["status"] == "ok"
     assert document.status_code == 200 and document.json()["openapi"].startswith("3.")
+
+
+# --- deleting an agent through the hub -----------------------------------------------------------
+#
+# The hub remembers which agent each credential acts as (and that the agent exists), so that it
+# does not look it up again on every request. Deleting an agent must make it forget: the same
+# credential's next request as that agent creates it afresh, with an empty mailbox.
+
+
+def test_deleting_an_agent_by_hubclient_erases_its_mailbox_and_its_next_request_creates_it_afresh(
+    tenant: Tenant,
+) -> None:
+    bob_name, alice_name, keeper_name = unique("bob"), unique("alice"), unique("keeper")
+    bob = tenant.hub.client(tenant.agent_token(bob_name)["token"])  # an agent token: always bob
+    alice = tenant.client(alice_name)
+    keeper = tenant.client(keeper_name)
+    try:
+        assert bob.whoami().agent == bob_name  # the hub now knows this credential as bob
+        alice.send(bob_name, "unread one")
+        alice.send(bob_name, "unread two")
+        assert [i.message.text for i in bob.read(peek=True).items] == ["unread one", "unread two"]
+
+        keeper.delete_agent(bob_name)
+
+        assert bob_name not in {a.name for a in keeper.list_agents()}
+        with pytest.raises(UnknownAgent):
+            keeper.describe_agent(bob_name)
+        again = bob.read(peek=True, after=0)  # the same credential's next request, as bob
+        assert again.items == [] and again.unread == 0
+        assert bob_name in {a.name for a in keeper.list_agents()}  # created again by that request
+        fresh = alice.send(bob_name, "after the delete")
+        assert [r.new_agent for r in fresh.recipients] == [False]
+        assert [(i.seq, i.message.text) for i in bob.read().items] == [(1, "after the delete")]  # numbered anew
+    finally:
+        for client in (bob, alice, keeper):
+            client.close()
+
+
+def test_an_agent_deleting_itself_over_http_answers_its_name_and_its_next_request_works(tenant: Tenant) -> None:
+    bob, alice = unique("bob"), unique("alice")
+    with tenant.http(bob) as as_bob, tenant.http(alice) as as_alice:
+        assert as_bob.get("/v1/whoami").json()["agent"] == bob
+        for text in ("unread one", "unread two"):
+            assert as_alice.post("/v1/messages", json={"to": bob, "text": text}).status_code == 201
+
+        # Named in capitals: the hub deletes (and forgets) the canonical, lower-case name.
+        answer = as_bob.delete(f"/v1/agents/{bob.upper()}")
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"deleted": bob}
+
+        listed = as_alice.get("/v1/agents")
+        assert listed.status_code == 200, listed.text
+        assert bob not in [a["name"] for a in listed.json()]
+        expect_http_error(as_alice.get(f"/v1/agents/{bob}"), 404, "unknown_agent")
+
+        mailbox = as_bob.post("/v1/read", params={"peek": "true", "after": 0})
+        assert mailbox.status_code == 200, mailbox.text
+        assert (mailbox.json()["items"], mailbox.json()["unread"]) == ([], 0)
+        assert as_bob.get("/v1/whoami").json()["agent"] == bob
+        assert bob in [a["name"] for a in as_alice.get("/v1/agents").json()]
+
+
+def test_agent_delete_by_cli_against_the_hub_erases_the_mailbox_and_the_agent_comes_back_empty(
+    tenant: Tenant, cli: CLI
+) -> None:
+    bob, alice, operator = unique("bob"), unique("alice"), unique("operator")
+    hub_env = {"SWITCHBOARD_HUB": tenant.hub.url, "SWITCHBOARD_TOKEN": tenant.token}
+    assert cli.run_json("whoami", agent=bob, env=hub_env)["agent"] == bob
+    cli.run_json("send", bob, "unread before the delete", agent=alice, env=hub_env)
+
+    deleted = cli.run_json("agent", "delete", bob, "--yes", agent=operator, env=hub_env)
+
+    assert deleted == {"deleted": bob}
+    names = [a["name"] for a in cli.run_json("agent", "list", agent=operator, env=hub_env)]
+    assert bob not in names and operator in names
+    got = cli.run_json("read", agent=bob, env=hub_env)  # the same credential, as bob again
+    assert texts(got) == [] and got["unread"] == 0
+    assert bob in [a["name"] for a in cli.run_json("agent", "list", agent=operator, env=hub_env)]
+    human = cli.run("agent", "delete", bob, "--yes", agent=operator, env=hub_env)
+    assert human.returncode == 0 and f"deleted agent {bob}" in human.stdout, human.stderr

@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from switchboard.errors import StoreUnavailable, UnknownRecipient
+from switchboard.model import DeliveryState, Message, SendResult
+from switchboard.store import sqlite as sqlite_store
 from switchboard.store import sqlite_connection
-from switchboard.store.base import DuplicateIdempotencyKey
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
 from switchboard.store.sqlite import SQLiteStore
 from switchboard.store.sqlite_connection import SQLiteDatabase
-from tests.store.test_store_contract import T0, WS, agents, at, ids, send
+from tests.store.test_store_contract import T0, WS, agents, at, build, ids, send
 from tests.waiting import wait_until
 
 DEADLINE = 60.0
@@ -305,3 +308,285 @@ def test_the_read_connections_of_threads_that_ended_are_closed_when_another_thre
     join_all(running)
     assert outcomes == [0]
     assert len(db(either)._readers) == 2  # this thread's and the newest thread's
+
+
+# --- alike requests run together: message sends of one batch --------------------------------------
+#
+# Consecutive sends of one batch are stored by one call of insert_messages (a few multi-row
+# statements for the lot). These tests submit from the test thread itself, so the order of the
+# queue is the order of the code, and check what each caller is answered and what is stored.
+
+
+@dataclass
+class Outgoing:
+    """A send prepared as the service prepares one (the recipients checked, deliveries decided),
+    not yet submitted."""
+
+    message: Message
+    result: SendResult
+    deliveries: list[NewDelivery]
+    key: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.message.id
+
+    def submit(self, store: SQLiteStore) -> Future[dict[str, int]]:
+        return store.submit_message(self.message, self.deliveries, self.result, self.key, None)
+
+
+def outgoing(
+    sender: str, recipients: list[str], *, key: str | None = None, create: Collection[str] = (), text: str = "hello"
+) -> Outgoing:
+    message, result = build(WS, sender, recipients, text=text)
+    deliveries = [NewDelivery(r, DeliveryState.queued, create_agent=r in create) for r in recipients]
+    return Outgoing(message, result, deliveries, key)
+
+
+@pytest.fixture
+def insert_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of messages of each insert_messages call the store makes, in order.
+
+    The store passes the same function as every send's ``together``, and calls it with one
+    message for a send that runs alone: a batch stored in one go shows as one call of N."""
+    calls: list[int] = []
+    real = sqlite_store.insert_messages
+
+    def counting(conn: sqlite3.Connection, messages: list) -> list[dict[str, int]]:
+        calls.append(len(messages))
+        return real(conn, messages)
+
+    monkeypatch.setattr(sqlite_store, "insert_messages", counting)
+    return calls
+
+
+def test_sends_queued_behind_the_writer_commit_as_one_batch_numbered_in_submission_order(group, insert_calls):
+    agents(group, WS, "alice", "bob", "carol")
+    count = 12
+    # Every third also goes to carol: two recipients taking different counts in one batch.
+    sends = [outgoing("alice", ["bob", "carol"] if i % 3 == 0 else ["bob"], text=f"m{i}") for i in range(count)]
+    commits = db(group).commits
+
+    with writer_held(group):
+        futures = [s.submit(group) for s in sends]
+        assert db(group).pending == count
+        assert not any(f.done() for f in futures)  # nobody is answered before the commit
+
+    answers = [f.result(DEADLINE) for f in futures]
+    carol_seqs = iter(range(1, count + 1))
+    assert answers == [
+        {"bob": i + 1, "carol": next(carol_seqs)} if i % 3 == 0 else {"bob": i + 1} for i in range(count)
+    ]
+    assert insert_calls == [count]  # stored together, in one call
+    assert db(group).commits == commits + 2  # the held request, then the whole batch: 2 for 13 requests
+
+    stored = group.peek(WS, "bob", 0, 100)
+    assert [(item.seq, item.message) for item in stored] == [(i + 1, s.message) for i, s in enumerate(sends)]
+    assert [(item.seq, item.message.id) for item in group.peek(WS, "carol", 0, 100)] == [
+        (n + 1, s.id) for n, s in enumerate(sends[::3])
+    ]
+    assert group.last_seq(WS, "bob") == count and group.last_seq(WS, "carol") == len(sends[::3])
+    assert [group.send_result(WS, s.id) for s in sends] == [s.result for s in sends]
+
+
+def test_a_send_of_a_batch_reusing_a_stored_idempotency_key_fails_alone_and_the_others_commit(group, insert_calls):
+    agents(group, WS, "alice", "bob", "carol")
+    first = send(group, WS, "alice", ["bob"], key="taken")  # bob's seq 1
+    sends = [
+        outgoing("alice", ["bob"], text="before"),
+        outgoing("alice", ["bob", "carol"], key="taken", text="repeat"),  # bumps both counters, then fails
+        outgoing("carol", ["bob"], key="taken", text="same key, another sender"),  # not a repeat
+        outgoing("alice", ["bob"], key="fresh", text="after"),
+    ]
+    commits = db(group).commits
+    calls_before = len(insert_calls)
+
+    with writer_held(group):
+        futures = [s.submit(group) for s in sends]
+        assert db(group).pending == len(sends)
+
+    assert isinstance(futures[1].exception(DEADLINE), DuplicateIdempotencyKey)
+    assert [futures[i].result(DEADLINE) for i in (0, 2, 3)] == [{"bob": 2}, {"bob": 3}, {"bob": 4}]
+    # The lot failed as one call; then each ran alone, so that only the repeat failed.
+    assert insert_calls[calls_before:] == [len(sends), 1, 1, 1, 1]
+    assert db(group).commits == commits + 2
+
+    assert [(i.seq, i.message.id) for i in group.peek(WS, "bob", 0, 100)] == [
+        (1, first.id),
+        (2, sends[0].id),
+        (3, sends[2].id),
+        (4, sends[3].id),
+    ]
+    assert group.get_message(WS, sends[1].id) is None
+    assert group.delivery_statuses(WS, sends[1].id) == []
+    assert group.peek(WS, "carol", 0, 100) == [] and group.last_seq(WS, "carol") == 0
+    assert group.last_seq(WS, "bob") == 4
+    stored = group.find_idempotent(WS, "alice", "taken")
+    assert stored is not None and stored.result == first.result  # the first send still owns the key
+
+
+def test_a_send_of_a_batch_to_a_recipient_deleted_since_it_was_prepared_fails_alone(group, insert_calls):
+    agents(group, WS, "alice", "bob", "carol")
+    before = outgoing("alice", ["bob"], text="before")
+    doomed = outgoing("alice", ["bob", "carol"], text="to carol too")  # carol exists: not to be created
+    after = [outgoing("alice", ["bob"], text=f"after {i}") for i in range(2)]
+    commits = db(group).commits
+    calls_before = len(insert_calls)
+
+    with writer_held(group):
+        futures = [before.submit(group)]
+        # The delete is queued after the first send and before the rest (it runs on a thread of its own:
+        # delete_agent waits for its commit).
+        deleted, deleting = run_threads(1, lambda i: group.delete_agent(WS, "carol"))
+        wait_until(lambda: db(group).pending == 2, what="the delete queued behind the first send")
+        futures += [s.submit(group) for s in (doomed, *after)]
+        assert db(group).pending == 2 + 1 + len(after)
+    join_all(deleting)
+
+    assert deleted == [True]
+    error = futures[1].exception(DEADLINE)
+    assert isinstance(error, UnknownRecipient)
+    assert error.details["addresses"] == ["carol"]
+    assert [futures[i].result(DEADLINE) for i in (0, 2, 3)] == [{"bob": 1}, {"bob": 2}, {"bob": 3}]
+    # The first send ran on its own (the delete cut the run); the three after the delete failed as
+    # one call, then ran one by one.
+    assert insert_calls[calls_before:] == [1, 3, 1, 1, 1]
+    assert db(group).commits == commits + 2  # the delete committed in the same batch
+
+    assert ids(group.peek(WS, "bob", 0, 100)) == [before.id, after[0].id, after[1].id]
+    assert group.last_seq(WS, "bob") == 3
+    assert group.get_message(WS, doomed.id) is None
+    assert group.get_agent(WS, "carol") is None  # not created again by the failed send
+
+
+def test_a_message_to_2500_recipients_numbers_each_delivery_after_that_recipients_last_one(either):
+    # More recipients than one multi-row INSERT holds (1,000 rows) and than one IN list (500 names);
+    # their mailboxes hold different numbers of messages already, so a seq given to the wrong name shows.
+    names = [f"r{i:04d}" for i in range(2500)]
+    existing, new = names[:2400], names[2400:]
+    agents(either, WS, "alice")
+    send(either, WS, "alice", existing, create=set(existing), text="hello all")  # creates them: seq 1 each
+    send(either, WS, "alice", existing[::3], text="every third")
+    send(either, WS, "alice", existing[::5], text="every fifth")
+    expected = {name: 2 + (i % 3 == 0) + (i % 5 == 0) for i, name in enumerate(existing)}
+    expected.update(dict.fromkeys(new, 1))  # created by the big message itself
+
+    big = send(either, WS, "alice", names, create=set(new), text="to everyone")
+
+    assert big.seqs == expected
+    assert len(set(big.seqs.values())) == 4  # 1, 2, 3 and 4 all occur
+    for name in names:
+        items = either.peek(WS, name, expected[name] - 1, 10)
+        assert [(i.seq, i.message.id) for i in items] == [(expected[name], big.id)], name
+        assert either.last_seq(WS, name) == expected[name], name
+    assert len(either.delivery_statuses(WS, big.id)) == len(names)
+    assert {a.name for a in either.list_agents(WS)} == {"alice", *names}
+
+
+# --- alike requests run together: SQLiteDatabase itself ------------------------------------------------
+
+
+@pytest.fixture
+def notes(group: SQLiteStore) -> SQLiteDatabase:
+    """The group-commit database of ``group`` with a scratch table, ``notes(item)``."""
+    database = db(group)
+    database.transact(lambda conn: conn.execute("CREATE TABLE notes (item TEXT NOT NULL)"))
+    return database
+
+
+def noted(database: SQLiteDatabase) -> list[str]:
+    with database.read() as conn:
+        return sorted(row[0] for row in conn.execute("SELECT item FROM notes"))
+
+
+def note_alone(item: str, *, fail: bool = False) -> Callable[[sqlite3.Connection], str]:
+    """A request's own body: notes ``alone <item>`` (and then raises, when ``fail``)."""
+
+    def body(conn: sqlite3.Connection) -> str:
+        conn.execute("INSERT INTO notes VALUES (?)", (f"alone {item}",))
+        if fail:
+            raise Refused(item)
+        return f"alone {item}"
+
+    return body
+
+
+class Refused(Exception):
+    pass
+
+
+def test_when_running_alike_requests_together_fails_each_runs_alone_and_only_the_one_at_fault_fails(group, notes):
+    calls: list[list[str]] = []
+
+    def together(conn: sqlite3.Connection, items: list[str]) -> list[str]:
+        calls.append(list(items))
+        conn.executemany("INSERT INTO notes VALUES (?)", [(f"together {i}",) for i in items])
+        raise Refused("not all at once")
+
+    commits = notes.commits
+    with writer_held(group):
+        futures = [
+            notes.submit(note_alone(item, fail=item == "bad"), together=together, item=item)
+            for item in ("a", "bad", "c")
+        ]
+
+    assert futures[0].result(DEADLINE) == "alone a"
+    error = futures[1].exception(DEADLINE)
+    assert isinstance(error, Refused) and str(error) == "bad"
+    assert futures[2].result(DEADLINE) == "alone c"
+    assert calls == [["a", "bad", "c"]]  # tried once together, never again
+    # Nothing of the failed call together, nor of the request at fault, was kept.
+    assert noted(notes) == ["alone a", "alone c"]
+    assert notes.commits == commits + 2
+
+
+@pytest.mark.parametrize("wrong", [-1, +1], ids=["one-value-short", "one-value-too-many"])
+def test_a_together_answering_the_wrong_number_of_values_counts_as_failed_and_each_request_runs_alone(
+    group, notes, wrong
+):
+    def together(conn: sqlite3.Connection, items: list[str]) -> list[str]:
+        conn.executemany("INSERT INTO notes VALUES (?)", [(f"together {i}",) for i in items])
+        return [f"together {i}" for i in items] + ["extra"] if wrong > 0 else [f"together {i}" for i in items[:-1]]
+
+    with writer_held(group):
+        futures = [notes.submit(note_alone(item), together=together, item=item) for item in ("a", "b", "c")]
+
+    assert [f.result(DEADLINE) for f in futures] == ["alone a", "alone b", "alone c"]
+    assert noted(notes) == ["alone a", "alone b", "alone c"]  # the call's own writes were undone
+
+
+def test_only_neighbours_with_the_same_together_run_as_one_call(group, notes):
+    calls: list[tuple[str, list[str]]] = []
+
+    def together_as(name: str) -> Callable[[sqlite3.Connection, list[str]], list[str]]:
+        def together(conn: sqlite3.Connection, items: list[str]) -> list[str]:
+            calls.append((name, list(items)))
+            conn.executemany("INSERT INTO notes VALUES (?)", [(f"together {i}",) for i in items])
+            return [f"together {i}" for i in items]
+
+        return together
+
+    first, second = together_as("first"), together_as("second")
+    queue = [
+        ("a1", first),
+        ("a2", first),
+        ("plain", None),
+        ("a3", first),
+        ("b1", second),
+        ("b2", second),
+        ("a4", first),
+    ]
+    with writer_held(group):
+        futures = [notes.submit(note_alone(item), together=kind, item=item) for item, kind in queue]
+
+    assert [f.result(DEADLINE) for f in futures] == [
+        "together a1",
+        "together a2",
+        "alone plain",
+        "alone a3",  # a run of one runs alone
+        "together b1",
+        "together b2",
+        "alone a4",
+    ]
+    assert calls == [("first", ["a1", "a2"]), ("second", ["b1", "b2"])]
+    assert noted(notes) == sorted(f.result() for f in futures)

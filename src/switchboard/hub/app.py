@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from starlette.applications import Starlette
@@ -24,7 +24,14 @@ from switchboard.service import Service
 DEFAULT_RATE_LIMIT = 2000.0  # requests per second per credential
 
 
-def create_app(service: Service, *, rate_limit: float = DEFAULT_RATE_LIMIT) -> HubApp:
+def create_app(
+    service: Service,
+    *,
+    rate_limit: float = DEFAULT_RATE_LIMIT,
+    running: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+) -> HubApp:
+    """The hub on ``service``; ``running()`` is entered on the server's event loop when it
+    starts and left when it stops, after the last request (the store's group commit)."""
     hub = HubContext(service, Credentials(service.store, service.clock), RateLimiter(rate_limit))
     document = build_openapi()
 
@@ -33,8 +40,9 @@ def create_app(service: Service, *, rate_limit: float = DEFAULT_RATE_LIMIT) -> H
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        hub.stop()
+        async with running() if running is not None else nullcontext():
+            yield
+            hub.stop()
 
     routes = [
         StarletteRoute(r.path, _AsgiRoute(hub, r.endpoint) if r.asgi else r.endpoint, methods=[r.method])

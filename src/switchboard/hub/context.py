@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -21,6 +21,7 @@ from switchboard.credentials import Credential, Credentials
 from switchboard.errors import BadRequest, Forbidden, TooLarge
 from switchboard.hub.ratelimit import RateLimiter
 from switchboard.model import Caller
+from switchboard.pending import Pending
 from switchboard.service import Service
 
 T = TypeVar("T")
@@ -36,7 +37,7 @@ async def blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
 
-async def settled(future: Future[T]) -> T:
+async def settled(future: Pending[T]) -> T:
     """A future of another thread (a send's commit), awaited on the loop.
 
     ``asyncio.wrap_future`` less what the hub does not use — handing a cancellation back to
@@ -44,7 +45,12 @@ async def settled(future: Future[T]) -> T:
     if not future.done():
         loop = asyncio.get_running_loop()
         woken = loop.create_future()
-        future.add_done_callback(lambda _: loop.call_soon_threadsafe(_wake, woken))
+        here = threading.get_ident()
+
+        def wake(_: Pending[T]) -> None:  # the loop's own thread need not write to its wake-up pipe
+            (loop.call_soon if threading.get_ident() == here else loop.call_soon_threadsafe)(_wake, woken)
+
+        future.add_done_callback(wake)
         await woken
     return future.result()
 

@@ -9,7 +9,6 @@ contract: a new implementation passes it unchanged.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -28,6 +27,7 @@ from switchboard.model import (
     TokenKind,
     Workspace,
 )
+from switchboard.pending import Pending
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +153,7 @@ class Store(Protocol):
         result: SendResult,
         idempotency_key: str | None,
         request_hash: str | None,
-    ) -> Future[dict[str, int]]:
+    ) -> Pending[dict[str, int]]:
         """``insert_message`` without waiting: the future resolves once the message is durable
         (for a server that awaits it instead of holding a thread); its errors are the same."""
         ...

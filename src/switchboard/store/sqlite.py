@@ -8,11 +8,12 @@ group commit the writer thread can run many of them in one transaction.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
-from concurrent.futures import Future
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
 
 from switchboard.model import (
@@ -29,6 +30,7 @@ from switchboard.model import (
     Workspace,
     new_id,
 )
+from switchboard.pending import Pending
 from switchboard.store import sqlite_tokens
 from switchboard.store.base import (
     IdempotentSend,
@@ -68,6 +70,16 @@ class SQLiteStore:
 
     def close(self) -> None:
         self._db.close()
+
+    @asynccontextmanager
+    async def committing_on_loop(self) -> AsyncIterator[None]:
+        """While the block runs, concurrent writes are group-committed on the running event loop
+        (a server's: see SQLiteDatabase.attach); on leaving, every queued write has committed."""
+        self._db.attach(asyncio.get_running_loop())
+        try:
+            yield
+        finally:
+            await self._db.detach()
 
     def change_counter(self) -> int:
         return self._db.change_counter()
@@ -312,7 +324,7 @@ class SQLiteStore:
         result: SendResult,
         idempotency_key: str | None,
         request_hash: str | None,
-    ) -> Future[dict[str, int]]:
+    ) -> Pending[dict[str, int]]:
         new = NewMessage.prepare(message, deliveries, result, idempotency_key, request_hash)
         return self._db.submit(lambda conn: insert_messages(conn, [new])[0], together=insert_messages, item=new)
 

@@ -11,20 +11,24 @@ durable — WAL, ``synchronous=FULL`` — and the write lock is awaited in short
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 import queue
 import random
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from switchboard.errors import StoreUnavailable
+from switchboard.pending import Pending
 from switchboard.store.schema import migrate
 
 T = TypeVar("T")
@@ -66,11 +70,12 @@ Together = Callable[[sqlite3.Connection, list], list]
 @dataclass(slots=True)
 class _Request:
     fn: Callable[[sqlite3.Connection], object]
-    future: Future
+    future: Pending
     together: Together | None = None
     item: object = None
 
 
+_Outcome = tuple[Pending, bool, object]  # (the caller's future, succeeded, value or error)
 _STOP = object()
 # queued by close(): the writer thread ends after everything queued before it
 
@@ -112,6 +117,15 @@ class SQLiteDatabase:
                 target=self._write_loop, name=f"switchboard-writer {self.path.name}", daemon=True
             )
             self._writer_thread.start()
+        # Group commit driven by an event loop (the hub's, see attach): requests queue here, the
+        # loop runs each batch's statements, and one committer thread runs each COMMIT (fsync).
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._loop_queue: deque[_Request] = deque()
+        self._flush_scheduled = False
+        self._committing = False
+        self._committer: ThreadPoolExecutor | None = None
+        self._idle: asyncio.Future[None] | None = None  # detach() waits on it
         # A last connection only watches: its data_version moves when any connection commits.
         # It is opened when someone first waits for mail; most commands never do.
         self._watch_lock = threading.Lock()
@@ -155,14 +169,23 @@ class SQLiteDatabase:
         return self._pending
 
     def close(self) -> None:
-        """Finish every write already submitted, then close every connection. Idempotent."""
+        """Finish every write already submitted, then close every connection. Idempotent.
+
+        Attached to an event loop, detach() first: a write still queued for a loop that no
+        longer runs fails here as closed."""
         with self._submit_lock:
             already = self._closed
             self._closed = True
             if not already and self._writer_thread is not None:
                 self._queue.put(_STOP)
+            stranded = list(self._loop_queue)
+            self._loop_queue.clear()
         if self._writer_thread is not None and self._writer_thread is not threading.current_thread():
             self._writer_thread.join()
+        if self._committer is not None:
+            self._committer.shutdown(wait=True)
+        for request in _claimed(stranded):
+            request.future.set_exception(self._closed_error())
         with self._write_lock:  # inline: waits for a transaction in progress
             self._writer.close()
         with self._readers_changed:
@@ -234,13 +257,15 @@ class SQLiteDatabase:
         ``transact``, and returns plain data (rows fetched, not a cursor). With group commit
         it runs on the writer thread, inside a savepoint of a transaction shared with other
         requests, so it should do there only what needs the database."""
-        if self.group_commit:
+        if self._loop is not None and threading.get_ident() == self._loop_thread:
+            raise RuntimeError("transact on the event loop that commits would wait for itself: await submit() instead")
+        if self.group_commit or self._loop is not None:
             return self.submit(fn).result()
         return self._transact_inline(fn)
 
     def submit(
         self, fn: Callable[[sqlite3.Connection], T], *, together: Together | None = None, item: object = None
-    ) -> Future[T]:
+    ) -> Pending[T]:
         """``transact`` as a future (for asyncio: ``asyncio.wrap_future``). Inline, it has run
         already. Cancelling the future before the writer takes it means ``fn`` never runs.
 
@@ -248,7 +273,9 @@ class SQLiteDatabase:
         one call ``together(conn, [item, ...])`` instead (a few statements for the lot rather than
         a few per request: the writer thread hands the GIL back and forth at every statement).
         ``fn(conn)`` must equal ``together(conn, [item])[0]``."""
-        future: Future[T] = Future()
+        future: Pending[T] = Pending()
+        if self._loop is not None:
+            return self._submit_to_loop(_Request(fn, future, together, item))
         if not self.group_commit:
             future.set_running_or_notify_cancel()
             try:
@@ -266,6 +293,24 @@ class SQLiteDatabase:
             self._pending += 1
             self._queue.put(_Request(fn, future, together, item))
         return future
+
+    def _submit_to_loop(self, request: _Request) -> Pending:
+        loop = self._loop
+        assert loop is not None
+        with self._submit_lock:
+            if self._closed:
+                request.future.set_running_or_notify_cancel()
+                request.future.set_exception(self._closed_error())
+                return request.future
+            self._loop_queue.append(request)
+            self._pending += 1
+            schedule, self._flush_scheduled = not self._flush_scheduled, True
+        if schedule:  # requests submitted until the loop gets to it join the same batch
+            if threading.get_ident() == self._loop_thread:
+                loop.call_soon(self._flush)
+            else:
+                loop.call_soon_threadsafe(self._flush)
+        return request.future
 
     def _transact_inline(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._write_lock:
@@ -325,36 +370,141 @@ class SQLiteDatabase:
                         request.future.set_exception(self._unavailable(error))
 
     def _run_batch(self, batch: list[_Request]) -> None:
-        # A caller that gave up (cancelled) before its turn is skipped; the others can no
-        # longer be cancelled, so each gets exactly one outcome below.
-        batch = [request for request in batch if request.future.set_running_or_notify_cancel()]
+        batch = _claimed(batch)
         if not batch:
             return
-        conn = self._writer
-        outcomes: list[tuple[Future, bool, object]] = []
         try:
-            self._begin_immediate(conn)
+            outcomes = self._begin_run_commit(batch)
+        except BaseException as error:
+            self._fail(batch, error)
+            return
+        self._settle(outcomes)
+
+    def _begin_run_commit(self, batch: list[_Request]) -> list[_Outcome]:
+        """The batch as one transaction, committed; each request's outcome. Raises (having rolled
+        back) when the transaction as a whole failed."""
+        self._begin_immediate(self._writer)
+        return self._commit(self._run_requests(batch))
+
+    def _run_requests(self, batch: list[_Request]) -> list[_Outcome]:
+        """Every request of the batch in the open transaction, a savepoint each (or each run of
+        alike requests together); rolls back and raises if the transaction as a whole failed."""
+        conn = self._writer
+        outcomes: list[_Outcome] = []
+        try:
             for run in _runs_of_alike(batch):
                 if len(run) == 1 or not self._run_together(conn, run, outcomes):
                     for request in run:
                         self._run_alone(conn, request, outcomes)
-            conn.execute("COMMIT")
-        except BaseException as error:
-            try:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass  # the connection is broken; every request of the batch fails below anyway
-            for request in batch:  # an exception each: callers raise them in their own threads
-                request.future.set_exception(self._unavailable(error))
-            return
+        except BaseException:
+            self._rollback()
+            raise
+        return outcomes
+
+    def _commit(self, outcomes: list[_Outcome]) -> list[_Outcome]:
+        try:
+            self._writer.execute("COMMIT")
+        except BaseException:
+            self._rollback()  # also when COMMIT itself failed (disk full, I/O error)
+            raise
         self.commits += 1
+        return outcomes
+
+    def _rollback(self) -> None:
+        try:
+            if self._writer.in_transaction:
+                self._writer.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # the connection is broken; every request of the batch fails anyway
+
+    def _fail(self, batch: list[_Request], error: BaseException) -> None:
+        for request in batch:  # an exception each: callers raise them in their own threads
+            request.future.set_exception(self._unavailable(error))
+
+    @staticmethod
+    def _settle(outcomes: list[_Outcome]) -> None:
         # Only now, with the commit on disk, does any caller learn its outcome.
         for future, ok, value in outcomes:
             if ok:
                 future.set_result(value)
             else:
                 future.set_exception(value)  # type: ignore[arg-type]
+
+    # --- group commit driven by an event loop -------------------------------------------------
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Group-commit on ``loop`` from now on; call it on that loop, before any write is queued.
+
+        Each batch's statements run on the loop itself and only its COMMIT (the fsync) on a
+        committer thread, so the loop serves requests while the disk works and the next batch
+        gathers meanwhile. Why not a writer thread for it all: Python's sqlite3 lets go of the
+        GIL at every statement step, and a writer thread then waits for the busy event loop to
+        hand it back, each time — most of a batch's time went there."""
+        if self.group_commit or self._loop is not None:
+            raise RuntimeError("this database already group-commits")
+        self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="switchboard-commit")
+        self._loop_thread = threading.get_ident()
+        self._loop = loop
+
+    async def detach(self) -> None:
+        """Stop group-committing on the loop once every queued write has committed (writes are
+        inline again afterwards)."""
+        loop = self._loop
+        if loop is None:
+            return
+        while self._loop_queue or self._committing:
+            self._idle = loop.create_future()
+            await self._idle
+        self._loop = None
+        if self._committer is not None:
+            self._committer.shutdown(wait=True)
+
+    def _flush(self) -> None:
+        """On the loop: every queued request (up to a cap) as one transaction; its COMMIT goes to
+        the committer thread, and when it is done the next batch starts (see _committed)."""
+        with self._submit_lock:
+            self._flush_scheduled = False
+            if self._committing:
+                return
+            batch = [self._loop_queue.popleft() for _ in range(min(len(self._loop_queue), GROUP_COMMIT_MAX_BATCH))]
+            self._pending -= len(batch)
+        batch = _claimed(batch)
+        if not batch:
+            if self._idle is not None and not self._idle.done() and not self._loop_queue:
+                self._idle.set_result(None)
+            return
+        self._committing = True
+        work: Callable[[], list[_Outcome]]
+        try:
+            self._writer.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error):
+                self._committed(batch, error)
+                return
+            # Another process holds the write lock: wait for it on the committer thread, not here.
+            work = functools.partial(self._begin_run_commit, batch)
+        else:
+            try:
+                outcomes = self._run_requests(batch)
+            except BaseException as error:
+                self._committed(batch, error)
+                return
+            work = functools.partial(self._commit, outcomes)
+        assert self._committer is not None and self._loop is not None
+        loop = self._loop
+        self._committer.submit(work).add_done_callback(
+            lambda done: loop.call_soon_threadsafe(self._committed, batch, done)
+        )
+
+    def _committed(self, batch: list[_Request], done: Future[list[_Outcome]] | BaseException) -> None:
+        """On the loop: the batch's callers learn their outcomes; the next batch starts."""
+        self._committing = False
+        error = done if isinstance(done, BaseException) else done.exception()
+        if error is not None:
+            self._fail(batch, error)
+        else:
+            self._settle(done.result())  # type: ignore[union-attr]
+        self._flush()
 
     def _run_alone(self, conn: sqlite3.Connection, request: _Request, outcomes: list) -> None:
         conn.execute("SAVEPOINT request")
@@ -392,6 +542,12 @@ class SQLiteDatabase:
         conn.execute("RELEASE together")
         outcomes.extend((request.future, True, value) for request, value in zip(run, values, strict=True))
         return True
+
+
+def _claimed(batch: list[_Request]) -> list[_Request]:
+    """A caller that gave up (cancelled) before its turn is skipped; the others can no longer
+    be cancelled, so each gets exactly one outcome."""
+    return [request for request in batch if request.future.set_running_or_notify_cancel()]
 
 
 def _runs_of_alike(batch: list[_Request]) -> Iterator[list[_Request]]:

@@ -76,7 +76,7 @@ class NewMessage:
             request_hash,
             result.model_dump_json(),
         )
-        sessions = [json.dumps(list(d.sessions)) for d in deliveries]
+        sessions = [json.dumps(list(d.sessions)) if d.sessions else "[]" for d in deliveries]
         return cls(message.workspace, message.id, at, idempotency_key, row, deliveries, sessions)
 
 
