@@ -80,12 +80,14 @@ class AsyncSubscription:
     async def wait(self, timeout: float) -> bool:
         """Wait until a signal or the timeout; True if signalled. Clears the signal."""
         if not self._signalled:
-            self._waiter = self.loop.create_future()
+            # A timer, not asyncio.wait_for (which wraps the wait in a task): a channel post
+            # wakes every member's stream at once, and each wake-up should cost little.
+            waiter = self._waiter = self.loop.create_future()
+            timer = self.loop.call_later(max(timeout, 0.0), _time_up, waiter)
             try:
-                await asyncio.wait_for(self._waiter, max(timeout, 0.0))
-            except TimeoutError:
-                pass
+                await waiter
             finally:
+                timer.cancel()
                 self._waiter = None
         signalled, self._signalled = self._signalled, False
         return signalled
@@ -132,7 +134,10 @@ class MailboxEvents:
             else:
                 waiter.wake(item)
         for loop, batch in by_loop.items():
-            loop.call_soon_threadsafe(_receive_all, batch)
+            if _running_loop() is loop:  # the hub commits on its loop: hand them over right away
+                _receive_all(batch)
+            else:
+                loop.call_soon_threadsafe(_receive_all, batch)
 
     def wake_all(self) -> None:
         """Wake every waiter of this process (on shutdown, so streams and long-polls end)."""
@@ -190,6 +195,18 @@ class MailboxEvents:
             if counter != self._last_counter:
                 self._last_counter = counter
                 self.wake_all()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _time_up(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _receive_all(batch: list[tuple[AsyncSubscription, PushedDelivery | None]]) -> None:

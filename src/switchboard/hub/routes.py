@@ -83,6 +83,7 @@ ROUTES: list[Route] = [
         "Your deliveries as Server-Sent Events; resumes from Last-Event-ID.",
         query={"after": "integer"},
         stream=True,
+        asgi=True,
     ),
     Route(
         "GET",

@@ -7,13 +7,16 @@ sequence number), so a reconnecting client gets every delivery once, in order.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from switchboard.errors import BadRequest
+from switchboard.events import AsyncSubscription
+from switchboard.hub.asgi import Receive, Reply, Scope, bare_endpoint, headers_of, query_of
 from switchboard.hub.context import (
     HubContext,
     blocking,
@@ -52,8 +55,8 @@ async def read(request: Request) -> Response:
             await subscription.wait(remaining)  # shutdown wakes every waiter too
 
 
-def _resume_point(request: Request) -> int | None:
-    raw = request.query_params.get("after") or request.headers.get("last-event-id")
+def _resume_point(headers: dict[str, str], query: dict[str, str]) -> int | None:
+    raw = query.get("after") or headers.get("last-event-id")
     if raw is None or raw == "":
         return None
     if not raw.isdigit():
@@ -61,48 +64,62 @@ def _resume_point(request: Request) -> int | None:
     return int(raw)
 
 
-async def events(request: Request) -> Response:
+@bare_endpoint
+async def events(hub: HubContext, scope: Scope, receive: Receive, reply: Reply) -> None:
     """GET /v1/events — the caller's deliveries as Server-Sent Events (id = sequence number).
 
     Starts after ``Last-Event-ID`` (or ``?after=``); without one, with deliveries from now on.
-    Streaming marks nothing read: acknowledge with POST /v1/ack."""
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    after = _resume_point(request)
+    Streaming marks nothing read: acknowledge with POST /v1/ack. Bare ASGI (see ``hub.asgi``):
+    a channel post wakes every member's stream, and each event should cost little."""
+    headers = headers_of(scope)
+    caller = (await hub.identify_by(headers))[1]
+    after = _resume_point(headers, query_of(scope))
     cursor = after if after is not None else await blocking(hub.service.mailbox_position, caller)
-    return StreamingResponse(
-        _event_stream(hub, caller, cursor),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
-
-
-async def _event_stream(hub: HubContext, caller: Caller, cursor: int) -> AsyncIterator[str]:
     with hub.service.events.subscribe_async(caller.workspace, caller.agent) as subscription:
-        yield f"retry: 1000\n: stream of {caller.agent}, after {cursor}\n\n"
-        look = True
-        while not hub.stopping.is_set():
-            if look:
-                items = await blocking(hub.service.deliveries_since, caller, cursor, STREAM_BATCH)
-                for item in items:
-                    yield _event(item.seq, item.model_dump_json())
-                    cursor = item.seq
-                subscription.take_pushed()  # what was pushed meanwhile was just read, or comes next read
-                if len(items) == STREAM_BATCH:
-                    continue  # more may be waiting
-            # An idle subscriber costs nothing but this wait: it looks again only when signalled.
-            if not await subscription.wait(KEEPALIVE_SECONDS):
-                yield ": keepalive\n\n"
-                look = False
-                continue
-            # Deliveries pushed in order right after the cursor go out as they are; any gap (a
-            # backlog overflow, another process's send) means reading the store instead.
-            pushed = [p for p in subscription.take_pushed() if p.seq > cursor]
-            look = not pushed or [p.seq for p in pushed] != list(range(cursor + 1, cursor + 1 + len(pushed)))
-            if not look:
-                for delivery in pushed:
-                    yield _event(delivery.seq, delivery.mail_item_json())
-                cursor = pushed[-1].seq
+        gone = asyncio.get_running_loop().create_task(_disconnect(receive, subscription))
+        try:
+            await reply.start(200, b"text/event-stream", {"cache-control": "no-cache", "x-accel-buffering": "no"})
+            async for chunk in _event_stream(hub, caller, cursor, subscription, gone):
+                await reply.body(chunk.encode(), more=True)
+            await reply.body(b"")
+        finally:
+            gone.cancel()
+
+
+async def _disconnect(receive: Receive, subscription: AsyncSubscription) -> None:
+    """Wait for the client to go, then wake the stream so that it ends."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    subscription.receive(None)
+
+
+async def _event_stream(
+    hub: HubContext, caller: Caller, cursor: int, subscription: AsyncSubscription, gone: asyncio.Task[None]
+) -> AsyncIterator[str]:
+    yield f"retry: 1000\n: stream of {caller.agent}, after {cursor}\n\n"
+    look = True
+    while not hub.stopping.is_set() and not gone.done():
+        if look:
+            items = await blocking(hub.service.deliveries_since, caller, cursor, STREAM_BATCH)
+            for item in items:
+                yield _event(item.seq, item.model_dump_json())
+                cursor = item.seq
+            subscription.take_pushed()  # what was pushed meanwhile was just read, or comes next read
+            if len(items) == STREAM_BATCH:
+                continue  # more may be waiting
+        # An idle subscriber costs nothing but this wait: it looks again only when signalled.
+        if not await subscription.wait(KEEPALIVE_SECONDS):
+            yield ": keepalive\n\n"
+            look = False
+            continue
+        # Deliveries pushed in order right after the cursor go out as they are; any gap (a
+        # backlog overflow, another process's send) means reading the store instead.
+        pushed = [p for p in subscription.take_pushed() if p.seq > cursor]
+        look = not pushed or [p.seq for p in pushed] != list(range(cursor + 1, cursor + 1 + len(pushed)))
+        if not look:
+            for delivery in pushed:
+                yield _event(delivery.seq, delivery.mail_item_json())
+            cursor = pushed[-1].seq
 
 
 def _event(seq: int, data: str) -> str:

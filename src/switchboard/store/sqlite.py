@@ -28,6 +28,7 @@ from switchboard.model import (
     Session,
     TokenInfo,
     Workspace,
+    built,
     new_id,
 )
 from switchboard.pending import Pending
@@ -197,7 +198,7 @@ class SQLiteStore:
                 "SELECT agent, joined_at FROM channel_members WHERE workspace = ? AND channel = ? ORDER BY agent",
                 (workspace, channel),
             ).fetchall()
-        return [ChannelMember(agent=r[0], joined_at=from_ts(r[1])) for r in rows]
+        return [built(ChannelMember, agent=r[0], joined_at=from_ts(r[1])) for r in rows]
 
     # --- sessions and machines --------------------------------------------------------------
 

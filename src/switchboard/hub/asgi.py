@@ -1,0 +1,105 @@
+"""What the hub's bare ASGI endpoints share: their request's headers and query, their answer,
+and errors answered exactly as the Starlette endpoints answer them.
+
+The busiest paths (a send, and every event of every stream) skip Starlette's routing,
+middleware and Request/Response objects; see ``routes.Route.asgi``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import parse_qsl
+
+from switchboard.errors import SwitchboardError, TooLarge
+from switchboard.hub.context import HubContext
+from switchboard.hub.errors import INTERNAL_MESSAGE, error_document, error_headers
+
+log = logging.getLogger("switchboard.hub")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Disconnected(Exception):
+    """The client went away: nobody is left to answer."""
+
+
+class Reply:
+    """The answer to one request, sent through ASGI; remembers whether it has begun."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def start(self, status: int, content_type: bytes, headers: dict[str, str] | None = None) -> None:
+        fields = [(b"content-type", content_type)]
+        fields += [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in (headers or {}).items()]
+        self.started = True
+        await self._send({"type": "http.response.start", "status": status, "headers": fields})
+
+    async def body(self, data: bytes, *, more: bool = False) -> None:
+        await self._send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def json(self, status: int, document: str | dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = (document if isinstance(document, str) else json.dumps(document, separators=(",", ":"))).encode()
+        await self.start(status, b"application/json", {"content-length": str(len(data)), **(headers or {})})
+        await self.body(data)
+
+
+BareEndpoint = Callable[[HubContext, Scope, Receive, Reply], Awaitable[None]]
+
+
+def bare_endpoint(endpoint: BareEndpoint) -> Callable[[HubContext, Scope, Receive, Send], Awaitable[None]]:
+    """An ASGI endpoint answering errors as the rest of the hub does: a SwitchboardError as its
+    JSON and status, anything else as a logged 500; once the answer has begun, the error ends it."""
+
+    @wraps(endpoint)
+    async def serve(hub: HubContext, scope: Scope, receive: Receive, send: Send) -> None:
+        reply = Reply(send)
+        try:
+            await endpoint(hub, scope, receive, reply)
+        except Disconnected:
+            return
+        except SwitchboardError as error:
+            if not reply.started:
+                await reply.json(error.http_status, error_document(error.code, error.message), error_headers(error))
+                return
+            await reply.body(b"")
+        except Exception:
+            log.exception("unexpected error on %s %s", scope["method"], scope["path"])
+            if not reply.started:
+                await reply.json(500, error_document("internal", INTERNAL_MESSAGE))
+                return
+            await reply.body(b"")
+
+    return serve
+
+
+def headers_of(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name (ASGI gives names in lower case)."""
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+
+
+def query_of(scope: Scope) -> dict[str, str]:
+    return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+
+
+async def receive_body(receive: Receive, limit: int) -> bytes:
+    """The whole request body, or TooLarge past ``limit`` bytes, or Disconnected."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Disconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(f"the request body is over {limit} bytes.")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
