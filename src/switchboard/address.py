@@ -111,6 +111,8 @@ def parse_address(text: str) -> Address:
 
 def parse_addresses(text_or_list: str | list[str]) -> list[Address]:
     """Parse a comma-separated list (or a list of such strings); drop exact repeats, keep order."""
+    if isinstance(text_or_list, str) and "," not in text_or_list and text_or_list.strip():
+        return [parse_address(text_or_list)]  # the usual case: one recipient
     parts = [text_or_list] if isinstance(text_or_list, str) else list(text_or_list)
     pieces = [piece for part in parts for piece in part.split(",")]
     if not any(piece.strip() for piece in pieces):

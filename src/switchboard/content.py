@@ -42,16 +42,22 @@ def message_parts(text: str | None, parts: Sequence[Part | dict], limits: Limits
             content.append(part if isinstance(part, Part) else Part.model_validate(part))
         except ValueError as error:
             raise BadRequest(f"a message part is not valid: {_first_error(error)}") from None
+    texts_only, text_chars, empty = True, 0, True
     for part in content:
-        if part.text is not None and not _is_utf8(part.text):
+        if part.text is None:
+            texts_only = empty = False
+            continue
+        if not _is_utf8(part.text):
             raise BadRequest("the message text is not valid UTF-8 (it holds undecodable bytes); send text.")
-    if not content or all(p.text is not None and not p.text.strip() for p in content):
+        text_chars += len(part.text)
+        empty = empty and not part.text.strip()
+    if empty:
         raise BadRequest("the message is empty: give some text or at least one part.")
     if len(content) > limits.parts:
         raise TooLarge(f"{len(content)} parts; the limit is {limits.parts}.")
     # A character takes at most 6 bytes as JSON (\uXXXX): most messages are clearly small enough.
-    short = sum(len(p.text) for p in content if p.text is not None) * 6 + 200 * len(content) < limits.message_bytes
-    size = 0 if short and all(p.text is not None for p in content) else len(parts_json(content))
+    clearly_small = texts_only and text_chars * 6 + 200 * len(content) < limits.message_bytes
+    size = 0 if clearly_small else len(parts_json(content))
     if size > limits.message_bytes:
         raise TooLarge(
             f"the message is {size} bytes; the limit is {limits.message_bytes}. "

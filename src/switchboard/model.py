@@ -6,6 +6,8 @@ these same shapes (``--json`` is ``model_dump(mode="json")``), so their field na
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 import random
 import threading
@@ -69,30 +71,37 @@ class Model(BaseModel):
 
 M = TypeVar("M", bound=BaseModel)
 _NO_DEFAULT = object()
-_defaults: dict[type[BaseModel], list[tuple[str, Any, Any]]] = {}
+_fields: dict[type[BaseModel], tuple[tuple[str, ...], list[tuple[str, Any, Any]]]] = {}
 
 
 def built(cls: type[M], **values: Any) -> M:
     """``cls.model_construct(**values)``: a model from values the caller has already checked, at
     a fraction of the cost (the hub builds a few per send; model_construct resolves every
     field's aliases and default on each call). Fields not given take their defaults."""
-    fields = _defaults.get(cls)
-    if fields is None:
-        fields = _defaults[cls] = [
-            (name, _NO_DEFAULT if f.is_required() else f.default, f.default_factory)
-            for name, f in cls.model_fields.items()
+    known = _fields.get(cls)
+    if known is None:
+        specs = [
+            (n, _NO_DEFAULT if f.is_required() else f.default, f.default_factory) for n, f in cls.model_fields.items()
         ]
-    ordered: dict[str, Any] = {}  # in declaration order, as pydantic serialises a model's __dict__
-    for name, default, factory in fields:
-        if name in values:
-            ordered[name] = values[name]
-        elif default is _NO_DEFAULT:
-            raise TypeError(f"{cls.__name__}.{name} is required")
-        else:
-            ordered[name] = factory() if factory is not None else default
+        known = _fields[cls] = (tuple(n for n, _, _ in specs), specs)
+    names, specs = known
+    if len(values) == len(names):  # every field given: just put them in declaration order,
+        try:  # as pydantic serialises a model's __dict__ in that order
+            ordered = {name: values[name] for name in names}
+        except KeyError as missing:
+            raise TypeError(f"{cls.__name__}.{missing.args[0]} is required") from None
+    else:
+        ordered = {}
+        for name, default, factory in specs:
+            if name in values:
+                ordered[name] = values[name]
+            elif default is _NO_DEFAULT:
+                raise TypeError(f"{cls.__name__}.{name} is required")
+            else:
+                ordered[name] = factory() if factory is not None else default
+        if not values.keys() <= ordered.keys():
+            raise TypeError(f"{cls.__name__} has no field {sorted(values.keys() - ordered.keys())[0]}")
     given = set(values)
-    if not given <= ordered.keys():
-        raise TypeError(f"{cls.__name__} has no field {sorted(given - ordered.keys())[0]}")
     model = cls.__new__(cls)
     object.__setattr__(model, "__dict__", ordered)
     object.__setattr__(model, "__pydantic_fields_set__", given)
@@ -104,8 +113,9 @@ def built(cls: type[M], **values: Any) -> M:
 # --- messages -------------------------------------------------------------------------------
 
 
-def _unset(value: object) -> bool:
-    return value is None
+# "Leave it out when it is None", as a C-level call: pydantic asks it of every field of every
+# part each time a message is serialised.
+_unset = functools.partial(operator.is_, None)
 
 
 class Part(Model):
