@@ -264,8 +264,9 @@ class Service(Directory):
                     unknown.append(_unknown(address, f"#{address.name} has no members besides you."))
                 new_members = [m for m in members if m not in targets]
                 live = self._live_sessions_by_agent(caller, new_members, now) if new_members else {}
+                written = str(address)
                 for member in new_members:
-                    targets[member] = _Target(str(address), member, address.name, live[member], None, False)
+                    targets[member] = _Target(written, member, address.name, live[member], None, False)
                 continue
             if address.name in targets:
                 continue
@@ -304,7 +305,7 @@ class Service(Directory):
                 f"{caller.agent} is not a member of #{address.name}; join it first with "
                 f"'switchboard channel join {address.name}'. Nothing was sent."
             )
-        return [m.agent for m in self.store.channel_members(caller.workspace, address.name) if m.agent != caller.agent]
+        return [m for m in self.store.channel_member_names(caller.workspace, address.name) if m != caller.agent]
 
     @staticmethod
     def _outcome(target: _Target) -> RecipientOutcome:

@@ -316,6 +316,20 @@ def test_join_and_leave_say_whether_the_membership_changed(store):
     assert [m.agent for m in store.channel_members(WS, "team")] == ["alice"]
 
 
+def test_channel_member_names_are_the_current_members_sorted_and_of_that_workspace_only(store):
+    agents(store, WS, "carol", "alice", "bob")
+    agents(store, OTHER_WS, "dave")
+    store.create_channel(WS, "team", "carol", None, T0)
+    store.create_channel(OTHER_WS, "team", "dave", None, T0)
+    store.join_channel(WS, "team", "alice", at(1))
+    store.join_channel(WS, "team", "bob", at(2))
+    store.leave_channel(WS, "team", "bob")
+
+    assert store.channel_member_names(WS, "team") == ["alice", "carol"]
+    assert store.channel_member_names(WS, "team") == [m.agent for m in store.channel_members(WS, "team")]
+    assert store.channel_member_names(WS, "nowhere") == []
+
+
 def test_channels_count_members_and_say_whether_the_viewer_joined(store):
     agents(store, WS, "alice", "bob", "carol")
     store.create_channel(WS, "team", "alice", None, T0)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -79,8 +78,7 @@ async def events(hub: HubContext, scope: Scope, receive: Receive, reply: Reply) 
         gone = asyncio.get_running_loop().create_task(_disconnect(receive, subscription))
         try:
             await reply.start(200, b"text/event-stream", {"cache-control": "no-cache", "x-accel-buffering": "no"})
-            async for chunk in _event_stream(hub, caller, cursor, subscription, gone):
-                await reply.body(chunk.encode(), more=True)
+            await _stream(hub, caller, cursor, subscription, gone, reply)
             await reply.body(b"")
         finally:
             gone.cancel()
@@ -93,34 +91,40 @@ async def _disconnect(receive: Receive, subscription: AsyncSubscription) -> None
     subscription.receive(None)
 
 
-async def _event_stream(
-    hub: HubContext, caller: Caller, cursor: int, subscription: AsyncSubscription, gone: asyncio.Task[None]
-) -> AsyncIterator[str]:
-    yield f"retry: 1000\n: stream of {caller.agent}, after {cursor}\n\n"
+async def _stream(
+    hub: HubContext,
+    caller: Caller,
+    cursor: int,
+    subscription: AsyncSubscription,
+    gone: asyncio.Task[None],
+    reply: Reply,
+) -> None:
+    """Write the caller's deliveries after ``cursor`` as they come, until the hub stops or the client goes."""
+    await reply.body(f"retry: 1000\n: stream of {caller.agent}, after {cursor}\n\n".encode(), more=True)
     look = True
     while not hub.stopping.is_set() and not gone.done():
         if look:
             items = await blocking(hub.service.deliveries_since, caller, cursor, STREAM_BATCH)
             for item in items:
-                yield _event(item.seq, item.model_dump_json())
+                await reply.body(_event(item.seq, item.model_dump_json()), more=True)
                 cursor = item.seq
             subscription.take_pushed()  # what was pushed meanwhile was just read, or comes next read
             if len(items) == STREAM_BATCH:
                 continue  # more may be waiting
         # An idle subscriber costs nothing but this wait: it looks again only when signalled.
         if not await subscription.wait(KEEPALIVE_SECONDS):
-            yield ": keepalive\n\n"
+            await reply.body(b": keepalive\n\n", more=True)
             look = False
             continue
         # Deliveries pushed in order right after the cursor go out as they are; any gap (a
         # backlog overflow, another process's send) means reading the store instead.
         pushed = [p for p in subscription.take_pushed() if p.seq > cursor]
-        look = not pushed or [p.seq for p in pushed] != list(range(cursor + 1, cursor + 1 + len(pushed)))
+        look = not pushed or pushed[0].seq != cursor + 1 or pushed[-1].seq != cursor + len(pushed)
         if not look:
             for delivery in pushed:
-                yield _event(delivery.seq, delivery.mail_item_json())
+                await reply.body(_event(delivery.seq, delivery.mail_item_json()), more=True)
             cursor = pushed[-1].seq
 
 
-def _event(seq: int, data: str) -> str:
-    return f"id: {seq}\nevent: message\ndata: {data}\n\n"
+def _event(seq: int, data: str) -> bytes:
+    return f"id: {seq}\nevent: message\ndata: {data}\n\n".encode()

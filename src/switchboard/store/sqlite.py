@@ -200,6 +200,14 @@ class SQLiteStore:
             ).fetchall()
         return [built(ChannelMember, agent=r[0], joined_at=from_ts(r[1])) for r in rows]
 
+    def channel_member_names(self, workspace: str, channel: str) -> list[str]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT agent FROM channel_members WHERE workspace = ? AND channel = ? ORDER BY agent",
+                (workspace, channel),
+            ).fetchall()
+        return [r[0] for r in rows]
+
     # --- sessions and machines --------------------------------------------------------------
 
     def _touch_machine(self, conn: sqlite3.Connection, workspace: str, machine: str, now: float) -> None:
