@@ -66,12 +66,17 @@ class AsyncSubscription:
         self._signalled = False
         self._waiter: asyncio.Future[None] | None = None
         self._pushed: deque[PushedDelivery] = deque(maxlen=PUSH_BACKLOG)
+        # Set by a stream while it waits, caught up: takes a pushed delivery straight to the
+        # client (True) so that the stream need not wake; False leaves it to the stream.
+        self.direct: Callable[[PushedDelivery], bool] | None = None
 
     def wake(self, item: PushedDelivery | None = None) -> None:  # from any thread
         self.loop.call_soon_threadsafe(self.receive, item)
 
     def receive(self, item: PushedDelivery | None) -> None:  # on the loop
         if item is not None:
+            if self.direct is not None and not self._signalled and self.direct(item):
+                return
             self._pushed.append(item)
         self._signalled = True
         if self._waiter is not None and not self._waiter.done():

@@ -7,9 +7,10 @@ middleware and Request/Response objects; see ``routes.Route.asgi``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import wraps
 from typing import Any
 from urllib.parse import parse_qsl
@@ -45,10 +46,46 @@ class Reply:
     async def body(self, data: bytes, *, more: bool = False) -> None:
         await self._send({"type": "http.response.body", "body": data, "more_body": more})
 
+    def body_now(self, data: bytes) -> asyncio.Future[None] | None:
+        """``body(data, more=True)`` begun at once, outside any task: None when it is done (the
+        server had room to write it, the usual case), else a task that finishes it."""
+        return run_now(self._send({"type": "http.response.body", "body": data, "more_body": True}))
+
     async def json(self, status: int, document: str | dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = (document if isinstance(document, str) else json.dumps(document, separators=(",", ":"))).encode()
         await self.start(status, b"application/json", {"content-length": str(len(data)), **(headers or {})})
         await self.body(data)
+
+
+def run_now(coroutine: Coroutine[Any, Any, None]) -> asyncio.Future[None] | None:
+    """Run ``coroutine`` on the spot, as far as it goes without waiting: None if it finished.
+
+    If it waits for something (a future), a task carries it on from there — stepping it as
+    asyncio's own Task would, but skipping the task (and a loop turn) when nothing is awaited."""
+    try:
+        awaited = coroutine.send(None)
+    except StopIteration:
+        return None
+
+    async def carry_on(awaited: Any) -> None:
+        while True:
+            try:
+                if awaited is None:  # a bare yield: give the loop one turn
+                    await asyncio.sleep(0)
+                else:
+                    await awaited
+            except BaseException as error:  # hand what the awaited thing raised to the coroutine
+                try:
+                    awaited = coroutine.throw(error)
+                except StopIteration:
+                    return
+                continue
+            try:
+                awaited = coroutine.send(None)
+            except StopIteration:
+                return
+
+    return asyncio.ensure_future(carry_on(awaited))
 
 
 BareEndpoint = Callable[[HubContext, Scope, Receive, Reply], Awaitable[None]]
