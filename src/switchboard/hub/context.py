@@ -38,7 +38,7 @@ async def blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 async def settled(future: Pending[T]) -> T:
-    """A future of another thread (a send's commit), awaited on the loop.
+    """A ``Pending`` (a send's commit) awaited on the loop, whichever thread completes it.
 
     ``asyncio.wrap_future`` less what the hub does not use — handing a cancellation back to
     work already queued — at about half its cost: one callback and one loop wake-up."""

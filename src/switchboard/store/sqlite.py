@@ -3,7 +3,7 @@
 Every method is one short transaction on the file (see ``sqlite_connection``): WAL lets
 readers and one writer work at once, and every commit reaches the disk before it returns.
 Each write method hands its transaction's body to ``transact`` as a function, so that with
-group commit the writer thread can run many of them in one transaction.
+group commit (the hub's) many of them run in one transaction.
 """
 
 from __future__ import annotations

@@ -3,10 +3,12 @@
 Reads go through a connection of the calling thread's own (threads of a hub read in
 parallel). Writes go through one writer connection, as transactions given as functions:
 ``transact(fn)`` runs ``fn(conn)`` as the body of one write transaction. Inline (the CLI),
-the calling thread runs it. With group commit (the hub), one writer thread runs every request
-waiting at that moment inside one transaction, each in its own savepoint, and pays one fsync
-for all of them. A third connection only watches for other processes' commits. Settings are
-durable — WAL, ``synchronous=FULL`` — and the write lock is awaited in short, fair steps.
+the calling thread runs it. With group commit, every request waiting at that moment runs in
+one transaction, each in its own savepoint (or alike ones together), and one fsync pays for
+all of them: on the hub's event loop (``attach``), with only the COMMIT on a committer thread;
+or, for a threaded caller without a loop, on a writer thread (``group_commit=True``). A third
+connection only watches for other processes' commits. Settings are durable — WAL,
+``synchronous=FULL`` — and the write lock is awaited in short, fair steps.
 """
 
 from __future__ import annotations
@@ -76,8 +78,7 @@ class _Request:
 
 
 _Outcome = tuple[Pending, bool, object]  # (the caller's future, succeeded, value or error)
-_STOP = object()
-# queued by close(): the writer thread ends after everything queued before it
+_STOP = object()  # queued by close(): the writer thread ends after everything queued before it
 
 
 class SQLiteDatabase:
@@ -95,7 +96,7 @@ class SQLiteDatabase:
         self._readers: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._readers_changed = threading.Condition()
         self._active_reads = 0  # close() waits for these to finish before closing connections
-        # The writer connection: used under _write_lock inline, or by the writer thread alone.
+        # The writer connection: used under _write_lock inline, or by the group commit alone.
         self._write_lock = threading.RLock()
         self._in_body = False  # inline: fn is running (seen only by the thread holding _write_lock)
         self._writer = self._connect()
@@ -165,7 +166,7 @@ class SQLiteDatabase:
 
     @property
     def pending(self) -> int:
-        """Write requests waiting for the writer thread (group commit); 0 inline."""
+        """Write requests waiting for a group commit to take them; 0 inline."""
         return self._pending
 
     def close(self) -> None:
@@ -255,8 +256,9 @@ class SQLiteDatabase:
 
         ``fn`` uses only ``conn``, never begins, commits or rolls back, never calls
         ``transact``, and returns plain data (rows fetched, not a cursor). With group commit
-        it runs on the writer thread, inside a savepoint of a transaction shared with other
-        requests, so it should do there only what needs the database."""
+        it runs inside a savepoint of a transaction shared with other requests (on the event
+        loop that group-commits, or the writer thread), so it should do there only what needs
+        the database."""
         if self._loop is not None and threading.get_ident() == self._loop_thread:
             raise RuntimeError("transact on the event loop that commits would wait for itself: await submit() instead")
         if self.group_commit or self._loop is not None:
@@ -266,12 +268,12 @@ class SQLiteDatabase:
     def submit(
         self, fn: Callable[[sqlite3.Connection], T], *, together: Together | None = None, item: object = None
     ) -> Pending[T]:
-        """``transact`` as a future (for asyncio: ``asyncio.wrap_future``). Inline, it has run
-        already. Cancelling the future before the writer takes it means ``fn`` never runs.
+        """``transact`` as a future (a ``Pending``). Inline, it has run already. Cancelling it
+        before its batch runs means ``fn`` never runs.
 
         With group commit, requests queued one after another with the same ``together`` run as
         one call ``together(conn, [item, ...])`` instead (a few statements for the lot rather than
-        a few per request: the writer thread hands the GIL back and forth at every statement).
+        a few per request).
         ``fn(conn)`` must equal ``together(conn, [item])[0]``."""
         future: Pending[T] = Pending()
         if self._loop is not None:

@@ -39,7 +39,7 @@ _INSERT_AGENT = "INSERT OR IGNORE INTO agents (workspace, name, created_at) VALU
 @dataclass(frozen=True, slots=True)
 class NewMessage:
     """A message ready to store, prepared on the sender's thread (JSON encoded, times as numbers)
-    so that the writer thread, which every sender waits for, only runs statements."""
+    so that the group commit, which every sender waits for, only runs statements."""
 
     workspace: str
     id: str
@@ -129,8 +129,8 @@ def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> lis
 
 def _insert_rows(conn: sqlite3.Connection, insert: str, rows: Sequence[tuple]) -> None:
     """``executemany(insert, rows)`` as a few multi-row statements: SQLite steps once per
-    statement instead of once per row, and Python's sqlite3 lets go of the GIL at every step
-    (a writer thread then waits for the event loop to give it back, each time)."""
+    statement instead of once per row: each step is SQLite's work, and Python's sqlite3 lets
+    go of the GIL at every step (another thread then takes it, and gives it back late)."""
     if not rows:
         return
     width = len(rows[0])
