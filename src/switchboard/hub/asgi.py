@@ -73,6 +73,9 @@ def run_now(coroutine: Coroutine[Any, Any, None]) -> asyncio.Future[None] | None
                 if awaited is None:  # a bare yield: give the loop one turn
                     await asyncio.sleep(0)
                 else:
+                    # The coroutine yielded this future marked "a task waits on me"; asyncio's
+                    # Task clears that mark before it waits on it, and so must we.
+                    awaited._asyncio_future_blocking = False
                     await awaited
             except BaseException as error:  # hand what the awaited thing raised to the coroutine
                 try:
