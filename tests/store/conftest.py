@@ -8,15 +8,63 @@ tests in this folder then run against it unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from switchboard.store.base import Store
 from switchboard.store.sqlite import SQLiteStore
 
-IMPLEMENTATIONS = ["sqlite", "sqlite-group-commit"]
+try:  # the hub runs on uvloop where it is installed: test on the loop it uses
+    import uvloop
+except ImportError:  # pragma: no cover - uvloop is not built for every platform
+    uvloop = None
+
+T = TypeVar("T")
+
+IMPLEMENTATIONS = ["sqlite", "sqlite-group-commit", "sqlite-loop-commit"]
+LOOP_DEADLINE = 60.0  # for the loop thread to do what it was asked: it never takes this long
+
+
+class LoopThread:
+    """An event loop running on a thread of its own, as the hub's runs beside its worker threads.
+
+    The test's thread hands it coroutines (``run``) and callbacks; ``stop`` ends the loop and
+    joins its thread."""
+
+    def __init__(self) -> None:
+        self.loop = uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="test event loop", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = LOOP_DEADLINE) -> T:
+        """Run ``coroutine`` on the loop and return what it returned; fail after ``timeout`` s."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(LOOP_DEADLINE)
+        assert not self.thread.is_alive(), "the event loop never stopped"
+        self.loop.close()
+
+
+async def enter(manager: AbstractAsyncContextManager[None]) -> None:
+    await manager.__aenter__()
+
+
+async def leave(manager: AbstractAsyncContextManager[None]) -> None:
+    await manager.__aexit__(None, None, None)
 
 
 class StoreFactory:
@@ -26,6 +74,9 @@ class StoreFactory:
         self.kind = kind
         self.tmp_path = tmp_path
         self._opened: list[Store] = []
+        # sqlite-loop-commit: one loop commits for every store opened, as each would in its own hub
+        self._loop: LoopThread | None = None
+        self._attached: dict[int, AbstractAsyncContextManager[None]] = {}
 
     def open(self) -> Store:
         store = self._open()
@@ -35,16 +86,43 @@ class StoreFactory:
     def _open(self) -> Store:
         if self.kind == "sqlite":
             return SQLiteStore(self.tmp_path / "switchboard.db")
-        if self.kind == "sqlite-group-commit":  # as the hub opens it: writes batched by a writer thread
+        if self.kind == "sqlite-group-commit":  # writes batched by a writer thread (a caller without a loop)
             return SQLiteStore(self.tmp_path / "switchboard.db", group_commit=True)
+        if self.kind == "sqlite-loop-commit":  # as the hub opens it: batched on its event loop
+            return self._open_on_loop()
         raise ValueError(f"no store implementation named {self.kind!r}")
 
+    def _open_on_loop(self) -> SQLiteStore:
+        store = SQLiteStore(self.tmp_path / "switchboard.db")
+        if self._loop is None:
+            self._loop = LoopThread()
+        # Entered on the loop itself, as the hub's lifespan does: attach() takes the thread it
+        # runs on as the loop's. The tests then call the store from their own thread.
+        attached = store.committing_on_loop()
+        self._loop.run(enter(attached))
+        self._attached[id(store)] = attached
+        return store
+
     def close_all(self) -> None:
+        failed: list[str] = []
         for store in reversed(self._opened):
+            attached = self._attached.pop(id(store), None)
+            if attached is not None:
+                assert self._loop is not None
+                try:  # every queued write commits before detach returns: then close finds none
+                    self._loop.run(leave(attached))
+                except TimeoutError:
+                    failed.append("detach() never returned: a write queued on the loop never committed")
+                except Exception as error:  # the other stores are closed all the same
+                    failed.append(f"detach() raised {error!r}")
             try:
                 store.close()
             except Exception:  # already closed by the test
                 pass
+        if self._loop is not None:
+            self._loop.stop()
+        if failed:
+            pytest.fail("; ".join(failed))
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

@@ -126,6 +126,7 @@ class SQLiteDatabase:
         self._flush_scheduled = False
         self._committing = False
         self._committer: ThreadPoolExecutor | None = None
+        self._committer_thread: int | None = None
         self._idle: asyncio.Future[None] | None = None  # detach() waits on it
         # A last connection only watches: its data_version moves when any connection commits.
         # It is opened when someone first waits for mail; most commands never do.
@@ -181,6 +182,7 @@ class SQLiteDatabase:
                 self._queue.put(_STOP)
             stranded = list(self._loop_queue)
             self._loop_queue.clear()
+            self._pending -= len(stranded)
         if self._writer_thread is not None and self._writer_thread is not threading.current_thread():
             self._writer_thread.join()
         if self._committer is not None:
@@ -259,7 +261,7 @@ class SQLiteDatabase:
         it runs inside a savepoint of a transaction shared with other requests (on the event
         loop that group-commits, or the writer thread), so it should do there only what needs
         the database."""
-        if self._loop is not None and threading.get_ident() == self._loop_thread:
+        if self._loop is not None and threading.get_ident() in (self._loop_thread, self._committer_thread):
             raise RuntimeError("transact on the event loop that commits would wait for itself: await submit() instead")
         if self.group_commit or self._loop is not None:
             return self.submit(fn).result()
@@ -276,8 +278,8 @@ class SQLiteDatabase:
         a few per request).
         ``fn(conn)`` must equal ``together(conn, [item])[0]``."""
         future: Pending[T] = Pending()
-        if self._loop is not None:
-            return self._submit_to_loop(_Request(fn, future, together, item))
+        if self._loop is not None and self._submit_to_loop(_Request(fn, future, together, item)):
+            return future
         if not self.group_commit:
             future.set_running_or_notify_cancel()
             try:
@@ -296,14 +298,16 @@ class SQLiteDatabase:
             self._queue.put(_Request(fn, future, together, item))
         return future
 
-    def _submit_to_loop(self, request: _Request) -> Pending:
-        loop = self._loop
-        assert loop is not None
+    def _submit_to_loop(self, request: _Request) -> bool:
+        """Queue the request for the loop's group commit; False if detach() came first."""
         with self._submit_lock:
+            loop = self._loop
+            if loop is None:
+                return False
             if self._closed:
                 request.future.set_running_or_notify_cancel()
                 request.future.set_exception(self._closed_error())
-                return request.future
+                return True
             self._loop_queue.append(request)
             self._pending += 1
             schedule, self._flush_scheduled = not self._flush_scheduled, True
@@ -312,7 +316,7 @@ class SQLiteDatabase:
                 loop.call_soon(self._flush)
             else:
                 loop.call_soon_threadsafe(self._flush)
-        return request.future
+        return True
 
     def _transact_inline(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._write_lock:
@@ -444,9 +448,15 @@ class SQLiteDatabase:
         hand it back, each time — most of a batch's time went there."""
         if self.group_commit or self._loop is not None:
             raise RuntimeError("this database already group-commits")
-        self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="switchboard-commit")
+        self._committer = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="switchboard-commit", initializer=self._note_committer_thread
+        )
         self._loop_thread = threading.get_ident()
         self._loop = loop
+
+    def _note_committer_thread(self) -> None:
+        # A batch that waited for the lock runs its bodies there: they must not transact() either.
+        self._committer_thread = threading.get_ident()
 
     async def detach(self) -> None:
         """Stop group-committing on the loop once every queued write has committed (writes are
@@ -454,27 +464,32 @@ class SQLiteDatabase:
         loop = self._loop
         if loop is None:
             return
-        while self._loop_queue or self._committing:
-            self._idle = loop.create_future()
+        while True:
+            with self._submit_lock:  # a submit either lands before this, or sees the loop gone
+                if not self._loop_queue and not self._committing:
+                    self._loop = None
+                    break
+                self._idle = loop.create_future()
             await self._idle
-        self._loop = None
         if self._committer is not None:
             self._committer.shutdown(wait=True)
 
     def _flush(self) -> None:
         """On the loop: every queued request (up to a cap) as one transaction; its COMMIT goes to
         the committer thread, and when it is done the next batch starts (see _committed)."""
-        with self._submit_lock:
-            self._flush_scheduled = False
-            if self._committing:
+        batch: list[_Request] = []
+        while not batch:
+            with self._submit_lock:
+                self._flush_scheduled = False
+                if self._committing:
+                    return
+                taken = [self._loop_queue.popleft() for _ in range(min(len(self._loop_queue), GROUP_COMMIT_MAX_BATCH))]
+                self._pending -= len(taken)
+            if not taken:  # nothing left: tell a waiting detach()
+                if self._idle is not None and not self._idle.done():
+                    self._idle.set_result(None)
                 return
-            batch = [self._loop_queue.popleft() for _ in range(min(len(self._loop_queue), GROUP_COMMIT_MAX_BATCH))]
-            self._pending -= len(batch)
-        batch = _claimed(batch)
-        if not batch:
-            if self._idle is not None and not self._idle.done() and not self._loop_queue:
-                self._idle.set_result(None)
-            return
+            batch = _claimed(taken)  # all cancelled: take the next ones
         self._committing = True
         work: Callable[[], list[_Outcome]]
         try:
@@ -494,9 +509,13 @@ class SQLiteDatabase:
             work = functools.partial(self._commit, outcomes)
         assert self._committer is not None and self._loop is not None
         loop = self._loop
-        self._committer.submit(work).add_done_callback(
-            lambda done: loop.call_soon_threadsafe(self._committed, batch, done)
-        )
+        try:
+            committing = self._committer.submit(work)
+        except RuntimeError as error:  # close() shut the committer down meanwhile (not detached first)
+            self._rollback()
+            self._committed(batch, error)
+            return
+        committing.add_done_callback(lambda done: loop.call_soon_threadsafe(self._committed, batch, done))
 
     def _committed(self, batch: list[_Request], done: Future[list[_Outcome]] | BaseException) -> None:
         """On the loop: the batch's callers learn their outcomes; the next batch starts."""
