@@ -12,6 +12,7 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, TypeVar
@@ -70,37 +71,32 @@ class Model(BaseModel):
 
 
 M = TypeVar("M", bound=BaseModel)
-_NO_DEFAULT = object()
-_fields: dict[type[BaseModel], tuple[tuple[str, ...], list[tuple[str, Any, Any]]]] = {}
+_REQUIRED = object()
+# Per model class: every field with its default (in declaration order), and the fields whose
+# default comes from a factory (a fresh list each time).
+_templates: dict[type[BaseModel], tuple[dict[str, Any], list[tuple[str, Callable[[], Any]]]]] = {}
 
 
 def built(cls: type[M], **values: Any) -> M:
     """``cls.model_construct(**values)``: a model from values the caller has already checked, at
     a fraction of the cost (the hub builds a few per send; model_construct resolves every
     field's aliases and default on each call). Fields not given take their defaults."""
-    known = _fields.get(cls)
+    known = _templates.get(cls)
     if known is None:
-        specs = [
-            (n, _NO_DEFAULT if f.is_required() else f.default, f.default_factory) for n, f in cls.model_fields.items()
-        ]
-        known = _fields[cls] = (tuple(n for n, _, _ in specs), specs)
-    names, specs = known
-    if len(values) == len(names):  # every field given: just put them in declaration order,
-        try:  # as pydantic serialises a model's __dict__ in that order
-            ordered = {name: values[name] for name in names}
-        except KeyError as missing:
-            raise TypeError(f"{cls.__name__}.{missing.args[0]} is required") from None
-    else:
-        ordered = {}
-        for name, default, factory in specs:
-            if name in values:
-                ordered[name] = values[name]
-            elif default is _NO_DEFAULT:
-                raise TypeError(f"{cls.__name__}.{name} is required")
-            else:
-                ordered[name] = factory() if factory is not None else default
-        if not values.keys() <= ordered.keys():
-            raise TypeError(f"{cls.__name__} has no field {sorted(values.keys() - ordered.keys())[0]}")
+        fields = cls.model_fields.items()
+        template = {n: _REQUIRED if f.is_required() else f.default for n, f in fields}
+        known = _templates[cls] = (template, [(n, f.default_factory) for n, f in fields if f.default_factory])
+    template, factories = known
+    # In declaration order (the template's), as pydantic serialises a model's __dict__.
+    ordered = {**template, **values}
+    if len(ordered) != len(template):
+        raise TypeError(f"{cls.__name__} has no field {sorted(ordered.keys() - template.keys())[0]}")
+    for name, factory in factories:
+        if name not in values:
+            ordered[name] = factory()  # type: ignore[call-arg]
+    if _REQUIRED in ordered.values():
+        missing = next(name for name, value in ordered.items() if value is _REQUIRED)
+        raise TypeError(f"{cls.__name__}.{missing} is required")
     given = set(values)
     model = cls.__new__(cls)
     object.__setattr__(model, "__dict__", ordered)

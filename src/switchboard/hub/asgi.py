@@ -120,9 +120,17 @@ def bare_endpoint(endpoint: BareEndpoint) -> Callable[[HubContext, Scope, Receiv
     return serve
 
 
+# The only headers a bare endpoint reads (ASGI gives names in lower case).
+_READ_HEADERS = frozenset(
+    {b"authorization", b"x-switchboard-agent", b"x-switchboard-workspace", b"content-length", b"last-event-id"}
+)
+
+
 def headers_of(scope: Scope) -> dict[str, str]:
-    """The request's headers by lower-case name (ASGI gives names in lower case)."""
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+    """The request's headers that the hub reads, by lower-case name."""
+    return {
+        name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"] if name in _READ_HEADERS
+    }
 
 
 def query_of(scope: Scope) -> dict[str, str]:

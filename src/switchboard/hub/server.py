@@ -96,6 +96,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         loop="auto",
         http="auto",
         proxy_headers=False,  # the hub trusts no forwarding proxy; it names clients by token
+        server_header=False,
     )
     server = _HubServer(config, on_stop=lambda: _call_in_loop(hub.stop), on_listening=listening)
     # Everything made so far lives as long as the hub: move it out of the collector's sight. A
