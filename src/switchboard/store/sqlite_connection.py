@@ -43,6 +43,12 @@ _LOCK_RETRY_MAX_SECONDS = 0.002
 # Requests per group commit. A bound keeps one transaction (and the wait of its first request
 # for the others) short; beyond a few hundred the fsync is already shared enough.
 GROUP_COMMIT_MAX_BATCH = 256
+# The writer's page cache. A channel post writes into every member's mailbox: pages all over the
+# file. With SQLite's default (2 MB) a hub's writes read most of them back from the OS each time,
+# and slowed down as the file grew. A bound, not an allocation: a short-lived CLI uses little.
+WRITER_CACHE_KIB = 64 * 1024
+DEFAULT_AUTOCHECKPOINT_PAGES = 1000  # SQLite's own default
+SERVER_AUTOCHECKPOINT_PAGES = 16_000  # about 64 MB of log
 
 
 def _retry_while_locked(conn: sqlite3.Connection, statement: str) -> None:
@@ -150,6 +156,7 @@ class SQLiteDatabase:
             else:
                 _retry_while_locked(conn, "PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = FULL")
+                conn.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
         except (sqlite3.Error, OSError) as error:
             raise StoreUnavailable(f"cannot open the database {self.path}: {error}.") from None
         return conn
@@ -451,6 +458,10 @@ class SQLiteDatabase:
         self._committer = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="switchboard-commit", initializer=self._note_committer_thread
         )
+        # SQLite checkpoints inside the COMMIT that takes the log past this many pages. A busy
+        # hub rewrites the same pages over and over (each mailbox's newest page): a longer log
+        # copies each of them into the file once for many commits instead of once per commit.
+        self._writer.execute(f"PRAGMA wal_autocheckpoint = {SERVER_AUTOCHECKPOINT_PAGES}")
         self._loop_thread = threading.get_ident()
         self._loop = loop
 
@@ -473,6 +484,7 @@ class SQLiteDatabase:
             await self._idle
         if self._committer is not None:
             self._committer.shutdown(wait=True)
+        self._writer.execute(f"PRAGMA wal_autocheckpoint = {DEFAULT_AUTOCHECKPOINT_PAGES}")
 
     def _flush(self) -> None:
         """On the loop: every queued request (up to a cap) as one transaction; its COMMIT goes to
