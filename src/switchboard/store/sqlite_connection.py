@@ -484,7 +484,9 @@ class SQLiteDatabase:
             await self._idle
         if self._committer is not None:
             self._committer.shutdown(wait=True)
-        self._writer.execute(f"PRAGMA wal_autocheckpoint = {DEFAULT_AUTOCHECKPOINT_PAGES}")
+        with self._write_lock:  # inline writes from now on, checkpointing as SQLite does
+            if not self._closed:
+                self._writer.execute(f"PRAGMA wal_autocheckpoint = {DEFAULT_AUTOCHECKPOINT_PAGES}")
 
     def _flush(self) -> None:
         """On the loop: every queued request (up to a cap) as one transaction; its COMMIT goes to
