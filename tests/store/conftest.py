@@ -9,6 +9,7 @@ tests in this folder then run against it unchanged.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from switchboard.store import sqlite as sqlite_store
 from switchboard.store.base import Store
 from switchboard.store.sqlite import SQLiteStore
 
@@ -144,3 +146,20 @@ def store(store_factory: StoreFactory) -> Store:
 def reopen(store_factory: StoreFactory, store: Store) -> Callable[[], Store]:
     """Open another connection (its own Store object) to the same database as ``store``."""
     return store_factory.open
+
+
+@pytest.fixture
+def insert_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of messages of each insert_messages call the store makes, in order.
+
+    The store passes the same function as every send's ``together``, and calls it with one
+    message for a send that runs alone: a batch stored in one go shows as one call of N."""
+    calls: list[int] = []
+    real = sqlite_store.insert_messages
+
+    def counting(conn: sqlite3.Connection, messages: list) -> list[dict[str, int]]:
+        calls.append(len(messages))
+        return real(conn, messages)
+
+    monkeypatch.setattr(sqlite_store, "insert_messages", counting)
+    return calls

@@ -20,7 +20,6 @@ import pytest
 
 from switchboard.errors import StoreUnavailable, UnknownRecipient
 from switchboard.model import DeliveryState, Message, SendResult
-from switchboard.store import sqlite as sqlite_store
 from switchboard.store import sqlite_connection
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
 from switchboard.store.sqlite import SQLiteStore
@@ -112,14 +111,21 @@ def join_all(threads: list[threading.Thread]) -> None:
 
 
 def test_many_threads_sending_at_once_number_every_mailbox_1_to_n_without_gaps(either):
+    many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n(either)
+
+
+def many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n(store: SQLiteStore) -> int:
+    """32 threads send 25 messages each to a common mailbox and one of 4 others, reading as they
+    go; every mailbox must hold its messages numbered 1..N, no number skipped or given twice.
+    Returns how many sends were made."""
     threads, sends, boxes = 32, 25, 4
-    agents(either, WS, "all", *(f"box-{b}" for b in range(boxes)), *(f"sender-{t}" for t in range(threads)))
+    agents(store, WS, "all", *(f"box-{b}" for b in range(boxes)), *(f"sender-{t}" for t in range(threads)))
 
     def sender(index: int) -> list:
         sent = []
         for i in range(sends):
-            sent.append(send(either, WS, f"sender-{index}", ["all", f"box-{index % boxes}"], text=f"{index}/{i}"))
-            either.unread_count(WS, "all")  # and read meanwhile, on this thread's own connection
+            sent.append(send(store, WS, f"sender-{index}", ["all", f"box-{index % boxes}"], text=f"{index}/{i}"))
+            store.unread_count(WS, "all")  # and read meanwhile, on this thread's own connection
         return sent
 
     outcomes, running = run_threads(threads, sender)
@@ -130,10 +136,11 @@ def test_many_threads_sending_at_once_number_every_mailbox_1_to_n_without_gaps(e
     for box in ["all", *(f"box-{b}" for b in range(boxes))]:
         given = sorted(s.seqs[box] for s in sent if box in s.seqs)
         assert given == list(range(1, len(given) + 1)), f"{box}: numbers skipped or given twice"
-        stored = either.peek(WS, box, 0, 10_000)
+        stored = store.peek(WS, box, 0, 10_000)
         assert [i.seq for i in stored] == given
         assert sorted(ids(stored)) == sorted(s.id for s in sent if box in s.seqs)
     assert len(given) == threads * sends // boxes
+    return threads * sends
 
 
 # --- a batch in which one request fails -------------------------------------------------------------
@@ -341,23 +348,6 @@ def outgoing(
     message, result = build(WS, sender, recipients, text=text)
     deliveries = [NewDelivery(r, DeliveryState.queued, create_agent=r in create) for r in recipients]
     return Outgoing(message, result, deliveries, key)
-
-
-@pytest.fixture
-def insert_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The number of messages of each insert_messages call the store makes, in order.
-
-    The store passes the same function as every send's ``together``, and calls it with one
-    message for a send that runs alone: a batch stored in one go shows as one call of N."""
-    calls: list[int] = []
-    real = sqlite_store.insert_messages
-
-    def counting(conn: sqlite3.Connection, messages: list) -> list[dict[str, int]]:
-        calls.append(len(messages))
-        return real(conn, messages)
-
-    monkeypatch.setattr(sqlite_store, "insert_messages", counting)
-    return calls
 
 
 def test_sends_queued_behind_the_writer_commit_as_one_batch_numbered_in_submission_order(group, insert_calls):

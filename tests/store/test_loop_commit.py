@@ -24,12 +24,16 @@ import pytest
 
 from switchboard.errors import StoreUnavailable, UnknownRecipient
 from switchboard.pending import Pending, PendingTimeout
-from switchboard.store import sqlite as sqlite_store
 from switchboard.store.base import DuplicateIdempotencyKey
 from switchboard.store.sqlite import SQLiteStore
 from switchboard.store.sqlite_connection import BUSY_TIMEOUT_SECONDS, GROUP_COMMIT_MAX_BATCH, SQLiteDatabase
 from tests.store.conftest import LoopThread, StoreFactory
-from tests.store.test_group_commit import join_all, outgoing, run_threads
+from tests.store.test_group_commit import (
+    join_all,
+    many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n,
+    outgoing,
+    run_threads,
+)
 from tests.store.test_store_contract import OTHER_WS, T0, WS, agents, ids, send
 from tests.waiting import wait_until
 
@@ -143,21 +147,6 @@ def write_lock_held_elsewhere(path: Path) -> Iterator[sqlite3.Connection]:
         other.close()
 
 
-@pytest.fixture
-def insert_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The number of messages of each insert_messages call the store makes, in order (a batch
-    of sends stored in one go shows as one call of N; see test_group_commit)."""
-    calls: list[int] = []
-    real = sqlite_store.insert_messages
-
-    def counting(conn: sqlite3.Connection, messages: list) -> list[dict[str, int]]:
-        calls.append(len(messages))
-        return real(conn, messages)
-
-    monkeypatch.setattr(sqlite_store, "insert_messages", counting)
-    return calls
-
-
 class Refused(Exception):
     pass
 
@@ -189,31 +178,10 @@ def test_the_contract_suites_loop_store_runs_each_write_on_its_event_loop_and_so
 
 
 def test_many_threads_sending_at_once_number_every_mailbox_1_to_n_without_gaps_and_share_commits(attached):
-    threads, sends, boxes = 32, 25, 4
-    agents(attached, WS, "all", *(f"box-{b}" for b in range(boxes)), *(f"sender-{t}" for t in range(threads)))
     commits = db(attached).commits
-
-    def sender(index: int) -> list:
-        sent = []
-        for i in range(sends):
-            sent.append(send(attached, WS, f"sender-{index}", ["all", f"box-{index % boxes}"], text=f"{index}/{i}"))
-            attached.unread_count(WS, "all")  # and read meanwhile, on this thread's own connection
-        return sent
-
-    outcomes, running = run_threads(threads, sender)
-    join_all(running)
-    assert not [o for o in outcomes if isinstance(o, BaseException)]
-    sent = [s for outcome in outcomes for s in outcome]  # type: ignore[union-attr]
-
-    for box in ["all", *(f"box-{b}" for b in range(boxes))]:
-        given = sorted(s.seqs[box] for s in sent if box in s.seqs)
-        assert given == list(range(1, len(given) + 1)), f"{box}: numbers skipped or given twice"
-        stored = attached.peek(WS, box, 0, 10_000)
-        assert [i.seq for i in stored] == given
-        assert sorted(ids(stored)) == sorted(s.id for s in sent if box in s.seqs)
-    assert len(given) == threads * sends // boxes
+    sends = many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n(attached)
     # Sends that arrived while a commit was on disk shared the next one.
-    assert db(attached).commits - commits < threads * sends
+    assert db(attached).commits - commits < sends
 
 
 def test_a_write_from_another_thread_is_visible_to_another_connection_as_soon_as_it_returns(attached, elsewhere):
