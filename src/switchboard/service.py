@@ -98,11 +98,15 @@ class Service(Directory):
 
     # --- callers -------------------------------------------------------------------------
 
+    def has_entered(self, caller: Caller) -> bool:
+        """Whether ``enter`` has nothing to do (no I/O: a server asks before every request)."""
+        return (caller.workspace, caller.agent) in self._known_agents
+
     def enter(self, caller: Caller) -> None:
         """Create the caller's workspace and agent on first use (the identity rule named them).
 
         Cheap to call before every operation: an agent known to exist is not looked up again."""
-        if (caller.workspace, caller.agent) in self._known_agents:
+        if self.has_entered(caller):
             return
         now = self.clock()
         self.store.ensure_workspace(caller.workspace, now)

@@ -133,7 +133,6 @@ async def delete_agent(request: Request) -> Response:
     name = request.path_params["name"]
     caller = await hub.caller_managing(request, name)
     await blocking(hub.service.delete_agent, caller, name)
-    hub.forget(caller.workspace, name.lower())
     return json_response({"deleted": name.lower()})
 
 

@@ -77,7 +77,7 @@ class HubContext:
         self.service = service
         self.credentials = credentials
         self.limiter = limiter
-        # (token id, agent asked for, workspace asked for) -> the caller, already created
+        # (token id, agent asked for, workspace asked for) -> the caller those names make
         self._callers: dict[tuple[str, str | None, str | None], Caller] = {}
         self.stopping = asyncio.Event()
 
@@ -105,19 +105,16 @@ class HubContext:
         credential = await self.credential_of(headers)
         asked = (credential.token_id, headers.get(AGENT_HEADER), headers.get(WORKSPACE_HEADER))
         caller = self._callers.get(asked)
-        if caller is None:  # first request of this credential as this agent: check and create it
+        if caller is None:  # first request of this credential as this agent: check the names
             caller = credential.caller(asked[1], asked[2])
-            await blocking(self.service.enter, caller)
             if len(self._callers) < 100_000:
                 self._callers[asked] = caller
+        if not self.service.has_entered(caller):  # created on first use (again, once deleted)
+            await blocking(self.service.enter, caller)
         return credential, caller
 
     async def caller(self, request: Request) -> Caller:
         return (await self.identify(request))[1]
-
-    def forget(self, workspace: str, agent: str) -> None:
-        """The agent was deleted: its next request creates it again."""
-        self._callers = {k: c for k, c in self._callers.items() if (c.workspace, c.agent) != (workspace, agent)}
 
     async def caller_managing(self, request: Request, agent: str) -> Caller:
         """The caller, when it may change ``agent``'s card: an agent token manages only its own."""
