@@ -6,7 +6,7 @@ message stored divided by the wall time from the common start to the last sender
 Every mode runs on fresh files with the store's own durable settings (WAL,
 ``synchronous=FULL``: every acknowledged write is fsynced):
 
-- ``inline``: threads call ``store.insert_message``; each call is its own transaction and its
+- ``inline``: threads call ``store.submit_message(...).result()``; each call is its own transaction and its
   own fsync (what the CLI does);
 - ``thread``: the same threads on ``SQLiteStore(path, group_commit=True)``: a writer thread
   runs every call waiting at that moment as one transaction;
@@ -70,7 +70,7 @@ JOIN_GRACE_SECONDS = 120.0  # past the deadline, a sender that has not finished 
 
 
 def new_send(sender: str) -> tuple[Message, list[NewDelivery], SendResult, None, None]:
-    """The arguments of insert_message / submit_message for one fresh message to RECIPIENT."""
+    """The arguments of submit_message for one fresh message to RECIPIENT."""
     message_id = new_id()
     now = datetime.now(UTC)
     message = Message(
@@ -92,7 +92,7 @@ def new_send(sender: str) -> tuple[Message, list[NewDelivery], SendResult, None,
 
 
 def insert_one(store: SQLiteStore, sender: str) -> None:
-    store.insert_message(*new_send(sender))
+    store.submit_message(*new_send(sender)).result()
 
 
 def submit_one(store: SQLiteStore, sender: str) -> Pending[dict[str, int]]:
@@ -111,7 +111,7 @@ class Run:
 
 
 def run_threads(store: SQLiteStore, senders: list[str], seconds: float) -> Run:
-    """One thread per sender, each calling insert_message until the deadline."""
+    """One thread per sender, each sending (and waiting for the commit) until the deadline."""
     n = len(senders)
     start = threading.Barrier(n + 1)
     counts = [0] * n

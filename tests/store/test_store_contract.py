@@ -130,7 +130,7 @@ def send(
         )
         for r in recipients
     ]
-    seqs = store.insert_message(message, deliveries, result, key, request_hash)
+    seqs = store.submit_message(message, deliveries, result, key, request_hash).result()
     return Sent(message, result, seqs)
 
 
@@ -556,7 +556,7 @@ def test_send_result_returns_what_the_send_answered(store):
 def test_delivery_statuses_report_each_recipients_state_channel_and_sessions(store):
     agents(store, WS, "alice", "bob", "carol")
     message, result = build(WS, "alice", ["bob", "carol"], channel="team", created_at=at(3))
-    store.insert_message(
+    store.submit_message(
         message,
         [
             NewDelivery("bob", DeliveryState.delivered, channel="team", sessions=["bob@host-a#100"]),
@@ -565,7 +565,7 @@ def test_delivery_statuses_report_each_recipients_state_channel_and_sessions(sto
         result,
         None,
         None,
-    )
+    ).result()
     bob, carol = status_of(store, WS, message.id, "bob"), status_of(store, WS, message.id, "carol")
     assert (bob.state, bob.channel, bob.sessions, bob.queued_at, bob.delivered_at) == (
         DeliveryState.delivered,
@@ -593,13 +593,13 @@ def test_a_repeated_idempotency_key_raises_and_stores_nothing_of_the_repeat(stor
     first = send(store, WS, "alice", ["bob"], key="k-1", request_hash="h1")
     message, result = build(WS, "alice", ["bob", "newbie"])
     with pytest.raises(DuplicateIdempotencyKey):
-        store.insert_message(
+        store.submit_message(
             message,
             [NewDelivery("bob", DeliveryState.queued), NewDelivery("newbie", DeliveryState.queued, create_agent=True)],
             result,
             "k-1",
             "h2",
-        )
+        ).result()
     assert store.get_message(WS, message.id) is None
     assert store.get_agent(WS, "newbie") is None
     assert ids(store.peek(WS, "bob", 0, 100)) == [first.id]

@@ -79,7 +79,7 @@ class NewToken:
 
 
 class DuplicateIdempotencyKey(Exception):
-    """Raised by insert_message when (workspace, sender, key) was stored by a racing send."""
+    """Raised by submit_message when (workspace, sender, key) was stored by a racing send."""
 
 
 class Store(Protocol):
@@ -136,19 +136,6 @@ class Store(Protocol):
 
     # messages and mailboxes
     def find_idempotent(self, workspace: str, sender: str, key: str) -> IdempotentSend | None: ...
-    def insert_message(
-        self,
-        message: Message,
-        deliveries: Sequence[NewDelivery],
-        result: SendResult,
-        idempotency_key: str | None,
-        request_hash: str | None,
-    ) -> dict[str, int]:
-        """Store the message and one delivery per recipient, each with the recipient's next
-        sequence number (returned by recipient). Raises DuplicateIdempotencyKey, or
-        UnknownRecipient when a recipient that need not be created does not exist."""
-        ...
-
     def submit_message(
         self,
         message: Message,
@@ -157,8 +144,11 @@ class Store(Protocol):
         idempotency_key: str | None,
         request_hash: str | None,
     ) -> Pending[dict[str, int]]:
-        """``insert_message`` without waiting: the future resolves once the message is durable
-        (for a server that awaits it instead of holding a thread); its errors are the same."""
+        """Store the message and one delivery per recipient, each with the recipient's next
+        sequence number: the future resolves once that is durable, to the numbers by recipient
+        (a server awaits it; anyone else calls ``.result()``), or fails with
+        DuplicateIdempotencyKey, or UnknownRecipient when a recipient that need not be created
+        does not exist."""
         ...
 
     def get_message(self, workspace: str, message_id: str) -> Message | None: ...

@@ -316,16 +316,6 @@ class SQLiteStore:
             return None
         return IdempotentSend(request_hash=row[0] or "", result=SendResult.model_validate_json(row[1]))
 
-    def insert_message(
-        self,
-        message: Message,
-        deliveries: Sequence[NewDelivery],
-        result: SendResult,
-        idempotency_key: str | None,
-        request_hash: str | None,
-    ) -> dict[str, int]:
-        return self.submit_message(message, deliveries, result, idempotency_key, request_hash).result()
-
     def submit_message(
         self,
         message: Message,
