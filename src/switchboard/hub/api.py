@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from switchboard import __version__
+from switchboard.credentials import Credentials
 from switchboard.hub.context import (
     HubContext,
     blocking,
@@ -159,10 +160,17 @@ async def channel_members(request: Request) -> Response:
     return await _as_caller(request, Service.channel_members, "name")
 
 
-async def list_workspaces(request: Request) -> Response:
+async def _as_credential(request: Request, operation: Callable[..., Any], *path: str) -> Response:
+    """The plain credentials endpoint: authenticate, call ``operation(credentials, credential, *path values)``."""
     hub = _hub(request)
     credential = await hub.credential(request)
-    return json_response(await blocking(hub.credentials.workspaces, credential))
+    return json_response(
+        await blocking(operation, hub.credentials, credential, *(request.path_params[p] for p in path))
+    )
+
+
+async def list_workspaces(request: Request) -> Response:
+    return await _as_credential(request, Credentials.workspaces)
 
 
 async def create_token(request: Request) -> Response:
@@ -175,12 +183,8 @@ async def create_token(request: Request) -> Response:
 
 
 async def list_tokens(request: Request) -> Response:
-    hub = _hub(request)
-    credential = await hub.credential(request)
-    return json_response(await blocking(hub.credentials.list, credential))
+    return await _as_credential(request, Credentials.list)
 
 
 async def revoke_token(request: Request) -> Response:
-    hub = _hub(request)
-    credential = await hub.credential(request)
-    return json_response(await blocking(hub.credentials.revoke, credential, request.path_params["token_id"]))
+    return await _as_credential(request, Credentials.revoke, "token_id")
