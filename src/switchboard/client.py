@@ -9,6 +9,7 @@ A client acts as one agent of one workspace, named when it opens; ``open_client`
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -239,6 +240,12 @@ WORKSPACE_HEADER = "X-Switchboard-Workspace"
 TIMEOUT_SECONDS = 30.0
 
 
+@functools.cache
+def _list_of(model: type[BaseModel]) -> TypeAdapter:
+    """A validator of a list of ``model``: built once per model (building one compiles a schema)."""
+    return TypeAdapter(list[model])  # type: ignore[valid-type]
+
+
 class HubClient:
     """Mailbox operations as one agent, through a hub."""
 
@@ -290,7 +297,7 @@ class HubClient:
         return model.model_validate(self._call(method, path, **kwargs))
 
     def _models(self, model: type[M], method: str, path: str, **kwargs: Any) -> list[M]:
-        return TypeAdapter(list[model]).validate_python(self._call(method, path, **kwargs))  # type: ignore[valid-type]
+        return _list_of(model).validate_python(self._call(method, path, **kwargs))
 
     # --- the Client interface -----------------------------------------------------------
 
