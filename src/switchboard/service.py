@@ -347,15 +347,15 @@ class Service(Directory):
         With ``wait``, block up to that many seconds until something arrives.
         """
         self.check_read_options(limit=limit, after=after, wait=wait)
+        # Where the mailbox stood before looking: mail that lands while we look is past it, so a
+        # reader that resumes from an empty read's cursor still gets that mail.
+        position = after if after is not None else self.store.last_seq(caller.workspace, caller.agent)
         items = (
             self._take(caller, peek, after, limit)
             if wait <= 0
             else self._wait_and_take(caller, peek, after, limit, wait)
         )
-        if items:
-            cursor = items[-1].seq
-        else:
-            cursor = after if after is not None else self.store.last_seq(caller.workspace, caller.agent)
+        cursor = items[-1].seq if items else position
         return ReadResult(items=items, cursor=cursor, unread=self.store.unread_count(caller.workspace, caller.agent))
 
     def check_read_options(self, *, limit: int, after: int | None, wait: float) -> None:

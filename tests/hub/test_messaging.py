@@ -1,11 +1,15 @@
 """Two agents exchanging messages through a running hub: by the CLI and by HubClient; the
-sender is always the credential's agent, never something the body says; deleting an agent."""
+sender is always the credential's agent, never something the body says; deleting an agent; a
+channel post large enough to be answered before its deliveries are written out."""
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from switchboard.errors import UnknownAgent
+from switchboard.store.sqlite import FAN_OUT_LATER_FROM
 from tests.cli_runner import texts
 from tests.hub.conftest import CLI, Hub, Tenant, expect_http_error, unique
 
@@ -193,3 +197,31 @@ def test_agent_delete_by_cli_against_the_hub_erases_the_mailbox_and_the_agent_co
     assert bob in [a["name"] for a in cli.run_json("agent", "list", agent=operator, env=hub_env)]
     human = cli.run("agent", "delete", bob, "--yes", agent=operator, env=hub_env)
     assert human.returncode == 0 and f"deleted agent {bob}" in human.stdout, human.stderr
+
+
+def test_a_post_to_a_channel_large_enough_to_fan_out_later_reaches_every_member_and_a_waiting_reader(
+    tenant: Tenant,
+) -> None:
+    # The hub answers such a post before writing its deliveries out: readers must not tell.
+    members = [unique(f"m{i}") for i in range(FAN_OUT_LATER_FROM + 8)]
+    clients = {name: tenant.client(name) for name in members}
+    poster = tenant.client(unique("poster"))
+    channel = unique("all")
+    try:
+        poster.create_channel(channel)
+        for client in clients.values():
+            client.join_channel(channel)
+        with ThreadPoolExecutor(1) as pool:  # a long-poll, woken by the post or finding it
+            waiting = pool.submit(clients[members[0]].read, wait=30)
+            sent = poster.send(f"#{channel}", "to everyone")
+            assert [i.message.id for i in waiting.result(timeout=60).items] == [sent.message_id]
+        for name in members[1:]:
+            got = clients[name].read()
+            assert [(i.message.id, i.seq) for i in got.items] == [(sent.message_id, 1)], name
+            assert got.unread == 0
+        status = poster.message_status(sent.message_id)
+        assert sorted(r.agent for r in status.recipients) == sorted(members)
+        assert {r.state for r in status.recipients} == {"read"}
+    finally:
+        for client in [poster, *clients.values()]:
+            client.close()

@@ -26,8 +26,8 @@ from switchboard.errors import StoreUnavailable, UnknownRecipient
 from switchboard.pending import Pending, PendingTimeout
 from switchboard.store.base import DuplicateIdempotencyKey
 from switchboard.store.sqlite import SQLiteStore
-from switchboard.store.sqlite_connection import BUSY_TIMEOUT_SECONDS, GROUP_COMMIT_MAX_BATCH, SQLiteDatabase
-from tests.store.conftest import LoopThread, StoreFactory
+from switchboard.store.sqlite_connection import BUSY_TIMEOUT_SECONDS, GROUP_COMMIT_MAX_BATCH
+from tests.store.conftest import LoopThread, StoreFactory, db, on_loop
 from tests.store.test_group_commit import (
     join_all,
     many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n,
@@ -46,74 +46,6 @@ STILL_PENDING = 0.3
 # The loop must answer well within the time a write waits for the lock: a loop that waited for
 # the lock itself would only answer once that wait gave up.
 LOOP_ANSWERS_WITHIN = BUSY_TIMEOUT_SECONDS / 3
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "switchboard.db"
-
-
-@pytest.fixture
-def loop_thread() -> Iterator[LoopThread]:
-    running = LoopThread()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-def db(store: SQLiteStore) -> SQLiteDatabase:
-    return store._db
-
-
-def on_loop(loop_thread: LoopThread, fn: Callable[[], T], timeout: float = DEADLINE) -> T:
-    """Call ``fn`` on the loop's thread, in one turn of the loop, and return what it returned
-    (once the loop has also run what ``fn`` scheduled to run at once, such as a flush)."""
-
-    async def call() -> T:
-        return fn()
-
-    return loop_thread.run(call(), timeout)
-
-
-async def attach_here(store: SQLiteStore) -> None:
-    db(store).attach(asyncio.get_running_loop())
-
-
-@pytest.fixture
-def opened(path: Path, loop_thread: LoopThread) -> Iterator[Callable[..., SQLiteStore]]:
-    """Open SQLiteStores on one database file, attached to the loop unless told; at the end each
-    is detached (its queued writes committed) and closed."""
-    stores: list[SQLiteStore] = []
-
-    def open_store(attach: bool = True) -> SQLiteStore:
-        store = SQLiteStore(path)
-        stores.append(store)
-        if attach:
-            loop_thread.run(attach_here(store), DEADLINE)
-        return store
-
-    yield open_store
-    stuck = []
-    for store in reversed(stores):
-        try:
-            loop_thread.run(db(store).detach(), DEADLINE)
-        except FutureTimeout:
-            stuck.append(store)
-        store.close()
-    assert not stuck, "detach() never returned: a write queued on the loop never committed"
-
-
-@pytest.fixture
-def attached(opened) -> SQLiteStore:
-    """A store group-committing on the loop."""
-    return opened()
-
-
-@pytest.fixture
-def elsewhere(opened) -> SQLiteStore:
-    """Another connection to the same file, inline: what another process sees."""
-    return opened(attach=False)
 
 
 @contextmanager

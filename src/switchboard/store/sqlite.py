@@ -41,7 +41,7 @@ from switchboard.store.base import (
     StoredMachine,
 )
 from switchboard.store.sqlite_connection import SQLiteDatabase
-from switchboard.store.sqlite_messages import NewMessage, insert_messages
+from switchboard.store.sqlite_messages import NewMessage, expand_fanouts, has_fanouts, insert_messages
 from switchboard.store.sqlite_rows import (
     CHANNEL_QUERY,
     MAIL_QUERY,
@@ -58,6 +58,10 @@ from switchboard.store.sqlite_rows import (
     to_ts,
 )
 
+# A send to at least this many recipients, group-committed on an event loop (the hub's), is
+# answered and pushed to live streams before its delivery rows are written out (sqlite_messages).
+FAN_OUT_LATER_FROM = 32
+
 
 class SQLiteStore:
     """The Store interface on one SQLite database file."""
@@ -68,6 +72,12 @@ class SQLiteStore:
         self._db = SQLiteDatabase(path, group_commit=group_commit)
         self.path = self._db.path
         self.location = str(self.path)
+        self.fan_out_later_from = FAN_OUT_LATER_FROM
+        try:
+            self._deliveries_written()  # a hub that stopped short of writing some out (a crash)
+        except BaseException:
+            self._db.close()
+            raise
 
     def close(self) -> None:
         self._db.close()
@@ -84,6 +94,15 @@ class SQLiteStore:
 
     def change_counter(self) -> int:
         return self._db.change_counter()
+
+    def _deliveries_written(self) -> None:
+        """Return once every delivery of a send answered so far is in ``deliveries``: those a
+        large send left for later (see sqlite_messages) are written out by then."""
+        self._db.wait_for_follow_ups()  # this process's own are written out by a follow-up
+        with self._db.read() as conn:
+            pending = has_fanouts(conn)
+        if pending:  # another process's (a hub's) not written out yet, or left by a crash
+            self._db.transact(expand_fanouts)
 
     def _changes_one_row(self, statement: str, args: Sequence[object]) -> bool:
         """Run one statement as a write transaction of its own; True when it changed a row."""
@@ -142,6 +161,8 @@ class SQLiteStore:
         return [agent_from_row(r) for r in rows]
 
     def delete_agent(self, workspace: str, name: str) -> bool:
+        self._deliveries_written()
+
         def delete(conn: sqlite3.Connection) -> bool:
             cur = conn.execute("DELETE FROM agents WHERE workspace = ? AND name = ?", (workspace, name))
             if cur.rowcount == 0:
@@ -324,8 +345,14 @@ class SQLiteStore:
         idempotency_key: str | None,
         request_hash: str | None,
     ) -> Pending[dict[str, int]]:
-        new = NewMessage.prepare(message, deliveries, result, idempotency_key, request_hash)
-        return self._db.submit(lambda conn: insert_messages(conn, [new])[0], together=insert_messages, item=new)
+        later = len(deliveries) >= self.fan_out_later_from and self._db.follows_up
+        new = NewMessage.prepare(message, deliveries, result, idempotency_key, request_hash, fan_out_later=later)
+        return self._db.submit(
+            lambda conn: insert_messages(conn, [new])[0],
+            together=insert_messages,
+            item=new,
+            follow_up=expand_fanouts if later else None,
+        )
 
     def get_message(self, workspace: str, message_id: str) -> Message | None:
         with self._db.read() as conn:
@@ -342,6 +369,7 @@ class SQLiteStore:
         return SendResult.model_validate_json(row[0]) if row else None
 
     def delivery_statuses(self, workspace: str, message_id: str) -> list[RecipientStatus]:
+        self._deliveries_written()
         with self._db.read() as conn:
             rows = conn.execute(
                 f"SELECT {STATUS_COLUMNS} FROM deliveries WHERE workspace = ? AND message_id = ? ORDER BY recipient",
@@ -357,6 +385,7 @@ class SQLiteStore:
         return "d.seq > ?", [after]
 
     def claim(self, workspace: str, agent: str, after: int | None, limit: int, now: datetime) -> list[MailItem]:
+        self._deliveries_written()
         where, args = self._window(after)
         at = to_ts(now)
         # Look before taking the write lock: most wake-ups of a waiting reader find nothing new,
@@ -394,6 +423,7 @@ class SQLiteStore:
         ]
 
     def peek(self, workspace: str, agent: str, after: int | None, limit: int) -> list[MailItem]:
+        self._deliveries_written()
         where, args = self._window(after)
         with self._db.read() as conn:
             rows = conn.execute(
@@ -403,6 +433,7 @@ class SQLiteStore:
         return [mail_item_from_row(r) for r in rows]
 
     def mailbox(self, workspace: str, agent: str, include_acked: bool, limit: int) -> list[MailItem]:
+        self._deliveries_written()
         where = "" if include_acked else " AND d.acked_at IS NULL"
         with self._db.read() as conn:
             rows = conn.execute(
@@ -412,6 +443,7 @@ class SQLiteStore:
         return [mail_item_from_row(r) for r in reversed(rows)]
 
     def ack(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
+        self._deliveries_written()
         at = to_ts(now)
         wanted = list(dict.fromkeys(message_ids))
         marks = ",".join("?" * len(wanted))
@@ -437,6 +469,7 @@ class SQLiteStore:
         return self._db.transact(mark)
 
     def unread_count(self, workspace: str, agent: str) -> int:
+        self._deliveries_written()
         with self._db.read() as conn:
             return conn.execute(
                 "SELECT count(*) FROM deliveries WHERE workspace = ? AND recipient = ? AND read_at IS NULL",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import queue
 import random
@@ -34,6 +35,8 @@ from switchboard.pending import Pending
 from switchboard.store.schema import migrate
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_SECONDS = 30.0
 # Waiting for the write lock: SQLite's own busy handler sleeps up to 100 ms between tries, which
@@ -75,12 +78,18 @@ def _retry_while_locked(conn: sqlite3.Connection, statement: str) -> None:
 Together = Callable[[sqlite3.Connection, list], list]
 
 
+# Work that a write leaves for a transaction of its own, run after the write's has committed.
+FollowUp = Callable[[sqlite3.Connection], object]
+
+
 @dataclass(slots=True)
 class _Request:
     fn: Callable[[sqlite3.Connection], object]
     future: Pending
     together: Together | None = None
     item: object = None
+    follow_up: FollowUp | None = None
+    ticket: int = 0  # with a follow-up: its number, in submission order (see wait_for_follow_ups)
 
 
 _Outcome = tuple[Pending, bool, object]  # (the caller's future, succeeded, value or error)
@@ -134,6 +143,11 @@ class SQLiteDatabase:
         self._committer: ThreadPoolExecutor | None = None
         self._committer_thread: int | None = None
         self._idle: asyncio.Future[None] | None = None  # detach() waits on it
+        # Follow-ups (see submit): numbered as submitted; every one up to _follow_ups_settled has
+        # committed (or will never run). Readers that must see their work wait on the condition.
+        self._follow_ups_issued = 0
+        self._follow_ups_settled = 0
+        self._follow_ups_changed = threading.Condition()
         # A last connection only watches: its data_version moves when any connection commits.
         # It is opened when someone first waits for mail; most commands never do.
         self._watch_lock = threading.Lock()
@@ -177,6 +191,29 @@ class SQLiteDatabase:
         """Write requests waiting for a group commit to take them; 0 inline."""
         return self._pending
 
+    @property
+    def follows_up(self) -> bool:
+        """Follow-ups of writes run after those writes have been answered (see submit): true
+        while group-committing on an event loop."""
+        return self._loop is not None
+
+    def wait_for_follow_ups(self) -> None:
+        """Return once the follow-up of every write submitted so far has committed (or failed,
+        or will never run): a reader that needs their work waits here first."""
+        wanted = self._follow_ups_issued
+        if self._follow_ups_settled >= wanted:
+            return
+        if threading.get_ident() in (self._loop_thread, self._committer_thread):
+            raise RuntimeError("waiting for follow-ups on the event loop that runs them would wait for itself")
+        with self._follow_ups_changed:
+            self._follow_ups_changed.wait_for(lambda: self._follow_ups_settled >= wanted)
+
+    def _settle_follow_ups(self, through: int) -> None:
+        if through > self._follow_ups_settled:
+            with self._follow_ups_changed:
+                self._follow_ups_settled = through
+                self._follow_ups_changed.notify_all()
+
     def close(self) -> None:
         """Finish every write already submitted, then close every connection. Idempotent.
 
@@ -196,6 +233,7 @@ class SQLiteDatabase:
             self._committer.shutdown(wait=True)
         for request in _claimed(stranded):
             request.future.set_exception(self._closed_error())
+        self._settle_follow_ups(self._follow_ups_issued)  # none will run now: nobody waits for them
         with self._write_lock:  # inline: waits for a transaction in progress
             self._writer.close()
         with self._readers_changed:
@@ -275,7 +313,12 @@ class SQLiteDatabase:
         return self._transact_inline(fn)
 
     def submit(
-        self, fn: Callable[[sqlite3.Connection], T], *, together: Together | None = None, item: object = None
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        together: Together | None = None,
+        item: object = None,
+        follow_up: FollowUp | None = None,
     ) -> Pending[T]:
         """``transact`` as a future (a ``Pending``). Inline, it has run already. Cancelling it
         before its batch runs means ``fn`` never runs.
@@ -283,10 +326,18 @@ class SQLiteDatabase:
         With group commit, requests queued one after another with the same ``together`` run as
         one call ``together(conn, [item, ...])`` instead (a few statements for the lot rather than
         a few per request).
-        ``fn(conn)`` must equal ``together(conn, [item])[0]``."""
+        ``fn(conn)`` must equal ``together(conn, [item])[0]``.
+
+        ``follow_up(conn)``: work that may wait until ``fn``'s outcome is known (see
+        ``follows_up``). On the loop it runs after the batch has committed and the callers have
+        their outcomes, off the loop in a transaction of its own, before the next batch; the
+        follow-ups of one batch run once each. Otherwise it runs right after ``fn``, in its
+        transaction."""
         future: Pending[T] = Pending()
-        if self._loop is not None and self._submit_to_loop(_Request(fn, future, together, item)):
+        if self._loop is not None and self._submit_to_loop(_Request(fn, future, together, item, follow_up)):
             return future
+        if follow_up is not None:  # no loop (or it detached meanwhile): one transaction for both
+            fn, together = _then(fn, follow_up), None
         if not self.group_commit:
             future.set_running_or_notify_cancel()
             try:
@@ -315,6 +366,9 @@ class SQLiteDatabase:
                 request.future.set_running_or_notify_cancel()
                 request.future.set_exception(self._closed_error())
                 return True
+            if request.follow_up is not None:
+                self._follow_ups_issued += 1
+                request.ticket = self._follow_ups_issued
             self._loop_queue.append(request)
             self._pending += 1
             schedule, self._flush_scheduled = not self._flush_scheduled, True
@@ -492,6 +546,7 @@ class SQLiteDatabase:
         """On the loop: every queued request (up to a cap) as one transaction; its COMMIT goes to
         the committer thread, and when it is done the next batch starts (see _committed)."""
         batch: list[_Request] = []
+        through = 0  # the batch's last follow-up ticket, cancelled requests' included
         while not batch:
             with self._submit_lock:
                 self._flush_scheduled = False
@@ -499,7 +554,9 @@ class SQLiteDatabase:
                     return
                 taken = [self._loop_queue.popleft() for _ in range(min(len(self._loop_queue), GROUP_COMMIT_MAX_BATCH))]
                 self._pending -= len(taken)
+            through = max([through, *(request.ticket for request in taken)])
             if not taken:  # nothing left: tell a waiting detach()
+                self._settle_follow_ups(through)
                 if self._idle is not None and not self._idle.done():
                     self._idle.set_result(None)
                 return
@@ -510,7 +567,7 @@ class SQLiteDatabase:
             self._writer.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
             if "locked" not in str(error):
-                self._committed(batch, error)
+                self._committed(batch, error, through)
                 return
             # Another process holds the write lock: wait for it on the committer thread, not here.
             work = functools.partial(self._begin_run_commit, batch)
@@ -518,7 +575,7 @@ class SQLiteDatabase:
             try:
                 outcomes = self._run_requests(batch)
             except BaseException as error:
-                self._committed(batch, error)
+                self._committed(batch, error, through)
                 return
             work = functools.partial(self._commit, outcomes)
         assert self._committer is not None and self._loop is not None
@@ -527,18 +584,63 @@ class SQLiteDatabase:
             committing = self._committer.submit(work)
         except RuntimeError as error:  # close() shut the committer down meanwhile (not detached first)
             self._rollback()
-            self._committed(batch, error)
+            self._committed(batch, error, through)
             return
-        committing.add_done_callback(lambda done: loop.call_soon_threadsafe(self._committed, batch, done))
+        committing.add_done_callback(lambda done: loop.call_soon_threadsafe(self._committed, batch, done, through))
 
-    def _committed(self, batch: list[_Request], done: Future[list[_Outcome]] | BaseException) -> None:
-        """On the loop: the batch's callers learn their outcomes; the next batch starts."""
+    def _committed(self, batch: list[_Request], done: Future[list[_Outcome]] | BaseException, through: int) -> None:
+        """On the loop: the batch's callers learn their outcomes; its follow-ups run, then the
+        next batch starts."""
         self._committing = False
         error = done if isinstance(done, BaseException) else done.exception()
+        follow_ups: list[FollowUp] = []
         if error is not None:
             self._fail(batch, error)
         else:
-            self._settle(done.result())  # type: ignore[union-attr]
+            outcomes: list[_Outcome] = done.result()  # type: ignore[union-attr]
+            self._settle(outcomes)
+            # One outcome per request, in order; a follow-up runs once for all who left it.
+            follow_ups = list(
+                dict.fromkeys(
+                    request.follow_up
+                    for request, (_, ok, _) in zip(batch, outcomes, strict=True)
+                    if ok and request.follow_up is not None
+                )
+            )
+        if follow_ups and self._follow_up(follow_ups, through):
+            return
+        self._settle_follow_ups(through)
+        self._flush()
+
+    def _follow_up(self, follow_ups: list[FollowUp], through: int) -> bool:
+        """Run ``follow_ups`` as one transaction on the committer thread; the next batch waits
+        for it (see _followed_up). False if the committer is gone (close() came first)."""
+        assert self._committer is not None and self._loop is not None
+        loop = self._loop
+        try:
+            running = self._committer.submit(self._begin_run_follow_ups_commit, follow_ups)
+        except RuntimeError:
+            return False
+        self._committing = True
+        running.add_done_callback(lambda done: loop.call_soon_threadsafe(self._followed_up, done, through))
+        return True
+
+    def _begin_run_follow_ups_commit(self, follow_ups: list[FollowUp]) -> None:
+        self._begin_immediate(self._writer)
+        try:
+            for follow_up in follow_ups:
+                follow_up(self._writer)
+        except BaseException:
+            self._rollback()
+            raise
+        self._commit([])
+
+    def _followed_up(self, done: Future[None], through: int) -> None:
+        """On the loop: the follow-ups have committed (or failed); the next batch starts."""
+        self._committing = False
+        if done.exception() is not None:
+            log.error("the follow-up of committed writes failed: %s", done.exception())
+        self._settle_follow_ups(through)
         self._flush()
 
     def _run_alone(self, conn: sqlite3.Connection, request: _Request, outcomes: list) -> None:
@@ -577,6 +679,15 @@ class SQLiteDatabase:
         conn.execute("RELEASE together")
         outcomes.extend((request.future, True, value) for request, value in zip(run, values, strict=True))
         return True
+
+
+def _then(fn: Callable[[sqlite3.Connection], T], follow_up: FollowUp) -> Callable[[sqlite3.Connection], T]:
+    def fn_then_follow_up(conn: sqlite3.Connection) -> T:
+        value = fn(conn)
+        follow_up(conn)
+        return value
+
+    return fn_then_follow_up
 
 
 def _claimed(batch: list[_Request]) -> list[_Request]:

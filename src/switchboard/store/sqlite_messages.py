@@ -4,6 +4,13 @@ the recipient's mailbox, for one message or for every message of a group commit 
 A few statements serve the whole lot — one insert of every message, one sequence update per
 group of recipients, one insert of every delivery — whatever the number of messages and
 recipients: a channel post to a thousand members, or a hundred sends that arrived together.
+
+A large send's delivery rows can wait (``NewMessage.fan_out_later``): each lands in another
+mailbox, on a page of its own, and SQLite's log writes every changed page whole, so a post to a
+thousand members wrote and fsynced megabytes before anyone could have it. Instead the send
+stores its deliveries as one ``fanouts`` row, durable and numbered as before, and
+``expand_fanouts`` writes them out in a later transaction; readers of deliveries wait for that
+(see ``SQLiteStore``), and a store opened after a crash finishes the job.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ _INSERT_DELIVERY = (
     "target_session, queued_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_AGENT = "INSERT OR IGNORE INTO agents (workspace, name, created_at) VALUES (?, ?, ?)"
+_INSERT_FANOUT = "INSERT INTO fanouts (message_id, deliveries) VALUES (?, ?)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +56,7 @@ class NewMessage:
     row: tuple
     deliveries: Sequence[NewDelivery]
     sessions: Sequence[str]  # per delivery: its live sessions as JSON
+    fan_out_later: bool  # store the delivery rows as one fanouts row (see the module's doc)
 
     @classmethod
     def prepare(
@@ -57,6 +66,8 @@ class NewMessage:
         result: SendResult,
         idempotency_key: str | None,
         request_hash: str | None,
+        *,
+        fan_out_later: bool = False,
     ) -> NewMessage:
         at = to_ts(message.created_at)
         parts = parts_json(message.parts).decode()
@@ -77,7 +88,7 @@ class NewMessage:
             result.model_dump_json(),
         )
         sessions = [json.dumps(list(d.sessions)) if d.sessions else "[]" for d in deliveries]
-        return cls(message.workspace, message.id, at, idempotency_key, row, deliveries, sessions)
+        return cls(message.workspace, message.id, at, idempotency_key, row, deliveries, sessions, fan_out_later)
 
 
 def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> list[dict[str, int]]:
@@ -99,15 +110,17 @@ def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> lis
         _insert_rows(conn, _INSERT_AGENT, list(new_agents))
     next_seq = _allocate_seqs(conn, Counter((m.workspace, d.recipient) for m in messages for d in m.deliveries))
     rows: list[tuple] = []
+    fanouts: list[tuple[str, str]] = []
     answers: list[dict[str, int]] = []
     for m in messages:
         seqs: dict[str, int] = {}
+        own: list[tuple] = []  # this message's delivery rows
         for delivery, sessions in zip(m.deliveries, m.sessions, strict=True):
             key = (m.workspace, delivery.recipient)
             seq = next_seq[key]
             next_seq[key] = seq + 1
             delivered = m.at if delivery.state is DeliveryState.delivered else None
-            rows.append(
+            own.append(
                 (
                     m.workspace,
                     delivery.recipient,
@@ -122,9 +135,29 @@ def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> lis
                 )
             )
             seqs[delivery.recipient] = seq
+        if m.fan_out_later:
+            fanouts.append((m.id, json.dumps(own)))
+        else:
+            rows.extend(own)
         answers.append(seqs)
     _insert_rows(conn, _INSERT_DELIVERY, rows)
+    _insert_rows(conn, _INSERT_FANOUT, fanouts)
     return answers
+
+
+def expand_fanouts(conn: sqlite3.Connection) -> int:
+    """Write out the delivery rows of every send that left them in ``fanouts``; how many."""
+    pending = conn.execute("SELECT deliveries FROM fanouts").fetchall()
+    if not pending:
+        return 0
+    rows = [tuple(row) for (deliveries,) in pending for row in json.loads(deliveries)]
+    _insert_rows(conn, _INSERT_DELIVERY, rows)
+    conn.execute("DELETE FROM fanouts")
+    return len(rows)
+
+
+def has_fanouts(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM fanouts)").fetchone()[0] == 1
 
 
 def _insert_rows(conn: sqlite3.Connection, insert: str, rows: Sequence[tuple]) -> None:

@@ -1,0 +1,256 @@
+"""Large sends answered before their delivery rows are written, and follow-ups, the loop's
+mechanism for it (``SQLiteDatabase.submit(follow_up=...)``, ``sqlite_messages.expand_fanouts``).
+
+The contract suite already runs every test with every loop-committed send fanned out later (its
+``sqlite-loop-commit`` store): readers there see what they would have seen otherwise. Here: the
+order of things (answer, then the follow-up in a transaction of its own, then the next batch),
+readers that wait for it, follow-ups that fail or belong to a failed request, the same without a
+loop, and deliveries left in ``fanouts`` by a hub that died or is still writing them out.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from switchboard.errors import UnknownRecipient
+from switchboard.model import DeliveryState
+from switchboard.store.base import NewDelivery
+from switchboard.store.sqlite import FAN_OUT_LATER_FROM, SQLiteStore
+from switchboard.store.sqlite_messages import NewMessage, insert_messages
+from tests.store.conftest import LoopThread, db, on_loop
+from tests.store.test_loop_commit import DEADLINE, STILL_PENDING, loop_held
+from tests.store.test_store_contract import T0, WS, agents, build, ids, send
+from tests.waiting import wait_until
+
+MEMBERS = [f"m{i:02d}" for i in range(FAN_OUT_LATER_FROM)]  # just enough to be fanned out later
+
+
+def names_in(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM workspaces")}
+
+
+def add_workspace(name: str):
+    def insert(conn: sqlite3.Connection) -> str:
+        conn.execute("INSERT INTO workspaces (name, created_at) VALUES (?, 0)", (name,))
+        return name
+
+    return insert
+
+
+def count(db_file: Path, table: str) -> int:
+    with sqlite3.connect(db_file) as conn:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+# --- follow-ups -------------------------------------------------------------------------------
+
+
+def test_a_follow_up_runs_once_per_batch_after_its_callers_are_answered_and_before_the_next_batch(
+    attached: SQLiteStore, loop_thread: LoopThread
+):
+    seen: list[tuple] = []
+    answered: list[str] = []
+
+    def follow_up(conn: sqlite3.Connection) -> None:
+        # Its own transaction, off the loop, with both callers answered and nothing of the next batch.
+        seen.append((conn.in_transaction, threading.get_ident(), list(answered), names_in(conn)))
+        conn.execute("INSERT INTO workspaces (name, created_at) VALUES ('followed', 0)")
+
+    def submit_both():
+        first = db(attached).submit(add_workspace("a"), follow_up=follow_up)
+        second = db(attached).submit(add_workspace("b"), follow_up=follow_up)
+        for future in (first, second):
+            future.add_done_callback(lambda done: answered.append(done.result()))
+        return first, second
+
+    first, second = on_loop(loop_thread, submit_both)
+    first.result(DEADLINE), second.result(DEADLINE)
+    after = db(attached).submit(names_in)  # queued behind the follow-up
+    assert after.result(DEADLINE) == {"a", "b", "followed"}
+    db(attached).wait_for_follow_ups()
+    assert len(seen) == 1, "one batch: its follow-up runs once"
+    in_transaction, thread, answered_then, names_then = seen[0]
+    assert in_transaction and thread != loop_thread.thread.ident
+    assert answered_then == ["a", "b"] and names_then == {"a", "b"}
+
+
+def test_a_reader_waiting_for_follow_ups_returns_only_once_they_have_committed(attached: SQLiteStore):
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_follow_up(conn: sqlite3.Connection) -> None:
+        inside.set()
+        assert release.wait(DEADLINE)
+        conn.execute("INSERT INTO workspaces (name, created_at) VALUES ('followed', 0)")
+
+    assert db(attached).submit(add_workspace("a"), follow_up=slow_follow_up).result(DEADLINE) == "a"
+    assert inside.wait(DEADLINE)
+    waited: list[set[str]] = []
+
+    def reader() -> None:
+        db(attached).wait_for_follow_ups()
+        with db(attached).read() as conn:
+            waited.append(names_in(conn))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    thread.join(STILL_PENDING)
+    assert thread.is_alive() and not waited, "the reader went on before the follow-up committed"
+    release.set()
+    thread.join(DEADLINE)
+    assert waited == [{"a", "followed"}]
+
+
+def test_a_failing_follow_up_is_logged_lets_its_readers_go_and_the_next_batch_commits(
+    attached: SQLiteStore, caplog: pytest.LogCaptureFixture
+):
+    def failing(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO workspaces (name, created_at) VALUES ('half', 0)")
+        raise RuntimeError("disk gone")
+
+    with caplog.at_level(logging.ERROR):
+        assert db(attached).submit(add_workspace("a"), follow_up=failing).result(DEADLINE) == "a"
+        db(attached).wait_for_follow_ups()
+    assert "disk gone" in caplog.text
+    assert db(attached).submit(add_workspace("b")).result(DEADLINE) == "b"
+    with db(attached).read() as conn:
+        assert names_in(conn) == {"a", "b"}, "the failed follow-up kept none of its writes"
+
+
+def test_the_follow_up_of_a_request_that_failed_never_runs(attached: SQLiteStore, loop_thread: LoopThread):
+    ran: list[str] = []
+
+    def refuse(conn: sqlite3.Connection) -> None:
+        raise UnknownRecipient("no such agent", addresses=["x"])
+
+    def submit_both():
+        return (
+            db(attached).submit(refuse, follow_up=lambda conn: ran.append("refused's")),
+            db(attached).submit(add_workspace("a"), follow_up=lambda conn: ran.append("a's")),
+        )
+
+    refused, accepted = on_loop(loop_thread, submit_both)
+    with pytest.raises(UnknownRecipient):
+        refused.result(DEADLINE)
+    assert accepted.result(DEADLINE) == "a"
+    db(attached).wait_for_follow_ups()
+    assert ran == ["a's"]
+
+
+def test_a_cancelled_requests_follow_up_never_runs_and_nobody_waits_for_it(
+    attached: SQLiteStore, loop_thread: LoopThread
+):
+    ran: list[str] = []
+    with loop_held(loop_thread):
+        cancelled = db(attached).submit(add_workspace("a"), follow_up=lambda conn: ran.append("a's"))
+        assert cancelled.cancel()
+    db(attached).wait_for_follow_ups()  # returns: the ticket was settled with its batch
+    assert ran == []
+
+
+def test_without_a_loop_the_follow_up_runs_in_the_same_transaction(elsewhere: SQLiteStore):
+    seen: list[set[str]] = []
+
+    def follow_up(conn: sqlite3.Connection) -> None:
+        seen.append(names_in(conn))
+        conn.execute("INSERT INTO workspaces (name, created_at) VALUES ('followed', 0)")
+
+    commits = db(elsewhere).commits
+    assert db(elsewhere).submit(add_workspace("a"), follow_up=follow_up).result(DEADLINE) == "a"
+    assert seen == [{"a"}] and db(elsewhere).commits == commits + 1
+    db(elsewhere).wait_for_follow_ups()  # nothing to wait for
+    with db(elsewhere).read() as conn:
+        assert names_in(conn) == {"a", "followed"}
+
+
+def test_waiting_for_follow_ups_on_the_loops_own_thread_raises_instead_of_waiting_for_itself(
+    attached: SQLiteStore, loop_thread: LoopThread
+):
+    release = threading.Event()
+    submitted = db(attached).submit(add_workspace("a"), follow_up=lambda conn: release.wait(DEADLINE))
+    assert submitted.result(DEADLINE) == "a"
+    try:
+        with pytest.raises(RuntimeError, match="wait for itself"):
+            on_loop(loop_thread, db(attached).wait_for_follow_ups)
+    finally:
+        release.set()
+    db(attached).wait_for_follow_ups()
+
+
+# --- large sends ------------------------------------------------------------------------------
+
+
+def test_a_large_send_on_the_loop_is_answered_before_its_deliveries_are_written_and_every_reader_sees_them(
+    attached: SQLiteStore, loop_thread: LoopThread, path: Path
+):
+    agents(attached, WS, "alice", *MEMBERS)
+    message, result = build(WS, "alice", MEMBERS, channel="all")
+    deliveries = [NewDelivery(recipient=m, state=DeliveryState.queued, channel="all") for m in MEMBERS]
+    at_answer: list[tuple[int, int]] = []
+
+    def submit():  # on the loop, so the callback is in place before the batch runs
+        pending = attached.submit_message(message, deliveries, result, None, None)
+        # Runs on the loop as the caller is answered: before the follow-up can have started.
+        pending.add_done_callback(lambda done: at_answer.append((count(path, "fanouts"), count(path, "deliveries"))))
+        return pending
+
+    assert on_loop(loop_thread, submit).result(DEADLINE) == {m: 1 for m in MEMBERS}
+    assert wait_until(lambda: at_answer)
+    assert at_answer == [(1, 0)], "answered with the deliveries kept as one row, none written yet"
+    for member in MEMBERS:  # readers wait for the follow-up that writes them out
+        assert ids(attached.peek(WS, member, None, 10)) == [message.id]
+    assert {s.agent for s in attached.delivery_statuses(WS, message.id)} == set(MEMBERS)
+    assert (count(path, "fanouts"), count(path, "deliveries")) == (0, len(MEMBERS))
+
+
+def test_a_smaller_send_on_the_loop_writes_its_deliveries_with_it(attached: SQLiteStore, path: Path):
+    few = MEMBERS[:-1]
+    agents(attached, WS, "alice", *few)
+    send(attached, WS, "alice", few)
+    assert (count(path, "fanouts"), count(path, "deliveries")) == (0, len(few))
+
+
+def left_in_fanouts(store: SQLiteStore) -> str:
+    """A large send stored as a hub stores it, its deliveries still waiting in ``fanouts`` (the
+    hub died, or has not written them out yet); the message's id."""
+    agents(store, WS, "alice", *MEMBERS)
+    message, result = build(WS, "alice", MEMBERS, channel="all")
+    deliveries = [NewDelivery(recipient=m, state=DeliveryState.queued, channel="all") for m in MEMBERS]
+    new = NewMessage.prepare(message, deliveries, result, None, None, fan_out_later=True)
+    db(store).transact(lambda conn: insert_messages(conn, [new]))
+    return message.id
+
+
+def test_deliveries_a_dead_hub_left_in_fanouts_are_written_out_when_the_store_opens_again(path: Path):
+    store = SQLiteStore(path)
+    message_id = left_in_fanouts(store)
+    store.close()
+    assert count(path, "fanouts") == 1
+    reopened = SQLiteStore(path)
+    try:
+        assert (count(path, "fanouts"), count(path, "deliveries")) == (0, len(MEMBERS))
+        assert [item.seq for item in reopened.peek(WS, MEMBERS[0], None, 10)] == [1]
+        assert ids(reopened.peek(WS, MEMBERS[-1], None, 10)) == [message_id]
+    finally:
+        reopened.close()
+
+
+@pytest.mark.parametrize("reader", ["peek", "claim", "unread_count", "delivery_statuses", "ack"])
+def test_another_process_reading_while_a_hub_has_deliveries_in_fanouts_writes_them_out_and_sees_them(
+    attached: SQLiteStore, elsewhere: SQLiteStore, path: Path, reader: str
+):
+    message_id = left_in_fanouts(attached)  # the hub's store, which has not written them out
+    member = MEMBERS[3]
+    found = {
+        "peek": lambda: ids(elsewhere.peek(WS, member, None, 10)) == [message_id],
+        "claim": lambda: ids(elsewhere.claim(WS, member, None, 10, T0)) == [message_id],
+        "unread_count": lambda: elsewhere.unread_count(WS, member) == 1,
+        "delivery_statuses": lambda: len(elsewhere.delivery_statuses(WS, message_id)) == len(MEMBERS),
+        "ack": lambda: elsewhere.ack(WS, member, [message_id], T0) == [],
+    }[reader]
+    assert found()
+    assert count(path, "fanouts") == 0
