@@ -578,6 +578,19 @@ def test_require_live_to_a_channel_with_one_member_not_live_raises_and_stores_no
     assert everything(bob) == [] and everything(carol) == []
 
 
+def test_require_live_to_a_large_channel_names_a_few_members_in_its_message_and_all_in_its_details(
+    service, db_path, alice, team
+):
+    members = [f"member-{i}" for i in range(8)]
+    for name in members:
+        _agent(service, name).join_channel("team")
+    with writes_nothing(db_path), pytest.raises(NoLiveSession) as raised:
+        alice.send(team, "all hands", require_live=True)
+    assert "bob (in #team), carol (in #team), member-0 (in #team)" in raised.value.message
+    assert "and 5 more;" in raised.value.message
+    assert raised.value.details["recipients"] == ["bob", "carol", *members]
+
+
 # --- unknown recipients ----------------------------------------------------------------------------
 
 

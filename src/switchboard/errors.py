@@ -7,6 +7,14 @@ an exit status 2 (CLI) or a 4xx JSON body (hub); the ``code`` never changes once
 from __future__ import annotations
 
 
+def listed(names: list[str], most: int = 5) -> str:
+    """Names for a sentence: all of a few, or the first ``most`` and how many more (a channel
+    can have a thousand members; the full list goes in the error's details)."""
+    if len(names) <= most:
+        return ", ".join(names)
+    return f"{', '.join(names[:most])} and {len(names) - most} more"
+
+
 class SwitchboardError(Exception):
     """Base of every user-facing error. ``code`` is stable; ``http_status`` is for the hub."""
 

@@ -35,6 +35,7 @@ from switchboard.errors import (
     TooLarge,
     UnknownMessage,
     UnknownRecipient,
+    listed,
 )
 from switchboard.events import MailboxEvents, PushedDelivery
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
@@ -161,10 +162,12 @@ class Service(Directory):
         if require_live:
             unreachable = [t for t in targets if not t.sessions]
             if unreachable:
-                names = ", ".join(
-                    (t.address if t.channel is None else f"{t.agent} (in {t.address})")
-                    + (" (never seen)" if t.new_agent else "")
-                    for t in unreachable
+                names = listed(
+                    [
+                        (t.address if t.channel is None else f"{t.agent} (in {t.address})")
+                        + (" (never seen)" if t.new_agent else "")
+                        for t in unreachable
+                    ]
                 )
                 raise NoLiveSession(
                     f"no live session for {names}; nothing was sent. Send without --require-live to queue it.",

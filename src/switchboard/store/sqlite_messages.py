@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from switchboard.errors import UnknownRecipient
+from switchboard.errors import UnknownRecipient, listed
 from switchboard.model import DeliveryState, Message, SendResult, parts_json
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
 from switchboard.store.sqlite_rows import to_ts
@@ -200,7 +200,7 @@ def _allocate_seqs(conn: sqlite3.Connection, counts: Counter[tuple[str, str]]) -
     missing = [name for (workspace, name) in counts if (workspace, name) not in first]
     if missing:  # deleted by another process since the service looked them up
         raise UnknownRecipient(
-            f"agent {', '.join(missing)} was deleted while this message was being sent; nothing was stored.",
+            f"agent {listed(missing)} was deleted while this message was being sent; nothing was stored.",
             addresses=missing,
         )
     return first
