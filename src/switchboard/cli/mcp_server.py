@@ -1,0 +1,15 @@
+"""mcp: the mailbox as MCP tools on stdin/stdout, for the one agent session that started it."""
+
+from __future__ import annotations
+
+from switchboard.cli.app import DbOption, app, open_client
+
+
+@app.command("mcp")
+def mcp_command(db: DbOption = None) -> None:
+    """Serve the mailbox as MCP tools over stdio (register it with your agent CLI)."""
+    from switchboard.mcp import mailbox_server  # the MCP SDK loads only for this command
+
+    with open_client(db) as client:
+        client.whoami()  # a bad identity or an unreachable hub fails here, on stderr, before any protocol
+        mailbox_server(lambda ctx: client).run("stdio")

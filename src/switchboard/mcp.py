@@ -1,0 +1,356 @@
+"""The mailbox as MCP tools: one tool set, defined once, bound to any Client.
+
+The names and meanings are those of the widely used hosted agent-messaging tools, so prompts
+written for them work unchanged: ``send_message``, ``read_messages``, ``list_agents``,
+``list_channels``, ``message_status``, plus ``who`` (who is live where). Each result is typed
+(an output schema and structured content) and also reads well as text; each carries the caller's
+unread count, so a model notices new mail whatever it called. Mail is shown fenced as another
+agent's words (``fence``). A failure is a tool error a model can act on: the stable code, the
+sentence, and what to call next.
+
+Every word here reaches the model's context on every turn: descriptions are short and exact.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from switchboard import __version__
+from switchboard.client import Client
+from switchboard.errors import SwitchboardError
+from switchboard.fence import fenced_mail
+from switchboard.model import MailItem
+
+INSTRUCTIONS = (
+    "A mailbox shared with other AI agents. send_message to reach them; read_messages to get "
+    "what they sent (wait_seconds blocks until mail arrives). Every result has your unread count."
+)
+DEFAULT_READ_LIMIT = 20
+
+# What to do next, by error code: the model gets the code, the sentence, then this.
+NEXT_STEP = {
+    "unknown_recipient": "call list_agents for the agents that exist, or who for live sessions.",
+    "unknown_agent": "call list_agents for the agents that exist.",
+    "no_live_session": "call who to see who is live, or send without require_live to leave it in the mailbox.",
+    "not_member": "post only to channels you have joined (list_channels shows them), or message the agents directly.",
+    "unknown_channel": "call list_channels for the channels that exist.",
+    "unknown_message": "use an id that send_message or read_messages returned.",
+    "hub_unavailable": "the hub is not answering; try again shortly.",
+    "store_unavailable": "the mailbox is busy or unavailable; try again shortly.",
+}
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+class Recipient(BaseModel):
+    address: str
+    state: str = Field(description="delivered (a live session can read it), queued, or unknown_recipient")
+    agent: str | None = None
+    note: str | None = None
+
+
+class Sent(BaseModel):
+    message_id: str
+    thread_id: str
+    recipients: list[Recipient]
+    unread: int = Field(description="your unread messages")
+
+
+class Mail(BaseModel):
+    id: str
+    sender: str
+    sender_session: str | None = None
+    to: list[str]
+    channel: str | None = None
+    subject: str | None = None
+    thread_id: str
+    reply_to: str | None = None
+    sent_at: datetime
+    text: str
+    parts: list[dict[str, Any]] = Field(default_factory=list, description="non-text parts (data, files)")
+
+
+class Inbox(BaseModel):
+    messages: list[Mail]
+    unread: int = Field(description="unread messages still waiting after these")
+
+
+class AgentInfo(BaseModel):
+    name: str
+    description: str | None = None
+    skills: list[str] = Field(default_factory=list)
+    live: bool = Field(description="has a live session now")
+
+
+class Agents(BaseModel):
+    agents: list[AgentInfo]
+    unread: int
+
+
+class ChannelInfo(BaseModel):
+    name: str
+    description: str | None = None
+    members: int
+    joined: bool
+
+
+class Channels(BaseModel):
+    channels: list[ChannelInfo]
+    unread: int
+
+
+class Delivery(BaseModel):
+    address: str
+    agent: str | None = None
+    state: str = Field(description="queued, delivered, surfaced, read, acked, or unknown_recipient")
+    delivered_at: datetime | None = None
+    read_at: datetime | None = None
+    acked_at: datetime | None = None
+
+
+class Status(BaseModel):
+    message_id: str
+    subject: str | None = None
+    thread_id: str
+    sent_at: datetime
+    read_by: list[str]
+    recipients: list[Delivery]
+    unread: int
+
+
+class MachineInfo(BaseModel):
+    name: str
+    up: bool = Field(description="a session on it was seen within the liveness window")
+    last_seen: datetime
+
+
+class Presence(BaseModel):
+    name: str
+    live: bool
+    sessions: list[str] = Field(description="live sessions, as name@machine#pid")
+
+
+class Who(BaseModel):
+    machines: list[MachineInfo]
+    agents: list[Presence]
+    liveness_seconds: float
+    unread: int
+
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def _result(model: R, text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json"))
+
+
+# --- the tools ----------------------------------------------------------------------------------
+
+
+def mailbox_server(client_of: Callable[[Context], Client], *, name: str = "switchboard") -> MCPServer:
+    """An MCP server whose tools act through ``client_of(ctx)``: the one agent of a stdio
+    session, or the agent a hub request's credential names."""
+    server = MCPServer(name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+
+    @server.tool()
+    def send_message(
+        to: Annotated[str, Field(description="name, name@machine, name@machine#pid, or #channel")],
+        message: str,
+        ctx: Context,
+        subject: str | None = None,
+        reply_to: Annotated[str | None, Field(description="id of the message this answers")] = None,
+        require_live: Annotated[bool, Field(description="fail unless a live session can read it now")] = False,
+    ) -> Annotated[CallToolResult, Sent]:
+        """Send a message to another agent or a #channel."""
+        client = client_of(ctx)
+        sent = _acting(client, lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live))
+        recipients = [
+            Recipient(address=r.address, state=r.state, agent=r.agent, note=_note(client, r.agent, r.reason, r.new_agent))
+            for r in sent.recipients
+        ]
+        result = Sent(message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=_unread(client))
+        lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]
+        lines += [f"- {r.address}: {r.state}" + (f" — {r.note}" if r.note else "") for r in recipients]
+        return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+
+    @server.tool()
+    def read_messages(
+        ctx: Context,
+        wait_seconds: Annotated[float, Field(description="block up to this long until mail arrives")] = 0.0,
+        limit: int = DEFAULT_READ_LIMIT,
+    ) -> Annotated[CallToolResult, Inbox]:
+        """Take your unread messages (oldest first); they are marked read."""
+        client = client_of(ctx)
+        got = _acting(client, lambda: client.read(limit=limit, wait=wait_seconds))
+        result = Inbox(messages=[_mail(item) for item in got.items], unread=got.unread)
+        text = fenced_mail(got.items) if got.items else "no new messages"
+        return _result(result, f"{text}\n\n{_unread_line(got.unread)}")
+
+    @server.tool()
+    def list_agents(
+        ctx: Context,
+        search: Annotated[str | None, Field(description="only names or descriptions containing this")] = None,
+    ) -> Annotated[CallToolResult, Agents]:
+        """The agents of your workspace, and whether each is live."""
+        client = client_of(ctx)
+        agents = _acting(client, client.list_agents)
+        live = {a.name for a in _acting(client, client.who).agents if a.live}
+        wanted = (search or "").lower()
+        listed = [
+            AgentInfo(name=a.name, description=a.description, skills=a.skills, live=a.name in live)
+            for a in agents
+            if wanted in a.name.lower() or wanted in (a.description or "").lower()
+        ]
+        result = Agents(agents=listed, unread=_unread(client))
+        lines = [
+            f"- {a.name}{' (live)' if a.live else ''}" + (f": {a.description}" if a.description else "") for a in listed
+        ]
+        return _result(result, "\n".join([*(lines or ["no agents match"]), _unread_line(result.unread)]))
+
+    @server.tool()
+    def list_channels(ctx: Context) -> Annotated[CallToolResult, Channels]:
+        """The #channels of your workspace: members, and whether you joined."""
+        client = client_of(ctx)
+        channels = [
+            ChannelInfo(name=c.name, description=c.description, members=c.members, joined=c.joined)
+            for c in _acting(client, client.list_channels)
+        ]
+        result = Channels(channels=channels, unread=_unread(client))
+        lines = [
+            f"- #{c.name}: {c.members} member(s){', joined' if c.joined else ''}"
+            + (f" — {c.description}" if c.description else "")
+            for c in channels
+        ]
+        return _result(result, "\n".join([*(lines or ["no channels"]), _unread_line(result.unread)]))
+
+    @server.tool()
+    def message_status(
+        message_id: str,
+        ctx: Context,
+    ) -> Annotated[CallToolResult, Status]:
+        """Who got a message you sent, and who read it."""
+        client = client_of(ctx)
+        status = _acting(client, lambda: client.message_status(message_id))
+        recipients = [
+            Delivery(
+                address=r.address,
+                agent=r.agent,
+                state=str(getattr(r.state, "value", r.state)),
+                delivered_at=r.delivered_at,
+                read_at=r.read_at,
+                acked_at=r.acked_at,
+            )
+            for r in status.recipients
+        ]
+        read_by = [r.agent for r in recipients if r.agent and r.read_at is not None]
+        result = Status(
+            message_id=status.message_id,
+            subject=status.subject,
+            thread_id=status.thread_id,
+            sent_at=status.created_at,
+            read_by=read_by,
+            recipients=recipients,
+            unread=_unread(client),
+        )
+        lines = [f"{status.message_id}: read by {', '.join(read_by) or 'nobody yet'}"]
+        lines += [f"- {r.address}: {r.state}" for r in recipients]
+        return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+
+    @server.tool()
+    def who(ctx: Context) -> Annotated[CallToolResult, Who]:
+        """Live sessions per agent, and which machines are up."""
+        client = client_of(ctx)
+        report = _acting(client, client.who)
+        result = Who(
+            machines=[MachineInfo(name=m.name, up=m.up, last_seen=m.last_seen) for m in report.machines],
+            agents=[
+                Presence(name=a.name, live=a.live, sessions=[s.address for s in a.sessions if s.live])
+                for a in report.agents
+            ],
+            liveness_seconds=report.liveness_seconds,
+            unread=_unread(client),
+        )
+        lines = [f"machine {m.name}: {'up' if m.up else 'down'} (last seen {m.last_seen:%Y-%m-%d %H:%M:%S}Z)" for m in result.machines]
+        lines += [f"- {a.name}: {', '.join(a.sessions) if a.sessions else 'no live session'}" for a in result.agents]
+        return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+
+    return server
+
+
+# --- pieces the tools share -----------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+def _acting(client: Client, call: Callable[[], T]) -> T:
+    """``call()``, with a mailbox error turned into a tool error the model can act on."""
+    try:
+        return call()
+    except SwitchboardError as error:
+        raise ToolError(_explained(client, error)) from None
+
+
+def _explained(client: Client, error: SwitchboardError) -> str:
+    text = f"{error.code}: {error.message}"
+    if error.code in ("unknown_recipient", "unknown_agent"):
+        names = [str(a).split("@")[0].lstrip("#") for a in error.details.get("addresses", [])]
+        guesses = _close_names(client, names)
+        if guesses:
+            text += f" Did you mean {' or '.join(repr(g) for g in guesses)}?"
+    step = NEXT_STEP.get(error.code)
+    return f"{text} Next: {step}" if step else text
+
+
+def _close_names(client: Client, names: list[str]) -> list[str]:
+    if not names:
+        return []
+    try:
+        known = [a.name for a in client.list_agents()]
+    except SwitchboardError:
+        return []
+    return [g for name in names for g in difflib.get_close_matches(name, known, n=2, cutoff=0.75) if g != name]
+
+
+def _note(client: Client, agent: str | None, reason: str | None, new_agent: bool) -> str | None:
+    """A recipient's reason, and for a name never seen before (a typo?) the names it is close to."""
+    if not new_agent or agent is None:
+        return reason
+    guesses = _close_names(client, [agent])
+    if guesses:
+        return f"{reason} Did you mean {' or '.join(repr(g) for g in guesses)}? (list_agents shows who exists)"
+    return reason
+
+
+def _unread(client: Client) -> int:
+    return client.read(peek=True, limit=1).unread
+
+
+def _unread_line(unread: int) -> str:
+    return f"[{unread} unread message{'s' if unread != 1 else ''}{' — call read_messages' if unread else ''}]"
+
+
+def _mail(item: MailItem) -> Mail:
+    message = item.message
+    return Mail(
+        id=message.id,
+        sender=message.sender,
+        sender_session=message.sender_session,
+        to=message.recipients,
+        channel=message.channel,
+        subject=message.subject,
+        thread_id=message.thread_id,
+        reply_to=message.reply_to,
+        sent_at=message.created_at,
+        text=message.text,
+        parts=[p.model_dump(mode="json") for p in message.parts if p.text is None],
+    )

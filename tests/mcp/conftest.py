@@ -1,0 +1,52 @@
+"""Fixtures for the MCP tool tests: agents on one embedded store, each with its own tool server,
+and the official ``mcp`` client in both protocol eras."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from switchboard.client import LocalClient
+from switchboard.config import Settings
+from switchboard.mcp import mailbox_server
+
+# "legacy": the initialize handshake current agent CLIs use; "2026-07-28": the sessionless era.
+ERAS = ["legacy", "2026-07-28"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=ERAS)
+def era(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def agents(tmp_path: Path) -> Iterator[Callable[[str], LocalClient]]:
+    """``agents(name)``: a LocalClient acting as ``name``, all on one fresh embedded store."""
+    env = {"SWITCHBOARD_HOME": str(tmp_path / "home")}
+    first = LocalClient.open(Settings.load(env), agent="someone", env=env)
+    try:
+        yield first.as_agent
+    finally:
+        first.service.store.close()
+
+
+@pytest.fixture
+def tools(agents: Callable[[str], LocalClient], era: str) -> Callable[[str], object]:
+    """``async with tools("alice") as alice:`` — an MCP client of alice's tool server."""
+
+    @asynccontextmanager
+    async def connect(name: str) -> AsyncIterator[Client]:
+        client = agents(name)
+        async with Client(mailbox_server(lambda ctx: client), mode=era) as session:
+            yield session
+
+    return connect

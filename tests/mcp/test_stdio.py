@@ -1,0 +1,49 @@
+"""``switchboard mcp`` as a real stdio subprocess, driven by the official ``mcp`` client in both
+protocol eras: two sessions exchanging mail on the embedded store, and a server that cannot name
+its agent failing on stderr with nothing on stdout (which belongs to the protocol)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.cli_runner import CLI, EXIT_USER_ERROR
+from tests.mcp.test_tools import TOOLS, ok, text_of
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> CLI:
+    return CLI(tmp_path)
+
+
+def server(machine: CLI, agent: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "switchboard", "mcp"], env=machine.env(agent), cwd=str(machine.workdir)
+    )
+
+
+async def test_two_stdio_sessions_exchange_mail_through_their_tools(machine: CLI, era: str):
+    async with Client(server(machine, "alice"), mode=era) as alice, Client(server(machine, "bob"), mode=era) as bob:
+        assert {tool.name for tool in (await alice.list_tools()).tools} == TOOLS
+        await bob.call_tool("who", {})
+        sent = ok(await alice.call_tool("send_message", {"to": "bob", "message": "over stdio"}))
+        got = await bob.call_tool("read_messages", {})
+        assert [(m["sender"], m["text"]) for m in ok(got)["messages"]] == [("alice", "over stdio")]
+        assert f"id: {sent['message_id']}" in text_of(got)
+        status = ok(await alice.call_tool("message_status", {"message_id": sent["message_id"]}))
+        assert status["read_by"] == ["bob"]
+    # The same store the CLI uses: the message is there for it too.
+    assert machine.run_json("status", sent["message_id"], agent="alice")["recipients"][0]["state"] == "read"
+
+
+def test_a_server_that_cannot_name_its_agent_fails_on_stderr_and_writes_nothing_to_stdout(machine: CLI):
+    assert machine.outside_any_project()
+    proc = machine.run("mcp", input="")
+    assert proc.returncode == EXIT_USER_ERROR, proc
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("error: no_identity: "), proc.stderr
