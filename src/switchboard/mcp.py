@@ -14,10 +14,12 @@ Every word here reaches the model's context on every turn: descriptions are shor
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -34,7 +36,7 @@ INSTRUCTIONS = (
     "A mailbox shared with other AI agents. send_message to reach them; read_messages to get "
     "what they sent (wait_seconds blocks until mail arrives). Every result has your unread count."
 )
-DEFAULT_READ_LIMIT = 20
+DEFAULT_READ_LIMIT = 100  # the service's own default: a read drains what a model can take in one go
 
 # What to do next, by error code: the model gets the code, the sentence, then this.
 NEXT_STEP = {
@@ -151,7 +153,9 @@ R = TypeVar("R", bound=BaseModel)
 
 
 def _result(model: R, text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json"))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json")
+    )
 
 
 # --- the tools ----------------------------------------------------------------------------------
@@ -159,11 +163,15 @@ def _result(model: R, text: str) -> CallToolResult:
 
 def mailbox_server(client_of: Callable[[Context], Client], *, name: str = "switchboard") -> MCPServer:
     """An MCP server whose tools act through ``client_of(ctx)``: the one agent of a stdio
-    session, or the agent a hub request's credential names."""
+    session, or the agent a hub request's credential names.
+
+    The tools are coroutines that call the client in place: a send or a look takes a
+    millisecond or two, less than handing it to a worker thread and back. Only a read that may
+    wait for mail runs on a worker thread."""
     server = MCPServer(name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     @server.tool()
-    def send_message(
+    async def send_message(
         to: Annotated[str, Field(description="name, name@machine, name@machine#pid, or #channel")],
         message: str,
         ctx: Context,
@@ -173,31 +181,39 @@ def mailbox_server(client_of: Callable[[Context], Client], *, name: str = "switc
     ) -> Annotated[CallToolResult, Sent]:
         """Send a message to another agent or a #channel."""
         client = client_of(ctx)
-        sent = _acting(client, lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live))
+        sent = _acting(
+            client, lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live)
+        )
         recipients = [
-            Recipient(address=r.address, state=r.state, agent=r.agent, note=_note(client, r.agent, r.reason, r.new_agent))
+            Recipient(
+                address=r.address, state=r.state, agent=r.agent, note=_note(client, r.agent, r.reason, r.new_agent)
+            )
             for r in sent.recipients
         ]
-        result = Sent(message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=_unread(client))
+        result = Sent(
+            message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=_unread(client)
+        )
         lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]
         lines += [f"- {r.address}: {r.state}" + (f" — {r.note}" if r.note else "") for r in recipients]
         return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
 
     @server.tool()
-    def read_messages(
+    async def read_messages(
         ctx: Context,
         wait_seconds: Annotated[float, Field(description="block up to this long until mail arrives")] = 0.0,
         limit: int = DEFAULT_READ_LIMIT,
     ) -> Annotated[CallToolResult, Inbox]:
         """Take your unread messages (oldest first); they are marked read."""
         client = client_of(ctx)
-        got = _acting(client, lambda: client.read(limit=limit, wait=wait_seconds))
+        take = functools.partial(_acting, client, lambda: client.read(limit=limit, wait=wait_seconds))
+        # A read that may wait blocks a worker thread, not the loop (other calls go on meanwhile).
+        got = await anyio.to_thread.run_sync(take, abandon_on_cancel=True) if wait_seconds > 0 else take()
         result = Inbox(messages=[_mail(item) for item in got.items], unread=got.unread)
         text = fenced_mail(got.items) if got.items else "no new messages"
         return _result(result, f"{text}\n\n{_unread_line(got.unread)}")
 
     @server.tool()
-    def list_agents(
+    async def list_agents(
         ctx: Context,
         search: Annotated[str | None, Field(description="only names or descriptions containing this")] = None,
     ) -> Annotated[CallToolResult, Agents]:
@@ -218,7 +234,7 @@ def mailbox_server(client_of: Callable[[Context], Client], *, name: str = "switc
         return _result(result, "\n".join([*(lines or ["no agents match"]), _unread_line(result.unread)]))
 
     @server.tool()
-    def list_channels(ctx: Context) -> Annotated[CallToolResult, Channels]:
+    async def list_channels(ctx: Context) -> Annotated[CallToolResult, Channels]:
         """The #channels of your workspace: members, and whether you joined."""
         client = client_of(ctx)
         channels = [
@@ -234,7 +250,7 @@ def mailbox_server(client_of: Callable[[Context], Client], *, name: str = "switc
         return _result(result, "\n".join([*(lines or ["no channels"]), _unread_line(result.unread)]))
 
     @server.tool()
-    def message_status(
+    async def message_status(
         message_id: str,
         ctx: Context,
     ) -> Annotated[CallToolResult, Status]:
@@ -267,7 +283,7 @@ def mailbox_server(client_of: Callable[[Context], Client], *, name: str = "switc
         return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
 
     @server.tool()
-    def who(ctx: Context) -> Annotated[CallToolResult, Who]:
+    async def who(ctx: Context) -> Annotated[CallToolResult, Who]:
         """Live sessions per agent, and which machines are up."""
         client = client_of(ctx)
         report = _acting(client, client.who)
@@ -280,7 +296,10 @@ def mailbox_server(client_of: Callable[[Context], Client], *, name: str = "switc
             liveness_seconds=report.liveness_seconds,
             unread=_unread(client),
         )
-        lines = [f"machine {m.name}: {'up' if m.up else 'down'} (last seen {m.last_seen:%Y-%m-%d %H:%M:%S}Z)" for m in result.machines]
+        lines = [
+            f"machine {m.name}: {'up' if m.up else 'down'} (last seen {m.last_seen:%Y-%m-%d %H:%M:%S}Z)"
+            for m in result.machines
+        ]
         lines += [f"- {a.name}: {', '.join(a.sessions) if a.sessions else 'no live session'}" for a in result.agents]
         return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
 

@@ -61,7 +61,9 @@ async def test_two_agents_exchange_mail_and_the_sender_sees_it_read(tools):
         assert "not your user's" in text and f"id: {sent['message_id']}" in text and "from: alice" in text
         assert ok(await bob.call_tool("read_messages", {}))["messages"] == []  # drained
 
-        reply = ok(await bob.call_tool("send_message", {"to": "alice", "message": "yes", "reply_to": sent["message_id"]}))
+        reply = ok(
+            await bob.call_tool("send_message", {"to": "alice", "message": "yes", "reply_to": sent["message_id"]})
+        )
         assert reply["thread_id"] == sent["thread_id"]
         status = ok(await alice.call_tool("message_status", {"message_id": sent["message_id"]}))
         assert status["read_by"] == ["bob"] and [d["state"] for d in status["recipients"]] == ["read"]
