@@ -14,8 +14,7 @@ Every word here reaches the model's context on every turn: descriptions are shor
 from __future__ import annotations
 
 import difflib
-import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
@@ -160,15 +159,42 @@ def _result(model: R, text: str) -> CallToolResult:
 
 # --- the tools ----------------------------------------------------------------------------------
 
+T = TypeVar("T")
+ClientOf = Callable[[Context], Awaitable[Client]]  # the Client a tool call acts through
+Run = Callable[[Callable[[], T]], Awaitable[T]]  # how a tool's (blocking) client calls are run
 
-def mailbox_server(client_of: Callable[[Context], Client], *, name: str = "switchboard") -> MCPServer:
-    """An MCP server whose tools act through ``client_of(ctx)``: the one agent of a stdio
-    session, or the agent a hub request's credential names.
 
-    The tools are coroutines that call the client in place: a send or a look takes a
-    millisecond or two, less than handing it to a worker thread and back. Only a read that may
-    wait for mail runs on a worker thread."""
+async def call_in_place(work: Callable[[], T]) -> T:
+    """Run a tool's client calls on the server's own loop: a send or a look takes a millisecond
+    or two, less than a hop to a worker thread and back (the stdio server's way)."""
+    return work()
+
+
+async def call_in_thread(work: Callable[[], T]) -> T:
+    """Run a tool's client calls on a worker thread (the hub's way: its loop must not block)."""
+    return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+
+
+def one_client(client: Client) -> ClientOf:
+    """Every call acts through ``client`` (a stdio server serves one agent session)."""
+
+    async def client_of(ctx: Context) -> Client:
+        return client
+
+    return client_of
+
+
+def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str = "switchboard") -> MCPServer:
+    """An MCP server whose tools act through ``await client_of(ctx)``: the one agent of a stdio
+    session, or the agent a hub request's credential names. A read that may wait for mail always
+    runs on a worker thread, so other calls go on meanwhile."""
     server = MCPServer(name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+
+    async def acting(ctx: Context) -> Client:
+        try:
+            return await client_of(ctx)
+        except SwitchboardError as error:  # the credential was revoked since the request began
+            raise ToolError(f"{error.code}: {error.message}") from None
 
     @server.tool()
     async def send_message(
@@ -180,22 +206,8 @@ def mailbox_server(client_of: Callable[[Context], Client], *, name: str = "switc
         require_live: Annotated[bool, Field(description="fail unless a live session can read it now")] = False,
     ) -> Annotated[CallToolResult, Sent]:
         """Send a message to another agent or a #channel."""
-        client = client_of(ctx)
-        sent = _acting(
-            client, lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live)
-        )
-        recipients = [
-            Recipient(
-                address=r.address, state=r.state, agent=r.agent, note=_note(client, r.agent, r.reason, r.new_agent)
-            )
-            for r in sent.recipients
-        ]
-        result = Sent(
-            message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=_unread(client)
-        )
-        lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]
-        lines += [f"- {r.address}: {r.state}" + (f" — {r.note}" if r.note else "") for r in recipients]
-        return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+        client = await acting(ctx)
+        return await run(lambda: _send(client, to, message, subject, reply_to, require_live))
 
     @server.tool()
     async def read_messages(
@@ -204,13 +216,8 @@ def mailbox_server(client_of: Callable[[Context], Client], *, name: str = "switc
         limit: int = DEFAULT_READ_LIMIT,
     ) -> Annotated[CallToolResult, Inbox]:
         """Take your unread messages (oldest first); they are marked read."""
-        client = client_of(ctx)
-        take = functools.partial(_acting, client, lambda: client.read(limit=limit, wait=wait_seconds))
-        # A read that may wait blocks a worker thread, not the loop (other calls go on meanwhile).
-        got = await anyio.to_thread.run_sync(take, abandon_on_cancel=True) if wait_seconds > 0 else take()
-        result = Inbox(messages=[_mail(item) for item in got.items], unread=got.unread)
-        text = fenced_mail(got.items) if got.items else "no new messages"
-        return _result(result, f"{text}\n\n{_unread_line(got.unread)}")
+        client = await acting(ctx)
+        return await (call_in_thread if wait_seconds > 0 else run)(lambda: _read(client, wait_seconds, limit))
 
     @server.tool()
     async def list_agents(
@@ -218,97 +225,131 @@ def mailbox_server(client_of: Callable[[Context], Client], *, name: str = "switc
         search: Annotated[str | None, Field(description="only names or descriptions containing this")] = None,
     ) -> Annotated[CallToolResult, Agents]:
         """The agents of your workspace, and whether each is live."""
-        client = client_of(ctx)
-        agents = _acting(client, client.list_agents)
-        live = {a.name for a in _acting(client, client.who).agents if a.live}
-        wanted = (search or "").lower()
-        listed = [
-            AgentInfo(name=a.name, description=a.description, skills=a.skills, live=a.name in live)
-            for a in agents
-            if wanted in a.name.lower() or wanted in (a.description or "").lower()
-        ]
-        result = Agents(agents=listed, unread=_unread(client))
-        lines = [
-            f"- {a.name}{' (live)' if a.live else ''}" + (f": {a.description}" if a.description else "") for a in listed
-        ]
-        return _result(result, "\n".join([*(lines or ["no agents match"]), _unread_line(result.unread)]))
+        client = await acting(ctx)
+        return await run(lambda: _agents(client, search))
 
     @server.tool()
     async def list_channels(ctx: Context) -> Annotated[CallToolResult, Channels]:
         """The #channels of your workspace: members, and whether you joined."""
-        client = client_of(ctx)
-        channels = [
-            ChannelInfo(name=c.name, description=c.description, members=c.members, joined=c.joined)
-            for c in _acting(client, client.list_channels)
-        ]
-        result = Channels(channels=channels, unread=_unread(client))
-        lines = [
-            f"- #{c.name}: {c.members} member(s){', joined' if c.joined else ''}"
-            + (f" — {c.description}" if c.description else "")
-            for c in channels
-        ]
-        return _result(result, "\n".join([*(lines or ["no channels"]), _unread_line(result.unread)]))
+        client = await acting(ctx)
+        return await run(lambda: _channels(client))
 
     @server.tool()
-    async def message_status(
-        message_id: str,
-        ctx: Context,
-    ) -> Annotated[CallToolResult, Status]:
+    async def message_status(message_id: str, ctx: Context) -> Annotated[CallToolResult, Status]:
         """Who got a message you sent, and who read it."""
-        client = client_of(ctx)
-        status = _acting(client, lambda: client.message_status(message_id))
-        recipients = [
-            Delivery(
-                address=r.address,
-                agent=r.agent,
-                state=str(getattr(r.state, "value", r.state)),
-                delivered_at=r.delivered_at,
-                read_at=r.read_at,
-                acked_at=r.acked_at,
-            )
-            for r in status.recipients
-        ]
-        read_by = [r.agent for r in recipients if r.agent and r.read_at is not None]
-        result = Status(
-            message_id=status.message_id,
-            subject=status.subject,
-            thread_id=status.thread_id,
-            sent_at=status.created_at,
-            read_by=read_by,
-            recipients=recipients,
-            unread=_unread(client),
-        )
-        lines = [f"{status.message_id}: read by {', '.join(read_by) or 'nobody yet'}"]
-        lines += [f"- {r.address}: {r.state}" for r in recipients]
-        return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+        client = await acting(ctx)
+        return await run(lambda: _status(client, message_id))
 
     @server.tool()
     async def who(ctx: Context) -> Annotated[CallToolResult, Who]:
         """Live sessions per agent, and which machines are up."""
-        client = client_of(ctx)
-        report = _acting(client, client.who)
-        result = Who(
-            machines=[MachineInfo(name=m.name, up=m.up, last_seen=m.last_seen) for m in report.machines],
-            agents=[
-                Presence(name=a.name, live=a.live, sessions=[s.address for s in a.sessions if s.live])
-                for a in report.agents
-            ],
-            liveness_seconds=report.liveness_seconds,
-            unread=_unread(client),
-        )
-        lines = [
-            f"machine {m.name}: {'up' if m.up else 'down'} (last seen {m.last_seen:%Y-%m-%d %H:%M:%S}Z)"
-            for m in result.machines
-        ]
-        lines += [f"- {a.name}: {', '.join(a.sessions) if a.sessions else 'no live session'}" for a in result.agents]
-        return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+        client = await acting(ctx)
+        return await run(lambda: _who(client))
 
     return server
 
 
-# --- pieces the tools share -----------------------------------------------------------------------
+def _send(
+    client: Client, to: str, message: str, subject: str | None, reply_to: str | None, require_live: bool
+) -> CallToolResult:
+    sent = _acting(
+        client, lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live)
+    )
+    recipients = [
+        Recipient(address=r.address, state=r.state, agent=r.agent, note=_note(client, r.agent, r.reason, r.new_agent))
+        for r in sent.recipients
+    ]
+    result = Sent(message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=_unread(client))
+    lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]
+    lines += [f"- {r.address}: {r.state}" + (f" — {r.note}" if r.note else "") for r in recipients]
+    return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
 
-T = TypeVar("T")
+
+def _read(client: Client, wait_seconds: float, limit: int) -> CallToolResult:
+    got = _acting(client, lambda: client.read(limit=limit, wait=wait_seconds))
+    result = Inbox(messages=[_mail(item) for item in got.items], unread=got.unread)
+    text = fenced_mail(got.items) if got.items else "no new messages"
+    return _result(result, f"{text}\n\n{_unread_line(got.unread)}")
+
+
+def _agents(client: Client, search: str | None) -> CallToolResult:
+    agents = _acting(client, client.list_agents)
+    live = {a.name for a in _acting(client, client.who).agents if a.live}
+    wanted = (search or "").lower()
+    listed = [
+        AgentInfo(name=a.name, description=a.description, skills=a.skills, live=a.name in live)
+        for a in agents
+        if wanted in a.name.lower() or wanted in (a.description or "").lower()
+    ]
+    result = Agents(agents=listed, unread=_unread(client))
+    lines = [
+        f"- {a.name}{' (live)' if a.live else ''}" + (f": {a.description}" if a.description else "") for a in listed
+    ]
+    return _result(result, "\n".join([*(lines or ["no agents match"]), _unread_line(result.unread)]))
+
+
+def _channels(client: Client) -> CallToolResult:
+    channels = [
+        ChannelInfo(name=c.name, description=c.description, members=c.members, joined=c.joined)
+        for c in _acting(client, client.list_channels)
+    ]
+    result = Channels(channels=channels, unread=_unread(client))
+    lines = [
+        f"- #{c.name}: {c.members} member(s){', joined' if c.joined else ''}"
+        + (f" — {c.description}" if c.description else "")
+        for c in channels
+    ]
+    return _result(result, "\n".join([*(lines or ["no channels"]), _unread_line(result.unread)]))
+
+
+def _status(client: Client, message_id: str) -> CallToolResult:
+    status = _acting(client, lambda: client.message_status(message_id))
+    recipients = [
+        Delivery(
+            address=r.address,
+            agent=r.agent,
+            state=str(getattr(r.state, "value", r.state)),
+            delivered_at=r.delivered_at,
+            read_at=r.read_at,
+            acked_at=r.acked_at,
+        )
+        for r in status.recipients
+    ]
+    read_by = [r.agent for r in recipients if r.agent and r.read_at is not None]
+    result = Status(
+        message_id=status.message_id,
+        subject=status.subject,
+        thread_id=status.thread_id,
+        sent_at=status.created_at,
+        read_by=read_by,
+        recipients=recipients,
+        unread=_unread(client),
+    )
+    lines = [f"{status.message_id}: read by {', '.join(read_by) or 'nobody yet'}"]
+    lines += [f"- {r.address}: {r.state}" for r in recipients]
+    return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+
+
+def _who(client: Client) -> CallToolResult:
+    report = _acting(client, client.who)
+    result = Who(
+        machines=[MachineInfo(name=m.name, up=m.up, last_seen=m.last_seen) for m in report.machines],
+        agents=[
+            Presence(name=a.name, live=a.live, sessions=[s.address for s in a.sessions if s.live])
+            for a in report.agents
+        ],
+        liveness_seconds=report.liveness_seconds,
+        unread=_unread(client),
+    )
+    lines = [
+        f"machine {m.name}: {'up' if m.up else 'down'} (last seen {m.last_seen:%Y-%m-%d %H:%M:%S}Z)"
+        for m in result.machines
+    ]
+    lines += [f"- {a.name}: {', '.join(a.sessions) if a.sessions else 'no live session'}" for a in result.agents]
+    return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+
+
+# --- pieces the tools share -----------------------------------------------------------------------
 
 
 def _acting(client: Client, call: Callable[[], T]) -> T:

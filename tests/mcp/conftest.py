@@ -12,7 +12,7 @@ from mcp import Client
 
 from switchboard.client import LocalClient
 from switchboard.config import Settings
-from switchboard.mcp import mailbox_server
+from switchboard.mcp import mailbox_server, one_client
 
 # "legacy": the initialize handshake current agent CLIs use; "2026-07-28": the sessionless era.
 ERAS = ["legacy", "2026-07-28"]
@@ -46,7 +46,7 @@ def tools(agents: Callable[[str], LocalClient], era: str) -> Callable[[str], obj
     @asynccontextmanager
     async def connect(name: str) -> AsyncIterator[Client]:
         client = agents(name)
-        async with Client(mailbox_server(lambda ctx: client), mode=era) as session:
+        async with Client(mailbox_server(one_client(client)), mode=era) as session:
             yield session
 
     return connect

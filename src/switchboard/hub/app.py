@@ -16,6 +16,7 @@ from switchboard.credentials import Credentials
 from switchboard.errors import SwitchboardError
 from switchboard.hub.context import HubContext
 from switchboard.hub.errors import on_http_error, on_switchboard_error, on_unexpected
+from switchboard.hub.mcp_endpoint import MCP_PATH, McpEndpoint
 from switchboard.hub.openapi import build_openapi
 from switchboard.hub.ratelimit import RateLimiter
 from switchboard.hub.routes import ROUTES
@@ -29,18 +30,20 @@ def create_app(
     *,
     rate_limit: float = DEFAULT_RATE_LIMIT,
     running: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+    host: str = "127.0.0.1",
 ) -> HubApp:
-    """The hub on ``service``; ``running()`` is entered on the server's event loop when it
-    starts and left when it stops, after the last request (the store's group commit)."""
+    """The hub on ``service``, served on ``host``; ``running()`` is entered on the server's event
+    loop when it starts and left when it stops, after the last request (the store's group commit)."""
     hub = HubContext(service, Credentials(service.store, service.clock), RateLimiter(rate_limit))
     document = build_openapi()
+    mcp = McpEndpoint(hub, host)
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(document)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with running() if running is not None else nullcontext():
+        async with running() if running is not None else nullcontext(), mcp.session_manager.run():
             yield
             hub.stop()
 
@@ -59,23 +62,30 @@ def create_app(
         },
     )
     app.state.hub = hub
-    return HubApp(app, hub, {(r.method, r.path): r.endpoint for r in ROUTES if r.asgi})
+    return HubApp(app, hub, {(r.method, r.path): r.endpoint for r in ROUTES if r.asgi}, mcp)
 
 
 class HubApp:
-    """The hub's ASGI application: bare ASGI routes by exact method and path, Starlette for the rest."""
+    """The hub's ASGI application: bare ASGI routes by exact method and path, the MCP endpoint,
+    Starlette for the rest."""
 
-    def __init__(self, starlette: Starlette, hub: HubContext, asgi_routes: dict[tuple[str, str], Any]) -> None:
+    def __init__(
+        self, starlette: Starlette, hub: HubContext, asgi_routes: dict[tuple[str, str], Any], mcp: McpEndpoint
+    ) -> None:
         self.starlette = starlette
         self.state = starlette.state
         self._hub = hub
         self._asgi_routes = asgi_routes
+        self._mcp = mcp
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             endpoint = self._asgi_routes.get((scope["method"], scope["path"]))
             if endpoint is not None:
                 await endpoint(self._hub, scope, receive, send)
+                return
+            if scope["path"] == MCP_PATH:
+                await self._mcp(scope, receive, send)
                 return
         await self.starlette(scope, receive, send)
 

@@ -62,6 +62,7 @@ class _HubServer(uvicorn.Server):
 def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> None:
     """Serve ``settings.db_path`` until stopped."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs a line per MCP session at INFO
     listener = _listen(options.host, options.port)  # first: a taken port fails before anything is written
     store = SQLiteStore(settings.db_path)  # group-commits on the server's loop once it runs
     # The hub is the database's writer while it runs: in-process signals wake its readers, so it
@@ -69,7 +70,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     service = Service(store, machine=machine_name(os.environ), events=MailboxEvents())
     credentials = Credentials(store)
     admin = None if credentials.has_admin() else credentials.issue(None, "admin", label="created by the first 'up'")
-    app = create_app(service, rate_limit=options.rate_limit, running=store.committing_on_loop)
+    app = create_app(service, rate_limit=options.rate_limit, running=store.committing_on_loop, host=options.host)
     hub = app.state.hub
 
     def listening(address: tuple[str, int]) -> None:

@@ -1,0 +1,56 @@
+"""``/mcp``: the agents' tool set (``switchboard.mcp``) served by the hub over Streamable HTTP.
+
+The official SDK's app serves both protocol eras on the one path. Every request is
+authenticated here first, as every other hub request is: a bearer token, and with a workspace
+user token the agent header (an agent token acts as its agent only). A tool call then acts as
+the agent its own request's credential names — never as whoever opened the MCP session — and
+runs its store calls on a worker thread, as the REST endpoints do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver import Context
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from switchboard.client import Client, LocalClient
+from switchboard.errors import SwitchboardError, Unauthorized
+from switchboard.hub.asgi import Receive, Reply, Scope, Send, headers_of
+from switchboard.hub.context import HubContext
+from switchboard.hub.errors import error_document, error_headers
+from switchboard.mcp import call_in_thread, mailbox_server
+
+MCP_PATH = "/mcp"
+
+
+class McpEndpoint:
+    """The SDK's Streamable HTTP app behind the hub's own authentication."""
+
+    def __init__(self, hub: HubContext, host: str) -> None:
+        self._hub = hub
+
+        async def client_of(ctx: Context) -> Client:
+            headers = ctx.headers
+            if headers is None:  # never over HTTP; a transport without headers has no credential
+                raise Unauthorized("no credential came with this call.")
+            caller = (await hub.identify_by(headers, counted=False))[1]  # counted once, at the door
+            return LocalClient(hub.service, caller, "the token")
+
+        server = mailbox_server(client_of, run=call_in_thread)
+        # On a loopback address the SDK refuses any Host but a loopback one (DNS rebinding);
+        # elsewhere every request still needs a bearer token.
+        self._app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+        self.session_manager: StreamableHTTPSessionManager = server.session_manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            try:
+                await self._hub.identify_by(headers_of(scope))
+            except SwitchboardError as error:
+                headers: dict[str, Any] = error_headers(error)
+                if error.http_status == 401:
+                    headers["WWW-Authenticate"] = 'Bearer realm="switchboard"'
+                await Reply(send).json(error.http_status, error_document(error.code, error.message), headers)
+                return
+        await self._app(scope, receive, send)

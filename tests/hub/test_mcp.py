@@ -1,0 +1,124 @@
+"""The hub's ``/mcp`` endpoint through the official ``mcp`` client over real HTTP, in both
+protocol eras: who a call acts as (agent token; user token and agent header), mail between two
+agents, a waiting read woken by a REST send, and the door: no token, a revoked token, another
+agent's name, a foreign Host."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.hub.conftest import Hub, Tenant, auth_headers, expect_http_error, unique
+from tests.mcp.test_tools import TOOLS, ok, text_of
+
+pytestmark = pytest.mark.anyio
+
+ERAS = ["legacy", "2026-07-28"]
+LONG_WAIT = 30.0
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=ERAS)
+def era(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@asynccontextmanager
+async def mcp_client(hub: Hub, era: str, token: str, agent: str | None = None) -> AsyncIterator[Client]:
+    async with httpx2.AsyncClient(headers=auth_headers(token, agent), timeout=LONG_WAIT * 2) as http:
+        async with Client(streamable_http_client(f"{hub.url}/mcp", http_client=http), mode=era) as client:
+            yield client
+
+
+async def test_an_agent_token_and_a_user_token_with_an_agent_header_each_act_as_their_agent(tenant: Tenant, era: str):
+    alice, bob = unique("alice"), unique("bob")
+    alice_token = tenant.agent_token(alice)["token"]
+    async with (
+        mcp_client(tenant.hub, era, alice_token) as as_alice,
+        mcp_client(tenant.hub, era, tenant.token, bob) as as_bob,
+    ):
+        assert {tool.name for tool in (await as_alice.list_tools()).tools} == TOOLS
+        await as_bob.call_tool("who", {})
+        sent = ok(await as_alice.call_tool("send_message", {"to": bob, "message": "over the hub"}))
+        got = ok(await as_bob.call_tool("read_messages", {}))
+        assert [(m["sender"], m["text"]) for m in got["messages"]] == [(alice, "over the hub")]
+        status = ok(await as_alice.call_tool("message_status", {"message_id": sent["message_id"]}))
+        assert status["read_by"] == [bob]
+    with tenant.http(alice) as http:  # the same mailbox the REST API serves
+        (recipient,) = http.get(f"/v1/messages/{sent['message_id']}/status").json()["recipients"]
+    assert (recipient["agent"], recipient["state"]) == (bob, "read")
+
+
+async def test_a_waiting_read_over_http_is_woken_by_a_rest_send(tenant: Tenant, era: str):
+    alice, bob = unique("alice"), unique("bob")
+    async with mcp_client(tenant.hub, era, tenant.token, bob) as as_bob:
+        await as_bob.call_tool("who", {})
+        timer = threading.Timer(0.3, lambda: tenant.client(alice).send(bob, "wake up"))
+        timer.start()
+        try:
+            got = ok(await as_bob.call_tool("read_messages", {"wait_seconds": LONG_WAIT}))
+        finally:
+            timer.join()
+    assert [m["text"] for m in got["messages"]] == ["wake up"]
+
+
+async def test_a_tool_error_over_http_carries_the_code_and_the_next_step(tenant: Tenant, era: str):
+    async with mcp_client(tenant.hub, era, tenant.token, unique("alice")) as client:
+        result = await client.call_tool("send_message", {"to": "ghost@nowhere#1", "message": "x"})
+    assert result.is_error and "unknown_recipient: " in text_of(result) and "Next: " in text_of(result)
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "code"),
+    [
+        ({}, 401, "unauthorized"),
+        ({"Authorization": "Bearer sb_not-a-token"}, 401, "unauthorized"),
+        ({"Authorization": "Basic dXNlcjpwYXNz"}, 401, "unauthorized"),
+    ],
+)
+def test_the_door_refuses_a_request_without_a_valid_bearer_token(hub: Hub, headers, status, code):
+    with httpx.Client(base_url=hub.url) as http:
+        answer = http.post("/mcp", json=INITIALIZE, headers={**MCP_ACCEPT, **headers})
+    expect_http_error(answer, status, code)
+    assert answer.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_a_revoked_token_and_an_agent_token_naming_another_agent_are_refused(tenant: Tenant):
+    hub, alice = tenant.hub, unique("alice")
+    issued = tenant.agent_token(alice)
+    with httpx.Client(base_url=hub.url) as http:
+        other = http.post("/mcp", json=INITIALIZE, headers={**MCP_ACCEPT, **auth_headers(issued["token"], "mallory")})
+        expect_http_error(other, 403, "forbidden")
+        with tenant.http() as admin:
+            assert admin.delete(f"/v1/tokens/{issued['id']}").status_code == 200
+        revoked = http.post("/mcp", json=INITIALIZE, headers={**MCP_ACCEPT, **auth_headers(issued["token"])})
+        expect_http_error(revoked, 401, "unauthorized")
+
+
+def test_a_request_naming_a_foreign_host_is_refused_even_with_a_valid_token(tenant: Tenant):
+    # DNS rebinding: a page on evil.example that resolves to 127.0.0.1 must not reach the tools.
+    with httpx.Client(base_url=tenant.hub.url) as http:
+        answer = http.post(
+            "/mcp",
+            json=INITIALIZE,
+            headers={**MCP_ACCEPT, **auth_headers(tenant.token, unique("alice")), "Host": "evil.example:80"},
+        )
+    assert answer.status_code == 421
