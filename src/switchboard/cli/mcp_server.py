@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 from importlib.util import find_spec
 
 from switchboard.cli.app import DbOption, app, open_client
+from switchboard.session_keeper import SessionKeeper
 
 
 @app.command("mcp")
 def mcp_command(db: DbOption = None) -> None:
-    """Serve the mailbox as MCP tools over stdio (register it with your agent CLI)."""
+    """Serve the mailbox as MCP tools over stdio (register it with your agent CLI).
+
+    While it runs, the agent CLI that started it is a live session of the agent."""
     import anyio
 
     from switchboard.mcp import mailbox_server, one_client  # the MCP SDK loads only for this command
@@ -17,5 +23,13 @@ def mcp_command(db: DbOption = None) -> None:
     with open_client(db) as client:
         client.whoami()  # a bad identity or an unreachable hub fails here, on stderr, before any protocol
         server = mailbox_server(one_client(client))
-        # uvloop where it is installed (as for the hub): a tool call costs a third less.
-        anyio.run(server.run_stdio_async, backend_options={"use_uvloop": find_spec("uvloop") is not None})
+        # The agent CLI that started us is the session; when it dies, so do we (os._exit: the
+        # loop is blocked reading a stdin that may never close).
+        keeper = SessionKeeper(client, on_parent_gone=lambda: os._exit(0))
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # unwind, so the session ends
+        keeper.start()
+        try:
+            # uvloop where it is installed (as for the hub): a tool call costs a third less.
+            anyio.run(server.run_stdio_async, backend_options={"use_uvloop": find_spec("uvloop") is not None})
+        finally:
+            keeper.stop()

@@ -1,0 +1,172 @@
+"""Benchmark of the MCP tool calls: send_message and read_messages, over stdio and over HTTP.
+
+Each call is timed from the official ``mcp`` client (``Client.call_tool``) to its result, so a
+figure includes the client's own work (it validates each result against the tool's output
+schema), the transport, the tool and the durable store write. One call at a time.
+
+- stdio: two ``switchboard mcp`` subprocesses (agents ``alice`` and ``bob``) on one fresh
+  embedded store in a temporary folder, each driven by its own client.
+- HTTP: ``switchboard up`` on a fresh store (as in ``throughput.py``); the clients speak
+  Streamable HTTP to ``/mcp`` with the admin token and ``X-Switchboard-Agent``.
+
+Per transport and protocol era (``legacy``: the initialize handshake that current agent CLIs
+use; ``2026-07-28``: the sessionless era): ``warmup`` calls, then ``calls`` rounds of alice's
+``send_message`` to bob followed by bob's ``read_messages`` (which must return that message).
+Reported: p50 / p99 of each tool's call time. For scale, the same run times a REST send to the
+same hub (``POST /v1/messages``, one keep-alive connection) — what the transport and tool layer
+add on top of it. Aim: median send_message under 5 ms (the best-known open peer publishes about
+118 ms mean).
+
+Run from the project root:  .venv/bin/python bench/mcp_latency.py [--quick] [--dir FOLDER]
+The last line printed is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import httpx2  # noqa: E402  (the mcp SDK's HTTP client)
+from common import BenchFailure, ms, report, summary  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from throughput import start_hub, versions  # noqa: E402
+
+ERAS = ("legacy", "2026-07-28")
+CALL_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Params:
+    warmup: int = 20
+    calls: int = 300
+
+
+QUICK = Params(warmup=5, calls=30)
+
+
+def stdio_server(home: Path, agent: str) -> StdioServerParameters:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    env.update(SWITCHBOARD_HOME=str(home), SWITCHBOARD_AGENT=agent)
+    return StdioServerParameters(command=sys.executable, args=["-m", "switchboard", "mcp"], env=env, cwd=str(home))
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str, agent: str, era: str) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}", "X-Switchboard-Agent": agent}
+    async with httpx2.AsyncClient(headers=headers, timeout=CALL_TIMEOUT_S) as http:
+        async with Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=era) as client:
+            yield client
+
+
+async def timed_rounds(alice: Client, bob: Client, params: Params, label: str) -> dict[str, list[float]]:
+    """``warmup`` + ``calls`` rounds of send (alice → bob) then read (bob); each checked."""
+    sends: list[float] = []
+    reads: list[float] = []
+    await bob.call_tool("who", {})  # bob exists before the first send
+    for i in range(params.warmup + params.calls):
+        text = f"{label} {i}"
+        began = time.perf_counter()
+        sent = await alice.call_tool("send_message", {"to": "bob", "message": text})
+        middle = time.perf_counter()
+        got = await bob.call_tool("read_messages", {})
+        ended = time.perf_counter()
+        if sent.is_error or got.is_error:
+            raise BenchFailure(f"{label}: a call failed: {sent.content if sent.is_error else got.content}")
+        messages = (got.structured_content or {}).get("messages", [])
+        if [m["text"] for m in messages] != [text]:
+            raise BenchFailure(f"{label}: bob read {[m['text'] for m in messages]!r}, not [{text!r}]")
+        if i >= params.warmup:
+            sends.append(middle - began)
+            reads.append(ended - middle)
+    return {"send": sends, "read": reads}
+
+
+async def rest_sends(url: str, token: str, params: Params) -> list[float]:
+    """REST sends to the same hub, for scale: one keep-alive connection, one at a time."""
+    times: list[float] = []
+    headers = {"Authorization": f"Bearer {token}", "X-Switchboard-Agent": "alice"}
+    async with httpx2.AsyncClient(base_url=url, headers=headers, timeout=CALL_TIMEOUT_S) as http:
+        for i in range(params.warmup + params.calls):
+            began = time.perf_counter()
+            answer = await http.post("/v1/messages", json={"to": "carol", "text": f"rest {i}"})
+            if answer.status_code != 201:
+                raise BenchFailure(f"REST send answered {answer.status_code}: {answer.text[:200]}")
+            if i >= params.warmup:
+                times.append(time.perf_counter() - began)
+    return times
+
+
+def record(figures: dict[str, object], key: str, times: list[float]) -> None:
+    s = summary(times)
+    figures[f"{key}_ms_p50"] = s["p50"] * 1000
+    figures[f"{key}_ms_p99"] = s["p99"] * 1000
+    print(f"  {key}: p50 {ms(s['p50'] * 1000)}  p99 {ms(s['p99'] * 1000)}  ({s['n']} calls)")
+
+
+async def run(params: Params, folder: Path) -> dict[str, object]:
+    figures: dict[str, object] = {}
+    print("[1] stdio: two 'switchboard mcp' processes on one embedded store")
+    for era in ERAS:
+        home = folder / f"stdio-{era}"
+        home.mkdir()
+        async with (
+            Client(stdio_server(home, "alice"), mode=era) as alice,
+            Client(stdio_server(home, "bob"), mode=era) as bob,
+        ):
+            measured = await timed_rounds(alice, bob, params, f"stdio {era}")
+        for tool, times in measured.items():
+            record(figures, f"stdio_{era.replace('-', '_')}_{tool}", times)
+
+    print("[2] HTTP: the hub's /mcp (and, for scale, its REST send)")
+    hub = start_hub(folder / "hub")
+    try:
+        for era in ERAS:
+            async with (
+                http_client(hub.url, hub.token, "alice", era) as alice,
+                http_client(hub.url, hub.token, "bob", era) as bob,
+            ):
+                measured = await timed_rounds(alice, bob, params, f"http {era}")
+            for tool, times in measured.items():
+                record(figures, f"http_{era.replace('-', '_')}_{tool}", times)
+        record(figures, "rest_send", await rest_sends(hub.url, hub.token, params))
+    finally:
+        print(f"  {hub.stop()}")
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a few calls, for a smoke check")
+    parser.add_argument("--dir", help="make the temporary folder (and the stores) here")
+    args = parser.parse_args()
+    params = QUICK if args.quick else Params()
+    began = time.monotonic()
+    print(f"cores: {os.cpu_count()}; {versions()}; params {params}")
+    failures: list[str] = []
+    figures: dict[str, object] = {"cores": os.cpu_count(), **versions(), "quick": args.quick}
+    with tempfile.TemporaryDirectory(prefix="switchboard-mcp-bench-", dir=args.dir) as folder:
+        try:
+            figures.update(asyncio.run(run(params, Path(folder))))
+        except BenchFailure as failure:
+            print(f"FAIL: {failure}")
+            failures.append(str(failure))
+    sends = [v for k, v in figures.items() if k.endswith("_send_ms_p50") and not k.startswith("rest")]
+    if sends:
+        worst = max(sends)  # type: ignore[type-var]
+        print(f"\nmedian send_message: worst of the four {worst:.2f} ms; aim under 5 ms")
+    return report(figures, failures, params, began)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

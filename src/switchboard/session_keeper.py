@@ -1,0 +1,109 @@
+"""A live session for the agent CLI that started this process, kept while both run.
+
+``switchboard mcp`` is started by an agent CLI (Claude Code, Codex, …) as its child, one per
+agent session. The session it registers is its parent's — ``agent@machine#<parent pid>``, the
+process the user sees and the one mail is meant for — with the parent's start time, so a pid
+the system hands out again later is never taken for it. The keeper heartbeats within the
+liveness window, and ends the session when this process ends or when the parent dies (then this
+process ends too: nobody is left to serve).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from switchboard.client import Client
+from switchboard.errors import SwitchboardError
+from switchboard.identity import process_alive, process_start_time
+from switchboard.model import Session
+
+log = logging.getLogger("switchboard.session")
+
+HEARTBEAT_SECONDS = 15.0  # well within the default 60 s liveness window, even if one is lost
+PARENT_CHECK_SECONDS = 0.5  # how soon a dead parent is noticed (a read of /proc)
+
+# What the parent's command line says it is → the runtime recorded for the session.
+_RUNTIMES = {
+    "claude": "claude-code",
+    "codex": "codex",
+    "gemini": "gemini-cli",
+    "copilot": "copilot-cli",
+    "cursor-agent": "cursor",
+}
+
+
+def runtime_of(pid: int) -> str:
+    """The agent CLI running as ``pid``, from its command line (node scripts name the CLI in an argument)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "mcp-client"
+    for arg in argv[:3]:
+        name = os.path.basename(arg.decode(errors="replace"))
+        for known, runtime in _RUNTIMES.items():
+            if name == known or name.startswith(f"{known}.") or name.startswith(f"{known}-"):
+                return runtime
+    return "mcp-client"
+
+
+class SessionKeeper:
+    """Registers the parent's session, heartbeats it, ends it; ``on_parent_gone`` is called (on
+    the keeper's thread) once the parent has died and the session is ended."""
+
+    def __init__(self, client: Client, on_parent_gone: Callable[[], None], *, parent: int | None = None) -> None:
+        self._client = client
+        self._on_parent_gone = on_parent_gone
+        self.parent = parent if parent is not None else os.getppid()
+        self._parent_start = process_start_time(self.parent)
+        self.session: Session | None = None
+        self._stopping = threading.Event()
+        self._ending = threading.Lock()  # the keeper and stop() may both end it: once
+        self._thread = threading.Thread(target=self._keep, name="switchboard session keeper", daemon=True)
+
+    def start(self) -> None:
+        try:
+            self.session = self._client.register_session(runtime=runtime_of(self.parent), pid=self.parent)
+        except SwitchboardError as error:  # the tools still work; only presence is missing
+            log.warning("could not register this session (%s: %s); serving without one", error.code, error.message)
+            return
+        self._thread.start()
+
+    def stop(self) -> None:
+        """End the session (once); called when this process stops serving."""
+        self._stopping.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self._end()
+
+    def _keep(self) -> None:
+        ticks_per_beat = max(1, round(HEARTBEAT_SECONDS / PARENT_CHECK_SECONDS))
+        tick = 0
+        while not self._stopping.wait(PARENT_CHECK_SECONDS):
+            if not process_alive(self.parent, self._parent_start):
+                self._end()
+                self._on_parent_gone()
+                return
+            tick += 1
+            if tick % ticks_per_beat == 0:
+                self._beat()
+
+    def _beat(self) -> None:
+        assert self.session is not None
+        try:
+            self._client.heartbeat(self.session.id)
+        except SwitchboardError as error:  # a hub that is away for a moment: try again next beat
+            log.warning("heartbeat failed (%s: %s)", error.code, error.message)
+
+    def _end(self) -> None:
+        with self._ending:
+            session, self.session = self.session, None
+        if session is None:
+            return
+        try:
+            self._client.end_session(session.id)
+        except SwitchboardError as error:
+            log.warning("could not end session %s (%s: %s)", session.id, error.code, error.message)
