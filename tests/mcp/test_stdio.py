@@ -4,6 +4,7 @@ its agent failing on stderr with nothing on stdout (which belongs to the protoco
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -47,3 +48,20 @@ def test_a_server_that_cannot_name_its_agent_fails_on_stderr_and_writes_nothing_
     assert proc.returncode == EXIT_USER_ERROR, proc
     assert proc.stdout == ""
     assert proc.stderr.startswith("error: no_identity: "), proc.stderr
+
+
+def test_while_serving_stray_output_goes_to_stderr_and_only_the_protocol_reaches_stdout():
+    code = (
+        "import os, sys\n"
+        "from switchboard.mcp_stdio import _take_standard_fds\n"
+        "protocol_in, protocol_out = _take_standard_fds()\n"
+        "print('a stray print'); sys.stdout.flush(); os.write(1, b'a stray write\\n')\n"
+        "assert sys.stdin.read() == ''  # fd 0 reads nothing now\n"
+        "os.write(protocol_out, b'protocol\\n')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], input="not for the library", capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "protocol\n"
+    assert "a stray print" in proc.stderr and "a stray write" in proc.stderr

@@ -19,6 +19,7 @@ def mcp_command(db: DbOption = None) -> None:
     import anyio
 
     from switchboard.mcp import mailbox_server, one_client  # the MCP SDK loads only for this command
+    from switchboard.mcp_stdio import serve_stdio
 
     with open_client(db) as client:
         client.whoami()  # a bad identity or an unreachable hub fails here, on stderr, before any protocol
@@ -30,6 +31,6 @@ def mcp_command(db: DbOption = None) -> None:
         keeper.start()
         try:
             # uvloop where it is installed (as for the hub): a tool call costs a third less.
-            anyio.run(server.run_stdio_async, backend_options={"use_uvloop": find_spec("uvloop") is not None})
+            anyio.run(serve_stdio, server, backend_options={"use_uvloop": find_spec("uvloop") is not None})
         finally:
             keeper.stop()
