@@ -148,10 +148,7 @@ class Who(BaseModel):
     unread: int
 
 
-R = TypeVar("R", bound=BaseModel)
-
-
-def _result(model: R, text: str) -> CallToolResult:
+def _result(model: BaseModel, text: str) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json")
     )
