@@ -13,7 +13,7 @@ import sys
 import typer
 
 # Importing the command modules registers their commands on the app.
-from switchboard.cli import channels, demo, directory, hub, mcp_server, messaging  # noqa: F401
+from switchboard.cli import channels, demo, directory, hub, mcp_config, mcp_server, messaging  # noqa: F401
 from switchboard.cli.app import app
 from switchboard.errors import SwitchboardError
 
