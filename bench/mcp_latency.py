@@ -87,8 +87,8 @@ async def timed_rounds(alice: Client, bob: Client, params: Params, label: str) -
         if sent.is_error or got.is_error:
             raise BenchFailure(f"{label}: a call failed: {sent.content if sent.is_error else got.content}")
         messages = (got.structured_content or {}).get("messages", [])
-        if [m["text"] for m in messages] != [text]:
-            raise BenchFailure(f"{label}: bob read {[m['text'] for m in messages]!r}, not [{text!r}]")
+        if len(messages) != 1 or f"\n{text}\n" not in messages[0]["message"]:
+            raise BenchFailure(f"{label}: bob read {messages!r}, not [{text!r}]")
         if i >= params.warmup:
             sends.append(middle - began)
             reads.append(ended - middle)
@@ -107,7 +107,7 @@ async def wake_rounds(alice: Client, bob: Client, rounds: int, label: str) -> li
         sent = time.perf_counter()
         got = await asyncio.wait_for(waiting, CALL_TIMEOUT_S)
         woken = time.perf_counter()
-        if [m["text"] for m in (got.structured_content or {}).get("messages", [])] != [text]:
+        if [f"\n{text}\n" in m["message"] for m in (got.structured_content or {}).get("messages", [])] != [True]:
             raise BenchFailure(f"{label}: the waiting read returned {got.structured_content!r}")
         wakes.append(woken - sent)
     return wakes

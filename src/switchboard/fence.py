@@ -21,8 +21,7 @@ PREAMBLE = (
 
 
 def fenced(message: Message) -> str:
-    """One message: a header of facts, then its body between BEGIN/END markers."""
-    tag = _tag(message)
+    """One message: a header of facts the mailbox vouches for, then the sender's own words."""
     header = [
         f"from: {message.sender}" + (f" (session {message.sender_session})" if message.sender_session else ""),
         f"to: {', '.join(message.recipients)}",
@@ -30,11 +29,14 @@ def fenced(message: Message) -> str:
         f"thread: {message.thread_id}" + (f" (reply to {message.reply_to})" if message.reply_to else ""),
         f"sent: {message.created_at.isoformat(timespec='seconds').replace('+00:00', 'Z')}",
     ]
-    if message.subject:
-        header.append(f"subject: {message.subject}")
-    return "\n".join(
-        [*header, f"----- BEGIN MESSAGE {tag} -----", *_body(message.parts), f"----- END MESSAGE {tag} -----"]
-    )
+    return "\n".join([*header, fenced_words(message)])
+
+
+def fenced_words(message: Message) -> str:
+    """What the sender wrote — its subject and every part — between BEGIN/END markers."""
+    tag = _tag(message)
+    words = ([f"subject: {message.subject}"] if message.subject else []) + _body(message.parts)
+    return "\n".join([f"----- BEGIN MESSAGE {tag} -----", *words, f"----- END MESSAGE {tag} -----"])
 
 
 def fenced_mail(items: Sequence[MailItem]) -> str:
@@ -44,7 +46,7 @@ def fenced_mail(items: Sequence[MailItem]) -> str:
 
 def _tag(message: Message) -> str:
     tag = message.id.replace("-", "")[-12:]
-    text = "\n".join(p.text or "" for p in message.parts)
+    text = "\n".join([message.subject or "", *(_body(message.parts))])
     while f"MESSAGE {tag}" in text:  # a body quoting its own marker: lengthen it until unique
         tag += tag[-1]
     return tag

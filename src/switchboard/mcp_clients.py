@@ -171,6 +171,16 @@ def _codex_where(project: bool) -> str:
     return "add this to ~/.codex/config.toml (every project)."
 
 
+# Without these, `codex exec` sends its first request before the server is up (so without our
+# tools) and refuses every call of ours ("requires approval, but approval policy is never"):
+# the mailbox tools only move mail, so they are approved for this server alone.
+_CODEX_SERVING = (
+    "required = true",
+    "startup_timeout_sec = 60",
+    'default_tools_approval_mode = "approve"',
+)
+
+
 def _codex_stdio(name: str, command: list[str], env: dict[str, str]) -> Snippet:
     forwarded = [var for var in CODEX_FORWARDED_ENV if var not in env]
     lines = [
@@ -178,6 +188,7 @@ def _codex_stdio(name: str, command: list[str], env: dict[str, str]) -> Snippet:
         f"command = {_toml_string(command[0])}",
         f"args = {_toml_array(command[1:])}",
         f"env_vars = {_toml_array(forwarded)}",
+        *_CODEX_SERVING,
     ]
     if env:
         lines.append(f"env = {_toml_inline(env)}")
@@ -191,6 +202,7 @@ def _codex_http(name: str, url: str, headers: dict[str, str]) -> Snippet:
         f"[mcp_servers.{name}]",
         f"url = {_toml_string(url)}",
         f"bearer_token_env_var = {_toml_string(TOKEN_ENV)}",
+        *_CODEX_SERVING,
     ]
     if headers:
         lines.append(f"http_headers = {_toml_inline(headers)}")

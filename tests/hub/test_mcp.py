@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.hub.conftest import Hub, Tenant, auth_headers, expect_http_error, unique
-from tests.mcp.test_tools import TOOLS, ok, text_of
+from tests.mcp.test_tools import TOOLS, ok, text_of, words
 
 pytestmark = pytest.mark.anyio
 
@@ -59,7 +59,7 @@ async def test_an_agent_token_and_a_user_token_with_an_agent_header_each_act_as_
         await as_bob.call_tool("who", {})
         sent = ok(await as_alice.call_tool("send_message", {"to": bob, "message": "over the hub"}))
         got = ok(await as_bob.call_tool("read_messages", {}))
-        assert [(m["sender"], m["text"]) for m in got["messages"]] == [(alice, "over the hub")]
+        assert [(m["sender"], words(m)) for m in got["messages"]] == [(alice, "over the hub")]
         status = ok(await as_alice.call_tool("message_status", {"message_id": sent["message_id"]}))
         assert status["read_by"] == [bob]
     with tenant.http(alice) as http:  # the same mailbox the REST API serves
@@ -77,7 +77,7 @@ async def test_a_waiting_read_over_http_is_woken_by_a_rest_send(tenant: Tenant, 
             got = ok(await as_bob.call_tool("read_messages", {"wait_seconds": LONG_WAIT}))
         finally:
             timer.join()
-    assert [m["text"] for m in got["messages"]] == ["wake up"]
+    assert [words(m) for m in got["messages"]] == ["wake up"]
 
 
 async def test_a_tool_error_over_http_carries_the_code_and_the_next_step(tenant: Tenant, era: str):

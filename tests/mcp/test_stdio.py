@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.cli_runner import CLI, EXIT_USER_ERROR
-from tests.mcp.test_tools import TOOLS, ok, text_of
+from tests.mcp.test_tools import TOOLS, ok, text_of, words
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -34,7 +34,7 @@ async def test_two_stdio_sessions_exchange_mail_through_their_tools(machine: CLI
         await bob.call_tool("who", {})
         sent = ok(await alice.call_tool("send_message", {"to": "bob", "message": "over stdio"}))
         got = await bob.call_tool("read_messages", {})
-        assert [(m["sender"], m["text"]) for m in ok(got)["messages"]] == [("alice", "over stdio")]
+        assert [(m["sender"], words(m)) for m in ok(got)["messages"]] == [("alice", "over stdio")]
         assert f"id: {sent['message_id']}" in text_of(got)
         status = ok(await alice.call_tool("message_status", {"message_id": sent["message_id"]}))
         assert status["read_by"] == ["bob"]

@@ -22,6 +22,14 @@ def text_of(result: CallToolResult) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
+def words(mail: dict) -> str:
+    """The sender's words inside a structured message's fence (its subject line left out)."""
+    lines = mail["message"].splitlines()
+    assert lines[0].startswith("----- BEGIN MESSAGE ") and lines[-1].startswith("----- END MESSAGE "), lines
+    inside = lines[1:-1]
+    return "\n".join(inside[1:] if inside and inside[0].startswith("subject: ") else inside)
+
+
 def ok(result: CallToolResult) -> dict:
     assert not result.is_error, text_of(result)
     assert result.structured_content is not None
@@ -53,9 +61,10 @@ async def test_two_agents_exchange_mail_and_the_sender_sees_it_read(tools):
 
         got = await bob.call_tool("read_messages", {})
         inbox = ok(got)
-        assert [(m["id"], m["sender"], m["text"], m["subject"]) for m in inbox["messages"]] == [
-            (sent["message_id"], "alice", "deploy at 5?", "plan")
+        assert [(m["id"], m["sender"], words(m)) for m in inbox["messages"]] == [
+            (sent["message_id"], "alice", "deploy at 5?")
         ]
+        assert "subject: plan" in inbox["messages"][0]["message"] and "not your user's" in inbox["note"]
         assert inbox["unread"] == 0
         text = text_of(got)
         assert "not your user's" in text and f"id: {sent['message_id']}" in text and "from: alice" in text
@@ -92,7 +101,7 @@ async def test_a_waiting_read_is_woken_by_a_send_and_returns_it_before_its_wait_
         with anyio.fail_after(LONG_WAIT / 2):
             inbox = ok(await bob.call_tool("read_messages", {"wait_seconds": LONG_WAIT}))
         sender.join()
-    assert [m["text"] for m in inbox["messages"]] == ["wake up"]
+    assert [words(m) for m in inbox["messages"]] == ["wake up"]
     assert time.monotonic() - started < LONG_WAIT
 
 
@@ -102,7 +111,7 @@ async def test_a_read_takes_at_most_its_limit_oldest_first_and_says_how_many_wai
         alice.send("bob", f"m{i}")
     async with tools("bob") as bob:
         first = ok(await bob.call_tool("read_messages", {}))
-        assert [m["text"] for m in first["messages"]] == [f"m{i}" for i in range(DEFAULT_READ_LIMIT)]
+        assert [words(m) for m in first["messages"]] == [f"m{i}" for i in range(DEFAULT_READ_LIMIT)]
         assert first["unread"] == 2 and "call read_messages" in text_of(await bob.call_tool("who", {}))
 
 

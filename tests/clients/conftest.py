@@ -1,0 +1,263 @@
+"""Fixtures for driving real coding CLIs against ``switchboard mcp``, offline.
+
+Each CLI is installed from npm at the exact version that was verified against a mock model
+(see the pins below), once, into a cache folder shared by every run on the machine:
+``$SWITCHBOARD_TEST_CLI_CACHE`` or ``~/.cache/switchboard-test-clis/<cli>-<version>/``. A file
+lock keeps parallel runs from installing into the same folder at once. A failed install fails
+the test with npm's output: these tests need Node and npm, and are never skipped.
+
+Fixtures:
+  claude_code, codex  the path of the installed CLI's executable (session-wide)
+  machine             an isolated HOME, SWITCHBOARD_HOME and working folder; ``.env()`` builds a
+                      CLI's environment, ``.mcp_server(agent)`` our stdio server's launch spec,
+                      ``.run()`` runs a CLI with a deadline, ``.mailbox(agent)`` reads a mailbox
+  model               a started ``MockModel`` whose script calls send_message to bob
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from switchboard.client import LocalClient
+from switchboard.config import Settings
+from switchboard.model import MailItem
+from tests.cli_runner import isolated_env
+from tests.clients.mock_model import MockModel
+
+INSTALL_TIMEOUT = 600.0  # a first install downloads a few hundred MB
+VERSION_TIMEOUT = 60.0
+RUN_TIMEOUT = 120.0  # one headless run of a CLI, start to exit
+LEFTOVER_TIMEOUT = 10.0  # after the CLI exits, for what it started to exit too
+TEST_TIMEOUT = INSTALL_TIMEOUT + 2 * RUN_TIMEOUT  # pytest-timeout counts the first test's install too
+
+# Variables from the environment that runs pytest that could point a CLI at a real account,
+# another config folder or a real endpoint: removed from every CLI's environment.
+FOREIGN_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AZURE_OPENAI_", "GEMINI_", "GOOGLE_")
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+@dataclass(frozen=True)
+class NpmCli:
+    name: str
+    package: str
+    version: str
+    executable: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.package}@{self.version}"
+
+
+# The versions verified offline against a mock model (shared/reference/coding-clis.md).
+CLAUDE_CODE = NpmCli("claude-code", "@anthropic-ai/claude-code", "2.1.197", "claude")
+CODEX = NpmCli("codex", "@openai/codex", "0.171.0", "codex")
+
+
+def cli_cache() -> Path:
+    configured = os.environ.get("SWITCHBOARD_TEST_CLI_CACHE")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "switchboard-test-clis"
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not on PATH: the real-client tests need Node (20 or newer) and npm")
+    return found
+
+
+def _output(proc: subprocess.CompletedProcess[str] | subprocess.TimeoutExpired) -> str:
+    def text(value: str | bytes | None) -> str:
+        return value.decode(errors="replace") if isinstance(value, bytes) else value or ""
+
+    return f"--- stdout\n{text(proc.stdout)}\n--- stderr\n{text(proc.stderr)}"
+
+
+def install(cli: NpmCli) -> Path:
+    """The executable of ``cli``, installed from npm into the cache unless it is there already."""
+    npm = _tool("npm")
+    _tool("node")
+    cache = cli_cache()
+    cache.mkdir(parents=True, exist_ok=True)
+    folder = cache / f"{cli.name}-{cli.version}"
+    executable = folder / "node_modules" / ".bin" / cli.executable
+    installed = folder / ".installed"  # written last: a folder without it is a broken install
+    with open(cache / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another run installing the same CLI: wait for it
+        if installed.exists() and executable.exists():
+            return executable
+        shutil.rmtree(folder, ignore_errors=True)
+        command = [
+            npm,
+            "install",
+            "--prefix",
+            str(folder),
+            "--no-audit",
+            "--no-fund",
+            "--no-update-notifier",
+            "--ignore-scripts=false",  # Claude Code's postinstall puts its native binary in place
+            "--include=optional",  # the platform's native package is an optional dependency
+            cli.spec,
+        ]
+        try:
+            proc = subprocess.run(
+                command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, stdin=subprocess.DEVNULL
+            )
+        except subprocess.TimeoutExpired as error:
+            pytest.fail(f"npm install {cli.spec} did not finish in {INSTALL_TIMEOUT:g} s\n{_output(error)}")
+        if proc.returncode != 0 or not executable.exists():
+            pytest.fail(f"npm install {cli.spec} failed (exit {proc.returncode})\n{_output(proc)}")
+        _check_version(cli, executable)
+        installed.write_text(cli.version + "\n")
+    return executable
+
+
+def _check_version(cli: NpmCli, executable: Path) -> None:
+    # In a throwaway HOME: a CLI may create its config folder on any start.
+    with tempfile.TemporaryDirectory(prefix="switchboard-cli-version-") as home:
+        env = {**os.environ, "HOME": home}
+        try:
+            proc = subprocess.run(
+                [str(executable), "--version"],
+                capture_output=True,
+                text=True,
+                timeout=VERSION_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
+        except subprocess.TimeoutExpired as error:
+            pytest.fail(f"{executable} --version did not answer in {VERSION_TIMEOUT:g} s\n{_output(error)}")
+    if proc.returncode != 0 or cli.version not in proc.stdout:
+        pytest.fail(f"{executable} --version is not {cli.version} (exit {proc.returncode})\n{_output(proc)}")
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="session")
+def claude_code() -> Path:
+    return install(CLAUDE_CODE)
+
+
+@pytest.fixture(scope="session")
+def codex() -> Path:
+    return install(CODEX)
+
+
+# --- one isolated machine ----------------------------------------------------------------------
+
+
+@dataclass
+class Machine:
+    root: Path
+
+    def __post_init__(self) -> None:
+        self.home = self.root / "home"
+        self.switchboard_home = self.root / "switchboard-home"
+        self.workdir = self.root / "work"
+        for folder in (self.home, self.switchboard_home, self.workdir):
+            folder.mkdir(parents=True, exist_ok=True)
+        self.workdir = self.workdir.resolve()
+
+    def mcp_server(self, agent: str) -> dict[str, object]:
+        """How a CLI launches our stdio server acting as ``agent`` (command, args, env)."""
+        return {
+            "command": sys.executable,
+            "args": ["-m", "switchboard", "mcp"],
+            "env": {"SWITCHBOARD_AGENT": agent, "SWITCHBOARD_HOME": str(self.switchboard_home)},
+        }
+
+    def env(self, extra: Mapping[str, str]) -> dict[str, str]:
+        """A CLI's environment: isolated HOME, nothing of the caller's accounts or proxies, and
+        no SWITCHBOARD_* at all (our server gets its agent and store from the CLI's config)."""
+        removed: dict[str, str | None] = {
+            key: None
+            for key in os.environ
+            if key.upper().startswith(FOREIGN_PREFIXES) or key.upper() in PROXY_VARIABLES
+        }
+        return isolated_env(self.home, self.switchboard_home, {**removed, "SWITCHBOARD_HOME": None, **extra})
+
+    def run(
+        self, argv: Sequence[str | Path], env: Mapping[str, str], timeout: float = RUN_TIMEOUT
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a CLI headless in the working folder; on the deadline kill it with everything it
+        started (our MCP server included) and fail with what it printed."""
+        args = [str(a) for a in argv]
+        process = subprocess.Popen(
+            args,
+            env=dict(env),
+            cwd=self.workdir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,
+        )
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process.pid)
+            stdout, stderr = process.communicate()
+            pytest.fail(f"{args[0]} did not finish in {timeout:g} s\n--- stdout\n{stdout}\n--- stderr\n{stderr}")
+        # The CLI's children (our MCP server among them) end with it.
+        deadline = time.monotonic() + LEFTOVER_TIMEOUT
+        while _group_alive(process.pid):
+            if time.monotonic() > deadline:
+                left = subprocess.run(["ps", "-o", "pid,args", "-g", str(process.pid)], capture_output=True, text=True)
+                _kill_group(process.pid)
+                pytest.fail(f"{args[0]} exited but left processes running {LEFTOVER_TIMEOUT:g} s later:\n{left.stdout}")
+            time.sleep(0.02)
+        return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+    def mailbox(self, agent: str) -> list[MailItem]:
+        """``agent``'s unread mail in the store our server used (read: marked read)."""
+        env = {"SWITCHBOARD_HOME": str(self.switchboard_home)}
+        client = LocalClient.open(Settings.load(env), agent=agent, env=env)
+        try:
+            return client.read().items
+        finally:
+            client.service.store.close()
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> Machine:
+    return Machine(tmp_path)
+
+
+@pytest.fixture
+def model(request: pytest.FixtureRequest) -> Iterator[MockModel]:
+    """A mock model whose first turn calls our send_message: to bob, a text naming this test."""
+    tool_input = {
+        "to": "bob",
+        "message": f"Hello bob, this is alice through {request.node.name}.",
+        "subject": "real client",
+    }
+    with MockModel(tool_input=tool_input) as server:
+        yield server

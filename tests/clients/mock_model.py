@@ -1,0 +1,411 @@
+"""A scripted model server on 127.0.0.1 for driving real coding CLIs offline.
+
+It speaks just enough of two wire protocols, streaming (server-sent events) or not:
+
+- the Anthropic Messages API (``POST /v1/messages``), which Claude Code calls;
+- the OpenAI Responses API (``POST /v1/responses``), which Codex calls.
+
+The script is one exchange, decided per request from what the request holds, so retries and
+side requests (titles, summaries) cannot derail it:
+
+1. a request that offers a tool named ``send_message`` (in full, or ending in ``__send_message``
+   as the CLIs prefix MCP tools) and carries no result for our call → answer with a call of
+   that tool with ``tool_input``;
+2. a request that carries the result of that call → answer with ``final_text`` and stop;
+3. anything else (a request without our tool) → a short text answer.
+
+Every request is recorded (path, headers, parsed JSON body), so a test can check that the tool
+was offered and that its result came back.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TOOL = "send_message"
+CALL_ID = "call_switchboard_1"  # our tool call's id, in both protocols
+SIDE_TEXT = "ok"
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any  # the parsed JSON body, or None
+
+    @property
+    def proxied(self) -> bool:
+        """A request meant for another host, sent to us as the CLI's proxy."""
+        return self.method == "CONNECT" or not self.path.startswith("/")
+
+    @property
+    def api(self) -> str | None:
+        """'anthropic', 'openai' or None (not a model request)."""
+        path = self.path.split("?", 1)[0]
+        if self.proxied:
+            return None
+        if self.method == "POST" and path.endswith("/messages"):
+            return "anthropic"
+        if self.method == "POST" and path.endswith("/responses"):
+            return "openai"
+        return None
+
+    def tool_names(self) -> list[str]:
+        """The names of the tools this model request offers (both protocols)."""
+        if not isinstance(self.body, dict):
+            return []
+        names: list[str] = []
+        for tool in self.body.get("tools") or []:
+            names.extend(_tool_names(tool))
+        return names
+
+    def our_tool(self) -> str | None:
+        """The full name under which our ``send_message`` tool is offered, if it is."""
+        for name in self.tool_names():
+            if name == TOOL or name.endswith(f"__{TOOL}"):
+                return name
+        return None
+
+    def tool_result(self) -> str | None:
+        """The text of the result of our tool call this request carries back, if any."""
+        if not isinstance(self.body, dict):
+            return None
+        if self.api == "anthropic":
+            for message in self.body.get("messages") or []:
+                content = message.get("content")
+                if not isinstance(content, list):
+                    continue
+                for block in content:
+                    if block.get("type") == "tool_result" and block.get("tool_use_id") == CALL_ID:
+                        return _text_of(block.get("content"))
+        if self.api == "openai":
+            items = self.body.get("input")
+            for item in items if isinstance(items, list) else []:
+                if item.get("type") in ("function_call_output", "custom_tool_call_output") and (
+                    item.get("call_id") == CALL_ID
+                ):
+                    return _text_of(item.get("output"))
+        return None
+
+    @property
+    def streaming(self) -> bool:
+        return isinstance(self.body, dict) and bool(self.body.get("stream"))
+
+
+def _tool_names(tool: dict[str, Any]) -> list[str]:
+    # Anthropic {"name"}, Responses {"type":"function","name"}, Chat {"function":{"name"}};
+    # a namespace of tools ({"type":"namespace","name","tools":[...]}) lists its members as ns__tool.
+    if isinstance(tool.get("tools"), list):
+        prefix = tool.get("name") or ""
+        return [f"{prefix}__{n}" if prefix else n for inner in tool["tools"] for n in _tool_names(inner)]
+    name = tool.get("name") or (tool.get("function") or {}).get("name")
+    return [name] if isinstance(name, str) else []
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_text_of(part) for part in content)
+    if isinstance(content, dict):
+        return str(content.get("text") or content.get("output") or json.dumps(content))
+    return "" if content is None else json.dumps(content)
+
+
+@dataclass
+class MockModel:
+    """The server. ``with MockModel(tool_input={...}) as model:`` then point a CLI at ``model.url``."""
+
+    tool_input: dict[str, Any]
+    final_text: str = "Done: the message is sent."
+    requests: list[Recorded] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def __enter__(self) -> MockModel:
+        model = self
+
+        class Handler(_Handler):
+            owner = model
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="mock-model", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None and self._thread is not None
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return self._server.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # --- what the test checks --------------------------------------------------------------------
+
+    def model_requests(self) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.requests if r.api]
+
+    def offered_tool(self) -> str | None:
+        """The full name our tool was offered under, in the first request that offered it."""
+        return next((name for r in self.model_requests() if (name := r.our_tool())), None)
+
+    def tool_results(self) -> list[str]:
+        return [text for r in self.model_requests() if (text := r.tool_result()) is not None]
+
+    def proxied(self) -> list[Recorded]:
+        """Requests meant for other hosts that reached us as the CLI's proxy (refused)."""
+        with self._lock:
+            return [r for r in self.requests if r.proxied]
+
+    def proxy_env(self) -> dict[str, str]:
+        """Proxy variables that route every other host to this server, which refuses it and
+        records it: whatever a CLI tries beyond 127.0.0.1 stays on the machine and shows."""
+        loopback = "127.0.0.1,localhost,::1"
+        variables = {"HTTP_PROXY": self.url, "HTTPS_PROXY": self.url, "ALL_PROXY": self.url, "NO_PROXY": loopback}
+        return {**variables, **{key.lower(): value for key, value in variables.items()}}
+
+    def summary(self) -> str:
+        """What the server saw, for a failure message."""
+        with self._lock:
+            requests = list(self.requests)
+        lines = [f"{r.method} {r.path} tools={r.tool_names()} result={r.tool_result()!r}" for r in requests]
+        return "\n".join(lines) or "(no requests)"
+
+    # --- the script ------------------------------------------------------------------------------
+
+    def record(self, request: Recorded) -> int:
+        """Keep ``request``; its number (1, 2, …) makes the ids of its answer unique."""
+        with self._lock:
+            self.requests.append(request)
+            self._count += 1
+            return self._count
+
+    def call_for(self, request: Recorded) -> tuple[str, dict[str, Any]] | None:
+        """(tool name, arguments) when the answer to ``request`` is a call of our tool."""
+        tool = request.our_tool()
+        if tool and request.tool_result() is None:
+            return tool, self.tool_input
+        return None
+
+    def text_for(self, request: Recorded) -> str:
+        """The text that answers ``request`` when it is not a call of our tool."""
+        return self.final_text if request.tool_result() is not None else SIDE_TEXT
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: MockModel
+    number = 0  # of the request being answered
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 — quiet
+        pass
+
+    def _read_body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return None
+
+    def _record(self) -> Recorded:
+        request = Recorded(self.command, self.path, dict(self.headers.items()), self._read_body())
+        self.number = self.owner.record(request)
+        return request
+
+    def do_GET(self) -> None:  # noqa: N802
+        request = self._record()
+        if request.path.split("?", 1)[0].endswith("/models"):
+            self._json(200, {"data": [], "object": "list", "models": []})
+        else:
+            self._json(404, {"error": {"type": "not_found_error", "message": "not here"}})
+
+    def do_CONNECT(self) -> None:  # noqa: N802 — a CLI using us as its proxy: refuse, and record it
+        self._record()
+        self._json(403, {"error": {"type": "forbidden", "message": "no traffic leaves this machine"}})
+        self.close_connection = True
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._record()
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:  # noqa: N802
+        request = self._record()
+        if request.api == "anthropic":
+            self._anthropic(request)
+        elif request.api == "openai":
+            self._openai(request)
+        elif request.path.split("?", 1)[0].endswith("/count_tokens"):
+            self._json(200, {"input_tokens": 100})
+        else:
+            self._json(404, {"error": {"type": "not_found_error", "message": "not here"}})
+
+    # --- plumbing --------------------------------------------------------------------------------
+
+    def _json(self, status: int, document: Any) -> None:
+        data = json.dumps(document).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _sse(self, events: Iterator[tuple[str, dict[str, Any]]]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for name, data in events:
+            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+        self.close_connection = True
+
+    # --- Anthropic Messages API ------------------------------------------------------------------
+
+    def _anthropic(self, request: Recorded) -> None:
+        call = self.owner.call_for(request)
+        body = request.body if isinstance(request.body, dict) else {}
+        model = body.get("model") or "claude-mock"
+        usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        text = self.owner.text_for(request)
+        if call is not None:
+            tool, arguments = call
+            block = {"type": "tool_use", "id": CALL_ID, "name": tool, "input": arguments}
+            stop_reason = "tool_use"
+        else:
+            block = {"type": "text", "text": text}
+            stop_reason = "end_turn"
+        message = {
+            "id": f"msg_mock_{self.number}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [block],
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        if not request.streaming:
+            self._json(200, message)
+            return
+
+        def events() -> Iterator[tuple[str, dict[str, Any]]]:
+            yield "message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}}
+            if call is not None:
+                start = {**block, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            else:
+                start = {"type": "text", "text": ""}
+                delta = {"type": "text_delta", "text": text}
+            yield "content_block_start", {"type": "content_block_start", "index": 0, "content_block": start}
+            yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+            yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+            yield (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                    "usage": {"output_tokens": 5},
+                },
+            )
+            yield "message_stop", {"type": "message_stop"}
+
+        self._sse(events())
+
+    # --- OpenAI Responses API --------------------------------------------------------------------
+
+    def _openai(self, request: Recorded) -> None:
+        call = self.owner.call_for(request)
+        body = request.body if isinstance(request.body, dict) else {}
+        number = self.number
+        response_id = f"resp_mock_{number}"
+        text = self.owner.text_for(request)
+        if call is not None:
+            tool, arguments = call
+            # A tool inside a namespace (Codex: mcp__<server>) is called by its bare name plus
+            # the namespace.
+            namespace, _, name = tool.rpartition("__") if tool.endswith(f"__{TOOL}") else ("", "", tool)
+            item = {
+                "type": "function_call",
+                "id": f"fc_mock_{number}",
+                "call_id": CALL_ID,
+                **({"namespace": namespace} if namespace else {}),
+                "name": name,
+                "arguments": json.dumps(arguments),
+                "status": "completed",
+            }
+        else:
+            item = {
+                "type": "message",
+                "id": f"msg_mock_{number}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        usage = {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        }
+        response = {
+            "id": response_id,
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": body.get("model") or "mock",
+            "output": [item],
+            "usage": usage,
+        }
+        if not request.streaming:
+            self._json(200, response)
+            return
+
+        def events() -> Iterator[tuple[str, dict[str, Any]]]:
+            created = {**response, "status": "in_progress", "output": [], "usage": None}
+            yield "response.created", {"type": "response.created", "response": created}
+            yield "response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}
+            if call is None:
+                yield (
+                    "response.output_text.delta",
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": item["id"],
+                        "output_index": 0,
+                        "content_index": 0,
+                        "delta": text,
+                    },
+                )
+            yield "response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}
+            yield "response.completed", {"type": "response.completed", "response": response}
+
+        self._sse(events())

@@ -1,0 +1,89 @@
+"""A real client: Claude Code, installed from npm, run headless (``-p``) against a local mock
+model with ``switchboard mcp`` configured as alice's stdio server. The mock answers with a call
+of our send_message tool; the message must land in bob's mailbox, sent by alice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.clients.conftest import TEST_TIMEOUT, Machine
+from tests.clients.mock_model import MockModel
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
+
+SERVER = "switchboard"
+TOOL = f"mcp__{SERVER}__send_message"  # how Claude Code names an MCP server's tool
+
+
+def claude_env(machine: Machine, model: MockModel) -> dict[str, str]:
+    return machine.env(
+        {
+            "ANTHROPIC_BASE_URL": model.url,
+            "ANTHROPIC_API_KEY": "sk-ant-switchboard-test-0123456789",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            # Connect the MCP servers before the first model request (by default -p starts without
+            # them and offers a WaitForMcpServers tool), and give a slow machine time to start ours.
+            "MCP_CONNECTION_NONBLOCKING": "false",
+            "MCP_CONNECT_TIMEOUT_MS": "60000",
+            "MCP_TIMEOUT": "60000",
+            **model.proxy_env(),
+        }
+    )
+
+
+def events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def test_claude_code_sends_a_message_through_our_stdio_server(claude_code: Path, machine: Machine, model: MockModel):
+    config = {"mcpServers": {SERVER: {"type": "stdio", **machine.mcp_server("alice")}}}
+    proc = machine.run(
+        [
+            claude_code,
+            "-p",
+            "Tell bob that alice says hello.",
+            "--mcp-config",
+            json.dumps(config),
+            "--strict-mcp-config",  # only our server, whatever else is configured
+            "--allowedTools",
+            TOOL,  # allowed without a prompt; as root --dangerously-skip-permissions is refused
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--no-session-persistence",
+        ],
+        claude_env(machine, model),
+    )
+    seen = (
+        f"\nexit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}\n--- model\n{model.summary()}"
+    )
+    assert proc.returncode == 0, seen
+    stream = events(proc.stdout)
+    init = next(e for e in stream if e.get("type") == "system" and e.get("subtype") == "init")
+    assert {"name": SERVER, "status": "connected"} in init["mcp_servers"], seen
+    result = stream[-1]
+    assert result["type"] == "result" and result["subtype"] == "success" and not result["is_error"], seen
+    assert result["result"] == model.final_text, seen
+    assert result["permission_denials"] == [], seen
+
+    # The model was offered our tool under Claude Code's name for it, and got its result back.
+    assert model.offered_tool() == TOOL, seen
+    results = model.tool_results()
+    assert len(results) == 1, seen
+
+    # The message is in bob's mailbox, from alice, as the model wrote it.
+    mail = machine.mailbox("bob")
+    assert len(mail) == 1, [m.message for m in mail]
+    item = mail[0]
+    assert item.message.sender == "alice"
+    assert item.message.text == model.tool_input["message"]
+    assert item.message.subject == model.tool_input["subject"]
+    assert item.message.id in results[0], seen  # the result the model saw names that message
+
+    assert model.proxied() == [], f"Claude Code tried to reach another host:{seen}"
