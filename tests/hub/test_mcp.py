@@ -5,6 +5,8 @@ agent's name, a foreign Host."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,10 +14,11 @@ from contextlib import asynccontextmanager
 import httpx
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.hub.conftest import Hub, Tenant, auth_headers, expect_http_error, unique
+from switchboard.identity import machine_name
+from tests.hub.conftest import CLI, Hub, Tenant, auth_headers, expect_http_error, unique
 from tests.mcp.test_tools import TOOLS, ok, text_of, words
 
 pytestmark = pytest.mark.anyio
@@ -84,6 +87,23 @@ async def test_a_tool_error_over_http_carries_the_code_and_the_next_step(tenant:
     async with mcp_client(tenant.hub, era, tenant.token, unique("alice")) as client:
         result = await client.call_tool("send_message", {"to": "ghost@nowhere#1", "message": "x"})
     assert result.is_error and "unknown_recipient: " in text_of(result) and "Next: " in text_of(result)
+
+
+async def test_the_stdio_server_of_a_machine_logged_in_to_a_hub_acts_through_the_hub(tenant: Tenant, cli: CLI):
+    alice, bob = unique("alice"), unique("bob")
+    env = cli.env(alice, {"SWITCHBOARD_HUB": tenant.hub.url, "SWITCHBOARD_TOKEN": tenant.token})
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "switchboard", "mcp"], env=env, cwd=str(cli.workdir)
+    )
+    async with Client(server, mode="legacy") as as_alice:
+        ok(await as_alice.call_tool("send_message", {"to": bob, "message": "from a stdio session"}))
+        who = ok(await as_alice.call_tool("who", {}))
+    got = tenant.client(bob).read()
+    assert [(i.message.sender, i.message.text) for i in got.items] == [(alice, "from a stdio session")]
+    assert not cli.default_db.exists(), "the stdio server opened an embedded store instead of the hub"
+    # While it ran, this test process (its parent) was alice's live session on the hub.
+    (presence,) = [a for a in who["agents"] if a["name"] == alice]
+    assert presence["live"] and presence["sessions"] == [f"{alice}@{machine_name(env)}#{os.getpid()}"]
 
 
 @pytest.mark.parametrize(
