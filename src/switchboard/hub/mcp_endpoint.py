@@ -45,6 +45,9 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            # A field value's surrounding blanks are not part of it (RFC 9110 §5.5), but httptools
+            # keeps trailing ones, and the SDK compares Mcp-Name and Mcp-Method exactly.
+            scope = {**scope, "headers": [(name, value.strip(b" \t")) for name, value in scope["headers"]]}
             try:
                 await self._hub.identify_by(headers_of(scope))
             except SwitchboardError as error:
