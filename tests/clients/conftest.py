@@ -261,3 +261,20 @@ def model(request: pytest.FixtureRequest) -> Iterator[MockModel]:
     }
     with MockModel(tool_input=tool_input) as server:
         yield server
+
+
+def assert_sent_through_our_server(machine: Machine, model: MockModel, client: str, tool: str, seen: str) -> None:
+    """What every real client's run must show: the model was offered our tool under ``tool``
+    and got exactly one result back; bob's mailbox holds the message the model wrote, from
+    alice; the client reached no other host."""
+    assert model.offered_tool() == tool, seen
+    results = model.tool_results()
+    assert len(results) == 1, seen
+    mail = machine.mailbox("bob")
+    assert len(mail) == 1, [m.message for m in mail]
+    message = mail[0].message
+    assert message.sender == "alice"
+    assert message.text == model.tool_input["message"]
+    assert message.subject == model.tool_input["subject"]
+    assert message.id in results[0], seen  # the result the model saw names that message
+    assert model.proxied() == [], f"{client} tried to reach another host:{seen}"

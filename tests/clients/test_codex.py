@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.conftest import TEST_TIMEOUT, Machine
+from tests.clients.conftest import TEST_TIMEOUT, Machine, assert_sent_through_our_server
 from tests.clients.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
@@ -96,18 +96,4 @@ def test_codex_sends_a_message_through_our_stdio_server(codex: Path, machine: Ma
     assert messages == [model.final_text], seen
     assert stream[-1]["type"] == "turn.completed", seen
 
-    # The model was offered our tool and got its result back.
-    assert model.offered_tool() == TOOL, seen
-    results = model.tool_results()
-    assert len(results) == 1, seen
-
-    # The message is in bob's mailbox, from alice, as the model wrote it.
-    mail = machine.mailbox("bob")
-    assert len(mail) == 1, [m.message for m in mail]
-    item = mail[0]
-    assert item.message.sender == "alice"
-    assert item.message.text == model.tool_input["message"]
-    assert item.message.subject == model.tool_input["subject"]
-    assert item.message.id in results[0], seen  # the result the model saw names that message
-
-    assert model.proxied() == [], f"Codex tried to reach another host:{seen}"
+    assert_sent_through_our_server(machine, model, "Codex", TOOL, seen)

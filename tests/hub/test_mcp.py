@@ -23,7 +23,6 @@ from tests.mcp.test_tools import TOOLS, ok, text_of, words
 
 pytestmark = pytest.mark.anyio
 
-ERAS = ["legacy", "2026-07-28"]
 LONG_WAIT = 30.0
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -32,16 +31,6 @@ INITIALIZE = {
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=ERAS)
-def era(request: pytest.FixtureRequest) -> str:
-    return request.param
 
 
 @asynccontextmanager

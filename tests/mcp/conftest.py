@@ -1,5 +1,5 @@
 """Fixtures for the MCP tool tests: agents on one embedded store, each with its own tool server,
-and the official ``mcp`` client in both protocol eras."""
+and the official ``mcp`` client (in the protocol era of the ``era`` fixture, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -13,19 +13,6 @@ from mcp import Client
 from switchboard.client import LocalClient
 from switchboard.config import Settings
 from switchboard.mcp import mailbox_server, one_client
-
-# "legacy": the initialize handshake current agent CLIs use; "2026-07-28": the sessionless era.
-ERAS = ["legacy", "2026-07-28"]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=ERAS)
-def era(request: pytest.FixtureRequest) -> str:
-    return request.param
 
 
 @pytest.fixture
