@@ -68,6 +68,7 @@ class Client(Protocol):
         self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0
     ) -> ReadResult: ...
     def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]: ...
+    def unread_count(self) -> int: ...
     def ack(self, message_ids: Sequence[str]) -> AckResult: ...
     def message_status(self, message_id: str) -> MessageStatus: ...
 
@@ -170,6 +171,9 @@ class LocalClient:
 
     def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
         return self.service.inbox(self._as(), include_acked=include_acked, limit=limit)
+
+    def unread_count(self) -> int:
+        return self.service.unread_count(self._as())
 
     def ack(self, message_ids: Sequence[str]) -> AckResult:
         return self.service.ack(self._as(), message_ids)
@@ -337,6 +341,9 @@ class HubClient:
 
     def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
         return self._models(MailItem, "GET", "/v1/inbox", params={"all": str(include_acked).lower(), "limit": limit})
+
+    def unread_count(self) -> int:
+        return self.read(peek=True, limit=1).unread  # a read answers with the count; no call of its own
 
     def ack(self, message_ids: Sequence[str]) -> AckResult:
         return self._model(AckResult, "POST", "/v1/ack", json={"message_ids": list(message_ids)})

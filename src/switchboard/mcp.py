@@ -388,7 +388,7 @@ def _note(client: Client, agent: str | None, reason: str | None, new_agent: bool
 
 
 def _unread(client: Client) -> int:
-    return client.read(peek=True, limit=1).unread
+    return client.unread_count()
 
 
 def _unread_line(unread: int) -> str:

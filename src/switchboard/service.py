@@ -374,6 +374,10 @@ class Service(Directory):
         self.check_read_options(limit=limit, after=cursor, wait=0)
         return self.store.peek(caller.workspace, caller.agent, cursor, limit)
 
+    def unread_count(self, caller: Caller) -> int:
+        """How many of the caller's messages are unread."""
+        return self.store.unread_count(caller.workspace, caller.agent)
+
     def mailbox_position(self, caller: Caller) -> int:
         """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
         return self.store.last_seq(caller.workspace, caller.agent)
