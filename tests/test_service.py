@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -937,3 +938,12 @@ def test_another_agent_cannot_take_over_a_live_process_session(alice, bob):
     with pytest.raises(AlreadyExists, match="live session of bob"):
         alice.register_session(runtime="claude-code")
     assert bob.heartbeat(session.id).live
+
+
+def test_closing_the_events_ends_a_waiting_read_with_nothing_instead_of_waiting_out_its_time(service, bob):
+    bob.who()
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(bob.read, wait=60)
+        service.events.close()  # a stopping hub does this: before or during the wait, the read ends
+        assert waiting.result(timeout=10).items == []
+    assert service.events.closed

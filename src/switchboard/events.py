@@ -116,6 +116,7 @@ class MailboxEvents:
         self._waiters: dict[MailboxKey, set[Waiter]] = {}
         self._poller: threading.Thread | None = None
         self._last_counter = 0
+        self.closed = False  # shutting down: waits end now and none begins again
 
     def has_streams(self, workspace: str, agents: list[str]) -> bool:
         """Whether any of these mailboxes has an asyncio waiter (one that can use pushed deliveries)."""
@@ -144,8 +145,14 @@ class MailboxEvents:
             else:
                 loop.call_soon_threadsafe(_receive_all, batch)
 
+    def close(self) -> None:
+        """Shutting down: every waiter wakes, so streams and long-polls end; a reader that waits
+        checks ``closed`` before it waits again."""
+        self.closed = True
+        self.wake_all()
+
     def wake_all(self) -> None:
-        """Wake every waiter of this process (on shutdown, so streams and long-polls end)."""
+        """Wake every waiter of this process."""
         with self._lock:
             waiters = [w for group in self._waiters.values() for w in group]
         for waiter in waiters:

@@ -389,7 +389,7 @@ class Service(Directory):
             while True:
                 items = self._take(caller, peek, after, limit)
                 remaining = deadline - time.monotonic()
-                if items or remaining <= 0:
+                if items or remaining <= 0 or self.events.closed:  # closed: the hub is stopping
                     return items
                 subscription.wait(remaining)
 

@@ -11,6 +11,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 import httpx
 import httpx2
 import pytest
@@ -131,3 +132,20 @@ def test_a_request_naming_a_foreign_host_is_refused_even_with_a_valid_token(tena
             headers={**MCP_ACCEPT, **auth_headers(tenant.token, unique("alice")), "Host": "evil.example:80"},
         )
     assert answer.status_code == 421
+
+
+async def test_sigterm_ends_a_waiting_read_at_once_and_the_hub_exits_cleanly(make_hub, era: str):
+    hub = make_hub()
+    async with mcp_client(hub, era, hub.admin_token, unique("bob")) as as_bob:
+        await as_bob.call_tool("who", {})
+        async with anyio.create_task_group() as group:
+            results: list = []
+
+            async def wait_for_mail() -> None:
+                results.append(await as_bob.call_tool("read_messages", {"wait_seconds": LONG_WAIT}))
+
+            group.start_soon(wait_for_mail)
+            await anyio.sleep(0.5)  # the read is waiting by now, or finds the hub stopping: both must end it
+            with anyio.fail_after(LONG_WAIT / 3):
+                assert await anyio.to_thread.run_sync(hub.terminate) == 0
+    assert ok(results[0])["messages"] == []  # the read ended early, with nothing, not an error

@@ -84,7 +84,7 @@ class HubContext:
     def stop(self) -> None:
         """Shutting down: streams and long-polls end now, so in-flight sends can finish and drain."""
         self.stopping.set()
-        self.service.events.wake_all()
+        self.service.events.close()
 
     async def credential(self, request: Request) -> Credential:
         return await self.credential_of(request.headers)
