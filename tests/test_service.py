@@ -947,3 +947,14 @@ def test_closing_the_events_ends_a_waiting_read_with_nothing_instead_of_waiting_
         service.events.close()  # a stopping hub does this: before or during the wait, the read ends
         assert waiting.result(timeout=10).items == []
     assert service.events.closed
+
+
+def test_a_name_close_to_an_existing_agent_is_met_with_a_guess_whatever_face_sends(alice, bob):
+    bob.who()
+    reason = outcome(alice.send("bobb", "typo"), "bobb").reason
+    assert reason is not None and "was created" in reason and "Did you mean 'bob'?" in reason
+    with pytest.raises(UnknownRecipient) as raised:
+        alice.send("bobx@nowhere#1", "x")
+    assert "Did you mean 'bob' or 'bobb'?" in raised.value.message
+    known = outcome(alice.send("bob", "right"), "bob").reason
+    assert known is not None and "Did you mean" not in known  # a known name gets no guess

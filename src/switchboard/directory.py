@@ -6,6 +6,7 @@ the directory that sending and reading consult.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -57,6 +58,13 @@ class Directory:
         if exists:
             self._known_agents.add((workspace, name))
         return exists
+
+    def _did_you_mean(self, workspace: str, name: str) -> str:
+        """For a name that names no agent: " Did you mean 'backend'?" when agents of close names
+        exist (a typo would otherwise create an agent nobody reads), else nothing."""
+        known = [agent.name for agent in self.store.list_agents(workspace) if agent.name != name]
+        guesses = difflib.get_close_matches(name, known, n=2, cutoff=0.75)
+        return f" Did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else ""
 
     # --- agents --------------------------------------------------------------------------
 

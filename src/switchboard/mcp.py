@@ -13,7 +13,6 @@ Every word here reaches the model's context on every turn: descriptions are shor
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, TypeVar
@@ -248,13 +247,8 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
 def _send(
     client: Client, to: str, message: str, subject: str | None, reply_to: str | None, require_live: bool
 ) -> CallToolResult:
-    sent = _acting(
-        client, lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live)
-    )
-    recipients = [
-        Recipient(address=r.address, state=r.state, agent=r.agent, note=_note(client, r.agent, r.reason, r.new_agent))
-        for r in sent.recipients
-    ]
+    sent = _acting(lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live))
+    recipients = [Recipient(address=r.address, state=r.state, agent=r.agent, note=r.reason) for r in sent.recipients]
     result = Sent(message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=_unread(client))
     lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]
     lines += [f"- {r.address}: {r.state}" + (f" — {r.note}" if r.note else "") for r in recipients]
@@ -262,15 +256,15 @@ def _send(
 
 
 def _read(client: Client, wait_seconds: float, limit: int) -> CallToolResult:
-    got = _acting(client, lambda: client.read(limit=limit, wait=wait_seconds))
+    got = _acting(lambda: client.read(limit=limit, wait=wait_seconds))
     result = Inbox(messages=[_mail(item) for item in got.items], unread=got.unread)
     text = fenced_mail(got.items) if got.items else "no new messages"
     return _result(result, f"{text}\n\n{_unread_line(got.unread)}")
 
 
 def _agents(client: Client, search: str | None) -> CallToolResult:
-    agents = _acting(client, client.list_agents)
-    live = {a.name for a in _acting(client, client.who).agents if a.live}
+    agents = _acting(client.list_agents)
+    live = {a.name for a in _acting(client.who).agents if a.live}
     wanted = (search or "").lower()
     listed = [
         AgentInfo(name=a.name, description=a.description, skills=a.skills, live=a.name in live)
@@ -287,7 +281,7 @@ def _agents(client: Client, search: str | None) -> CallToolResult:
 def _channels(client: Client) -> CallToolResult:
     channels = [
         ChannelInfo(name=c.name, description=c.description, members=c.members, joined=c.joined)
-        for c in _acting(client, client.list_channels)
+        for c in _acting(client.list_channels)
     ]
     result = Channels(channels=channels, unread=_unread(client))
     lines = [
@@ -299,7 +293,7 @@ def _channels(client: Client) -> CallToolResult:
 
 
 def _status(client: Client, message_id: str) -> CallToolResult:
-    status = _acting(client, lambda: client.message_status(message_id))
+    status = _acting(lambda: client.message_status(message_id))
     recipients = [
         Delivery(
             address=r.address,
@@ -327,7 +321,7 @@ def _status(client: Client, message_id: str) -> CallToolResult:
 
 
 def _who(client: Client) -> CallToolResult:
-    report = _acting(client, client.who)
+    report = _acting(client.who)
     result = Who(
         machines=[MachineInfo(name=m.name, up=m.up, last_seen=m.last_seen) for m in report.machines],
         agents=[
@@ -348,43 +342,17 @@ def _who(client: Client) -> CallToolResult:
 # --- pieces the tools share -----------------------------------------------------------------------
 
 
-def _acting(client: Client, call: Callable[[], T]) -> T:
+def _acting(call: Callable[[], T]) -> T:
     """``call()``, with a mailbox error turned into a tool error the model can act on."""
     try:
         return call()
     except SwitchboardError as error:
-        raise ToolError(_explained(client, error)) from None
+        raise ToolError(_explained(error)) from None
 
 
-def _explained(client: Client, error: SwitchboardError) -> str:
-    text = f"{error.code}: {error.message}"
-    if error.code in ("unknown_recipient", "unknown_agent"):
-        names = [str(a).split("@")[0].lstrip("#") for a in error.details.get("addresses", [])]
-        guesses = _close_names(client, names)
-        if guesses:
-            text += f" Did you mean {' or '.join(repr(g) for g in guesses)}?"
+def _explained(error: SwitchboardError) -> str:
     step = NEXT_STEP.get(error.code)
-    return f"{text} Next: {step}" if step else text
-
-
-def _close_names(client: Client, names: list[str]) -> list[str]:
-    if not names:
-        return []
-    try:
-        known = [a.name for a in client.list_agents()]
-    except SwitchboardError:
-        return []
-    return [g for name in names for g in difflib.get_close_matches(name, known, n=2, cutoff=0.75) if g != name]
-
-
-def _note(client: Client, agent: str | None, reason: str | None, new_agent: bool) -> str | None:
-    """A recipient's reason, and for a name never seen before (a typo?) the names it is close to."""
-    if not new_agent or agent is None:
-        return reason
-    guesses = _close_names(client, [agent])
-    if guesses:
-        return f"{reason} Did you mean {' or '.join(repr(g) for g in guesses)}? (list_agents shows who exists)"
-    return reason
+    return f"{error.code}: {error.message}" + (f" Next: {step}" if step else "")
 
 
 def _unread(client: Client) -> int:

@@ -73,6 +73,7 @@ class _Target:
     sessions: list[Session]
     target_session: str | None
     new_agent: bool
+    guess: str = ""  # for a new agent: the existing names it is close to (see _did_you_mean)
 
 
 class Service(Directory):
@@ -280,7 +281,8 @@ class Service(Directory):
             exists = self._agent_exists(caller.workspace, address.name)
             if address.machine is None:
                 sessions = self._live_sessions_by_agent(caller, [address.name], now)[address.name] if exists else []
-                targets[address.name] = _Target(str(address), address.name, None, sessions, None, not exists)
+                guess = "" if exists else self._did_you_mean(caller.workspace, address.name)
+                targets[address.name] = _Target(str(address), address.name, None, sessions, None, not exists, guess)
                 continue
             if machines is None:
                 machines = {m.name for m in self.store.list_machines(caller.workspace)}
@@ -295,6 +297,7 @@ class Service(Directory):
                     f"no {where} has ever reported"
                     + ("" if address.machine in machines else f", and no machine named {address.machine} is known")
                     + "."
+                    + ("" if exists else self._did_you_mean(caller.workspace, address.name))
                 )
                 unknown.append(_unknown(address, reason))
                 continue
@@ -326,6 +329,7 @@ class Service(Directory):
             new_agent=target.new_agent,
             reason=(
                 f"no agent named {target.agent} had been seen; it was created and will get this when it reads."
+                + target.guess
                 if target.new_agent
                 else None
                 if target.sessions
