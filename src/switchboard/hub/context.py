@@ -79,12 +79,15 @@ class HubContext:
         self.limiter = limiter
         # (token id, agent asked for, workspace asked for) -> the caller those names make
         self._callers: dict[tuple[str, str | None, str | None], Caller] = {}
-        self.stopping = asyncio.Event()
 
     def stop(self) -> None:
         """Shutting down: streams and long-polls end now, so in-flight sends can finish and drain."""
-        self.stopping.set()
         self.service.events.close()
+
+    @property
+    def stopping(self) -> bool:
+        """stop() was called: every wait for mail ends (the service's own, for MCP calls, too)."""
+        return self.service.events.closed
 
     async def credential(self, request: Request) -> Credential:
         return await self.credential_of(request.headers)

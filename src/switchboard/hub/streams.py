@@ -49,7 +49,7 @@ async def read(request: Request) -> Response:
         while True:
             result: ReadResult = await blocking(hub.service.read, caller, peek=peek, after=after, limit=limit)
             remaining = deadline - time.monotonic()
-            if result.items or remaining <= 0 or hub.stopping.is_set():
+            if result.items or remaining <= 0 or hub.stopping:
                 return json_response(result)
             await subscription.wait(remaining)  # shutdown wakes every waiter too
 
@@ -103,7 +103,7 @@ async def _stream(
     await reply.body(f"retry: 1000\n: stream of {caller.agent}, after {cursor}\n\n".encode(), more=True)
     direct = _Direct(reply, cursor)
     look = True
-    while not hub.stopping.is_set() and not gone.done():
+    while not hub.stopping and not gone.done():
         if look:
             items = await blocking(hub.service.deliveries_since, caller, cursor, STREAM_BATCH)
             for item in items:
