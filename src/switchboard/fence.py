@@ -34,8 +34,8 @@ def fenced(message: Message) -> str:
 
 def fenced_words(message: Message) -> str:
     """What the sender wrote — its subject and every part — between BEGIN/END markers."""
-    tag = _tag(message)
     words = ([f"subject: {message.subject}"] if message.subject else []) + _body(message.parts)
+    tag = _tag(message.id, words)
     return "\n".join([f"----- BEGIN MESSAGE {tag} -----", *words, f"----- END MESSAGE {tag} -----"])
 
 
@@ -44,9 +44,9 @@ def fenced_mail(items: Sequence[MailItem]) -> str:
     return "\n\n".join([PREAMBLE, *(fenced(item.message) for item in items)])
 
 
-def _tag(message: Message) -> str:
-    tag = message.id.replace("-", "")[-12:]
-    text = "\n".join([message.subject or "", *(_body(message.parts))])
+def _tag(message_id: str, words: list[str]) -> str:
+    tag = message_id.replace("-", "")[-12:]
+    text = "\n".join(words)
     while f"MESSAGE {tag}" in text:  # a body quoting its own marker: lengthen it until unique
         tag += tag[-1]
     return tag
