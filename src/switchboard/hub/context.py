@@ -92,22 +92,20 @@ class HubContext:
     async def credential(self, request: Request) -> Credential:
         return await self.credential_of(request.headers)
 
-    async def credential_of(self, headers: Headers, *, counted: bool = True) -> Credential:
-        """The request's bearer token checked (401 if it is missing, unknown or revoked), and
-        rate-limited (unless this request was ``counted`` already)."""
+    async def credential_of(self, headers: Headers) -> Credential:
+        """The request's bearer token checked (401 if it is missing, unknown or revoked), and rate-limited."""
         scheme, _, secret = headers.get("authorization", "").partition(" ")
         token = secret.strip() if scheme.lower() == "bearer" else None
         credential = self.credentials.cached(token) or await blocking(self.credentials.authenticate, token)
-        if counted:
-            self.limiter.check(credential.token_id)
+        self.limiter.check(credential.token_id)
         return credential
 
     async def identify(self, request: Request) -> tuple[Credential, Caller]:
         return await self.identify_by(request.headers)
 
-    async def identify_by(self, headers: Headers, *, counted: bool = True) -> tuple[Credential, Caller]:
+    async def identify_by(self, headers: Headers) -> tuple[Credential, Caller]:
         """Authenticate, rate-limit, and name the agent this request acts as (creating it on first use)."""
-        credential = await self.credential_of(headers, counted=counted)
+        credential = await self.credential_of(headers)
         asked = (credential.token_id, headers.get(AGENT_HEADER), headers.get(WORKSPACE_HEADER))
         caller = self._callers.get(asked)
         if caller is None:  # first request of this credential as this agent: check the names

@@ -22,6 +22,7 @@ from switchboard.hub.errors import error_document, error_headers
 from switchboard.mcp import call_in_thread, mailbox_server
 
 MCP_PATH = "/mcp"
+CALLER_KEY = "switchboard.caller"  # in the ASGI scope: who the request acts as, once authenticated
 
 
 class McpEndpoint:
@@ -31,10 +32,11 @@ class McpEndpoint:
         self._hub = hub
 
         async def client_of(ctx: Context) -> Client:
-            headers = ctx.headers
-            if headers is None:  # never over HTTP; a transport without headers has no credential
+            # The caller the door identified for this very request (see __call__).
+            request = ctx.request_context.request
+            caller = getattr(request, "scope", {}).get(CALLER_KEY)
+            if caller is None:  # never over HTTP: only a request that passed the door gets here
                 raise Unauthorized("no credential came with this call.")
-            caller = (await hub.identify_by(headers, counted=False))[1]  # counted once, at the door
             return LocalClient(hub.service, caller, "the token")
 
         server = mailbox_server(client_of, run=call_in_thread)
@@ -49,7 +51,7 @@ class McpEndpoint:
             # keeps trailing ones, and the SDK compares Mcp-Name and Mcp-Method exactly.
             scope = {**scope, "headers": [(name, value.strip(b" \t")) for name, value in scope["headers"]]}
             try:
-                await self._hub.identify_by(headers_of(scope))
+                scope[CALLER_KEY] = (await self._hub.identify_by(headers_of(scope)))[1]
             except SwitchboardError as error:
                 headers: dict[str, Any] = error_headers(error)
                 if error.http_status == 401:
