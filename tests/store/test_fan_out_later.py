@@ -1,15 +1,18 @@
 """Large sends answered before their delivery rows are written, and follow-ups, the loop's
-mechanism for it (``SQLiteDatabase.submit(follow_up=...)``, ``sqlite_messages.expand_fanouts``).
+mechanism for it (``SQLiteDatabase.submit(follow_up=...)``, ``sqlite_messages.write_out_step``).
 
 The contract suite already runs every test with every loop-committed send fanned out later (its
 ``sqlite-loop-commit`` store): readers there see what they would have seen otherwise. Here: the
 order of things (answer, then the follow-up in a transaction of its own, then the next batch),
-readers that wait for it, follow-ups that fail or belong to a failed request, the same without a
-loop, and deliveries left in ``fanouts`` by a hub that died or is still writing them out.
+follow-ups in steps that take turns with waiting batches, a step that writes out the same part
+of several sends, readers that wait for it, follow-ups that fail or belong to a failed request,
+the same without a loop, and deliveries left in ``fanout_parts`` by a hub that died or is still
+writing them out, or by the schema step before parts.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -19,9 +22,12 @@ import pytest
 
 from switchboard.errors import UnknownRecipient
 from switchboard.model import DeliveryState
+from switchboard.store import sqlite as sqlite_module
+from switchboard.store import sqlite_messages
 from switchboard.store.base import NewDelivery
+from switchboard.store.schema import MIGRATIONS
 from switchboard.store.sqlite import FAN_OUT_LATER_FROM, SQLiteStore
-from switchboard.store.sqlite_messages import NewMessage, insert_messages
+from switchboard.store.sqlite_messages import NewMessage, insert_messages, write_out_step
 from tests.store.conftest import LoopThread, db, on_loop
 from tests.store.test_loop_commit import DEADLINE, STILL_PENDING, loop_held
 from tests.store.test_store_contract import T0, WS, agents, build, ids, send
@@ -167,11 +173,31 @@ def test_without_a_loop_the_follow_up_runs_in_the_same_transaction(elsewhere: SQ
         assert names_in(conn) == {"a", "followed"}
 
 
+def test_a_follow_up_in_steps_takes_turns_with_a_waiting_batch(attached: SQLiteStore):
+    steps: list[tuple[int, set[str]]] = []
+    first_step, release = threading.Event(), threading.Event()
+
+    def three_steps(conn: sqlite3.Connection) -> bool:
+        steps.append((len(steps) + 1, names_in(conn)))
+        if len(steps) == 1:
+            first_step.set()
+            assert release.wait(DEADLINE)
+        return len(steps) < 3
+
+    assert db(attached).submit(add_workspace("a"), follow_up=three_steps).result(DEADLINE) == "a"
+    assert first_step.wait(DEADLINE)
+    waiting = db(attached).submit(add_workspace("b"))  # arrives while the first step runs
+    release.set()
+    assert waiting.result(DEADLINE) == "b"
+    db(attached).wait_for_follow_ups()
+    assert steps == [(1, {"a"}), (2, {"a", "b"}), (3, {"a", "b"})], "b went in after one step, not after all"
+
+
 def test_waiting_for_follow_ups_on_the_loops_own_thread_raises_instead_of_waiting_for_itself(
     attached: SQLiteStore, loop_thread: LoopThread
 ):
     release = threading.Event()
-    submitted = db(attached).submit(add_workspace("a"), follow_up=lambda conn: release.wait(DEADLINE))
+    submitted = db(attached).submit(add_workspace("a"), follow_up=lambda conn: not release.wait(DEADLINE))
     assert submitted.result(DEADLINE) == "a"
     try:
         with pytest.raises(RuntimeError, match="wait for itself"):
@@ -195,7 +221,9 @@ def test_a_large_send_on_the_loop_is_answered_before_its_deliveries_are_written_
     def submit():  # on the loop, so the callback is in place before the batch runs
         pending = attached.submit_message(message, deliveries, result, None, None)
         # Runs on the loop as the caller is answered: before the follow-up can have started.
-        pending.add_done_callback(lambda done: at_answer.append((count(path, "fanouts"), count(path, "deliveries"))))
+        pending.add_done_callback(
+            lambda done: at_answer.append((count(path, "fanout_parts"), count(path, "deliveries")))
+        )
         return pending
 
     assert on_loop(loop_thread, submit).result(DEADLINE) == {m: 1 for m in MEMBERS}
@@ -204,17 +232,85 @@ def test_a_large_send_on_the_loop_is_answered_before_its_deliveries_are_written_
     for member in MEMBERS:  # readers wait for the follow-up that writes them out
         assert ids(attached.peek(WS, member, None, 10)) == [message.id]
     assert {s.agent for s in attached.delivery_statuses(WS, message.id)} == set(MEMBERS)
-    assert (count(path, "fanouts"), count(path, "deliveries")) == (0, len(MEMBERS))
+    assert (count(path, "fanout_parts"), count(path, "deliveries")) == (0, len(MEMBERS))
 
 
 def test_a_smaller_send_on_the_loop_writes_its_deliveries_with_it(attached: SQLiteStore, path: Path):
     few = MEMBERS[:-1]
     agents(attached, WS, "alice", *few)
     send(attached, WS, "alice", few)
-    assert (count(path, "fanouts"), count(path, "deliveries")) == (0, len(few))
+    assert (count(path, "fanout_parts"), count(path, "deliveries")) == (0, len(few))
 
 
-def left_in_fanouts(store: SQLiteStore) -> str:
+def test_a_large_send_is_written_out_a_part_at_a_time_and_a_send_arriving_meanwhile_waits_for_one_part(
+    attached: SQLiteStore, path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(sqlite_messages, "PART_MAILBOXES", 8)
+    written_before_step: list[tuple[int, set[str]]] = []
+    first_step, release = threading.Event(), threading.Event()
+
+    def watched_step(conn: sqlite3.Connection) -> bool:
+        written = conn.execute("SELECT count(*) FROM deliveries").fetchone()[0]
+        written_before_step.append((written, names_in(conn)))
+        if len(written_before_step) == 1:
+            first_step.set()
+            assert release.wait(DEADLINE)
+        return write_out_step(conn)
+
+    monkeypatch.setattr(sqlite_module, "write_out_step", watched_step)
+    agents(attached, WS, "alice", *MEMBERS)
+    message, result = build(WS, "alice", MEMBERS, channel="all")
+    deliveries = [NewDelivery(recipient=m, state=DeliveryState.queued, channel="all") for m in MEMBERS]
+    assert attached.submit_message(message, deliveries, result, None, None).result(DEADLINE) == {m: 1 for m in MEMBERS}
+    assert count(path, "fanout_parts") == len(MEMBERS) // 8
+    assert first_step.wait(DEADLINE)
+    waiting = db(attached).submit(add_workspace("later"))
+    release.set()
+    assert waiting.result(DEADLINE) == "later"
+    assert ids(attached.peek(WS, MEMBERS[-1], None, 10)) == [message.id]  # waits for every part
+    assert [written for written, _ in written_before_step] == [0, 8, 16, 24]
+    assert ["later" in names for _, names in written_before_step] == [False, True, True, True]
+    assert (count(path, "fanout_parts"), count(path, "deliveries")) == (0, len(MEMBERS))
+
+
+@pytest.mark.parametrize("step_deliveries, steps", [(4096, 2), (16, 4)])
+def test_a_step_writes_out_the_same_part_of_every_send_waiting_up_to_its_bound(
+    attached: SQLiteStore, loop_thread: LoopThread, monkeypatch: pytest.MonkeyPatch, step_deliveries: int, steps: int
+):
+    monkeypatch.setattr(sqlite_messages, "PART_MAILBOXES", 16)
+    monkeypatch.setattr(sqlite_messages, "STEP_DELIVERIES", step_deliveries)
+    written: list[set[tuple[str, int]]] = []
+
+    def watched_step(conn: sqlite3.Connection) -> bool:
+        before = set(conn.execute("SELECT recipient, seq FROM deliveries"))
+        more = write_out_step(conn)
+        written.append(set(conn.execute("SELECT recipient, seq FROM deliveries")) - before)
+        return more
+
+    monkeypatch.setattr(sqlite_module, "write_out_step", watched_step)
+    agents(attached, WS, "alice", *MEMBERS)
+    sends = [build(WS, "alice", MEMBERS, channel="all") for _ in range(2)]
+    deliveries = [NewDelivery(recipient=m, state=DeliveryState.queued, channel="all") for m in MEMBERS]
+
+    def submit_both():  # one batch: both wait to be written out when the first step runs
+        return [attached.submit_message(message, deliveries, result, None, None) for message, result in sends]
+
+    for pending in on_loop(loop_thread, submit_both):
+        pending.result(DEADLINE)
+    db(attached).wait_for_follow_ups()
+    first_half, second_half = MEMBERS[:16], MEMBERS[16:]
+    if steps == 2:  # part 0 of both sends, then part 1 of both
+        assert written == [{(m, s) for m in first_half for s in (1, 2)}, {(m, s) for m in second_half for s in (1, 2)}]
+    else:  # a part of one send per step: the oldest send's parts first
+        assert written == [{(m, s) for m in half} for s in (1, 2) for half in (first_half, second_half)]
+    assert [seqs_of(attached.peek(WS, m, None, 10)) for m in (MEMBERS[0], MEMBERS[-1])] == [[1, 2], [1, 2]]
+
+
+def seqs_of(items) -> list[int]:
+    return [item.seq for item in items]
+
+
+def left_in_fanout_parts(store: SQLiteStore) -> str:
     """A large send stored as a hub stores it, its deliveries still waiting in ``fanouts`` (the
     hub died, or has not written them out yet); the message's id."""
     agents(store, WS, "alice", *MEMBERS)
@@ -225,14 +321,14 @@ def left_in_fanouts(store: SQLiteStore) -> str:
     return message.id
 
 
-def test_deliveries_a_dead_hub_left_in_fanouts_are_written_out_when_the_store_opens_again(path: Path):
+def test_deliveries_a_dead_hub_left_in_fanout_parts_are_written_out_when_the_store_opens_again(path: Path):
     store = SQLiteStore(path)
-    message_id = left_in_fanouts(store)
+    message_id = left_in_fanout_parts(store)
     store.close()
-    assert count(path, "fanouts") == 1
+    assert count(path, "fanout_parts") == 1
     reopened = SQLiteStore(path)
     try:
-        assert (count(path, "fanouts"), count(path, "deliveries")) == (0, len(MEMBERS))
+        assert (count(path, "fanout_parts"), count(path, "deliveries")) == (0, len(MEMBERS))
         assert [item.seq for item in reopened.peek(WS, MEMBERS[0], None, 10)] == [1]
         assert ids(reopened.peek(WS, MEMBERS[-1], None, 10)) == [message_id]
     finally:
@@ -243,7 +339,7 @@ def test_deliveries_a_dead_hub_left_in_fanouts_are_written_out_when_the_store_op
 def test_another_process_reading_while_a_hub_has_deliveries_in_fanouts_writes_them_out_and_sees_them(
     attached: SQLiteStore, elsewhere: SQLiteStore, path: Path, reader: str
 ):
-    message_id = left_in_fanouts(attached)  # the hub's store, which has not written them out
+    message_id = left_in_fanout_parts(attached)  # the hub's store, which has not written them out
     member = MEMBERS[3]
     found = {
         "peek": lambda: ids(elsewhere.peek(WS, member, None, 10)) == [message_id],
@@ -253,4 +349,31 @@ def test_another_process_reading_while_a_hub_has_deliveries_in_fanouts_writes_th
         "ack": lambda: elsewhere.ack(WS, member, [message_id], T0) == [],
     }[reader]
     assert found()
-    assert count(path, "fanouts") == 0
+    assert count(path, "fanout_parts") == 0
+
+
+def test_deliveries_left_by_the_schema_step_before_parts_are_brought_forward_and_written_out(path: Path):
+    """A hub of the previous version died with a large send's deliveries in ``fanouts``."""
+    store = SQLiteStore(path)
+    agents(store, WS, "alice", *MEMBERS)
+    message, result = build(WS, "alice", MEMBERS, channel="all")
+    deliveries = [NewDelivery(recipient=m, state=DeliveryState.queued, channel="all") for m in MEMBERS]
+    new = NewMessage.prepare(message, deliveries, result, None, None, fan_out_later=True)
+    db(store).transact(lambda conn: insert_messages(conn, [new]))
+    store.close()
+    with sqlite3.connect(path, isolation_level=None) as old:  # back to how step 3 kept them
+        (rows,) = old.execute("SELECT json_group_array(json(deliveries)) FROM fanout_parts").fetchone()
+        whole = json.dumps([row for part in json.loads(rows) for row in part])
+        old.executescript(
+            "DROP TABLE fanout_parts;"
+            "CREATE TABLE fanouts (message_id TEXT PRIMARY KEY, deliveries TEXT NOT NULL);"
+            "PRAGMA user_version = 3;"
+        )
+        old.execute("INSERT INTO fanouts VALUES (?, ?)", (message.id, whole))
+    assert len(MIGRATIONS) == 4, "a newer step: bring this test's old schema forward too"
+    reopened = SQLiteStore(path)
+    try:
+        assert (count(path, "fanout_parts"), count(path, "deliveries")) == (0, len(MEMBERS))
+        assert ids(reopened.peek(WS, MEMBERS[-1], None, 10)) == [message.id]
+    finally:
+        reopened.close()

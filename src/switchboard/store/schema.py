@@ -120,6 +120,20 @@ MIGRATIONS: list[str] = [
         deliveries  TEXT NOT NULL
     );
     """,
+    # 4: those deliveries in parts of a few hundred mailboxes, written out a part at a time
+    # (part n of every waiting send at once: the same mailboxes when they went to one channel).
+    """
+    CREATE TABLE fanout_parts (
+        message_id  TEXT NOT NULL,
+        part        INTEGER NOT NULL,
+        size        INTEGER NOT NULL,  -- deliveries in this part
+        deliveries  TEXT NOT NULL,
+        PRIMARY KEY (message_id, part)
+    );
+    INSERT INTO fanout_parts (message_id, part, size, deliveries)
+        SELECT message_id, 0, json_array_length(deliveries), deliveries FROM fanouts;
+    DROP TABLE fanouts;
+    """,
 ]
 
 

@@ -41,7 +41,7 @@ from switchboard.store.base import (
     StoredMachine,
 )
 from switchboard.store.sqlite_connection import SQLiteDatabase
-from switchboard.store.sqlite_messages import NewMessage, expand_fanouts, has_fanouts, insert_messages
+from switchboard.store.sqlite_messages import NewMessage, expand_fanouts, has_fanouts, insert_messages, write_out_step
 from switchboard.store.sqlite_rows import (
     CHANNEL_QUERY,
     MAIL_QUERY,
@@ -351,7 +351,7 @@ class SQLiteStore:
             lambda conn: insert_messages(conn, [new])[0],
             together=insert_messages,
             item=new,
-            follow_up=expand_fanouts if later else None,
+            follow_up=write_out_step if later else None,
         )
 
     def get_message(self, workspace: str, message_id: str) -> Message | None:

@@ -33,6 +33,7 @@ from typing import TypeVar
 from switchboard.errors import StoreUnavailable
 from switchboard.pending import Pending
 from switchboard.store.schema import migrate
+from switchboard.store.sqlite_checkpointer import Checkpointer
 
 T = TypeVar("T")
 
@@ -78,7 +79,9 @@ def _retry_while_locked(conn: sqlite3.Connection, statement: str) -> None:
 Together = Callable[[sqlite3.Connection, list], list]
 
 
-# Work that a write leaves for a transaction of its own, run after the write's has committed.
+# Work that a write leaves for later, run after the write has committed, in steps: each call
+# does a bounded part of it in a transaction of its own and answers True while more remains.
+# It is done for whoever left it (the same function for many writes runs for them all at once).
 FollowUp = Callable[[sqlite3.Connection], object]
 
 
@@ -143,10 +146,14 @@ class SQLiteDatabase:
         self._committer: ThreadPoolExecutor | None = None
         self._committer_thread: int | None = None
         self._idle: asyncio.Future[None] | None = None  # detach() waits on it
+        self._checkpointer: Checkpointer | None = None  # while attached
         # Follow-ups (see submit): numbered as submitted; every one up to _follow_ups_settled has
         # committed (or will never run). Readers that must see their work wait on the condition.
+        # Those with steps left are due (an ordered set), on behalf of tickets up to _due_through.
         self._follow_ups_issued = 0
         self._follow_ups_settled = 0
+        self._due: dict[FollowUp, None] = {}
+        self._due_through = 0
         self._follow_ups_changed = threading.Condition()
         # A last connection only watches: its data_version moves when any connection commits.
         # It is opened when someone first waits for mail; most commands never do.
@@ -231,6 +238,7 @@ class SQLiteDatabase:
             self._writer_thread.join()
         if self._committer is not None:
             self._committer.shutdown(wait=True)
+        self._stop_checkpointer()
         for request in _claimed(stranded):
             request.future.set_exception(self._closed_error())
         self._settle_follow_ups(self._follow_ups_issued)  # none will run now: nobody waits for them
@@ -244,6 +252,11 @@ class SQLiteDatabase:
         with self._watch_lock:
             if self._watch_conn is not None:
                 self._watch_conn.close()
+
+    def _stop_checkpointer(self) -> None:
+        checkpointer, self._checkpointer = self._checkpointer, None
+        if checkpointer is not None:
+            checkpointer.stop()
 
     def change_counter(self) -> int:
         with self._watch_lock:
@@ -329,10 +342,11 @@ class SQLiteDatabase:
         ``fn(conn)`` must equal ``together(conn, [item])[0]``.
 
         ``follow_up(conn)``: work that may wait until ``fn``'s outcome is known (see
-        ``follows_up``). On the loop it runs after the batch has committed and the callers have
-        their outcomes, off the loop in a transaction of its own, before the next batch; the
-        follow-ups of one batch run once each. Otherwise it runs right after ``fn``, in its
-        transaction."""
+        ``follows_up`` and ``FollowUp``). On the loop its steps run once the batch has committed
+        and the callers have their outcomes, off the loop, a transaction each: the first before
+        the next batch, the others taking turns with the batches that wait (so a batch waits for
+        one step at most); one function left by many requests runs for them all. Otherwise all
+        its steps run right after ``fn``, in its transaction."""
         future: Pending[T] = Pending()
         if self._loop is not None and self._submit_to_loop(_Request(fn, future, together, item, follow_up)):
             return future
@@ -475,6 +489,8 @@ class SQLiteDatabase:
             self._rollback()  # also when COMMIT itself failed (disk full, I/O error)
             raise
         self.commits += 1
+        if self._checkpointer is not None:
+            self._checkpointer.committed()
         return outcomes
 
     def _rollback(self) -> None:
@@ -515,7 +531,10 @@ class SQLiteDatabase:
         # SQLite checkpoints inside the COMMIT that takes the log past this many pages. A busy
         # hub rewrites the same pages over and over (each mailbox's newest page): a longer log
         # copies each of them into the file once for many commits instead of once per commit.
+        # The checkpointer's thread copies most of it before then (see sqlite_checkpointer).
         self._writer.execute(f"PRAGMA wal_autocheckpoint = {SERVER_AUTOCHECKPOINT_PAGES}")
+        self._checkpointer = Checkpointer(self._connect)
+        self._checkpointer.start()
         self._loop_thread = threading.get_ident()
         self._loop = loop
 
@@ -531,13 +550,14 @@ class SQLiteDatabase:
             return
         while True:
             with self._submit_lock:  # a submit either lands before this, or sees the loop gone
-                if not self._loop_queue and not self._committing:
+                if not self._loop_queue and not self._committing and not self._due:
                     self._loop = None
                     break
                 self._idle = loop.create_future()
             await self._idle
         if self._committer is not None:
             self._committer.shutdown(wait=True)
+        self._stop_checkpointer()
         with self._write_lock:  # inline writes from now on, checkpointing as SQLite does
             if not self._closed:
                 self._writer.execute(f"PRAGMA wal_autocheckpoint = {DEFAULT_AUTOCHECKPOINT_PAGES}")
@@ -555,8 +575,12 @@ class SQLiteDatabase:
                 taken = [self._loop_queue.popleft() for _ in range(min(len(self._loop_queue), GROUP_COMMIT_MAX_BATCH))]
                 self._pending -= len(taken)
             through = max([through, *(request.ticket for request in taken)])
-            if not taken:  # nothing left: tell a waiting detach()
-                self._settle_follow_ups(through)
+            if not taken:
+                if self._due:  # the steps left go on while no write waits
+                    self._due_through = max(self._due_through, through)
+                    self._step()
+                    return
+                self._settle_follow_ups(through)  # nothing left: tell a waiting detach()
                 if self._idle is not None and not self._idle.done():
                     self._idle.set_result(None)
                 return
@@ -589,58 +613,65 @@ class SQLiteDatabase:
         committing.add_done_callback(lambda done: loop.call_soon_threadsafe(self._committed, batch, done, through))
 
     def _committed(self, batch: list[_Request], done: Future[list[_Outcome]] | BaseException, through: int) -> None:
-        """On the loop: the batch's callers learn their outcomes; its follow-ups run, then the
-        next batch starts."""
+        """On the loop: the batch's callers learn their outcomes; a step of the follow-ups due
+        runs, then the next batch starts."""
         self._committing = False
         error = done if isinstance(done, BaseException) else done.exception()
-        follow_ups: list[FollowUp] = []
         if error is not None:
             self._fail(batch, error)
         else:
             outcomes: list[_Outcome] = done.result()  # type: ignore[union-attr]
             self._settle(outcomes)
-            # One outcome per request, in order; a follow-up runs once for all who left it.
-            follow_ups = list(
-                dict.fromkeys(
-                    request.follow_up
-                    for request, (_, ok, _) in zip(batch, outcomes, strict=True)
-                    if ok and request.follow_up is not None
-                )
-            )
-        if follow_ups and self._follow_up(follow_ups, through):
+            for request, (_, ok, _) in zip(batch, outcomes, strict=True):
+                if ok and request.follow_up is not None:
+                    self._due[request.follow_up] = None
+        if not self._due:
+            self._settle_follow_ups(through)
+            self._flush()
             return
-        self._settle_follow_ups(through)
-        self._flush()
+        self._due_through = max(self._due_through, through)
+        self._step()
 
-    def _follow_up(self, follow_ups: list[FollowUp], through: int) -> bool:
-        """Run ``follow_ups`` as one transaction on the committer thread; the next batch waits
-        for it (see _followed_up). False if the committer is gone (close() came first)."""
+    def _step(self) -> None:
+        """Run steps of the follow-ups due on the committer thread, a transaction each, until
+        they are done or a batch is waiting (see _stepped)."""
         assert self._committer is not None and self._loop is not None
         loop = self._loop
         try:
-            running = self._committer.submit(self._begin_run_follow_ups_commit, follow_ups)
-        except RuntimeError:
-            return False
+            running = self._committer.submit(self._begin_run_steps_commit, list(self._due))
+        except RuntimeError:  # close() shut the committer down meanwhile: they never run
+            self._due.clear()
+            self._settle_follow_ups(self._due_through)
+            return
         self._committing = True
-        running.add_done_callback(lambda done: loop.call_soon_threadsafe(self._followed_up, done, through))
-        return True
+        running.add_done_callback(lambda done: loop.call_soon_threadsafe(self._stepped, done))
 
-    def _begin_run_follow_ups_commit(self, follow_ups: list[FollowUp]) -> None:
-        self._begin_immediate(self._writer)
-        try:
-            for follow_up in follow_ups:
-                follow_up(self._writer)
-        except BaseException:
-            self._rollback()
-            raise
-        self._commit([])
+    def _begin_run_steps_commit(self, due: list[FollowUp]) -> list[FollowUp]:
+        """A step of each follow-up ``due`` per transaction, as long as one has more to do and
+        no batch waits: the loop, busy with what the last batch set off, need not be asked for
+        each step. Those with more to do."""
+        while True:
+            self._begin_immediate(self._writer)
+            try:
+                due = [follow_up for follow_up in due if follow_up(self._writer)]
+            except BaseException:
+                self._rollback()
+                raise
+            self._commit([])
+            if not due or self._loop_queue or self._closed:
+                return due
 
-    def _followed_up(self, done: Future[None], through: int) -> None:
-        """On the loop: the follow-ups have committed (or failed); the next batch starts."""
+    def _stepped(self, done: Future[list[FollowUp]]) -> None:
+        """On the loop: steps have committed (or one failed: it is logged, and the follow-ups
+        are dropped, so nobody waits for them). A waiting batch goes first, then more steps."""
         self._committing = False
-        if done.exception() is not None:
-            log.error("the follow-up of committed writes failed: %s", done.exception())
-        self._settle_follow_ups(through)
+        error = done.exception()
+        if error is not None:
+            log.error("the follow-up of committed writes failed: %s", error)
+        # Only the steps change what is due: no batch commits while they run.
+        self._due = dict.fromkeys([] if error is not None else done.result())
+        if not self._due:
+            self._settle_follow_ups(self._due_through)
         self._flush()
 
     def _run_alone(self, conn: sqlite3.Connection, request: _Request, outcomes: list) -> None:
@@ -684,7 +715,8 @@ class SQLiteDatabase:
 def _then(fn: Callable[[sqlite3.Connection], T], follow_up: FollowUp) -> Callable[[sqlite3.Connection], T]:
     def fn_then_follow_up(conn: sqlite3.Connection) -> T:
         value = fn(conn)
-        follow_up(conn)
+        while follow_up(conn):
+            pass
         return value
 
     return fn_then_follow_up

@@ -8,9 +8,12 @@ recipients: a channel post to a thousand members, or a hundred sends that arrive
 A large send's delivery rows can wait (``NewMessage.fan_out_later``): each lands in another
 mailbox, on a page of its own, and SQLite's log writes every changed page whole, so a post to a
 thousand members wrote and fsynced megabytes before anyone could have it. Instead the send
-stores its deliveries as one ``fanouts`` row, durable and numbered as before, and
-``expand_fanouts`` writes them out in a later transaction; readers of deliveries wait for that
-(see ``SQLiteStore``), and a store opened after a crash finishes the job.
+stores its deliveries in a few ``fanout_parts`` rows (``PART_MAILBOXES`` recipients each),
+durable and numbered as before, and ``write_out_step`` writes them out later, a part per
+transaction, so that a send arriving meanwhile waits for one part, not for all of them. A step
+takes the same part of every send waiting: the same mailboxes when they went to one channel, so
+a backlog is written out with fewer pages per delivery. Readers of deliveries wait for all of it
+(see ``SQLiteStore``), and a store opened after a crash finishes the job (``expand_fanouts``).
 """
 
 from __future__ import annotations
@@ -41,7 +44,17 @@ _INSERT_DELIVERY = (
     "target_session, queued_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_AGENT = "INSERT OR IGNORE INTO agents (workspace, name, created_at) VALUES (?, ?, ?)"
-_INSERT_FANOUT = "INSERT INTO fanouts (message_id, deliveries) VALUES (?, ?)"
+_INSERT_PART = "INSERT INTO fanout_parts (message_id, part, size, deliveries) VALUES (?, ?, ?, ?)"
+# SQLite unpacks the parts itself (json_each): Python's sqlite3 lets go of the GIL while a
+# statement runs, so a write-out costs the event loop beside it nothing.
+_WRITE_OUT = (
+    "INSERT INTO deliveries (workspace, recipient, seq, message_id, channel, state, sessions, "
+    "target_session, queued_at, delivered_at) "
+    "SELECT d.value ->> 0, d.value ->> 1, d.value ->> 2, d.value ->> 3, d.value ->> 4, d.value ->> 5, "
+    "d.value ->> 6, d.value ->> 7, d.value ->> 8, d.value ->> 9 FROM fanout_parts f, json_each(f.deliveries) d"
+)
+PART_MAILBOXES = 128  # recipients per part: a step writes about two pages per mailbox
+STEP_DELIVERIES = 1024  # at most this many deliveries per step (at least one part)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +123,7 @@ def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> lis
         _insert_rows(conn, _INSERT_AGENT, list(new_agents))
     next_seq = _allocate_seqs(conn, Counter((m.workspace, d.recipient) for m in messages for d in m.deliveries))
     rows: list[tuple] = []
-    fanouts: list[tuple[str, str]] = []
+    parts: list[tuple[str, int, int, str]] = []
     answers: list[dict[str, int]] = []
     for m in messages:
         seqs: dict[str, int] = {}
@@ -136,28 +149,51 @@ def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> lis
             )
             seqs[delivery.recipient] = seq
         if m.fan_out_later:
-            fanouts.append((m.id, json.dumps(own)))
+            own.sort(key=lambda row: row[1])  # a part's mailboxes lie together in the index
+            for part, start in enumerate(range(0, len(own), PART_MAILBOXES)):
+                chunk = own[start : start + PART_MAILBOXES]
+                parts.append((m.id, part, len(chunk), json.dumps(chunk)))
         else:
             rows.extend(own)
         answers.append(seqs)
     _insert_rows(conn, _INSERT_DELIVERY, rows)
-    _insert_rows(conn, _INSERT_FANOUT, fanouts)
+    _insert_rows(conn, _INSERT_PART, parts)
     return answers
 
 
+def write_out_step(conn: sqlite3.Connection) -> bool:
+    """Write out one part of the deliveries waiting in ``fanout_parts``: the oldest send's next
+    part, with the same part of the sends after it (up to ``STEP_DELIVERIES``). True while more
+    are waiting."""
+    oldest = conn.execute("SELECT part FROM fanout_parts ORDER BY message_id, part LIMIT 1").fetchone()
+    if oldest is None:
+        return False
+    (part,) = oldest
+    taken: list[str] = []
+    size = 0
+    for message_id, part_size in conn.execute(
+        "SELECT message_id, size FROM fanout_parts WHERE part = ? ORDER BY message_id", (part,)
+    ):
+        if taken and size + part_size > STEP_DELIVERIES:
+            break
+        taken.append(message_id)
+        size += part_size
+    chosen = f"f.part = ? AND f.message_id IN ({','.join('?' * len(taken))})"
+    conn.execute(f"{_WRITE_OUT} WHERE {chosen}", (part, *taken))
+    conn.execute(f"DELETE FROM fanout_parts AS f WHERE {chosen}", (part, *taken))
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM fanout_parts)").fetchone()[0] == 1
+
+
 def expand_fanouts(conn: sqlite3.Connection) -> int:
-    """Write out the delivery rows of every send that left them in ``fanouts``; how many."""
-    pending = conn.execute("SELECT deliveries FROM fanouts").fetchall()
-    if not pending:
-        return 0
-    rows = [tuple(row) for (deliveries,) in pending for row in json.loads(deliveries)]
-    _insert_rows(conn, _INSERT_DELIVERY, rows)
-    conn.execute("DELETE FROM fanouts")
-    return len(rows)
+    """Write out every delivery waiting in ``fanout_parts`` at once; how many."""
+    written = conn.execute(_WRITE_OUT).rowcount
+    if written:
+        conn.execute("DELETE FROM fanout_parts")
+    return written
 
 
 def has_fanouts(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT EXISTS (SELECT 1 FROM fanouts)").fetchone()[0] == 1
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM fanout_parts)").fetchone()[0] == 1
 
 
 def _insert_rows(conn: sqlite3.Connection, insert: str, rows: Sequence[tuple]) -> None:
