@@ -32,11 +32,13 @@ from switchboard.model import (
     ChannelMember,
     IssuedToken,
     MailItem,
+    MarkResult,
     MessageStatus,
     Part,
     ReadResult,
     SendResult,
     Session,
+    SurfacePath,
     TokenInfo,
     WhoAmI,
     WhoReport,
@@ -63,6 +65,7 @@ class Client(Protocol):
         reply_to: str | None = None,
         require_live: bool = False,
         idempotency_key: str | None = None,
+        urgent: bool = False,
     ) -> SendResult: ...
     def read(
         self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0
@@ -70,6 +73,13 @@ class Client(Protocol):
     def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]: ...
     def unread_count(self) -> int: ...
     def ack(self, message_ids: Sequence[str]) -> AckResult: ...
+    def mark_read(self, message_ids: Sequence[str]) -> MarkResult: ...
+    def surface(
+        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0
+    ) -> ReadResult:
+        """Mail not yet read nor put before the agent, marked surfaced by ``via`` (Service.surface)."""
+        ...
+
     def message_status(self, message_id: str) -> MessageStatus: ...
 
     # presence and sessions
@@ -153,6 +163,7 @@ class LocalClient:
         reply_to: str | None = None,
         require_live: bool = False,
         idempotency_key: str | None = None,
+        urgent: bool = False,
     ) -> SendResult:
         return self.service.send(
             self._as(),
@@ -164,6 +175,7 @@ class LocalClient:
             reply_to=reply_to,
             require_live=require_live,
             idempotency_key=idempotency_key,
+            urgent=urgent,
         )
 
     def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
@@ -177,6 +189,14 @@ class LocalClient:
 
     def ack(self, message_ids: Sequence[str]) -> AckResult:
         return self.service.ack(self._as(), message_ids)
+
+    def mark_read(self, message_ids: Sequence[str]) -> MarkResult:
+        return self.service.mark_read(self._as(), message_ids)
+
+    def surface(
+        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0
+    ) -> ReadResult:
+        return self.service.surface(self._as(), via=via, urgent_only=urgent_only, limit=limit, wait=wait)
 
     def message_status(self, message_id: str) -> MessageStatus:
         return self.service.message_status(self._as(), message_id)
@@ -320,6 +340,7 @@ class HubClient:
         reply_to: str | None = None,
         require_live: bool = False,
         idempotency_key: str | None = None,
+        urgent: bool = False,
     ) -> SendResult:
         body = {
             "to": to if isinstance(to, str) else list(to),
@@ -330,6 +351,7 @@ class HubClient:
             "reply_to": reply_to,
             "require_live": require_live,
             "idempotency_key": idempotency_key,
+            "urgent": urgent,
         }
         return self._model(SendResult, "POST", "/v1/messages", json=body)
 
@@ -347,6 +369,15 @@ class HubClient:
 
     def ack(self, message_ids: Sequence[str]) -> AckResult:
         return self._model(AckResult, "POST", "/v1/ack", json={"message_ids": list(message_ids)})
+
+    def mark_read(self, message_ids: Sequence[str]) -> MarkResult:
+        return self._model(MarkResult, "POST", "/v1/mark-read", json={"message_ids": list(message_ids)})
+
+    def surface(
+        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0
+    ) -> ReadResult:
+        params: dict[str, Any] = {"via": via, "urgent": str(urgent_only).lower(), "limit": limit, "wait": wait}
+        return self._model(ReadResult, "POST", "/v1/surface", params=params, timeout=wait + TIMEOUT_SECONDS)
 
     def message_status(self, message_id: str) -> MessageStatus:
         return self._model(MessageStatus, "GET", f"/v1/messages/{_segment(message_id)}/status")

@@ -95,13 +95,13 @@ def request_hash(
     thread_id: str | None,
     reply_to: str | None,
     require_live: bool,
+    urgent: bool = False,
 ) -> str:
     """A fingerprint of a send request: a retry matches it, a different message does not."""
-    canonical = json.dumps(
-        [[str(a) for a in addresses], subject, [p.model_dump() for p in parts], thread_id, reply_to, require_live],
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    fields = [[str(a) for a in addresses], subject, [p.model_dump() for p in parts], thread_id, reply_to, require_live]
+    if urgent:  # only then: keys stored before the flag existed still match their retries
+        fields.append("urgent")
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -28,6 +28,7 @@ def fenced(message: Message) -> str:
         f"id: {message.id}",
         f"thread: {message.thread_id}" + (f" (reply to {message.reply_to})" if message.reply_to else ""),
         f"sent: {message.created_at.isoformat(timespec='seconds').replace('+00:00', 'Z')}",
+        *(["urgent: yes (the sender asked for it to reach you between tool calls)"] if message.urgent else []),
     ]
     return "\n".join([*header, fenced_words(message)])
 

@@ -199,10 +199,11 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
         subject: str | None = None,
         reply_to: Annotated[str | None, Field(description="id of the message this answers")] = None,
         require_live: Annotated[bool, Field(description="fail unless a live session can read it now")] = False,
+        urgent: Annotated[bool, Field(description="may interrupt a busy agent between tool calls")] = False,
     ) -> Annotated[CallToolResult, Sent]:
         """Send a message to another agent or a #channel."""
         client = await acting(ctx)
-        return await run(lambda: _send(client, to, message, subject, reply_to, require_live))
+        return await run(lambda: _send(client, to, message, subject, reply_to, require_live, urgent))
 
     @server.tool()
     async def read_messages(
@@ -245,9 +246,11 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
 
 
 def _send(
-    client: Client, to: str, message: str, subject: str | None, reply_to: str | None, require_live: bool
+    client: Client, to: str, message: str, subject: str | None, reply_to: str | None, require_live: bool, urgent: bool
 ) -> CallToolResult:
-    sent = _acting(lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live))
+    sent = _acting(
+        lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live, urgent=urgent)
+    )
     recipients = [Recipient(address=r.address, state=r.state, agent=r.agent, note=r.reason) for r in sent.recipients]
     result = Sent(message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=_unread(client))
     lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]

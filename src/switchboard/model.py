@@ -159,11 +159,19 @@ class Message(Model):
     thread_id: str
     reply_to: str | None = None
     created_at: datetime
+    urgent: bool = Field(default=False, description="the sender asked that it reach a busy agent between tool calls")
 
     @property
     def text(self) -> str:
         """The text parts joined, for faces that print a body."""
         return "\n".join(p.text for p in self.parts if p.text is not None)
+
+
+# How a message reaches a coding agent's context: written into its session's messaging socket,
+# put in by one of its hooks (session start, prompt, after a tool, stop), or by the waiter that
+# wakes an idle session.
+SurfacePath = Literal["socket", "hook", "waiter"]
+SURFACE_PATHS: tuple[SurfacePath, ...] = ("socket", "hook", "waiter")
 
 
 class DeliveryState(StrEnum):
@@ -223,6 +231,10 @@ class AckResult(Model):
     acked: list[str]
 
 
+class MarkResult(Model):
+    marked: list[str]
+
+
 class RecipientStatus(Model):
     address: str
     state: DeliveryState | Literal["unknown_recipient"]
@@ -234,6 +246,7 @@ class RecipientStatus(Model):
     read_at: datetime | None = None
     acked_at: datetime | None = None
     sessions: list[str] = Field(default_factory=list)
+    via: SurfacePath | None = Field(default=None, description="how it reached the agent's context, once it did")
 
 
 class MessageStatus(Model):

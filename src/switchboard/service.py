@@ -40,10 +40,12 @@ from switchboard.errors import (
 from switchboard.events import MailboxEvents, PushedDelivery
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
 from switchboard.model import (
+    SURFACE_PATHS,
     AckResult,
     Caller,
     DeliveryState,
     MailItem,
+    MarkResult,
     Message,
     MessageStatus,
     Part,
@@ -137,6 +139,7 @@ class Service(Directory):
         reply_to: str | None = None,
         require_live: bool = False,
         idempotency_key: str | None = None,
+        urgent: bool = False,
     ) -> Pending[SendResult]:
         """``send`` for a server: checks and decides now (bad input raises at once), and returns
         a future that resolves once the message is durable, so no thread waits on the commit."""
@@ -148,7 +151,7 @@ class Service(Directory):
         check_idempotency_key(idempotency_key, self.limits)
         fingerprint = None  # only a keyed send can be repeated, so only it needs its fingerprint
         if idempotency_key is not None:
-            fingerprint = request_hash(addresses, subject, content, thread_id, reply_to, require_live)
+            fingerprint = request_hash(addresses, subject, content, thread_id, reply_to, require_live, urgent)
             earlier = self.store.find_idempotent(caller.workspace, caller.agent, idempotency_key)
             if earlier is not None:
                 return completed(self._repeat(earlier.request_hash, fingerprint, earlier.result, idempotency_key))
@@ -190,6 +193,7 @@ class Service(Directory):
             thread_id=thread_id or message_id,
             reply_to=reply_to,
             created_at=now,
+            urgent=urgent,
         )
         outcomes = [self._outcome(t) for t in targets] + unknown
         result = built(
@@ -357,10 +361,26 @@ class Service(Directory):
         # Where the mailbox stood before looking: mail that lands while we look is past it, so a
         # reader that resumes from an empty read's cursor still gets that mail.
         position = after if after is not None else self.store.last_seq(caller.workspace, caller.agent)
-        items = (
-            self._take(caller, peek, after, limit)
-            if wait <= 0
-            else self._wait_and_take(caller, peek, after, limit, wait)
+        items = self._wait_for(caller, lambda: self._take(caller, peek, after, limit), wait)
+        cursor = items[-1].seq if items else position
+        return ReadResult(items=items, cursor=cursor, unread=self.store.unread_count(caller.workspace, caller.agent))
+
+    def surface(
+        self, caller: Caller, *, via: str, urgent_only: bool = False, limit: int = 100, wait: float = 0.0
+    ) -> ReadResult:
+        """Take the caller's mail that is neither read nor yet put before the agent, and mark it
+        surfaced by ``via`` (a SurfacePath): what a hook, a waiter or a session's messaging
+        socket puts into a coding agent's context, each message once. It stays unread, so
+        ``read`` still returns it. With ``urgent_only``, only mail sent urgent; with ``wait``,
+        block up to that many seconds until some arrives."""
+        if via not in SURFACE_PATHS:
+            raise BadRequest(f"via must be one of {', '.join(SURFACE_PATHS)}.")
+        self.check_read_options(limit=limit, after=None, wait=wait)
+        position = self.store.last_seq(caller.workspace, caller.agent)
+        items = self._wait_for(
+            caller,
+            lambda: self.store.surface(caller.workspace, caller.agent, via, urgent_only, limit, self.clock()),
+            wait,
         )
         cursor = items[-1].seq if items else position
         return ReadResult(items=items, cursor=cursor, unread=self.store.unread_count(caller.workspace, caller.agent))
@@ -386,12 +406,16 @@ class Service(Directory):
         """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
         return self.store.last_seq(caller.workspace, caller.agent)
 
-    def _wait_and_take(self, caller: Caller, peek: bool, after: int | None, limit: int, wait: float) -> list[MailItem]:
+    def _wait_for(self, caller: Caller, take: Callable[[], list[MailItem]], wait: float) -> list[MailItem]:
+        """``take()`` now, or, with ``wait``, again each time the caller's mailbox changes until
+        it finds something or the wait ends."""
+        if wait <= 0:
+            return take()
         deadline = time.monotonic() + wait
         # Subscribe before the first look, so mail committed in between still wakes us.
         with self.events.subscribe(caller.workspace, caller.agent) as subscription:
             while True:
-                items = self._take(caller, peek, after, limit)
+                items = take()
                 remaining = deadline - time.monotonic()
                 if items or remaining <= 0 or self.events.closed:  # closed: the hub is stopping
                     return items
@@ -419,6 +443,19 @@ class Service(Directory):
                 f"not in {caller.agent}'s mailbox: {', '.join(missing)}; nothing was acknowledged.", missing=missing
             )
         return AckResult(acked=list(dict.fromkeys(message_ids)))
+
+    def mark_read(self, caller: Caller, message_ids: Sequence[str]) -> MarkResult:
+        """Mark these messages of the caller's mailbox read (acknowledged ones stay so)."""
+        if not message_ids:
+            raise BadRequest("name at least one message id to mark read.")
+        for message_id in message_ids:
+            check_message_id(message_id)
+        missing = self.store.mark_read(caller.workspace, caller.agent, message_ids, self.clock())
+        if missing:
+            raise UnknownMessage(
+                f"not in {caller.agent}'s mailbox: {', '.join(missing)}; nothing was marked read.", missing=missing
+            )
+        return MarkResult(marked=list(dict.fromkeys(message_ids)))
 
     def message_status(self, caller: Caller, message_id: str) -> MessageStatus:
         """Per recipient, the state reached and when each state was reached.

@@ -57,6 +57,10 @@ def send(
         Optional[str],
         typer.Option("--idempotency-key", help="Resending with the same key returns the first send, never a copy."),
     ] = None,
+    urgent: Annotated[
+        bool,
+        typer.Option("--urgent", help="Let it reach a busy coding agent between tool calls, not only at its turn."),
+    ] = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -72,6 +76,7 @@ def send(
             reply_to=reply_to,
             require_live=require_live,
             idempotency_key=idempotency_key,
+            urgent=urgent,
         )
     render.emit(result, as_json, lambda: render.send_result(result))
 

@@ -25,6 +25,7 @@ from switchboard.hub.schemas import (
     AgentRequest,
     AgentUpdate,
     ChannelRequest,
+    MarkReadRequest,
     SessionRequest,
     TokenRequest,
 )
@@ -73,6 +74,13 @@ async def inbox(request: Request) -> Response:
         hub.service.inbox, caller, include_acked=query_bool(request, "all"), limit=query_int(request, "limit", 50)
     )
     return json_response(items)
+
+
+async def mark_read(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    body = await read_body(request, MarkReadRequest)
+    return json_response(await blocking(hub.service.mark_read, caller, body.message_ids))
 
 
 async def ack(request: Request) -> Response:

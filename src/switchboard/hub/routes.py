@@ -18,6 +18,7 @@ from switchboard.model import (
     ChannelMember,
     IssuedToken,
     MailItem,
+    MarkResult,
     MessageStatus,
     ReadResult,
     SendResult,
@@ -41,7 +42,7 @@ class Route:
     body: type[BaseModel] | None = None
     answer: type[BaseModel] | None = None
     many: bool = False  # the answer is a list of ``answer``
-    query: dict[str, str] = field(default_factory=dict)  # name -> "integer" | "number" | "boolean"
+    query: dict[str, str] = field(default_factory=dict)  # name -> "integer" | "number" | "boolean" | "string"
     public: bool = False
     stream: bool = False
     asgi: bool = False  # endpoint is bare ASGI, served ahead of Starlette (the hottest path)
@@ -95,6 +96,22 @@ ROUTES: list[Route] = [
         query={"all": "boolean", "limit": "integer"},
     ),
     Route("POST", "/v1/ack", api.ack, "Acknowledge handled messages.", schemas.AckRequest, AckResult),
+    Route(
+        "POST",
+        "/v1/mark-read",
+        api.mark_read,
+        "Mark messages of your mailbox read.",
+        schemas.MarkReadRequest,
+        MarkResult,
+    ),
+    Route(
+        "POST",
+        "/v1/surface",
+        streams.surface,
+        "Take mail not yet read nor put before your agent, marked surfaced by via= (socket, hook, waiter).",
+        answer=ReadResult,
+        query={"via": "string", "urgent": "boolean", "wait": "number", "limit": "integer"},
+    ),
     Route("GET", "/v1/who", api.who, "Agents, sessions and machines of your workspace.", answer=WhoReport),
     Route(
         "POST",

@@ -22,9 +22,14 @@ class SendRequest(Body):
     reply_to: str | None = None
     require_live: bool = False
     idempotency_key: str | None = None
+    urgent: bool = Field(default=False, description="may reach a busy agent between tool calls")
 
 
 class AckRequest(Body):
+    message_ids: list[str]
+
+
+class MarkReadRequest(Body):
     message_ids: list[str]
 
 

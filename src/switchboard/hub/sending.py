@@ -29,6 +29,7 @@ async def send_message(hub: HubContext, scope: Scope, receive: Receive, reply: R
         reply_to=body.reply_to,
         require_live=body.require_live,
         idempotency_key=body.idempotency_key,
+        urgent=body.urgent,
     )
     result = await settled(pending)
     await reply.json(200 if result.duplicate else 201, result.model_dump_json())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -44,10 +45,31 @@ async def read(request: Request) -> Response:
     after, limit = query_int(request, "after"), query_int(request, "limit", 100)
     assert limit is not None
     hub.service.check_read_options(limit=limit, after=after, wait=wait)
+    return await _long_poll(hub, caller, wait, lambda: hub.service.read(caller, peek=peek, after=after, limit=limit))
+
+
+async def surface(request: Request) -> Response:
+    """POST /v1/surface?via=&urgent=&wait=&limit= — take the caller's mail not yet read nor put
+    before the agent, marked surfaced by ``via`` (see Service.surface), waiting up to ``wait``."""
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    await refuse_body(request)
+    via, urgent = request.query_params.get("via", ""), query_bool(request, "urgent")
+    wait, limit = query_float(request, "wait", 0.0), query_int(request, "limit", 100)
+    assert limit is not None
+    hub.service.check_read_options(limit=limit, after=None, wait=wait)
+    return await _long_poll(
+        hub, caller, wait, lambda: hub.service.surface(caller, via=via, urgent_only=urgent, limit=limit)
+    )
+
+
+async def _long_poll(hub: HubContext, caller: Caller, wait: float, take: Callable[[], ReadResult]) -> Response:
+    """``take()`` on a worker thread, again at each signal of the caller's mailbox until it finds
+    mail or ``wait`` seconds pass; the loop holds no thread while it waits."""
     deadline = time.monotonic() + wait
     with hub.service.events.subscribe_async(caller.workspace, caller.agent) as subscription:
         while True:
-            result: ReadResult = await blocking(hub.service.read, caller, peek=peek, after=after, limit=limit)
+            result = await blocking(take)
             remaining = deadline - time.monotonic()
             if result.items or remaining <= 0 or hub.stopping:
                 return json_response(result)

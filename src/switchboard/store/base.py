@@ -169,6 +169,18 @@ class Store(Protocol):
         is missing nothing is written."""
         ...
 
+    def mark_read(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
+        """Mark these messages read (a later state stays). Returns the ids not in this mailbox;
+        when any is missing nothing is written."""
+        ...
+
+    def surface(
+        self, workspace: str, agent: str, via: str, urgent_only: bool, limit: int, now: datetime
+    ) -> list[MailItem]:
+        """Return and mark surfaced (by ``via``), in one transaction, the agent's deliveries that
+        are neither surfaced nor read yet, in sequence order; with ``urgent_only``, urgent ones."""
+        ...
+
     def unread_count(self, workspace: str, agent: str) -> int: ...
     def last_seq(self, workspace: str, agent: str) -> int: ...
 

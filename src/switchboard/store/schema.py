@@ -134,6 +134,12 @@ MIGRATIONS: list[str] = [
         SELECT message_id, 0, json_array_length(deliveries), deliveries FROM fanouts;
     DROP TABLE fanouts;
     """,
+    # 5: urgent mail (it may reach a busy agent between two tool calls), and the path by which a
+    # delivery reached the agent's context ('socket', 'hook', 'waiter').
+    """
+    ALTER TABLE messages ADD COLUMN urgent INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE deliveries ADD COLUMN surfaced_via TEXT;
+    """,
 ]
 
 

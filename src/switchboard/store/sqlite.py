@@ -443,8 +443,29 @@ class SQLiteStore:
         return [mail_item_from_row(r) for r in reversed(rows)]
 
     def ack(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
+        return self._mark(
+            workspace,
+            agent,
+            message_ids,
+            "state = 'acked', acked_at = coalesce(acked_at, ?1), read_at = coalesce(read_at, ?1), "
+            "delivered_at = coalesce(delivered_at, ?1)",
+            now,
+        )
+
+    def mark_read(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
+        return self._mark(
+            workspace,
+            agent,
+            message_ids,
+            "state = CASE state WHEN 'acked' THEN 'acked' ELSE 'read' END, read_at = coalesce(read_at, ?1), "
+            "delivered_at = coalesce(delivered_at, ?1)",
+            now,
+        )
+
+    def _mark(self, workspace: str, agent: str, message_ids: Sequence[str], changes: str, now: datetime) -> list[str]:
+        """Apply ``changes`` (``?1`` is now) to these messages' deliveries in the agent's mailbox;
+        the ids not there (then nothing is written)."""
         self._deliveries_written()
-        at = to_ts(now)
         wanted = list(dict.fromkeys(message_ids))
         marks = ",".join("?" * len(wanted))
 
@@ -457,16 +478,48 @@ class SQLiteStore:
                 )
             }
             missing = [m for m in wanted if m not in found]
-            if missing:
-                return missing
-            conn.execute(
-                "UPDATE deliveries SET state = 'acked', acked_at = coalesce(acked_at, ?), read_at = coalesce(read_at, ?), "
-                f"delivered_at = coalesce(delivered_at, ?) WHERE workspace = ? AND recipient = ? AND message_id IN ({marks})",
-                (at, at, at, workspace, agent, *wanted),
-            )
-            return []
+            if not missing:
+                conn.execute(
+                    f"UPDATE deliveries SET {changes} WHERE workspace = ?2 AND recipient = ?3 "
+                    f"AND message_id IN ({','.join(f'?{i}' for i in range(4, 4 + len(wanted)))})",
+                    (to_ts(now), workspace, agent, *wanted),
+                )
+            return missing
 
         return self._db.transact(mark)
+
+    def surface(
+        self, workspace: str, agent: str, via: str, urgent_only: bool, limit: int, now: datetime
+    ) -> list[MailItem]:
+        self._deliveries_written()
+        where = "d.read_at IS NULL AND d.surfaced_at IS NULL" + (" AND m.urgent = 1" if urgent_only else "")
+        with self._db.read() as conn:  # most looks find nothing: no write lock for those
+            if not conn.execute(
+                f"SELECT 1 FROM deliveries d JOIN messages m ON m.id = d.message_id "
+                f"WHERE d.workspace = ? AND d.recipient = ? AND {where} LIMIT 1",
+                (workspace, agent),
+            ).fetchone():
+                return []
+        at = to_ts(now)
+
+        def take(conn: sqlite3.Connection) -> list:
+            rows = conn.execute(
+                f"{MAIL_QUERY} WHERE d.workspace = ? AND d.recipient = ? AND {where} ORDER BY d.seq LIMIT ?",
+                (workspace, agent, limit),
+            ).fetchall()
+            if rows:
+                conn.execute(
+                    "UPDATE deliveries SET state = 'surfaced', surfaced_at = ?, surfaced_via = ?, "
+                    "delivered_at = coalesce(delivered_at, ?) "
+                    f"WHERE workspace = ? AND recipient = ? AND seq IN ({','.join('?' * len(rows))})",
+                    (at, via, at, workspace, agent, *(r[0] for r in rows)),
+                )
+            return rows
+
+        return [
+            MailItem(seq=r[0], state=DeliveryState.surfaced, message=message_from_row(r[2:]))
+            for r in self._db.transact(take)
+        ]
 
     def unread_count(self, workspace: str, agent: str) -> int:
         self._deliveries_written()

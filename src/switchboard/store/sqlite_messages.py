@@ -36,8 +36,8 @@ _MAX_ROWS_PER_STATEMENT = 1000
 
 _INSERT_MESSAGE = (
     "INSERT INTO messages (id, workspace, sender, sender_session, recipients, channel, subject, parts, "
-    "thread_id, reply_to, created_at, idempotency_key, request_hash, result) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "thread_id, reply_to, created_at, idempotency_key, request_hash, result, urgent) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_DELIVERY = (
     "INSERT INTO deliveries (workspace, recipient, seq, message_id, channel, state, sessions, "
@@ -99,6 +99,7 @@ class NewMessage:
             idempotency_key,
             request_hash,
             result.model_dump_json(),
+            int(message.urgent),
         )
         sessions = [json.dumps(list(d.sessions)) if d.sessions else "[]" for d in deliveries]
         return cls(message.workspace, message.id, at, idempotency_key, row, deliveries, sessions, fan_out_later)

@@ -19,7 +19,7 @@ def from_ts(value: float | None) -> datetime | None:
 
 MESSAGE_COLUMNS = (
     "m.id, m.workspace, m.sender, m.sender_session, m.recipients, m.channel, m.subject, "
-    "m.parts, m.thread_id, m.reply_to, m.created_at"
+    "m.parts, m.thread_id, m.reply_to, m.created_at, m.urgent"
 )
 MAIL_QUERY = f"SELECT d.seq, d.state, {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
 SESSION_COLUMNS = "id, workspace, agent, machine, pid, proc_start, runtime, started_at, last_seen, ended_at"
@@ -39,6 +39,7 @@ def message_from_row(row: Sequence) -> Message:
             "thread_id": row[8],
             "reply_to": row[9],
             "created_at": from_ts(row[10]),
+            "urgent": bool(row[11]),
         }
     )
 
@@ -47,7 +48,9 @@ def mail_item_from_row(row: Sequence) -> MailItem:
     return MailItem(seq=row[0], state=DeliveryState(row[1]), message=message_from_row(row[2:]))
 
 
-STATUS_COLUMNS = "recipient, state, channel, queued_at, delivered_at, surfaced_at, read_at, acked_at, sessions"
+STATUS_COLUMNS = (
+    "recipient, state, channel, queued_at, delivered_at, surfaced_at, read_at, acked_at, sessions, surfaced_via"
+)
 
 
 def status_from_row(row: Sequence) -> RecipientStatus:
@@ -62,6 +65,7 @@ def status_from_row(row: Sequence) -> RecipientStatus:
         read_at=from_ts(row[6]),
         acked_at=from_ts(row[7]),
         sessions=json.loads(row[8]),
+        via=row[9],
     )
 
 
