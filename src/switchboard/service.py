@@ -433,29 +433,32 @@ class Service(Directory):
         return self.store.mailbox(caller.workspace, caller.agent, include_acked, limit)
 
     def ack(self, caller: Caller, message_ids: Sequence[str]) -> AckResult:
-        if not message_ids:
-            raise BadRequest("name at least one message id to acknowledge.")
-        for message_id in message_ids:
-            check_message_id(message_id)
-        missing = self.store.ack(caller.workspace, caller.agent, message_ids, self.clock())
-        if missing:
-            raise UnknownMessage(
-                f"not in {caller.agent}'s mailbox: {', '.join(missing)}; nothing was acknowledged.", missing=missing
-            )
-        return AckResult(acked=list(dict.fromkeys(message_ids)))
+        """Mark these messages of the caller's mailbox acknowledged (handled; read too)."""
+        return AckResult(acked=self._mark(caller, message_ids, self.store.ack, "acknowledge", "acknowledged"))
 
     def mark_read(self, caller: Caller, message_ids: Sequence[str]) -> MarkResult:
         """Mark these messages of the caller's mailbox read (acknowledged ones stay so)."""
+        return MarkResult(marked=self._mark(caller, message_ids, self.store.mark_read, "mark read", "marked read"))
+
+    def _mark(
+        self,
+        caller: Caller,
+        message_ids: Sequence[str],
+        mark: Callable[[str, str, Sequence[str], datetime], list[str]],
+        verb: str,
+        done: str,
+    ) -> list[str]:
+        """``mark`` these messages, all or (when any is not in the mailbox) none; the ids marked."""
         if not message_ids:
-            raise BadRequest("name at least one message id to mark read.")
+            raise BadRequest(f"name at least one message id to {verb}.")
         for message_id in message_ids:
             check_message_id(message_id)
-        missing = self.store.mark_read(caller.workspace, caller.agent, message_ids, self.clock())
+        missing = mark(caller.workspace, caller.agent, message_ids, self.clock())
         if missing:
             raise UnknownMessage(
-                f"not in {caller.agent}'s mailbox: {', '.join(missing)}; nothing was marked read.", missing=missing
+                f"not in {caller.agent}'s mailbox: {', '.join(missing)}; nothing was {done}.", missing=missing
             )
-        return MarkResult(marked=list(dict.fromkeys(message_ids)))
+        return list(dict.fromkeys(message_ids))
 
     def message_status(self, caller: Caller, message_id: str) -> MessageStatus:
         """Per recipient, the state reached and when each state was reached.
