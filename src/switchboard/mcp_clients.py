@@ -95,6 +95,27 @@ def stdio_snippet(client: str, command: Sequence[str], agent: str | None = None,
     return build(name, list(command), env)
 
 
+def stdio_entry(client: str, command: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, object]:
+    """The server object a client's JSON config file holds under ``mcpServers.<name>`` for
+    ``command`` as a stdio server, in the shape the client's own ``mcp add`` writes. (Codex's
+    config is TOML: its table is ``stdio_snippet("codex", command).text``.)"""
+    name = client_name(client)
+    if name == "codex":
+        raise ValueError("Codex is configured in TOML: use stdio_snippet('codex', command).text")
+    if not command:
+        raise ValueError("the server command is empty")
+    entry: dict[str, object] = {"type": _JSON_STDIO_TYPE[name]} if name in _JSON_STDIO_TYPE else {}
+    entry.update(command=command[0], args=list(command[1:]))
+    if env:
+        entry["env"] = dict(env)
+    if name == "copilot":
+        entry["tools"] = ["*"]  # which tools Copilot may use: all, as `copilot mcp add` writes
+    return entry
+
+
+_JSON_STDIO_TYPE = {"claude": "stdio", "copilot": "local"}
+
+
 def http_snippet(client: str, url: str, agent: str | None = None, name: str = SERVER_NAME) -> Snippet:
     """Register the hub endpoint ``url`` (see mcp_url) as a Streamable HTTP server.
 
@@ -249,9 +270,7 @@ def _cursor_where(project: bool) -> str:
 
 
 def _cursor_stdio(name: str, command: list[str], env: dict[str, str]) -> Snippet:
-    server: dict[str, object] = {"command": command[0], "args": command[1:]}
-    if env:
-        server["env"] = env
+    server = stdio_entry("cursor", command, env)
     project = bool(env)
     text = _json({"mcpServers": {name: server}})
     return Snippet("cursor", "stdio", "file", _cursor_path(project), text, _cursor_where(project))
