@@ -8,25 +8,32 @@ the test with npm's output: these tests need Node and npm, and are never skipped
 
 Fixtures:
   claude_code, codex  the path of the installed CLI's executable (session-wide)
+  claude_code_current the current Claude Code, whose sessions have a messaging socket
   machine             an isolated HOME, SWITCHBOARD_HOME and working folder; ``.env()`` builds a
                       CLI's environment, ``.mcp_server(agent)`` our stdio server's launch spec,
-                      ``.run()`` runs a CLI with a deadline, ``.mailbox(agent)`` reads a mailbox
+                      ``.run()`` runs a CLI with a deadline, ``.start()`` starts one that stays
+                      (stdin open; killed at the end of the test), ``.mailbox(agent)`` reads a
+                      mailbox, ``.client(agent)`` acts as an agent on the same store
   model               a started ``MockModel`` whose script calls send_message to bob
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,6 +42,7 @@ from switchboard.config import Settings
 from switchboard.model import MailItem
 from tests.cli_runner import isolated_env
 from tests.clients.mock_model import MockModel
+from tests.waiting import wait_until
 
 INSTALL_TIMEOUT = 600.0  # a first install downloads a few hundred MB
 VERSION_TIMEOUT = 60.0
@@ -62,6 +70,10 @@ class NpmCli:
 
 # The versions verified offline against a mock model (shared/reference/coding-clis.md).
 CLAUDE_CODE = NpmCli("claude-code", "@anthropic-ai/claude-code", "2.1.197", "claude")
+# npm's latest when the messaging socket was verified (claude-code-messaging-socket.md). Beside
+# 2.1.197, not instead: there our tools are deferred behind ToolSearch, so the send_message
+# test's script would not run as it is.
+CLAUDE_CODE_CURRENT = NpmCli("claude-code", "@anthropic-ai/claude-code", "2.1.332", "claude")
 CODEX = NpmCli("codex", "@openai/codex", "0.171.0", "codex")
 
 
@@ -165,11 +177,123 @@ def claude_code() -> Path:
 
 
 @pytest.fixture(scope="session")
+def claude_code_current() -> Path:
+    return install(CLAUDE_CODE_CURRENT)
+
+
+@pytest.fixture(scope="session")
 def codex() -> Path:
     return install(CODEX)
 
 
+def claude_code_env(machine: Machine, model: MockModel, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Claude Code's environment on ``machine``, talking to ``model`` and to nothing else."""
+    return machine.env(
+        {
+            "ANTHROPIC_BASE_URL": model.url,
+            "ANTHROPIC_API_KEY": "sk-ant-switchboard-test-0123456789",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            # Connect the MCP servers before the first model request (by default -p starts without
+            # them and offers a WaitForMcpServers tool), and give a slow machine time to start ours.
+            "MCP_CONNECTION_NONBLOCKING": "false",
+            "MCP_CONNECT_TIMEOUT_MS": "60000",
+            "MCP_TIMEOUT": "60000",
+            **model.proxy_env(),
+            **(extra or {}),
+        }
+    )
+
+
 # --- one isolated machine ----------------------------------------------------------------------
+
+
+class LiveCli:
+    """A CLI started with its stdin open (stream-json input): what it prints is collected as it
+    comes, line by line; ``wait_for`` waits on it with a deadline."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self._lock = threading.Lock()
+        self._stdout: list[str] = []
+        self._stderr: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._collect, args=(process.stdout, self._stdout), daemon=True),
+            threading.Thread(target=self._collect, args=(process.stderr, self._stderr), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _collect(self, stream: Any, lines: list[str]) -> None:
+        for line in stream:
+            with self._lock:
+                lines.append(line)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def write(self, document: dict[str, Any]) -> None:
+        """One JSON line on the CLI's stdin."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(document) + "\n")
+        self.process.stdin.flush()
+
+    def say(self, text: str) -> None:
+        """A user message on a stream-json stdin."""
+        self.write({"type": "user", "message": {"role": "user", "content": text}})
+
+    def events(self) -> list[dict[str, Any]]:
+        with self._lock:
+            lines = list(self._stdout)
+        return [json.loads(line) for line in lines if line.startswith("{")]
+
+    def results(self) -> list[dict[str, Any]]:
+        """The ``result`` events so far: one per finished turn."""
+        return [e for e in self.events() if e.get("type") == "result"]
+
+    def wait_for(self, condition: Any, what: str, timeout: float = RUN_TIMEOUT) -> Any:
+        def check() -> Any:
+            if self.process.poll() is not None and not condition():
+                pytest.fail(f"the CLI exited ({self.process.returncode}) before {what}{self.transcript()}")
+            return condition()
+
+        return wait_until(check, timeout=timeout, what=f"{what}{self.transcript()}", interval=0.01)
+
+    def transcript(self) -> str:
+        with self._lock:
+            return f"\n--- stdout\n{''.join(self._stdout)}\n--- stderr\n{''.join(self._stderr)}"
+
+    def close(self, timeout: float = RUN_TIMEOUT) -> int:
+        """End stdin and wait for the CLI and everything it started to exit; its exit status."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"the CLI did not exit {timeout:g} s after its stdin closed{self.transcript()}")
+        _wait_group_gone(self.process.pid, str(self.process.args[0]))
+        for reader in self._readers:
+            reader.join(timeout=LEFTOVER_TIMEOUT)
+        return self.process.returncode
+
+    def kill(self) -> None:
+        _kill_group(self.process.pid)
+        self.process.wait()
+
+
+def _wait_group_gone(pgid: int, name: str) -> None:
+    """The CLI's children (our MCP server among them) end with it; fail if they do not."""
+    deadline = time.monotonic() + LEFTOVER_TIMEOUT
+    while _group_alive(pgid):
+        if time.monotonic() > deadline:
+            left = subprocess.run(["ps", "-o", "pid,args", "-g", str(pgid)], capture_output=True, text=True)
+            _kill_group(pgid)
+            pytest.fail(f"{name} exited but left processes running {LEFTOVER_TIMEOUT:g} s later:\n{left.stdout}")
+        time.sleep(0.02)
 
 
 @dataclass
@@ -183,6 +307,7 @@ class Machine:
         for folder in (self.home, self.switchboard_home, self.workdir):
             folder.mkdir(parents=True, exist_ok=True)
         self.workdir = self.workdir.resolve()
+        self._started: list[LiveCli] = []
 
     def mcp_server(self, agent: str) -> dict[str, object]:
         """How a CLI launches our stdio server acting as ``agent`` (command, args, env)."""
@@ -226,15 +351,42 @@ class Machine:
             _kill_group(process.pid)
             stdout, stderr = process.communicate()
             pytest.fail(f"{args[0]} did not finish in {timeout:g} s\n--- stdout\n{stdout}\n--- stderr\n{stderr}")
-        # The CLI's children (our MCP server among them) end with it.
-        deadline = time.monotonic() + LEFTOVER_TIMEOUT
-        while _group_alive(process.pid):
-            if time.monotonic() > deadline:
-                left = subprocess.run(["ps", "-o", "pid,args", "-g", str(process.pid)], capture_output=True, text=True)
-                _kill_group(process.pid)
-                pytest.fail(f"{args[0]} exited but left processes running {LEFTOVER_TIMEOUT:g} s later:\n{left.stdout}")
-            time.sleep(0.02)
+        _wait_group_gone(process.pid, args[0])
         return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+    def start(self, argv: Sequence[str | Path], env: Mapping[str, str]) -> LiveCli:
+        """Start a CLI in the working folder with its stdin open; whatever still runs at the end
+        of the test is killed with everything it started."""
+        process = subprocess.Popen(
+            [str(a) for a in argv],
+            env=dict(env),
+            cwd=self.workdir,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,
+        )
+        live = LiveCli(process)
+        self._started.append(live)
+        return live
+
+    def stop_all(self) -> None:
+        for live in self._started:
+            if _group_alive(live.pid):
+                live.kill()
+
+    @contextmanager
+    def client(self, agent: str) -> Iterator[LocalClient]:
+        """A LocalClient acting as ``agent`` on the store our server uses."""
+        env = {"SWITCHBOARD_HOME": str(self.switchboard_home)}
+        client = LocalClient.open(Settings.load(env), agent=agent, env=env)
+        try:
+            yield client
+        finally:
+            client.service.store.close()
 
     def mailbox(self, agent: str) -> list[MailItem]:
         """``agent``'s unread mail in the store our server used (read: marked read)."""
@@ -247,8 +399,12 @@ class Machine:
 
 
 @pytest.fixture
-def machine(tmp_path: Path) -> Machine:
-    return Machine(tmp_path)
+def machine(tmp_path: Path) -> Iterator[Machine]:
+    machine = Machine(tmp_path)
+    try:
+        yield machine
+    finally:
+        machine.stop_all()
 
 
 @pytest.fixture

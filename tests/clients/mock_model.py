@@ -14,8 +14,9 @@ side requests (titles, summaries) cannot derail it:
 2. a request that carries the result of that call → answer with ``final_text`` and stop;
 3. anything else (a request without our tool) → a short text answer.
 
-Every request is recorded (path, headers, parsed JSON body), so a test can check that the tool
-was offered and that its result came back.
+Every request is recorded (path, headers, parsed JSON body, when it came), so a test can check
+that the tool was offered and that its result came back, or what a turn's last user message
+said and when it reached the model.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any  # the parsed JSON body, or None
+    at: float = field(default_factory=time.monotonic)  # when it was read (time.monotonic)
 
     @property
     def proxied(self) -> bool:
@@ -93,6 +95,13 @@ class Recorded:
                 ):
                     return _text_of(item.get("output"))
         return None
+
+    def last_user_text(self) -> str:
+        """The text of the request's last user-role message (Anthropic), or ''."""
+        if self.api != "anthropic" or not isinstance(self.body, dict):
+            return ""
+        users = [m for m in self.body.get("messages") or [] if m.get("role") == "user"]
+        return _text_of(users[-1].get("content")) if users else ""
 
     @property
     def streaming(self) -> bool:
@@ -176,6 +185,10 @@ class MockModel:
 
     def tool_results(self) -> list[str]:
         return [text for r in self.model_requests() if (text := r.tool_result()) is not None]
+
+    def requests_saying(self, text: str) -> list[Recorded]:
+        """The model requests whose last user message contains ``text``."""
+        return [r for r in self.model_requests() if text in r.last_user_text()]
 
     def proxied(self) -> list[Recorded]:
         """Requests meant for other hosts that reached us as the CLI's proxy (refused)."""

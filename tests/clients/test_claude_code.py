@@ -9,32 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.conftest import TEST_TIMEOUT, Machine, assert_sent_through_our_server
+from tests.clients.conftest import TEST_TIMEOUT, Machine, assert_sent_through_our_server, claude_code_env
 from tests.clients.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
 SERVER = "switchboard"
 TOOL = f"mcp__{SERVER}__send_message"  # how Claude Code names an MCP server's tool
-
-
-def claude_env(machine: Machine, model: MockModel) -> dict[str, str]:
-    return machine.env(
-        {
-            "ANTHROPIC_BASE_URL": model.url,
-            "ANTHROPIC_API_KEY": "sk-ant-switchboard-test-0123456789",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            # Connect the MCP servers before the first model request (by default -p starts without
-            # them and offers a WaitForMcpServers tool), and give a slow machine time to start ours.
-            "MCP_CONNECTION_NONBLOCKING": "false",
-            "MCP_CONNECT_TIMEOUT_MS": "60000",
-            "MCP_TIMEOUT": "60000",
-            **model.proxy_env(),
-        }
-    )
 
 
 def events(stdout: str) -> list[dict]:
@@ -58,7 +39,7 @@ def test_claude_code_sends_a_message_through_our_stdio_server(claude_code: Path,
             "--verbose",
             "--no-session-persistence",
         ],
-        claude_env(machine, model),
+        claude_code_env(machine, model),
     )
     seen = (
         f"\nexit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}\n--- model\n{model.summary()}"

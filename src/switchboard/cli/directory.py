@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from switchboard import claude_sessions
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
 from switchboard.errors import BadRequest
@@ -40,9 +41,11 @@ def whoami(as_json: JsonOption = False, db: DbOption = None) -> None:
 
 @app.command()
 def who(as_json: JsonOption = False, db: DbOption = None) -> None:
-    """Agents, their sessions (live or not) and machines (up or down)."""
+    """Agents, their sessions (live or not) and machines (up or down); and this machine's live
+    Claude Code sessions, whether or not they run switchboard."""
     with open_client(db) as client:
         report = client.who()
+    claude = claude_sessions.live_sessions()
 
     def human() -> None:
         grid = render.table("agent", "live", "unread", "sessions")
@@ -63,8 +66,11 @@ def who(as_json: JsonOption = False, db: DbOption = None) -> None:
                     machine.name, "[green]up[/]" if machine.up else "[red]down[/]", render.when(machine.last_seen)
                 )
             render.console.print(machines)
+        if claude:
+            render.console.print()
+            render.claude_sessions(claude)
 
-    render.emit(report, as_json, human)
+    render.emit({**render.jsonable(report), "claude_code_sessions": render.jsonable(claude)}, as_json, human)
 
 
 def _print_agent(agent: Agent) -> None:

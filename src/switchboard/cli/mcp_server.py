@@ -9,13 +9,15 @@ from importlib.util import find_spec
 
 from switchboard.cli.app import DbOption, app, open_client
 from switchboard.session_keeper import SessionKeeper
+from switchboard.socket_delivery import SocketPusher
 
 
 @app.command("mcp")
 def mcp_command(db: DbOption = None) -> None:
     """Serve the mailbox as MCP tools over stdio (register it with your agent CLI).
 
-    While it runs, the agent CLI that started it is a live session of the agent."""
+    While it runs, the agent CLI that started it is a live session of the agent; when that is
+    a Claude Code session with a messaging socket, new mail is written into it as it comes."""
     import anyio
 
     from switchboard.mcp import mailbox_server, one_client  # the MCP SDK loads only for this command
@@ -29,8 +31,14 @@ def mcp_command(db: DbOption = None) -> None:
         keeper = SessionKeeper(client, on_parent_gone=lambda: os._exit(0))
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # unwind, so the session ends
         keeper.start()
+        # Claude Code gave us its session's messaging socket: push new mail into the session.
+        pusher = SocketPusher.for_this_process(client)
+        if pusher is not None:
+            pusher.start()
         try:
             # uvloop where it is installed (as for the hub): a tool call costs a third less.
             anyio.run(serve_stdio, server, backend_options={"use_uvloop": find_spec("uvloop") is not None})
         finally:
+            if pusher is not None:
+                pusher.stop()
             keeper.stop()

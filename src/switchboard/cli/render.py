@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from switchboard.claude_sessions import ClaudeSession
 from switchboard.model import MailItem, SendResult
 
 console = Console(highlight=False, soft_wrap=True)
@@ -22,6 +24,8 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 def jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, dict):
@@ -97,3 +101,18 @@ def mail_item(item: MailItem) -> None:
             console.print(
                 f"[dim]<{len(part.raw or '') * 3 // 4} bytes {part.media_type or ''} {part.filename or ''}>[/]"
             )
+
+
+def claude_sessions(sessions: Sequence[ClaudeSession]) -> None:
+    """This machine's live Claude Code sessions (from Claude Code's own registry)."""
+    console.print("[bold]Claude Code sessions on this machine[/]")
+    grid = table("pid", "name", "status", "socket", "cwd")
+    for session in sessions:
+        grid.add_row(
+            str(session.pid),
+            escape(session.name or "-"),
+            session.status or "-",
+            "[green]yes[/]" if session.socket_path else "[dim]no[/]",
+            escape(session.cwd),
+        )
+    console.print(grid)
