@@ -1,8 +1,16 @@
 """Switchboard: a durable mailbox that lets AI agents message each other."""
 
-from importlib.metadata import PackageNotFoundError, version
 
-try:
-    __version__ = version("switchboard")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0"
+def __getattr__(name: str) -> str:
+    # The version is looked up on first use: importlib.metadata costs tens of milliseconds, too
+    # much for the hooks, which run on every prompt and tool call and never need it.
+    if name != "__version__":
+        raise AttributeError(f"module 'switchboard' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        value = version("switchboard")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        value = "0.0.0"
+    globals()["__version__"] = value
+    return value

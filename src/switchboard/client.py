@@ -13,13 +13,11 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import quote
 
-import httpx
 from pydantic import BaseModel, TypeAdapter
 
-from switchboard import __version__
 from switchboard.address import parse_machine, parse_name
 from switchboard.config import Settings
 from switchboard.errors import HubUnavailable, NoIdentity, SwitchboardError, error_class
@@ -46,6 +44,9 @@ from switchboard.model import (
 )
 from switchboard.service import Service
 from switchboard.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:  # httpx loads with the first HubClient: the embedded store's callers (hooks) never pay for it
+    import httpx
 
 
 class Client(Protocol):
@@ -282,6 +283,10 @@ class HubClient:
         identity_source: str = "given",
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        import httpx
+
+        from switchboard import __version__
+
         self.url = url.rstrip("/")
         self.identity_source = identity_source
         headers = {"User-Agent": f"switchboard/{__version__}"}
@@ -304,6 +309,8 @@ class HubClient:
         params: dict[str, Any] | None = None,
         timeout: float | None = None,
     ) -> Any:
+        import httpx
+
         try:
             response = self._http.request(
                 method, path, json=json, params=params, timeout=timeout if timeout is not None else TIMEOUT_SECONDS

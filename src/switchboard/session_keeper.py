@@ -15,11 +15,14 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from switchboard.client import Client
 from switchboard.errors import SwitchboardError
 from switchboard.identity import process_alive, process_start_time
-from switchboard.model import Session
+
+if TYPE_CHECKING:  # annotations only: the hooks import this module and must stay light
+    from switchboard.client import Client
+    from switchboard.model import Session
 
 log = logging.getLogger("switchboard.session")
 
@@ -34,6 +37,34 @@ _RUNTIMES = {
     "copilot": "copilot-cli",
     "cursor-agent": "cursor",
 }
+# What an agent CLI may run a helper through: a hook's command goes through a shell.
+_LAUNCHERS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "env", "nohup", "timeout"})
+_MAX_LAUNCHERS = 8  # a chain longer than this is not a launcher chain: stop looking
+
+
+def agent_process(pid: int | None = None) -> int:
+    """The agent CLI process a helper serves: ``pid`` (default: this process's parent), or, when
+    that is a shell or a similar launcher, the nearest ancestor that is not one.
+
+    ``switchboard mcp`` is the agent CLI's own child; a hook command runs under a shell (or two)
+    under it. Without /proc the answer is ``pid`` itself.
+    """
+    pid = os.getppid() if pid is None else pid
+    for _ in range(_MAX_LAUNCHERS):
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+            parent = _parent_of(pid)
+        except (OSError, ValueError, IndexError):
+            return pid
+        if name not in _LAUNCHERS or parent <= 1:
+            return pid
+        pid = parent
+    return pid
+
+
+def _parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])  # field 4 overall: ppid
 
 
 def runtime_of(pid: int) -> str:

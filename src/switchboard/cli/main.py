@@ -10,13 +10,6 @@ import json
 import os
 import sys
 
-import typer
-
-# Importing the command modules registers their commands on the app.
-from switchboard.cli import channels, demo, directory, hub, mcp_config, mcp_server, messaging  # noqa: F401
-from switchboard.cli.app import app
-from switchboard.errors import SwitchboardError
-
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL = 1
 
@@ -30,6 +23,23 @@ def _report(code: str, message: str, as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["hook"]:
+        # Hooks run on every prompt and tool call: they start before typer and the commands load,
+        # and never fail their host (see switchboard.hooks.entry).
+        from switchboard.hooks.entry import run
+
+        sys.exit(run(args[1:]))
+    _run_command(args)
+
+
+def _run_command(args: list[str]) -> None:
+    import typer
+
+    # Importing the command modules registers their commands on the app.
+    from switchboard.cli import channels, demo, directory, hub, install, mcp_config, mcp_server, messaging  # noqa: F401
+    from switchboard.cli.app import app
+    from switchboard.errors import SwitchboardError
+
     as_json = "--json" in args
     try:
         app(args=args, prog_name="switchboard", standalone_mode=False)

@@ -1,0 +1,89 @@
+"""Everything one hook run works with, each loaded only when first needed.
+
+The settings, the identity and the session's state files are cheap and come first; the mailbox
+client (the service and its models, or httpx for a hub) loads only when the quick look in
+``probe`` cannot rule mail out, or when an event must write (register, heartbeat, surface).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from switchboard.config import Settings
+from switchboard.errors import SwitchboardError
+from switchboard.hooks import probe
+from switchboard.hooks.payload import HookInput
+from switchboard.hooks.state import SessionFiles, session_key
+from switchboard.identity import process_start_time, resolve_agent, resolve_workspace
+
+if TYPE_CHECKING:
+    from switchboard.client import Client
+
+# The runtime recorded for a session whose agent CLI's command line does not name it.
+RUNTIMES = {"claude": "claude-code", "codex": "codex", "copilot": "copilot-cli", "gemini": "gemini-cli"}
+
+
+class HookContext:
+    def __init__(self, event: str, client_name: str, payload: HookInput, env: Mapping[str, str] = os.environ) -> None:
+        self.event = event
+        self.client_name = client_name
+        self.payload = payload
+        self.env = env
+        self.settings = Settings.load(env)
+        self.warning: str | None = None  # the first thing that went wrong without ending the run
+        self._client: Client | None = None
+
+    # --- the agent CLI's process and session --------------------------------------------------
+
+    @cached_property
+    def agent_pid(self) -> int:
+        """The agent CLI process this hook serves (the hook runs under a shell under it)."""
+        from switchboard.session_keeper import agent_process
+
+        return agent_process()
+
+    @cached_property
+    def agent_start(self) -> int | None:
+        return process_start_time(self.agent_pid)
+
+    @cached_property
+    def runtime(self) -> str:
+        from switchboard.session_keeper import runtime_of
+
+        found = runtime_of(self.agent_pid)
+        return RUNTIMES[self.client_name] if found == "mcp-client" else found
+
+    @cached_property
+    def files(self) -> SessionFiles:
+        """This session's hook state: by the agent CLI's session id, or by its process when it sent none."""
+        key = self.payload.session_id and session_key(self.payload.session_id)
+        return SessionFiles(self.settings.home, key or f"pid-{self.agent_pid}-{self.agent_start or 0}")
+
+    # --- the mailbox ----------------------------------------------------------------------------
+
+    def may_have_mail(self, *, urgent_only: bool = False) -> bool:
+        """False only when surely nothing waits to be surfaced (always "maybe" through a hub)."""
+        if self.settings.uses_hub:
+            return True
+        agent = resolve_agent(self.env, self.payload.cwd, self.settings.agent).name
+        workspace = resolve_workspace(self.env, self.settings.workspace)
+        return probe.may_have_mail(self.settings.db_path, workspace, agent, urgent_only=urgent_only)
+
+    def client(self) -> Client:
+        """The mailbox as the agent the identity rule names for the session's folder."""
+        if self._client is None:
+            from switchboard.client import open_client
+
+            self._client = open_client(self.settings, self.env, self.payload.cwd)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def warn(self, error: SwitchboardError) -> None:
+        """Note a failure the run goes on after (only the first is reported)."""
+        self.warning = self.warning or f"{error.code}: {error.message}"

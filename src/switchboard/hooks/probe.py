@@ -1,0 +1,41 @@
+"""A quick look into the embedded store: is there any mail a hook could surface?
+
+Most hook runs find nothing new, and loading the service to learn that (pydantic models, the
+store, the events) costs more than the whole run may take. This look opens the database read-only
+with the standard library and asks the question the store's own ``surface`` asks first (see
+``SQLiteStore.surface``). It may only ever answer "nothing" when it is sure: a missing database
+(no mail was ever sent here) or a clean "no" from the query. Any doubt — an error, a schema it
+does not know, deliveries a large send has not written out yet (``fanout_parts``) — answers
+"maybe", and the hook takes the ordinary path through the service, which decides.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+_ANY = (
+    "SELECT EXISTS (SELECT 1 FROM fanout_parts) OR EXISTS ("
+    "SELECT 1 FROM deliveries d JOIN messages m ON m.id = d.message_id "
+    "WHERE d.workspace = ? AND d.recipient = ? AND d.read_at IS NULL AND d.surfaced_at IS NULL{urgent})"
+)
+_QUERIES = {urgent: _ANY.format(urgent=" AND m.urgent = 1" if urgent else "") for urgent in (False, True)}
+
+
+def may_have_mail(db_path: Path, workspace: str, agent: str, *, urgent_only: bool = False) -> bool:
+    """False only when the embedded store at ``db_path`` surely holds no mail for ``agent`` that
+    is neither read nor surfaced (only urgent mail with ``urgent_only``)."""
+    if not db_path.exists():
+        return False
+    try:
+        connection = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return True
+    try:
+        row = connection.execute(_QUERIES[urgent_only], (workspace, agent)).fetchone()
+    except sqlite3.Error:
+        return True
+    finally:
+        connection.close()
+    return row is None or row[0] != 0

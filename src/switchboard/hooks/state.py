@@ -1,0 +1,122 @@
+"""One agent session's hook state: a small JSON file per session under the switchboard home.
+
+``<home>/hooks/<session key>/`` holds ``state.json`` (replaced whole on every write, so a reader
+never sees half of one), ``state.lock`` (held while a hook reads, changes and writes the state)
+and ``waiter.lock`` (held by the session's one waiter for as long as it runs).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+HOOKS_FOLDER = "hooks"
+STALE_SECONDS = 7 * 24 * 3600.0  # a session folder untouched this long belongs to a session long gone
+_SAFE_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+
+
+@dataclass(slots=True)
+class SessionState:
+    session: str | None = None  # the switchboard session registered for it
+    last_beat: float = 0.0  # when that session was last registered or heartbeat (epoch seconds)
+    stop_streak: int = 0  # stop hooks blocked in a row (see budget)
+    cooldown_until: float = 0.0  # no stop blocks and no wakes before this time
+    wakes: list[float] = field(default_factory=list)  # when the waiter woke the session lately
+
+    @classmethod
+    def from_json(cls, data: object) -> SessionState:
+        """The state in ``data``; a field of the wrong type is left at its default."""
+        state = cls()
+        if not isinstance(data, dict):
+            return state
+        for spec in fields(cls):
+            value, default = data.get(spec.name), getattr(state, spec.name)
+            if spec.name == "session" and isinstance(value, str):
+                state.session = value
+            elif spec.name == "wakes" and isinstance(value, list):
+                state.wakes = [float(w) for w in value if isinstance(w, int | float)]
+            elif isinstance(default, int | float) and isinstance(value, int | float) and not isinstance(value, bool):
+                setattr(state, spec.name, type(default)(value))
+        return state
+
+
+def session_key(session_id: str) -> str:
+    """A folder name for the agent CLI's session id: the id itself when it is a plain name, else a hash."""
+    if _SAFE_KEY.fullmatch(session_id):
+        return session_id
+    return "h-" + hashlib.sha256(session_id.encode()).hexdigest()[:32]
+
+
+class SessionFiles:
+    """The files of one agent session's hook state."""
+
+    def __init__(self, home: Path, key: str) -> None:
+        self.folder = home / HOOKS_FOLDER / key
+        self.path = self.folder / "state.json"
+
+    def load(self) -> SessionState:
+        """The state as last written; a fresh one when there is none or it cannot be read."""
+        try:
+            return SessionState.from_json(json.loads(self.path.read_bytes()))
+        except (OSError, ValueError):
+            return SessionState()
+
+    def save(self, state: SessionState) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = self.folder / f"state.{os.getpid()}.tmp"
+        temporary.write_text(json.dumps(asdict(state)))
+        os.replace(temporary, self.path)
+
+    @contextmanager
+    def updating(self) -> Iterator[SessionState]:
+        """The state, to change in the block; written back when the block ends without an error.
+        Other hooks of the session wait meanwhile (the lock ends with this process at the latest)."""
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.folder / "state.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            state = self.load()
+            yield state
+            self.save(state)
+
+    def take_waiter_lock(self) -> int | None:
+        """Become the session's one waiter: an open descriptor holding ``waiter.lock`` (kept until
+        this process ends), or None at once when another waiter holds it."""
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.folder / "waiter.lock", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        return fd
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def prune(home: Path, now: float | None = None) -> None:
+    """Remove the folders of sessions whose state was last written over STALE_SECONDS ago."""
+    cutoff = (time.time() if now is None else now) - STALE_SECONDS
+    try:
+        folders = list((home / HOOKS_FOLDER).iterdir())
+    except OSError:
+        return
+    for folder in folders:
+        try:
+            written = (folder / "state.json").stat().st_mtime
+        except OSError:
+            try:
+                written = folder.stat().st_mtime
+            except OSError:
+                continue
+        if written < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,103 @@
+"""``hook wake``: the background waiter that wakes an idle Claude Code session when mail arrives.
+
+Installed as a command hook with ``"asyncRewake": true`` on SessionStart and on Stop: Claude Code
+runs it in the background and, when it exits 2, starts a turn with its stderr, even in an idle
+session. So the waiter blocks on the mailbox (``surface(via="waiter", wait=…)``, in rounds that
+also heartbeat the session) and, when mail comes, prints it fenced to stderr and exits 2.
+
+- One per session: every Stop starts another, so each takes the session's ``waiter.lock`` first;
+  one that finds it held exits 0 at once.
+- None left behind: ``AgentWatch`` checks every ``WATCH_SECONDS`` that the agent CLI process (pid
+  and start time) still runs; once it has ended, the waiter removes the session's hook state and
+  exits 0.
+- Within the wake budget (``budget``): past it the waiter holds back, and mail waits.
+- Not in a one-shot ``claude -p "prompt"``: there Claude Code runs the hook in the foreground and
+  would wait for it for ever (claude-code-messaging-socket.md §6), and there is no idle session
+  to wake; the waiter exits 0 at once (``-p`` with ``--input-format stream-json`` is wakeable).
+- Any failure (no identity, an unreachable hub, …) ends it with exit 0 and one line: no wake.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from switchboard.hooks import budget
+from switchboard.hooks.context import HookContext
+from switchboard.hooks.handlers import mail_text, register
+from switchboard.identity import process_alive
+from switchboard.session_keeper import HEARTBEAT_SECONDS, runtime_of
+
+WAIT_SECONDS = HEARTBEAT_SECONDS  # one round of waiting on the mailbox; each round heartbeats
+WATCH_SECONDS = 0.2  # how soon the end of the agent CLI is noticed
+EXIT_WAKE = 2
+WAKE_ASK = "Handle this mail (answer it if it needs an answer), then carry on with what you were doing."
+
+
+class AgentWatch:
+    """Ends this process with exit 0 soon after the agent CLI process ``pid`` has ended."""
+
+    def __init__(self, pid: int, start: int | None, finish: threading.Lock) -> None:
+        self.pid, self.start_time = pid, start
+        self.finish = finish  # held by whoever is writing this process's last words
+        self.cleanups: list[Callable[[], None]] = []
+        self._thread = threading.Thread(target=self._watch, name="switchboard agent watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while process_alive(self.pid, self.start_time):
+            time.sleep(WATCH_SECONDS)
+        with self.finish:
+            for cleanup in self.cleanups:
+                try:
+                    cleanup()
+                except Exception:  # leaving is what matters
+                    pass
+            os._exit(0)
+
+
+def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
+    """Wait until mail arrives (exit 2, the mail on stderr); ``watch`` ends the wait (exit 0)
+    when the agent CLI ends. SwitchboardError when the mailbox cannot be reached."""
+    if not wakeable(ctx.agent_pid):
+        return 0
+    files = ctx.files
+    if files.take_waiter_lock() is None:
+        return 0  # this session has its waiter
+    watch.cleanups.append(files.remove)  # the session is over: its hook state goes with it
+    register(ctx)
+    while True:
+        delay = budget.wake_delay(files.load(), time.time())
+        if delay > 0:  # over the wake budget or cooling down: hold back, still heartbeating
+            time.sleep(min(delay, WAIT_SECONDS))
+        else:
+            items = ctx.client().surface(via="waiter", wait=WAIT_SECONDS).items
+            if items:
+                with watch.finish:
+                    with files.updating() as state:
+                        budget.woke(state, time.time())
+                    stderr.write(mail_text(items, WAKE_ASK) + "\n")
+                    stderr.flush()
+                    return EXIT_WAKE
+        register(ctx)  # the heartbeat: registering again only refreshes the session
+
+
+def wakeable(pid: int) -> bool:
+    """Whether the agent CLI ``pid`` can be woken: not a Claude Code one-shot print run with text input."""
+    if runtime_of(pid) != "claude-code":
+        return True
+    try:
+        args = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
+    except OSError:
+        return True
+    if not any(a in ("-p", "--print") for a in args):
+        return True
+    return "--input-format=stream-json" in args or any(
+        a == "--input-format" and b == "stream-json" for a, b in zip(args, args[1:], strict=False)
+    )

@@ -1,0 +1,58 @@
+"""The loop guard's rules (hooks/budget.py) on their own, with time given."""
+
+from __future__ import annotations
+
+from switchboard.hooks import budget
+from switchboard.hooks.state import SessionState
+
+
+def test_blocks_in_a_row_then_a_cool_down_then_again() -> None:
+    state, now = SessionState(), 1000.0
+    for turn in range(budget.MAX_STOP_BLOCKS):  # the first stop of a turn, then the ones it kept going
+        assert budget.may_block(state, now, stop_hook_active=turn > 0)
+        budget.blocked(state, stop_hook_active=turn > 0)
+    assert not budget.may_block(state, now, stop_hook_active=True)
+    budget.cool_down(state, now)
+    assert budget.cooling(state, now + budget.COOLDOWN_SECONDS - 1)
+    assert not budget.may_block(state, now + budget.COOLDOWN_SECONDS - 1, stop_hook_active=False)
+    after = now + budget.COOLDOWN_SECONDS
+    assert not budget.cooling(state, after) and budget.may_block(state, after, stop_hook_active=True)
+
+
+def test_a_quiet_stop_resets_the_streak() -> None:
+    state = SessionState(stop_streak=budget.MAX_STOP_BLOCKS)
+    assert not budget.may_block(state, 0.0, stop_hook_active=False)
+    budget.quiet(state)
+    assert budget.may_block(state, 0.0, stop_hook_active=False)
+
+
+def test_stop_hook_active_is_a_streak_of_at_least_one() -> None:
+    state = SessionState()
+    budget.blocked(state, stop_hook_active=True)
+    assert state.stop_streak == 2
+
+
+def test_wakes_are_limited_per_window() -> None:
+    state, now = SessionState(), 5000.0
+    for i in range(budget.MAX_WAKES):
+        assert budget.wake_delay(state, now + i) == 0
+        budget.woke(state, now + i)
+    later = now + budget.MAX_WAKES
+    assert (
+        budget.wake_delay(state, later) == budget.WAKE_WINDOW_SECONDS - budget.MAX_WAKES
+    )  # until the first leaves the window
+    assert budget.wake_delay(state, now + budget.WAKE_WINDOW_SECONDS) == 0
+    budget.woke(state, now + budget.WAKE_WINDOW_SECONDS)
+    assert len(state.wakes) == budget.MAX_WAKES  # old wakes are forgotten
+
+
+def test_no_wake_during_a_cool_down() -> None:
+    state = SessionState()
+    budget.cool_down(state, 100.0)
+    assert budget.wake_delay(state, 110.0) == budget.COOLDOWN_SECONDS - 10
+
+
+def test_a_damaged_state_file_reads_as_defaults() -> None:
+    state = SessionState.from_json({"session": 5, "stop_streak": "x", "cooldown_until": 12, "wakes": [1, "a", 2.5]})
+    assert (state.session, state.stop_streak, state.cooldown_until, state.wakes) == (None, 0, 12.0, [1.0, 2.5])
+    assert SessionState.from_json([1, 2]) == SessionState()

@@ -1,0 +1,42 @@
+"""The quick look into the embedded store (hooks/probe.py) agrees with the service: it says
+"nothing" only when there is nothing to surface."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from switchboard.client import LocalClient
+from switchboard.config import Settings
+from switchboard.hooks.probe import may_have_mail
+
+
+def test_the_probe_agrees_with_surface(tmp_path: Path) -> None:
+    env = {"SWITCHBOARD_HOME": str(tmp_path / "home")}
+    settings = Settings.load(env)
+    db = settings.db_path
+    assert not may_have_mail(db, "default", "bob")  # no database yet: no mail was ever sent here
+    alice = LocalClient.open(settings, agent="alice", env=env)
+    try:
+        bob = alice.as_agent("bob")
+        alice.send("bob", "hello")
+        assert may_have_mail(db, "default", "bob")
+        assert not may_have_mail(db, "default", "bob", urgent_only=True)
+        assert not may_have_mail(db, "default", "carol") and not may_have_mail(db, "elsewhere", "bob")
+        assert len(bob.surface(via="hook").items) == 1
+        assert not may_have_mail(db, "default", "bob")  # surfaced: nothing new
+        alice.send("bob", "now!", urgent=True)
+        assert may_have_mail(db, "default", "bob", urgent_only=True)
+        bob.read()
+        assert not may_have_mail(db, "default", "bob") and not may_have_mail(db, "default", "bob", urgent_only=True)
+    finally:
+        alice.close()
+
+
+def test_the_probe_says_maybe_when_unsure(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database" * 100)
+    assert may_have_mail(garbage, "default", "bob")
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()  # a database without the store's tables
+    assert may_have_mail(empty, "default", "bob")

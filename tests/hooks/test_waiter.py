@@ -1,0 +1,133 @@
+"""``hook wake``: the background waiter that wakes an idle Claude Code session (asyncRewake)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from switchboard.fence import PREAMBLE
+from tests.hooks.conftest import Hooks
+from tests.waiting import wait_until
+
+WAKE_TIMEOUT = 20.0
+
+# Stands for the agent CLI: `python -c AGENT_CLI [its own args…] -- <waiter argv>` starts the
+# waiter as its child with $HOOK_STDIN on its stdin, prints the waiter's pid and exit status
+# (when it ends), then idles.
+AGENT_CLI = """
+import os, subprocess, sys, time
+argv = sys.argv[sys.argv.index("--") + 1:]
+child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+child.stdin.write(os.environ["HOOK_STDIN"].encode())
+child.stdin.close()
+print(child.pid, flush=True)
+print(child.wait(), flush=True)
+time.sleep(300)
+"""
+
+
+def registered(hooks: Hooks, pid: int) -> bool:
+    return any(s["pid"] == pid and s["live"] for s in hooks.sessions())
+
+
+def ended(pid: int) -> bool:
+    """The process has exited (gone, or a zombie nobody reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] == "Z"
+
+
+def test_mail_wakes_the_session(hooks: Hooks) -> None:
+    waiter = hooks.spawn_wake()
+    wait_until(lambda: registered(hooks, os.getpid()), what="the waiter to register the session")
+    assert waiter.poll() is None  # nothing to say yet: it waits
+    message = hooks.send("the build is red")
+    assert waiter.wait(WAKE_TIMEOUT) == 2  # exit 2: Claude Code starts a turn with the stderr
+    assert waiter.stdout is not None and waiter.stderr is not None
+    err = waiter.stderr.read()
+    assert waiter.stdout.read() == ""
+    assert err.startswith("Switchboard: 1 new message") and PREAMBLE in err
+    assert "from: reviewer" in err and "-----\nthe build is red\n----- END MESSAGE" in err
+    status = hooks.status(message)
+    assert (status["state"], status["via"], status["read_at"]) == ("surfaced", "waiter", None)
+    assert hooks.context("prompt") is None  # surfaced once: the prompt hook does not repeat it
+
+
+def test_mail_already_waiting_wakes_at_once(hooks: Hooks) -> None:
+    hooks.send("waiting since before")
+    waiter = hooks.spawn_wake()
+    assert waiter.wait(WAKE_TIMEOUT) == 2
+
+
+def test_one_waiter_per_session(hooks: Hooks) -> None:
+    first = hooks.spawn_wake()
+    wait_until(lambda: registered(hooks, os.getpid()), what="the first waiter to register the session")
+    started = time.monotonic()
+    second = hooks.spawn_wake()
+    assert second.wait(WAKE_TIMEOUT) == 0
+    assert time.monotonic() - started < 5.0  # at once: it does not wait for mail
+    assert second.stderr is not None and second.stderr.read() == ""
+    assert first.poll() is None
+    other_session = hooks.spawn_wake(session="sess-2")  # another session has its own waiter
+    hooks.send("for whoever waits")
+    woken = wait_until(lambda: [p for p in (first, other_session) if p.poll() is not None], WAKE_TIMEOUT)
+    assert [p.returncode for p in woken] == [2]  # one message wakes one waiter, once
+
+
+def start_agent_cli(hooks: Hooks, python: str = sys.executable, *args: str) -> subprocess.Popen[str]:
+    argv = [*hooks.cli.argv("hook", "wake"), "--client", "claude"]
+    return subprocess.Popen(
+        [python, "-c", AGENT_CLI, *args, "--", *argv],
+        env=hooks.cli.env(env={"HOOK_STDIN": hooks.stdin("session-start")}),
+        cwd=hooks.cli.workdir,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_the_waiter_ends_with_its_agent_cli(hooks: Hooks) -> None:
+    agent_cli = start_agent_cli(hooks)
+    try:
+        assert agent_cli.stdout is not None
+        waiter_pid = int(agent_cli.stdout.readline())
+        wait_until(lambda: registered(hooks, agent_cli.pid), what="the waiter to register its agent CLI's session")
+        state_folder = hooks.cli.switchboard_home / "hooks" / "sess-1"
+        assert state_folder.is_dir() and not ended(waiter_pid)
+        agent_cli.send_signal(signal.SIGKILL)
+        agent_cli.wait()
+        died = time.monotonic()
+        wait_until(lambda: ended(waiter_pid), 10.0, "the waiter to exit after its agent CLI")
+        assert time.monotonic() - died < 1.5  # within about a second of the session's end
+        assert not state_folder.exists()  # its hook state went with it
+    finally:
+        if agent_cli.poll() is None:
+            agent_cli.kill()
+            agent_cli.wait()
+        if agent_cli.stdout is not None:
+            agent_cli.stdout.close()
+
+
+def test_no_waiter_for_a_one_shot_claude_print_run(hooks: Hooks, tmp_path: Path) -> None:
+    """``claude -p "prompt"`` runs an asyncRewake hook in the foreground and would wait for the
+    waiter for ever; with stream-json input it runs it in the background and can be woken."""
+    claude = tmp_path / "bin" / "claude"  # a Python that the process table calls claude
+    claude.parent.mkdir()
+    claude.symlink_to(os.path.realpath(sys.executable))
+    hooks.send("mail that must not hang the run")
+    for args, expected in ((["-p", "fix it"], 0), (["-p", "--input-format", "stream-json"], 2)):
+        agent_cli = start_agent_cli(hooks, str(claude), *args)
+        try:
+            assert agent_cli.stdout is not None
+            int(agent_cli.stdout.readline())
+            assert int(agent_cli.stdout.readline()) == expected, args
+        finally:
+            agent_cli.kill()
+            agent_cli.wait()
+            agent_cli.stdout.close()  # type: ignore[union-attr]
