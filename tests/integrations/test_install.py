@@ -126,7 +126,8 @@ def test_claude_hooks_permissions_server_and_inbox_command(machine: Machine, sco
         assert _hook_argv(sync["command"]) == ["hook", name, "--client", "claude"]
         assert sync["type"] == "command" and sync["timeout"] == 10 and "asyncRewake" not in sync
         assert _hook_argv(waiter["command"]) == ["hook", "wake", "--client", "claude"]
-        assert {k: waiter[k] for k in wake} == wake and waiter["type"] == "command" and "timeout" not in waiter
+        assert {k: waiter[k] for k in wake} == wake and waiter["type"] == "command"
+        assert waiter["timeout"] >= 24 * 3600, "an idle session must stay wakeable past Claude Code's 600 s default"
     prompt = ours("UserPromptSubmit")
     assert [_hook_argv(h["command"]) for h in prompt["hooks"]] == [["hook", "prompt", "--client", "claude"]]
     post = ours("PostToolUse")

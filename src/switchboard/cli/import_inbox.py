@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -44,9 +43,7 @@ def import_inbox(
         render.emit(report.to_dict(), as_json, lambda: _show_report(report))
         skipped = report.skipped
     if skipped:
-        # Not typer.Exit: main runs the app with standalone_mode=False, where click returns
-        # that exit code instead of raising it, and main does not pass it on.
-        sys.exit(EXIT_SKIPPED)
+        raise typer.Exit(EXIT_SKIPPED)
 
 
 def _show_plan(planned: Plan) -> None:

@@ -36,13 +36,26 @@ def _run_command(args: list[str]) -> None:
     import typer
 
     # Importing the command modules registers their commands on the app.
-    from switchboard.cli import channels, demo, directory, hub, install, mcp_config, mcp_server, messaging  # noqa: F401
+    from switchboard.cli import (  # noqa: F401
+        channels,
+        demo,
+        directory,
+        hub,
+        import_inbox,
+        install,
+        mcp_config,
+        mcp_server,
+        messaging,
+    )
     from switchboard.cli.app import app
     from switchboard.errors import SwitchboardError
 
     as_json = "--json" in args
     try:
-        app(args=args, prog_name="switchboard", standalone_mode=False)
+        # Outside standalone mode click hands back a command's typer.Exit code instead of exiting.
+        code = app(args=args, prog_name="switchboard", standalone_mode=False)
+        if isinstance(code, int) and code != 0:
+            sys.exit(code)
     except SwitchboardError as error:
         _report(error.code, error.message, as_json)
         sys.exit(EXIT_USER_ERROR)

@@ -22,6 +22,9 @@ from switchboard.mcp_clients import SERVER_NAME, stdio_entry, stdio_snippet
 CLIENTS = ("claude", "codex", "copilot", "gemini")
 SCOPES = ("user", "project")
 HOOK_TIMEOUT_SECONDS = 10  # a hook that finds no mail answers in milliseconds; never hold a turn long
+# The waiter runs in the background for as long as its session is idle; Claude Code's default
+# for a command hook is 600 s, after which an idle session would no longer be woken.
+WAKE_TIMEOUT_SECONDS = 7 * 24 * 3600
 WAKE_MESSAGE = "New Switchboard mail:"
 WAKE_SUMMARY = "Switchboard mail"
 
@@ -128,7 +131,9 @@ def _claude(project: bool, f: Folders, switchboard: list[str], tools: list[str])
     def hook(event: str, **options: object) -> dict[str, object]:
         return {"type": "command", "command": hook_command(switchboard, event, "claude"), **options}
 
-    wake = hook("wake", asyncRewake=True, rewakeMessage=WAKE_MESSAGE, rewakeSummary=WAKE_SUMMARY)
+    wake = hook(
+        "wake", asyncRewake=True, rewakeMessage=WAKE_MESSAGE, rewakeSummary=WAKE_SUMMARY, timeout=WAKE_TIMEOUT_SECONDS
+    )
     timeout = HOOK_TIMEOUT_SECONDS
     settings: list[Entry] = [
         Item(("hooks", "SessionStart"), {"hooks": [hook("session-start", timeout=timeout), wake]}),
