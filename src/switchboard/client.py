@@ -21,6 +21,7 @@ from pydantic import BaseModel, TypeAdapter
 from switchboard.address import parse_machine, parse_name
 from switchboard.config import Settings
 from switchboard.errors import HubUnavailable, NoIdentity, SwitchboardError, error_class
+from switchboard.headers import AGENT_HEADER, WORKSPACE_HEADER
 from switchboard.identity import machine_name, process_start_time, resolve_agent, resolve_workspace
 from switchboard.model import (
     AckResult,
@@ -76,7 +77,7 @@ class Client(Protocol):
     def ack(self, message_ids: Sequence[str]) -> AckResult: ...
     def mark_read(self, message_ids: Sequence[str]) -> MarkResult: ...
     def surface(
-        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0
+        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
     ) -> ReadResult:
         """Mail not yet read nor put before the agent, marked surfaced by ``via`` (Service.surface)."""
         ...
@@ -195,9 +196,9 @@ class LocalClient:
         return self.service.mark_read(self._as(), message_ids)
 
     def surface(
-        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0
+        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
     ) -> ReadResult:
-        return self.service.surface(self._as(), via=via, urgent_only=urgent_only, limit=limit, wait=wait)
+        return self.service.surface(self._as(), via=via, urgent_only=urgent_only, limit=limit, wait=wait, peek=peek)
 
     def message_status(self, message_id: str) -> MessageStatus:
         return self.service.message_status(self._as(), message_id)
@@ -260,8 +261,6 @@ class LocalClient:
 # --- over HTTP ---------------------------------------------------------------------------
 
 M = TypeVar("M", bound=BaseModel)
-AGENT_HEADER = "X-Switchboard-Agent"
-WORKSPACE_HEADER = "X-Switchboard-Workspace"
 TIMEOUT_SECONDS = 30.0
 
 
@@ -381,9 +380,11 @@ class HubClient:
         return self._model(MarkResult, "POST", "/v1/mark-read", json={"message_ids": list(message_ids)})
 
     def surface(
-        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0
+        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
     ) -> ReadResult:
         params: dict[str, Any] = {"via": via, "urgent": str(urgent_only).lower(), "limit": limit, "wait": wait}
+        if peek:
+            params["peek"] = "true"
         return self._model(ReadResult, "POST", "/v1/surface", params=params, timeout=wait + TIMEOUT_SECONDS)
 
     def message_status(self, message_id: str) -> MessageStatus:

@@ -24,6 +24,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from switchboard.errors import BadRequest
+from switchboard.headers import AGENT_HEADER
 
 SERVER_NAME = "switchboard"
 CLIENTS = ("claude", "codex", "copilot", "cursor", "gemini")
@@ -31,7 +32,6 @@ TOKEN_ENV = "SWITCHBOARD_TOKEN"
 TOKEN_REF = "${SWITCHBOARD_TOKEN}"  # expanded by Claude Code, Copilot and Gemini when they load the entry
 CURSOR_TOKEN_REF = "${env:SWITCHBOARD_TOKEN}"  # Cursor's interpolation syntax
 AGENT_ENV = "SWITCHBOARD_AGENT"
-AGENT_HEADER = "X-Switchboard-Agent"  # the same header the HubClient sends (switchboard.client)
 MCP_PATH = "/mcp"
 
 # Codex starts a stdio server with only HOME, PATH, USER, LANG, … of its environment; these are

@@ -366,20 +366,28 @@ class Service(Directory):
         return ReadResult(items=items, cursor=cursor, unread=self.store.unread_count(caller.workspace, caller.agent))
 
     def surface(
-        self, caller: Caller, *, via: str, urgent_only: bool = False, limit: int = 100, wait: float = 0.0
+        self,
+        caller: Caller,
+        *,
+        via: str,
+        urgent_only: bool = False,
+        limit: int = 100,
+        wait: float = 0.0,
+        peek: bool = False,
     ) -> ReadResult:
         """Take the caller's mail that is neither read nor yet put before the agent, and mark it
         surfaced by ``via`` (a SurfacePath): what a hook, a waiter or a session's messaging
         socket puts into a coding agent's context, each message once. It stays unread, so
         ``read`` still returns it. With ``urgent_only``, only mail sent urgent; with ``wait``,
-        block up to that many seconds until some arrives."""
+        block up to that many seconds until some arrives; with ``peek``, mark nothing (a look
+        before deciding to surface)."""
         if via not in SURFACE_PATHS:
             raise BadRequest(f"via must be one of {', '.join(SURFACE_PATHS)}.")
         self.check_read_options(limit=limit, after=None, wait=wait)
         position = self.store.last_seq(caller.workspace, caller.agent)
         items = self._wait_for(
             caller,
-            lambda: self.store.surface(caller.workspace, caller.agent, via, urgent_only, limit, self.clock()),
+            lambda: self.store.surface(caller.workspace, caller.agent, via, urgent_only, limit, self.clock(), peek),
             wait,
         )
         cursor = items[-1].seq if items else position

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from switchboard.client import HubClient
+from tests.cli_runner import describe
 from tests.hooks.conftest import AGENT, SENDER, Hooks
 from tests.hub.conftest import Hub, unique
 
@@ -52,3 +55,37 @@ def test_hooks_through_a_hub(hub: Hub, hooks: Hooks, tmp_path: Path) -> None:
     finally:
         sender.close()
         webapp.close()
+
+
+def test_through_a_hub_an_empty_mailbox_is_answered_without_loading_the_client(hub: Hub, hooks: Hooks) -> None:
+    """The hub is asked with the standard library (``hooks.hub_probe``), which marks nothing: an
+    empty look loads no httpx, pydantic or service, and mail found next is still surfaced once."""
+    workspace = unique("hooks")
+    env = {"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": hub.admin_token, "SWITCHBOARD_WORKSPACE": workspace}
+    assert hooks.context("session-start", env=env) is None  # registered: no heartbeat due for a while
+    for event in ("prompt", "post-tool", "stop"):
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "switchboard", "hook", event],
+            input=hooks.stdin(event),
+            env=hooks.cli.env(env=env),
+            cwd=hooks.cli.workdir,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert proc.returncode == 0 and proc.stdout == "", describe(proc)
+        loaded = {
+            line.rpartition("|")[2].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")
+        }
+        heavy = {"pydantic", "httpx", "switchboard.service", "switchboard.client", "switchboard.model"}
+        assert not heavy & loaded, f"{event} loaded {sorted(heavy & loaded)}"
+    sender = HubClient(hub.url, hub.admin_token, SENDER, workspace)
+    try:
+        urgent = sender.send(AGENT, "urgent after the looks", urgent=True).message_id
+        assert sender.message_status(urgent).recipients[0].surfaced_at is None, "a look marks nothing"
+        answer = hooks.context("prompt", env=env)
+        assert answer is not None and "urgent after the looks" in answer["hookSpecificOutput"]["additionalContext"]
+        assert sender.message_status(urgent).recipients[0].via == "hook"
+        assert hooks.context("post-tool", env=env) is None, "surfaced once"
+    finally:
+        sender.close()

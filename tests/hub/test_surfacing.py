@@ -123,3 +123,12 @@ def test_mark_read_leaves_an_acknowledged_message_acknowledged(pair: Pair):
     pair[1].ack([message_id])
     pair[1].mark_read([message_id])
     assert status_of(pair, message_id).state is DeliveryState.acked
+
+
+def test_a_peek_shows_what_would_be_surfaced_and_marks_nothing(pair: Pair):
+    plain, urgent = send(pair, "later"), send(pair, "now", urgent=True)
+    bob = pair[1]
+    assert [i.message.id for i in bob.surface(via="hook", peek=True).items] == [plain, urgent]
+    assert [i.message.id for i in bob.surface(via="hook", urgent_only=True, peek=True).items] == [urgent]
+    assert status_of(pair, plain).surfaced_at is None and status_of(pair, urgent).state is DeliveryState.queued
+    assert [i.message.id for i in bob.surface(via="hook").items] == [plain, urgent], "still there to surface"

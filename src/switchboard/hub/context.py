@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from switchboard import headers
 from switchboard.credentials import Credential, Credentials
 from switchboard.errors import BadRequest, Forbidden, TooLarge
 from switchboard.hub.ratelimit import RateLimiter
@@ -28,8 +29,8 @@ T = TypeVar("T")
 Headers = Mapping[str, str]  # by lower-case name: Starlette's headers, or a plain dict of ASGI's
 M = TypeVar("M", bound=BaseModel)
 
-AGENT_HEADER = "x-switchboard-agent"  # lower case: ASGI gives header names so
-WORKSPACE_HEADER = "x-switchboard-workspace"
+AGENT_HEADER = headers.AGENT_HEADER.lower()  # lower case: ASGI gives header names so
+WORKSPACE_HEADER = headers.WORKSPACE_HEADER.lower()
 MAX_BODY_BYTES = 1024 * 1024  # a message's parts may hold 256 KiB; JSON escaping may double it
 
 

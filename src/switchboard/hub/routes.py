@@ -110,7 +110,7 @@ ROUTES: list[Route] = [
         streams.surface,
         "Take mail not yet read nor put before your agent, marked surfaced by via= (socket, hook, waiter).",
         answer=ReadResult,
-        query={"via": "string", "urgent": "boolean", "wait": "number", "limit": "integer"},
+        query={"via": "string", "urgent": "boolean", "wait": "number", "limit": "integer", "peek": "boolean"},
     ),
     Route("GET", "/v1/who", api.who, "Agents, sessions and machines of your workspace.", answer=WhoReport),
     Route(

@@ -49,17 +49,17 @@ async def read(request: Request) -> Response:
 
 
 async def surface(request: Request) -> Response:
-    """POST /v1/surface?via=&urgent=&wait=&limit= — take the caller's mail not yet read nor put
-    before the agent, marked surfaced by ``via`` (see Service.surface), waiting up to ``wait``."""
+    """POST /v1/surface?via=&urgent=&wait=&limit=&peek= — take the caller's mail not yet read nor
+    put before the agent, marked surfaced by ``via`` (see Service.surface), waiting up to ``wait``."""
     hub = _hub(request)
     caller = await hub.caller(request)
     await refuse_body(request)
-    via, urgent = request.query_params.get("via", ""), query_bool(request, "urgent")
+    via, urgent, peek = request.query_params.get("via", ""), query_bool(request, "urgent"), query_bool(request, "peek")
     wait, limit = query_float(request, "wait", 0.0), query_int(request, "limit", 100)
     assert limit is not None
     hub.service.check_read_options(limit=limit, after=None, wait=wait)
     return await _long_poll(
-        hub, caller, wait, lambda: hub.service.surface(caller, via=via, urgent_only=urgent, limit=limit)
+        hub, caller, wait, lambda: hub.service.surface(caller, via=via, urgent_only=urgent, limit=limit, peek=peek)
     )
 
 

@@ -175,10 +175,11 @@ class Store(Protocol):
         ...
 
     def surface(
-        self, workspace: str, agent: str, via: str, urgent_only: bool, limit: int, now: datetime
+        self, workspace: str, agent: str, via: str, urgent_only: bool, limit: int, now: datetime, peek: bool = False
     ) -> list[MailItem]:
         """Return and mark surfaced (by ``via``), in one transaction, the agent's deliveries that
-        are neither surfaced nor read yet, in sequence order; with ``urgent_only``, urgent ones."""
+        are neither surfaced nor read yet, in sequence order; with ``urgent_only``, urgent ones.
+        With ``peek``, return them and mark nothing."""
         ...
 
     def unread_count(self, workspace: str, agent: str) -> int: ...

@@ -489,11 +489,17 @@ class SQLiteStore:
         return self._db.transact(mark)
 
     def surface(
-        self, workspace: str, agent: str, via: str, urgent_only: bool, limit: int, now: datetime
+        self, workspace: str, agent: str, via: str, urgent_only: bool, limit: int, now: datetime, peek: bool = False
     ) -> list[MailItem]:
         self._deliveries_written()
         where = "d.read_at IS NULL AND d.surfaced_at IS NULL" + (" AND m.urgent = 1" if urgent_only else "")
         with self._db.read() as conn:  # most looks find nothing: no write lock for those
+            if peek:
+                rows = conn.execute(
+                    f"{MAIL_QUERY} WHERE d.workspace = ? AND d.recipient = ? AND {where} ORDER BY d.seq LIMIT ?",
+                    (workspace, agent, limit),
+                ).fetchall()
+                return [mail_item_from_row(r) for r in rows]
             if not conn.execute(
                 f"SELECT 1 FROM deliveries d JOIN messages m ON m.id = d.message_id "
                 f"WHERE d.workspace = ? AND d.recipient = ? AND {where} LIMIT 1",
