@@ -13,7 +13,9 @@ Fixtures:
                       CLI's environment, ``.mcp_server(agent)`` our stdio server's launch spec,
                       ``.run()`` runs a CLI with a deadline, ``.start()`` starts one that stays
                       (stdin open; killed at the end of the test), ``.mailbox(agent)`` reads a
-                      mailbox, ``.client(agent)`` acts as an agent on the same store
+                      mailbox, ``.client(agent)`` acts as an agent on the same store,
+                      ``.install(client)`` runs ``switchboard install`` in the working folder,
+                      ``.processes(command)`` finds the processes working on its store
   model               a started ``MockModel`` whose script calls send_message to bob
 """
 
@@ -326,6 +328,48 @@ class Machine:
             if key.upper().startswith(FOREIGN_PREFIXES) or key.upper() in PROXY_VARIABLES
         }
         return isolated_env(self.home, self.switchboard_home, {**removed, "SWITCHBOARD_HOME": None, **extra})
+
+    def agent_env(self, agent: str) -> dict[str, str]:
+        """What a CLI's environment adds for settings written by ``switchboard install`` (which
+        name no agent and no store): its hooks and servers inherit it."""
+        return {"SWITCHBOARD_AGENT": agent, "SWITCHBOARD_HOME": str(self.switchboard_home)}
+
+    def processes(self, command: str) -> list[int]:
+        """The pids of the processes that work on this machine's store (SWITCHBOARD_HOME in
+        their environment, as our servers and the hooks of installed settings have it) and
+        whose command line holds ``command``: ``machine.processes("switchboard hook wake")``."""
+        marker = f"SWITCHBOARD_HOME={self.switchboard_home}".encode()
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if command.encode() not in (entry / "cmdline").read_bytes().replace(b"\0", b" "):
+                    continue
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:  # gone meanwhile, or not ours to read
+                continue
+        return found
+
+    def install(self, client: str, scope: str = "project") -> str:
+        """Run the real ``switchboard install <client> --scope <scope>`` in the working folder
+        (this machine's HOME and store); what it printed. Fails the test if it fails."""
+        env = isolated_env(self.home, self.switchboard_home, {"CLAUDE_CONFIG_DIR": None})
+        proc = subprocess.run(
+            [sys.executable, "-m", "switchboard", "install", client, "--scope", scope],
+            env=env,
+            cwd=self.workdir,
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        if proc.returncode != 0:
+            pytest.fail(
+                f"switchboard install {client} --scope {scope} failed (exit {proc.returncode})\n{_output(proc)}"
+            )
+        return proc.stdout
 
     def run(
         self, argv: Sequence[str | Path], env: Mapping[str, str], timeout: float = RUN_TIMEOUT

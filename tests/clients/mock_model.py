@@ -10,9 +10,12 @@ side requests (titles, summaries) cannot derail it:
 
 1. a request that offers a tool named ``send_message`` (in full, or ending in ``__send_message``
    as the CLIs prefix MCP tools) and carries no result for our call → answer with a call of
-   that tool with ``tool_input``;
+   that tool with ``tool_input`` (unless ``tool_input`` is None: never call it);
 2. a request that carries the result of that call → answer with ``final_text`` and stop;
-3. anything else (a request without our tool) → a short text answer.
+3. (Anthropic) a request that offers ``Bash`` and whose latest message saying
+   ``RUN_BASH: <command>`` has no tool result after it → answer with a ``Bash`` call of that
+   command (the rest of the line);
+4. anything else (a request without our tool) → a short text answer.
 
 Every request is recorded (path, headers, parsed JSON body, when it came), so a test can check
 that the tool was offered and that its result came back, or what a turn's last user message
@@ -32,6 +35,17 @@ from typing import Any
 TOOL = "send_message"
 CALL_ID = "call_switchboard_1"  # our tool call's id, in both protocols
 SIDE_TEXT = "ok"
+RUN_BASH = "RUN_BASH:"  # a user message asking for a Bash call: RUN_BASH: <command>
+BASH = "Bash"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call the mock answers with."""
+
+    name: str
+    input: dict[str, Any]
+    id: str
 
 
 @dataclass
@@ -96,6 +110,42 @@ class Recorded:
                     return _text_of(item.get("output"))
         return None
 
+    def messages(self) -> list[dict[str, Any]]:
+        """The request's conversation (Anthropic ``messages``), or []."""
+        if self.api != "anthropic" or not isinstance(self.body, dict):
+            return []
+        return [m for m in self.body.get("messages") or [] if isinstance(m, dict)]
+
+    def conversation_text(self) -> str:
+        """The text of every message of the request's conversation (any role, any block)."""
+        return "\n".join(_text_of(m.get("content")) for m in self.messages())
+
+    def mentions(self, text: str) -> bool:
+        """Whether ``text`` is anywhere in the request's conversation."""
+        return text in self.conversation_text()
+
+    def bash_command(self) -> str | None:
+        """The command of the ``RUN_BASH:`` line this request still waits on a Bash call for."""
+        if BASH not in self.tool_names():
+            return None
+        messages = self.messages()
+        for index in range(len(messages) - 1, -1, -1):
+            text = _text_of(messages[index].get("content"))
+            if RUN_BASH in text:
+                if any(_tool_results(m) for m in messages[index + 1 :]):
+                    return None  # asked and answered
+                return text.split(RUN_BASH, 1)[1].split("\n", 1)[0].strip() or None
+        return None
+
+    def bash_results(self) -> list[str]:
+        """The texts of the Bash results (of the mock's calls) this request carries."""
+        return [
+            _text_of(block.get("content"))
+            for m in self.messages()
+            for block in _tool_results(m)
+            if str(block.get("tool_use_id", "")).startswith(BASH_CALL_PREFIX)
+        ]
+
     def last_user_text(self) -> str:
         """The text of the request's last user-role message (Anthropic), or ''."""
         if self.api != "anthropic" or not isinstance(self.body, dict):
@@ -106,6 +156,16 @@ class Recorded:
     @property
     def streaming(self) -> bool:
         return isinstance(self.body, dict) and bool(self.body.get("stream"))
+
+
+BASH_CALL_PREFIX = "call_bash_"
+
+
+def _tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
 def _tool_names(tool: dict[str, Any]) -> list[str]:
@@ -132,7 +192,7 @@ def _text_of(content: Any) -> str:
 class MockModel:
     """The server. ``with MockModel(tool_input={...}) as model:`` then point a CLI at ``model.url``."""
 
-    tool_input: dict[str, Any]
+    tool_input: dict[str, Any] | None  # None: never call our tool
     final_text: str = "Done: the message is sent."
     requests: list[Recorded] = field(default_factory=list)
 
@@ -218,11 +278,20 @@ class MockModel:
             self._count += 1
             return self._count
 
-    def call_for(self, request: Recorded) -> tuple[str, dict[str, Any]] | None:
-        """(tool name, arguments) when the answer to ``request`` is a call of our tool."""
+    def requests_mentioning(self, text: str) -> list[Recorded]:
+        """The model requests that carry ``text`` anywhere in their conversation."""
+        return [r for r in self.model_requests() if r.mentions(text)]
+
+    def call_for(self, request: Recorded, number: int) -> Call | None:
+        """The tool call that answers ``request`` (the ``number``-th), if the answer is one."""
         tool = request.our_tool()
-        if tool and request.tool_result() is None:
-            return tool, self.tool_input
+        if tool and self.tool_input is not None and request.tool_result() is None:
+            return Call(tool, self.tool_input, CALL_ID)
+        command = request.bash_command()
+        if command is not None:
+            return Call(
+                BASH, {"command": command, "description": "Run the command asked for"}, f"{BASH_CALL_PREFIX}{number}"
+            )
         return None
 
     def text_for(self, request: Recorded) -> str:
@@ -304,14 +373,13 @@ class _Handler(BaseHTTPRequestHandler):
     # --- Anthropic Messages API ------------------------------------------------------------------
 
     def _anthropic(self, request: Recorded) -> None:
-        call = self.owner.call_for(request)
+        call = self.owner.call_for(request, self.number)
         body = request.body if isinstance(request.body, dict) else {}
         model = body.get("model") or "claude-mock"
         usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         text = self.owner.text_for(request)
         if call is not None:
-            tool, arguments = call
-            block = {"type": "tool_use", "id": CALL_ID, "name": tool, "input": arguments}
+            block = {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
             stop_reason = "tool_use"
         else:
             block = {"type": "text", "text": text}
@@ -356,20 +424,20 @@ class _Handler(BaseHTTPRequestHandler):
     # --- OpenAI Responses API --------------------------------------------------------------------
 
     def _openai(self, request: Recorded) -> None:
-        call = self.owner.call_for(request)
+        call = self.owner.call_for(request, self.number)
         body = request.body if isinstance(request.body, dict) else {}
         number = self.number
         response_id = f"resp_mock_{number}"
         text = self.owner.text_for(request)
         if call is not None:
-            tool, arguments = call
+            tool, arguments = call.name, call.input
             # A tool inside a namespace (Codex: mcp__<server>) is called by its bare name plus
             # the namespace.
             namespace, _, name = tool.rpartition("__") if tool.endswith(f"__{TOOL}") else ("", "", tool)
             item = {
                 "type": "function_call",
                 "id": f"fc_mock_{number}",
-                "call_id": CALL_ID,
+                "call_id": call.id,
                 **({"namespace": namespace} if namespace else {}),
                 "name": name,
                 "arguments": json.dumps(arguments),
