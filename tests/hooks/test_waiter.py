@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from switchboard.fence import PREAMBLE
+from switchboard.hooks.state import SessionFiles, session_key
 from tests.hooks.conftest import Hooks
 from tests.waiting import wait_until
 
@@ -131,3 +132,33 @@ def test_no_waiter_for_a_one_shot_claude_print_run(hooks: Hooks, tmp_path: Path)
             agent_cli.kill()
             agent_cli.wait()
             agent_cli.stdout.close()  # type: ignore[union-attr]
+
+
+def pusher_lock(hooks: Hooks, session: str = "sess-1") -> int:
+    """Hold the session's pusher lock as its `switchboard mcp` does while it pushes mail into
+    the session's messaging socket; the descriptor, to close."""
+    fd = SessionFiles(hooks.cli.switchboard_home, session_key(session)).take_pusher_lock()
+    assert fd is not None
+    return fd
+
+
+def test_no_waiter_beside_a_socket_pusher(hooks: Hooks) -> None:
+    fd = pusher_lock(hooks)
+    try:
+        started = time.monotonic()
+        assert hooks.spawn_wake().wait(WAKE_TIMEOUT) == 0
+        assert time.monotonic() - started < 5.0  # at once: it does not wait for mail
+    finally:
+        os.close(fd)
+
+
+def test_a_waiter_leaves_mail_to_a_pusher_that_started_after_it(hooks: Hooks) -> None:
+    waiter = hooks.spawn_wake()
+    wait_until(lambda: registered(hooks, os.getpid()), what="the waiter to register the session")
+    fd = pusher_lock(hooks)  # the session's server has started pushing
+    try:
+        message = hooks.send("for the socket")
+        assert waiter.wait(WAKE_TIMEOUT) == 0, "the waiter does not wake the session: the pusher does"
+        assert hooks.status(message)["surfaced_at"] is None, "left for the pusher to take"
+    finally:
+        os.close(fd)

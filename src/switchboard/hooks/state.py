@@ -2,7 +2,8 @@
 
 ``<home>/hooks/<session key>/`` holds ``state.json`` (replaced whole on every write, so a reader
 never sees half of one), ``state.lock`` (held while a hook reads, changes and writes the state)
-and ``waiter.lock`` (held by the session's one waiter for as long as it runs).
+``waiter.lock`` (held by the session's one waiter for as long as it runs) and ``pusher.lock`` (held
+by the session's ``switchboard mcp`` while it pushes mail into the session's messaging socket).
 """
 
 from __future__ import annotations
@@ -90,8 +91,24 @@ class SessionFiles:
     def take_waiter_lock(self) -> int | None:
         """Become the session's one waiter: an open descriptor holding ``waiter.lock`` (kept until
         this process ends), or None at once when another waiter holds it."""
+        return self._take("waiter.lock")
+
+    def take_pusher_lock(self) -> int | None:
+        """Say that this process pushes the session's mail into its messaging socket (see
+        socket_delivery): held while it does, so the waiter leaves the mail to it."""
+        return self._take("pusher.lock")
+
+    def pusher_running(self) -> bool:
+        """Whether a process holds ``pusher.lock`` (a lock ends with its process at the latest)."""
+        fd = self._take("pusher.lock")
+        if fd is None:
+            return True
+        os.close(fd)
+        return False
+
+    def _take(self, name: str) -> int | None:
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.folder / "waiter.lock", os.O_WRONLY | os.O_CREAT, 0o600)
+        fd = os.open(self.folder / name, os.O_WRONLY | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

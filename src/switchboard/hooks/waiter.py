@@ -7,6 +7,8 @@ also heartbeat the session) and, when mail comes, prints it fenced to stderr and
 
 - One per session: every Stop starts another, so each takes the session's ``waiter.lock`` first;
   one that finds it held exits 0 at once.
+- Not beside a socket pusher: where the session's own ``switchboard mcp`` writes its mail into
+  the session's messaging socket (it holds ``pusher.lock``), the waiter leaves the mail to it.
 - None left behind: ``AgentWatch`` checks every ``WATCH_SECONDS`` that the agent CLI process (pid
   and start time) still runs; once it has ended, the waiter removes the session's hook state and
   exits 0.
@@ -68,8 +70,8 @@ def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
     if not wakeable(ctx.agent_pid):
         return 0
     files = ctx.files
-    if files.take_waiter_lock() is None:
-        return 0  # this session has its waiter
+    if files.pusher_running() or files.take_waiter_lock() is None:
+        return 0  # the session's own server pushes its mail into its socket, or it has its waiter
     watch.cleanups.append(files.remove)  # the session is over: its hook state goes with it
     register(ctx)
     while True:
@@ -77,7 +79,13 @@ def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
         if delay > 0:  # over the wake budget or cooling down: hold back, still heartbeating
             time.sleep(min(delay, WAIT_SECONDS))
         else:
-            items = ctx.client().surface(via="waiter", wait=WAIT_SECONDS).items
+            # A look that marks nothing first: the socket pusher may have started since.
+            if ctx.client().surface(via="waiter", wait=WAIT_SECONDS, peek=True).items:
+                if files.pusher_running():
+                    return 0
+                items = ctx.client().surface(via="waiter").items
+            else:
+                items = []
             if items:
                 with watch.finish:
                     with files.updating() as state:
