@@ -29,9 +29,11 @@ def mark_e2e(items: list[pytest.Item], folder: Path) -> None:
 
 
 def isolated_env(home: Path, switchboard_home: Path, extra: Mapping[str, str | None] | None = None) -> dict[str, str]:
-    """This process's environment without SWITCHBOARD_* or XDG_*, with its own HOME folders;
+    """This process's environment without SWITCHBOARD_*, CLAUDE_* or XDG_*, with its own HOME folders;
     ``extra`` values of None remove a variable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    # Nothing of a Claude Code session pytest may run in (its socket, config folder): a CLI or
+    # MCP server under test must never push into the developer's own sessions.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHBOARD_", "CLAUDE_"))}
     for key in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env.pop(key, None)
     env.update(

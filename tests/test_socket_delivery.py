@@ -16,6 +16,7 @@ import pytest
 from switchboard import claude_sessions
 from switchboard.client import LocalClient
 from switchboard.config import Settings
+from switchboard.hooks.state import pusher_running
 from switchboard.identity import process_start_time
 from switchboard.model import Message
 from switchboard.socket_delivery import SessionSocket, SocketPusher, render
@@ -244,3 +245,18 @@ def test_mail_too_long_for_one_frame_is_named_instead_of_shown():
 
     assert "short" in text and huge.message.id in text and "read_messages" in text
     claude_sessions.encode_frame(text)  # fits
+
+
+def test_while_it_pushes_the_sessions_waiter_leaves_the_mail_to_it(agents, session, tmp_path):
+    """The pusher holds its agent CLI's pusher lock (hooks.state) for as long as it runs."""
+    _, target = session
+    parent = os.getppid()  # the pusher's agent CLI: this process's parent, as for switchboard mcp
+    start = process_start_time(parent)
+    pusher = SocketPusher(agents("alice"), target, wait=0.2, home=tmp_path)
+    assert not pusher_running(tmp_path, parent, start)
+    pusher.start()
+    try:
+        wait_until(lambda: pusher_running(tmp_path, parent, start), what="the pusher to take its lock")
+    finally:
+        pusher.stop()
+    assert not pusher.running and not pusher_running(tmp_path, parent, start), "let go once it stops"

@@ -17,6 +17,7 @@ Stdlib only; imports only pure modules of ours.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -126,6 +127,17 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def peer_token(session: ClaudeSession, env: Mapping[str, str] | None = None) -> str | None:
+    """The token that marks a frame as from the same user's own process ("verifiedLocal"):
+    the ``peerToken`` of the session's key file, ``<pid>.<sha256 of its socket path>.key``
+    beside its registry file (readable by its user only). None without a socket or a key file."""
+    if not session.socket_path:
+        return None
+    digest = hashlib.sha256(session.socket_path.encode("utf-8")).hexdigest()
+    key = read_settings(config_dir(env) / "sessions" / f"{session.pid}.{digest}.key")
+    return _text(key.get("peerToken")) if key is not None else None
+
+
 # --- the frame -------------------------------------------------------------------------------
 
 
@@ -226,14 +238,47 @@ def inbound_policy(project_dir: Path, env: Mapping[str, str] | None = None) -> s
 
 
 def _setting(path: Path) -> str | None:
+    settings = read_settings(path)
+    return policy_in(settings) if settings is not None else None
+
+
+def policy_in(settings: Mapping[str, Any]) -> str | None:
+    """The ``crossSessionInbound`` one settings document sets (a value Claude Code does not
+    know counts as 'hold'), or None."""
+    value = settings.get("crossSessionInbound")
+    if value is None:
+        return None
+    return value if value in INBOUND_POLICIES else "hold"
+
+
+def default_mode_in(settings: Mapping[str, Any]) -> str | None:
+    """The permission mode one settings document starts a session in (``permissions.defaultMode``)."""
+    permissions = settings.get("permissions")
+    return _text(permissions.get("defaultMode")) if isinstance(permissions, dict) else None
+
+
+def default_modes(project_dir: Path, env: Mapping[str, str] | None = None) -> set[str]:
+    """Every ``permissions.defaultMode`` that the settings files we can read set for a session
+    in ``project_dir`` (managed, the user's, the project's and its local ones). Which one wins
+    is not decided here: a caller that must not misjudge a bypassing session asks whether any
+    says so."""
+    paths = (
+        MANAGED_SETTINGS,
+        config_dir(env) / "settings.json",
+        project_dir / ".claude" / "settings.json",
+        project_dir / ".claude" / "settings.local.json",
+    )
+    found = (read_settings(path) for path in paths)
+    return {mode for settings in found if settings is not None and (mode := default_mode_in(settings))}
+
+
+def read_settings(path: Path) -> dict[str, Any] | None:
+    """A settings (or key) file's JSON object, or None when it is absent or not one."""
     try:
         settings = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    value = settings.get("crossSessionInbound") if isinstance(settings, dict) else None
-    if value is None:
-        return None
-    return value if value in INBOUND_POLICIES else "hold"
+    return settings if isinstance(settings, dict) else None
 
 
 def _strictness(policy: str) -> int:

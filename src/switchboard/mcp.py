@@ -13,6 +13,7 @@ Every word here reaches the model's context on every turn: descriptions are shor
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, TypeVar
@@ -24,11 +25,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from switchboard import __version__
+from switchboard import __version__, session_push
 from switchboard.client import Client
 from switchboard.errors import SwitchboardError
 from switchboard.fence import PREAMBLE, fenced_mail, fenced_words
 from switchboard.model import MailItem
+from switchboard.session_push import PushReport
+
+log = logging.getLogger("switchboard.push")
 
 INSTRUCTIONS = (
     "A mailbox shared with other AI agents. send_message to reach them; read_messages to get "
@@ -179,10 +183,14 @@ def one_client(client: Client) -> ClientOf:
     return client_of
 
 
-def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str = "switchboard") -> MCPServer:
+def mailbox_server(
+    client_of: ClientOf, *, run: Run = call_in_place, name: str = "switchboard", push_to_claude_code: bool = False
+) -> MCPServer:
     """An MCP server whose tools act through ``await client_of(ctx)``: the one agent of a stdio
     session, or the agent a hub request's credential names. A read that may wait for mail always
-    runs on a worker thread, so other calls go on meanwhile."""
+    runs on a worker thread, so other calls go on meanwhile. With ``push_to_claude_code`` (a
+    server on the sender's own machine, not a hub's), a send also pushes the mail into this
+    machine's Claude Code sessions that Switchboard does not serve (``session_push``)."""
     server = MCPServer(name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     async def acting(ctx: Context) -> Client:
@@ -203,7 +211,9 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
     ) -> Annotated[CallToolResult, Sent]:
         """Send a message to another agent or a #channel."""
         client = await acting(ctx)
-        return await run(lambda: _send(client, to, message, subject, reply_to, require_live, urgent))
+        return await run(
+            lambda: _send(client, to, message, subject, reply_to, require_live, urgent, push_to_claude_code)
+        )
 
     @server.tool()
     async def read_messages(
@@ -246,15 +256,26 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
 
 
 def _send(
-    client: Client, to: str, message: str, subject: str | None, reply_to: str | None, require_live: bool, urgent: bool
+    client: Client,
+    to: str,
+    message: str,
+    subject: str | None,
+    reply_to: str | None,
+    require_live: bool,
+    urgent: bool,
+    push: bool = False,
 ) -> CallToolResult:
     sent = _acting(
         lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live, urgent=urgent)
     )
+    pushes = session_push.push_sent(client, sent) if push else PushReport()
+    if pushes.problem:
+        log.warning("%s", pushes.problem)
     recipients = [Recipient(address=r.address, state=r.state, agent=r.agent, note=r.reason) for r in sent.recipients]
     result = Sent(message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=_unread(client))
     lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]
     lines += [f"- {r.address}: {r.state}" + (f" — {r.note}" if r.note else "") for r in recipients]
+    lines += [f"- pushed into {p.agent}'s Claude Code session {p.pid}" for p in pushes.pushed]
     return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
 
 

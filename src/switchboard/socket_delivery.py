@@ -26,8 +26,11 @@ from pathlib import Path
 from switchboard import claude_sessions
 from switchboard.claude_sessions import MessagingSocketUnavailable
 from switchboard.client import Client
+from switchboard.config import Settings
 from switchboard.errors import SwitchboardError
 from switchboard.fence import PREAMBLE, fenced, fenced_mail
+from switchboard.hooks.state import take_pusher_lock
+from switchboard.identity import process_start_time
 from switchboard.model import DeliveryState, MailItem
 
 log = logging.getLogger("switchboard.socket")
@@ -105,10 +108,13 @@ class SocketPusher:
     """Writes the agent's new mail into its Claude Code session until stopped, or until the
     socket fails (then it logs one line on stderr and leaves the mail to the hooks)."""
 
-    def __init__(self, client: Client, target: SessionSocket, *, wait: float = WAIT_SECONDS) -> None:
+    def __init__(
+        self, client: Client, target: SessionSocket, *, wait: float = WAIT_SECONDS, home: Path | None = None
+    ) -> None:
         self._client = client
         self.target = target
         self._wait = wait
+        self._home = home  # where the session's hooks keep their state: the waiter leaves mail to us
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="switchboard socket pusher", daemon=True)
         self.pushed = 0  # messages written
@@ -118,7 +124,9 @@ class SocketPusher:
     def for_this_process(cls, client: Client, env: Mapping[str, str] | None = None) -> SocketPusher | None:
         """A pusher into the session that started this process, or None when there is none."""
         target = SessionSocket.from_env(env)
-        return cls(client, target) if target is not None else None
+        if target is None:
+            return None
+        return cls(client, target, home=Settings.load(os.environ if env is None else env).home)
 
     def start(self) -> None:
         self._thread.start()
@@ -134,6 +142,16 @@ class SocketPusher:
         return self._thread.is_alive()
 
     def _run(self) -> None:
+        # While this runs, the session's waiter (hooks.waiter) leaves its mail to the socket.
+        parent = os.getppid()
+        lock = take_pusher_lock(self._home, parent, process_start_time(parent)) if self._home else None
+        try:
+            self._push_until_stopped()
+        finally:
+            if lock is not None:
+                os.close(lock)
+
+    def _push_until_stopped(self) -> None:
         position: int | None = None  # None: first, the unread mail from before we started
         while not self._stopping.is_set():
             try:
@@ -163,23 +181,37 @@ class SocketPusher:
                 return
 
     def _push_waiting(self) -> None:
-        """Write all mail neither read nor surfaced yet, a batch per frame. The socket is
-        connected before a batch is taken: mail is marked surfaced only for a session that is
-        there to get it."""
+        """Write all mail neither read nor surfaced yet, a batch per frame."""
         while True:
-            connection = claude_sessions.connect(self.target.path)
-            try:
-                taken = self._client.surface(via="socket", limit=BATCH)
-            except BaseException:
-                connection.close()
-                raise
-            if not taken.items:
-                connection.close()  # another path took it first
-                return
-            data = claude_sessions.encode_frame(
-                render(taken.items), token=self.target.token, session_id=self.target.current_session_id()
+            taken = write_batch(
+                self._client, self.target.path, token=self.target.token, session_id=self.target.current_session_id()
             )
-            claude_sessions.send_frame(connection, data, self.target.path)
-            self.pushed += len(taken.items)
-            if len(taken.items) < BATCH:
+            self.pushed += len(taken)
+            if len(taken) < BATCH:
                 return
+
+
+def write_batch(
+    client: Client,
+    socket_path: str,
+    *,
+    token: str | None,
+    session_id: str | None,
+    timeout: float = claude_sessions.CONNECT_TIMEOUT_SECONDS,
+) -> list[MailItem]:
+    """Write up to BATCH of the agent's mail, neither read nor surfaced yet, into the session
+    listening on ``socket_path`` as one frame, marked surfaced by "socket"; the messages written
+    (none: nothing was waiting). The socket is connected before the mail is taken: mail is
+    marked surfaced only for a session that is there to get it."""
+    connection = claude_sessions.connect(socket_path, timeout=timeout)
+    try:
+        taken = client.surface(via="socket", limit=BATCH)
+    except BaseException:
+        connection.close()
+        raise
+    if not taken.items:
+        connection.close()  # another path took it first
+        return []
+    data = claude_sessions.encode_frame(render(taken.items), token=token, session_id=session_id)
+    claude_sessions.send_frame(connection, data, socket_path)
+    return taken.items

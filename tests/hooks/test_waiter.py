@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from switchboard.fence import PREAMBLE
-from switchboard.hooks.state import SessionFiles, session_key
+from switchboard.hooks.state import take_pusher_lock
+from switchboard.identity import process_start_time
 from tests.hooks.conftest import Hooks
 from tests.waiting import wait_until
 
@@ -134,10 +135,10 @@ def test_no_waiter_for_a_one_shot_claude_print_run(hooks: Hooks, tmp_path: Path)
             agent_cli.stdout.close()  # type: ignore[union-attr]
 
 
-def pusher_lock(hooks: Hooks, session: str = "sess-1") -> int:
-    """Hold the session's pusher lock as its `switchboard mcp` does while it pushes mail into
-    the session's messaging socket; the descriptor, to close."""
-    fd = SessionFiles(hooks.cli.switchboard_home, session_key(session)).take_pusher_lock()
+def pusher_lock(hooks: Hooks) -> int:
+    """Hold the pusher lock of the agent CLI (this test process) as its `switchboard mcp` does
+    while it pushes mail into the session's messaging socket; the descriptor, to close."""
+    fd = take_pusher_lock(hooks.cli.switchboard_home, os.getpid(), process_start_time(os.getpid()))
     assert fd is not None
     return fd
 

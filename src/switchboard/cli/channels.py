@@ -6,8 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from switchboard import session_push
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
+from switchboard.cli.messaging import emit_sent
 from switchboard.model import Channel
 
 channel_app = typer.Typer(help="Channels: #name with members; a post reaches every member once.", no_args_is_help=True)
@@ -95,4 +97,5 @@ def channel_post(
     """Post to a channel you are in (the same as 'send #NAME MESSAGE')."""
     with open_client(db) as client:
         result = client.send(f"#{name.lstrip('#')}", message, subject=subject)
-    render.emit(result, as_json, lambda: render.send_result(result))
+        pushes = session_push.push_sent(client, result)
+    emit_sent(result, pushes, as_json)

@@ -25,7 +25,7 @@ def mcp_command(db: DbOption = None) -> None:
 
     with open_client(db) as client:
         client.whoami()  # a bad identity or an unreachable hub fails here, on stderr, before any protocol
-        server = mailbox_server(one_client(client))
+        server = mailbox_server(one_client(client), push_to_claude_code=True)
         # The agent CLI that started us is the session; when it dies, so do we (os._exit: the
         # loop is blocked reading a stdin that may never close).
         keeper = SessionKeeper(client, on_parent_gone=lambda: os._exit(0))

@@ -8,10 +8,14 @@ from typing import Annotated, Optional
 
 import typer
 
+from switchboard import session_push
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
 from switchboard.errors import BadRequest
-from switchboard.model import MailItem
+from switchboard.model import MailItem, SendResult
+from switchboard.session_push import PushReport
+
+PUSHED_KEY = "pushed_into_claude_code"  # in send's --json: the sessions its mail was written into
 
 
 def _parts(data: list[str], urls: list[str]) -> list[dict]:
@@ -78,7 +82,23 @@ def send(
             idempotency_key=idempotency_key,
             urgent=urgent,
         )
-    render.emit(result, as_json, lambda: render.send_result(result))
+        pushes = session_push.push_sent(client, result)
+    emit_sent(result, pushes, as_json)
+
+
+def emit_sent(result: SendResult, pushes: PushReport, as_json: bool) -> None:
+    """A send's result and the Claude Code sessions its mail was pushed into; a push that went
+    wrong is one line on stderr (the send itself stands)."""
+    if pushes.problem:
+        sys.stderr.write(f"warning: {pushes.problem}\n")
+
+    def human() -> None:
+        render.send_result(result)
+        for push in pushes.pushed:
+            name = f" ({render.escape(push.name)})" if push.name else ""
+            render.console.print(f"pushed into Claude Code session {push.pid}{name} for {push.agent}")
+
+    render.emit({**render.jsonable(result), PUSHED_KEY: render.jsonable(pushes.pushed)}, as_json, human)
 
 
 @app.command()

@@ -2,8 +2,10 @@
 
 ``<home>/hooks/<session key>/`` holds ``state.json`` (replaced whole on every write, so a reader
 never sees half of one), ``state.lock`` (held while a hook reads, changes and writes the state)
-``waiter.lock`` (held by the session's one waiter for as long as it runs) and ``pusher.lock`` (held
-by the session's ``switchboard mcp`` while it pushes mail into the session's messaging socket).
+and ``waiter.lock`` (held by the session's one waiter for as long as it runs). Beside them,
+``pushers/<pid>-<start>.lock`` is held by the ``switchboard mcp`` of the agent CLI process ``pid``
+while it pushes that session's mail into its messaging socket (see socket_delivery): its waiter
+then leaves the mail to it. By process, not session id: a session's id changes on /clear.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 HOOKS_FOLDER = "hooks"
+PUSHERS_FOLDER = "pushers"
 STALE_SECONDS = 7 * 24 * 3600.0  # a session folder untouched this long belongs to a session long gone
 _SAFE_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
@@ -93,31 +96,43 @@ class SessionFiles:
         this process ends), or None at once when another waiter holds it."""
         return self._take("waiter.lock")
 
-    def take_pusher_lock(self) -> int | None:
-        """Say that this process pushes the session's mail into its messaging socket (see
-        socket_delivery): held while it does, so the waiter leaves the mail to it."""
-        return self._take("pusher.lock")
-
-    def pusher_running(self) -> bool:
-        """Whether a process holds ``pusher.lock`` (a lock ends with its process at the latest)."""
-        fd = self._take("pusher.lock")
-        if fd is None:
-            return True
-        os.close(fd)
-        return False
-
     def _take(self, name: str) -> int | None:
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.folder / name, os.O_WRONLY | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        return fd
+        return _lock(self.folder / name)
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def take_pusher_lock(home: Path, pid: int, start: int | None) -> int | None:
+    """Say that this process pushes the mail of agent CLI process ``pid`` into its messaging
+    socket: an open descriptor holding the lock (kept until closed or this process ends), or
+    None when another process holds it."""
+    folder = home / PUSHERS_FOLDER
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return _lock(folder / f"{pid}-{start or 0}.lock")
+
+
+def pusher_running(home: Path, pid: int, start: int | None) -> bool:
+    """Whether a process pushes the mail of agent CLI process ``pid`` into its socket."""
+    path = home / PUSHERS_FOLDER / f"{pid}-{start or 0}.lock"
+    if not path.exists():
+        return False
+    fd = _lock(path)
+    if fd is None:
+        return True
+    os.close(fd)
+    return False
+
+
+def _lock(path: Path) -> int | None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def prune(home: Path, now: float | None = None) -> None:

@@ -8,7 +8,7 @@ also heartbeat the session) and, when mail comes, prints it fenced to stderr and
 - One per session: every Stop starts another, so each takes the session's ``waiter.lock`` first;
   one that finds it held exits 0 at once.
 - Not beside a socket pusher: where the session's own ``switchboard mcp`` writes its mail into
-  the session's messaging socket (it holds ``pusher.lock``), the waiter leaves the mail to it.
+  the session's messaging socket (``state.pusher_running``), the waiter leaves the mail to it.
 - None left behind: ``AgentWatch`` checks every ``WATCH_SECONDS`` that the agent CLI process (pid
   and start time) still runs; once it has ended, the waiter removes the session's hook state and
   exits 0.
@@ -31,6 +31,7 @@ from typing import TextIO
 from switchboard.hooks import budget
 from switchboard.hooks.context import HookContext
 from switchboard.hooks.handlers import mail_text, register
+from switchboard.hooks.state import pusher_running
 from switchboard.identity import process_alive
 from switchboard.session_keeper import HEARTBEAT_SECONDS, runtime_of
 
@@ -70,7 +71,7 @@ def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
     if not wakeable(ctx.agent_pid):
         return 0
     files = ctx.files
-    if files.pusher_running() or files.take_waiter_lock() is None:
+    if pusher_running(ctx.settings.home, ctx.agent_pid, ctx.agent_start) or files.take_waiter_lock() is None:
         return 0  # the session's own server pushes its mail into its socket, or it has its waiter
     watch.cleanups.append(files.remove)  # the session is over: its hook state goes with it
     register(ctx)
@@ -81,7 +82,7 @@ def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
         else:
             # A look that marks nothing first: the socket pusher may have started since.
             if ctx.client().surface(via="waiter", wait=WAIT_SECONDS, peek=True).items:
-                if files.pusher_running():
+                if pusher_running(ctx.settings.home, ctx.agent_pid, ctx.agent_start):
                     return 0
                 items = ctx.client().surface(via="waiter").items
             else:
