@@ -50,7 +50,8 @@ INSTALL_TIMEOUT = 600.0  # a first install downloads a few hundred MB
 VERSION_TIMEOUT = 60.0
 RUN_TIMEOUT = 120.0  # one headless run of a CLI, start to exit
 LEFTOVER_TIMEOUT = 10.0  # after the CLI exits, for what it started to exit too
-TEST_TIMEOUT = INSTALL_TIMEOUT + 2 * RUN_TIMEOUT  # pytest-timeout counts the first test's install too
+TEST_TIMEOUT = INSTALL_TIMEOUT + 2 * RUN_TIMEOUT
+WAKE_TIMEOUT = 30.0  # from a send to the model's request: well under a second when it works  # pytest-timeout counts the first test's install too
 
 # Variables from the environment that runs pytest that could point a CLI at a real account,
 # another config folder or a real endpoint: removed from every CLI's environment.
@@ -377,18 +378,7 @@ class Machine:
         """Run a CLI headless in the working folder; on the deadline kill it with everything it
         started (our MCP server included) and fail with what it printed."""
         args = [str(a) for a in argv]
-        process = subprocess.Popen(
-            args,
-            env=dict(env),
-            cwd=self.workdir,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            start_new_session=True,
-        )
+        process = self._popen(args, env, subprocess.DEVNULL)
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -398,14 +388,13 @@ class Machine:
         _wait_group_gone(process.pid, args[0])
         return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
-    def start(self, argv: Sequence[str | Path], env: Mapping[str, str]) -> LiveCli:
-        """Start a CLI in the working folder with its stdin open; whatever still runs at the end
-        of the test is killed with everything it started."""
-        process = subprocess.Popen(
-            [str(a) for a in argv],
+    def _popen(self, args: list[str], env: Mapping[str, str], stdin: int) -> subprocess.Popen[str]:
+        """A CLI in the working folder, in a process group of its own (killed whole at the end)."""
+        return subprocess.Popen(
+            args,
             env=dict(env),
             cwd=self.workdir,
-            stdin=subprocess.PIPE,
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -413,6 +402,11 @@ class Machine:
             errors="replace",
             start_new_session=True,
         )
+
+    def start(self, argv: Sequence[str | Path], env: Mapping[str, str]) -> LiveCli:
+        """Start a CLI in the working folder with its stdin open; whatever still runs at the end
+        of the test is killed with everything it started."""
+        process = self._popen([str(a) for a in argv], env, subprocess.PIPE)
         live = LiveCli(process)
         self._started.append(live)
         return live
@@ -440,6 +434,14 @@ class Machine:
             return client.read().items
         finally:
             client.service.store.close()
+
+
+@pytest.fixture
+def socket_tmp() -> Iterator[Path]:
+    """Claude Code's TMPDIR, where it binds ``cc-socks/<pid>.sock``: short (a socket path has
+    about 100 bytes) and this test's own."""
+    with tempfile.TemporaryDirectory(prefix="sb-cc-") as folder:
+        yield Path(folder)
 
 
 @pytest.fixture

@@ -12,27 +12,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli_runner import CALL_TIMEOUT, isolated_env
-from tests.clients.conftest import TEST_TIMEOUT, Machine, claude_code_env
+from tests.clients.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, Machine, claude_code_env
 from tests.clients.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
-
-WAKE_TIMEOUT = 30.0  # from a send to the model's request: well under a second when it works
-
-
-@pytest.fixture
-def socket_tmp() -> Iterator[Path]:
-    """Claude Code's TMPDIR, where it binds ``cc-socks/<pid>.sock``: short (a socket path has
-    about 100 bytes) and this test's own."""
-    with tempfile.TemporaryDirectory(prefix="sb-cc-") as folder:
-        yield Path(folder)
 
 
 def switchboard_send(machine: Machine, *args: str) -> dict:

@@ -12,7 +12,6 @@ import json
 import os
 import shlex
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,23 +21,22 @@ import pytest
 
 from switchboard import claude_sessions
 from switchboard.model import RecipientStatus
-from tests.clients.conftest import LEFTOVER_TIMEOUT, RUN_TIMEOUT, TEST_TIMEOUT, LiveCli, Machine, claude_code_env
+from tests.clients.conftest import (
+    LEFTOVER_TIMEOUT,
+    RUN_TIMEOUT,
+    TEST_TIMEOUT,
+    WAKE_TIMEOUT,
+    LiveCli,
+    Machine,
+    claude_code_env,
+)
 from tests.clients.mock_model import MockModel
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
 SERVER = "switchboard"
-WAKE_TIMEOUT = 30.0  # from a send to the model's request: about a second at most when it works
 HEADLESS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
-
-
-@pytest.fixture
-def socket_tmp() -> Iterator[Path]:
-    """Claude Code's TMPDIR, where it binds ``cc-socks/<pid>.sock``: short (a socket path has
-    about 100 bytes) and this test's own."""
-    with tempfile.TemporaryDirectory(prefix="sb-cc-") as folder:
-        yield Path(folder)
 
 
 @pytest.fixture

@@ -23,9 +23,8 @@ def toml_string(value: object) -> str:
     return json.dumps(str(value))  # a JSON string is a valid TOML basic string
 
 
-def codex_config(machine: Machine, model: MockModel) -> str:
-    server = machine.mcp_server("alice")
-    server_env = "\n".join(f"{key} = {toml_string(value)}" for key, value in server["env"].items())
+def offline_config(model: MockModel) -> str:
+    """Codex's config.toml for the mock model, with nothing that leaves the machine."""
     return f"""\
 model = "mock-model"
 model_provider = "mock"
@@ -52,7 +51,15 @@ enabled = false
 exporter = "none"
 trace_exporter = "none"
 metrics_exporter = "none"
+"""
 
+
+def codex_config(machine: Machine, model: MockModel) -> str:
+    server = machine.mcp_server("alice")
+    server_env = "\n".join(f"{key} = {toml_string(value)}" for key, value in server["env"].items())
+    return (
+        offline_config(model)
+        + f"""
 [mcp_servers.{SERVER}]
 command = {toml_string(server["command"])}
 args = {json.dumps(server["args"])}
@@ -66,6 +73,7 @@ default_tools_approval_mode = "approve"
 [mcp_servers.{SERVER}.env]
 {server_env}
 """
+    )
 
 
 def events(stdout: str) -> list[dict]:

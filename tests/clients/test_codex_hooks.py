@@ -18,6 +18,7 @@ from switchboard.config import Settings
 from switchboard.model import DeliveryState
 from tests.clients.conftest import TEST_TIMEOUT, Machine
 from tests.clients.mock_model import MockModel
+from tests.clients.test_codex import offline_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
@@ -30,33 +31,7 @@ def hook_command(machine: Machine, event: str) -> str:
 def codex_home_for(machine: Machine, model: MockModel) -> Path:
     home = machine.home / ".codex"
     home.mkdir()
-    (home / "config.toml").write_text(
-        f"""\
-model = "mock-model"
-model_provider = "mock"
-check_for_update_on_startup = false
-
-[model_providers.mock]
-name = "mock"
-base_url = "{model.url}/v1"
-wire_api = "responses"
-env_key = "MOCK_MODEL_API_KEY"
-
-[features]
-plugins = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[otel]
-exporter = "none"
-trace_exporter = "none"
-metrics_exporter = "none"
-"""
-    )
+    (home / "config.toml").write_text(offline_config(model))
     hooks = {
         event: [{"hooks": [{"type": "command", "command": hook_command(machine, ours), "timeout": 30}]}]
         for event, ours in (("SessionStart", "session-start"), ("UserPromptSubmit", "prompt"))

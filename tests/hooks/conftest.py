@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,20 @@ class Hooks:
         lines = proc.stdout.splitlines()
         assert len(lines) == 1, describe(proc)
         return json.loads(lines[0])
+
+    def modules_loaded(self, event: str, env: Mapping[str, str | None] | None = None) -> set[str]:
+        """The modules an empty-output run of ``hook event`` imported (``python -X importtime``)."""
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "switchboard", "hook", event],
+            input=self.stdin(event),
+            env=self.cli.env(env=env),
+            cwd=self.cli.workdir,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert proc.returncode == 0 and proc.stdout == "", describe(proc)
+        return {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
 
     def context(self, event: str, client: str = "claude", **kwargs: Any) -> dict[str, Any] | None:
         return self.output(self.run(event, client, **kwargs))

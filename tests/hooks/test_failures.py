@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -98,18 +97,6 @@ def test_an_empty_mailbox_loads_neither_the_service_nor_the_cli(hooks: Hooks) ->
     """The common case stays cheap: no typer, pydantic, httpx or service for an empty prompt."""
     assert hooks.context("session-start") is None  # registered: no heartbeat due for a while
     for event in ("prompt", "post-tool", "stop"):
-        proc = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "switchboard", "hook", event],
-            input=hooks.stdin(event),
-            env=hooks.cli.env(),
-            cwd=hooks.cli.workdir,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        assert proc.returncode == 0 and proc.stdout == "", describe(proc)
-        loaded = {
-            line.rpartition("|")[2].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")
-        }
+        loaded = hooks.modules_loaded(event)
         heavy = {"typer", "rich", "pydantic", "httpx", "switchboard.service", "switchboard.client", "switchboard.model"}
         assert not heavy & loaded, f"{event} loaded {sorted(heavy & loaded)}"

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from switchboard.client import HubClient
-from tests.cli_runner import describe
 from tests.hooks.conftest import AGENT, SENDER, Hooks
 from tests.hub.conftest import Hub, unique
 
@@ -64,19 +61,7 @@ def test_through_a_hub_an_empty_mailbox_is_answered_without_loading_the_client(h
     env = {"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": hub.admin_token, "SWITCHBOARD_WORKSPACE": workspace}
     assert hooks.context("session-start", env=env) is None  # registered: no heartbeat due for a while
     for event in ("prompt", "post-tool", "stop"):
-        proc = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "switchboard", "hook", event],
-            input=hooks.stdin(event),
-            env=hooks.cli.env(env=env),
-            cwd=hooks.cli.workdir,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        assert proc.returncode == 0 and proc.stdout == "", describe(proc)
-        loaded = {
-            line.rpartition("|")[2].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")
-        }
+        loaded = hooks.modules_loaded(event, env)
         heavy = {"pydantic", "httpx", "switchboard.service", "switchboard.client", "switchboard.model"}
         assert not heavy & loaded, f"{event} loaded {sorted(heavy & loaded)}"
     sender = HubClient(hub.url, hub.admin_token, SENDER, workspace)
