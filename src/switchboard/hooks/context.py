@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from switchboard.config import Settings
 from switchboard.errors import SwitchboardError
-from switchboard.hooks import hub_probe, probe
+from switchboard.hooks import probe
 from switchboard.hooks.payload import HookInput
 from switchboard.hooks.state import SessionFiles, session_key
 from switchboard.identity import process_start_time, resolve_agent, resolve_workspace
@@ -68,6 +68,8 @@ class HookContext:
         """False only when surely nothing waits to be surfaced (see ``probe`` and ``hub_probe``)."""
         agent = resolve_agent(self.env, self.payload.cwd, self.settings.agent).name
         if self.settings.uses_hub:
+            from switchboard.hooks import hub_probe  # http.client and ssl: only for a hub
+
             assert self.settings.hub is not None
             workspace = self.env.get("SWITCHBOARD_WORKSPACE", "").strip() or self.settings.workspace
             return hub_probe.may_have_mail(
