@@ -20,7 +20,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from switchboard.address import parse_machine, parse_name
 from switchboard.config import Settings
-from switchboard.errors import HubUnavailable, NoIdentity, SwitchboardError, error_class
+from switchboard.errors import BadRequest, HubUnavailable, NoIdentity, SwitchboardError, error_class
 from switchboard.headers import AGENT_HEADER, WORKSPACE_HEADER
 from switchboard.identity import machine_name, process_start_time, resolve_agent, resolve_workspace
 from switchboard.model import (
@@ -47,6 +47,8 @@ from switchboard.service import Service
 from switchboard.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:  # httpx loads with the first HubClient: the embedded store's callers (hooks) never pay for it
+    import ssl
+
     import httpx
 
 
@@ -281,7 +283,10 @@ class HubClient:
         workspace: str | None = None,
         identity_source: str = "given",
         transport: httpx.BaseTransport | None = None,
+        *,
+        ca_cert: str | None = None,
     ) -> None:
+        """``ca_cert``: a CA file (PEM) that verifies the hub's certificate instead of the system's CAs."""
         import httpx
 
         from switchboard import __version__
@@ -295,7 +300,13 @@ class HubClient:
             headers[AGENT_HEADER] = agent
         if workspace:
             headers[WORKSPACE_HEADER] = workspace
-        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=TIMEOUT_SECONDS, transport=transport)
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers=headers,
+            timeout=TIMEOUT_SECONDS,
+            transport=transport,
+            verify=_verification(ca_cert),
+        )
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -315,6 +326,12 @@ class HubClient:
                 method, path, json=json, params=params, timeout=timeout if timeout is not None else TIMEOUT_SECONDS
             )
         except httpx.HTTPError as error:
+            if (refused := _unverified_certificate(error)) is not None:
+                raise HubUnavailable(
+                    f"cannot reach the hub at {self.url}: its certificate could not be verified "
+                    f"({refused.verify_message or refused.reason}); if its CA is your own, log in with "
+                    f"'switchboard login {self.url} --token TOKEN --ca-cert CA_FILE' (or set SWITCHBOARD_CA_CERT)."
+                ) from None
             raise HubUnavailable(
                 f"cannot reach the hub at {self.url} ({error}); start it with 'switchboard up', "
                 "or 'switchboard logout' to use this machine's embedded store."
@@ -471,6 +488,33 @@ def _segment(value: str) -> str:
     return quote(value, safe="")
 
 
+def _verification(ca_cert: str | None) -> ssl.SSLContext | bool:
+    """What verifies the hub's certificate: ``ca_cert``'s CAs, else the default ones (never nothing)."""
+    if ca_cert is None:
+        return True
+    import ssl
+
+    try:
+        return ssl.create_default_context(cafile=ca_cert)
+    except OSError as error:  # ssl.SSLError too: a file that holds no certificate
+        raise BadRequest(
+            f"the CA certificate {ca_cert} cannot be read ({error.strerror or error}); "
+            "give a PEM file with --ca-cert or SWITCHBOARD_CA_CERT."
+        ) from None
+
+
+def _unverified_certificate(error: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate check that failed under ``error`` (httpx wraps it), if that is what failed."""
+    import ssl
+
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def _error_from(response: httpx.Response) -> SwitchboardError:
     try:
         error = response.json()["error"]
@@ -497,4 +541,4 @@ def open_client(settings: Settings, env: Mapping[str, str] = os.environ, cwd: Pa
     else:
         agent, source = identity.name, identity.source
     workspace = env.get("SWITCHBOARD_WORKSPACE", "").strip() or settings.workspace
-    return HubClient(settings.hub, settings.token, agent, workspace, source)
+    return HubClient(settings.hub, settings.token, agent, workspace, source, ca_cert=settings.ca_cert)

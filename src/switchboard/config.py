@@ -2,6 +2,7 @@
 
 ``SWITCHBOARD_HOME`` is the one folder holding the config file and the embedded database
 (default: the platform's user data folder). ``--db`` or ``SWITCHBOARD_DB`` point elsewhere.
+``SWITCHBOARD_HUB``, ``SWITCHBOARD_TOKEN`` and ``SWITCHBOARD_CA_CERT`` override the login's.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Settings:
     workspace: str | None = None
     hub: str | None = None  # a hub URL: commands go there instead of the embedded database
     token: str | None = None
+    ca_cert: str | None = None  # a CA file the hub's certificate is verified with (else the system's)
     db_given: bool = False  # --db or SWITCHBOARD_DB named a database: use it, not a hub
 
     @classmethod
@@ -49,6 +51,7 @@ class Settings:
             workspace=config.get("workspace"),
             hub=env.get("SWITCHBOARD_HUB", "").strip() or config.get("hub") or None,
             token=env.get("SWITCHBOARD_TOKEN", "").strip() or config.get("token") or None,
+            ca_cert=env.get("SWITCHBOARD_CA_CERT", "").strip() or config.get("ca_cert") or None,
             db_given=bool(named_db),
         )
 
@@ -94,9 +97,10 @@ def write_config(home: Path, updates: Mapping[str, str | None]) -> Path:
     return path
 
 
-def save_login(home: Path, hub: str, token: str) -> Path:
-    return write_config(home, {"hub": hub.rstrip("/"), "token": token})
+def save_login(home: Path, hub: str, token: str, ca_cert: str | None = None) -> Path:
+    """Log in to ``hub``; ``ca_cert`` (or, without it, the system's CAs) verifies its certificate."""
+    return write_config(home, {"hub": hub.rstrip("/"), "token": token, "ca_cert": ca_cert})
 
 
 def clear_login(home: Path) -> Path:
-    return write_config(home, {"hub": None, "token": None})
+    return write_config(home, {"hub": None, "token": None, "ca_cert": None})

@@ -441,7 +441,7 @@ class AgentClients:
         if settings.uses_hub:
             assert settings.hub is not None
             workspace = self.env.get("SWITCHBOARD_WORKSPACE", "").strip() or settings.workspace  # as open_client
-            return HubClient(settings.hub, settings.token, agent, workspace)
+            return HubClient(settings.hub, settings.token, agent, workspace, ca_cert=settings.ca_cert)
         if self._local is None:
             self._local = LocalClient.open(settings, agent=agent, env=self.env)
             return self._local

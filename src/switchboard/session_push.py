@@ -161,7 +161,7 @@ def _acting_as(client: Client, agent: str, workspace: str, settings: Settings) -
     if isinstance(client, LocalClient):
         yield client.as_agent(agent)
     elif isinstance(client, HubClient) and settings.uses_hub and (settings.hub or "").rstrip("/") == client.url:
-        recipient = HubClient(client.url, settings.token, agent, workspace)
+        recipient = HubClient(client.url, settings.token, agent, workspace, ca_cert=settings.ca_cert)
         try:
             yield recipient
         finally:

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -41,7 +41,7 @@ START_TIMEOUT = 20.0
 STOP_TIMEOUT = 30.0
 HTTP_TIMEOUT = 15.0
 
-LISTENING = re.compile(r"hub listening on (http://\S+)")
+LISTENING = re.compile(r"hub listening on (https?://\S+)")
 ADMIN_TOKEN = re.compile(r"admin token \(shown once.*: (sb_\S+)\s*$")
 FAILURE_IN_LOG = ("Traceback", "unexpected error")
 
@@ -79,7 +79,7 @@ class Hub:
 
     instances: list[Hub] = []
 
-    def __init__(self, root: Path, *, rate_limit: float | None = None) -> None:
+    def __init__(self, root: Path, *, rate_limit: float | None = None, args: Sequence[str] = ()) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.home = root / "home"
@@ -88,6 +88,7 @@ class Hub:
         self.log_path = root / "hub.log"
         self.log_path.touch()
         self.rate_limit = rate_limit
+        self.args = list(args)  # more options of 'up' (--tls-cert …)
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
         self.admin_token = ""
@@ -108,6 +109,7 @@ class Hub:
         argv = [sys.executable, "-m", "switchboard", "up", "--port", "0"]
         if self.rate_limit is not None:
             argv += ["--rate-limit", str(self.rate_limit)]
+        argv += self.args
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 argv,

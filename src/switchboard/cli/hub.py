@@ -24,12 +24,20 @@ app.add_typer(token_app, name="token")
 @app.command()
 def up(
     host: Annotated[
-        str, typer.Option("--host", help="The address to listen on (0.0.0.0 for other machines).")
+        str,
+        typer.Option("--host", help="The address to listen on (0.0.0.0 for other machines: needs TLS, or --insecure)."),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="The port (0 picks a free one).")] = 8465,
     rate_limit: Annotated[
         float, typer.Option("--rate-limit", help="Requests per second per credential; 0 for none.")
     ] = 2000.0,
+    tls_cert: Annotated[
+        Optional[Path], typer.Option("--tls-cert", help="Serve HTTPS with this certificate (PEM; with --tls-key).")
+    ] = None,
+    tls_key: Annotated[Optional[Path], typer.Option("--tls-key", help="The certificate's private key (PEM).")] = None,
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Serve plain HTTP beyond loopback anyway (tokens and mail in clear).")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Serve this machine's store as a hub: REST /v1, SSE, long-poll; other machines log in to it."""
@@ -37,30 +45,38 @@ def up(
 
     if not 0 <= port <= 65535:
         raise BadRequest(f"port {port} is not a port number (0-65535).")
-    serve(Settings.load(db=db), HubOptions(host=host, port=port, rate_limit=rate_limit))
+    options = HubOptions(
+        host=host, port=port, rate_limit=rate_limit, tls_cert=tls_cert, tls_key=tls_key, insecure=insecure
+    )
+    serve(Settings.load(db=db), options)
 
 
 @app.command()
 def login(
-    url: Annotated[str, typer.Argument(help="The hub's address, e.g. http://build-box:8465.")],
+    url: Annotated[str, typer.Argument(help="The hub's address, e.g. https://build-box:8465.")],
     token: Annotated[
         str, typer.Option("--token", help="A token from 'switchboard token create' (or the admin token).")
     ],
+    ca_cert: Annotated[
+        Optional[Path],
+        typer.Option("--ca-cert", help="A CA file (PEM) that signed the hub's certificate, if not a public CA."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Use a hub from this machine: every command then goes there (saved 0600 in the config file)."""
     url = url.rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise BadRequest(f"{url!r} is not a hub address: use http://HOST:PORT.")
-    client = HubClient(url, token)
+    settings = Settings.load()
+    saved_ca = str(ca_cert.expanduser().resolve()) if ca_cert is not None else None
+    client = HubClient(url, token, ca_cert=saved_ca or settings.ca_cert)  # SWITCHBOARD_CA_CERT without --ca-cert
     try:
-        tokens = client.list_tokens()  # proves the address and the token before saving them
+        tokens = client.list_tokens()  # proves the address, the certificate and the token before saving them
     finally:
         client.close()
-    settings = Settings.load()
-    path = save_login(settings.home, url, token)
+    path = save_login(settings.home, url, token, saved_ca)
     mine = tokens[0] if len(tokens) == 1 else None
-    result = {"hub": url, "config": str(path), "token_kind": mine.kind if mine else None}
+    result = {"hub": url, "config": str(path), "token_kind": mine.kind if mine else None, "ca_cert": saved_ca}
     render.emit(result, as_json, lambda: render.console.print(f"logged in to {url} [dim](saved in {path})[/]"))
 
 
@@ -115,7 +131,8 @@ def token_create(
     def human() -> None:
         _print_token(issued)
         render.console.print(f"token (shown once): [bold]{issued.token}[/]")
-        render.console.print(f"[dim]on the other machine: switchboard login {client.url} --token {issued.token}[/]")
+        ca = r" \[--ca-cert CA_FILE]" if client.url.startswith("https://") else ""  # its CA, if not a public one
+        render.console.print(f"[dim]on the other machine: switchboard login {client.url} --token {issued.token}{ca}[/]")
 
     render.emit(issued, as_json, human)
 

@@ -73,7 +73,12 @@ class HookContext:
             assert self.settings.hub is not None
             workspace = self.env.get("SWITCHBOARD_WORKSPACE", "").strip() or self.settings.workspace
             return hub_probe.may_have_mail(
-                self.settings.hub, self.settings.token, agent, workspace, urgent_only=urgent_only
+                self.settings.hub,
+                self.settings.token,
+                agent,
+                workspace,
+                urgent_only=urgent_only,
+                ca_cert=self.settings.ca_cert,
             )
         workspace = resolve_workspace(self.env, self.settings.workspace)
         return probe.may_have_mail(self.settings.db_path, workspace, agent, urgent_only=urgent_only)

@@ -20,10 +20,17 @@ TIMEOUT_SECONDS = 2.0
 
 
 def may_have_mail(
-    hub: str, token: str | None, agent: str | None, workspace: str | None, *, urgent_only: bool = False
+    hub: str,
+    token: str | None,
+    agent: str | None,
+    workspace: str | None,
+    *,
+    urgent_only: bool = False,
+    ca_cert: str | None = None,
 ) -> bool:
     """False only when the hub answers that ``agent`` has no mail neither read nor surfaced
-    (only urgent mail with ``urgent_only``)."""
+    (only urgent mail with ``urgent_only``). ``ca_cert`` verifies an https hub's certificate
+    (else the system's CAs do); a certificate that fails is an error like any other: "maybe"."""
     url = urlsplit(hub)
     query = urlencode({"via": "hook", "peek": "true", "limit": 1, "urgent": str(urgent_only).lower()})
     headers = {"Content-Length": "0", **({"Authorization": f"Bearer {token}"} if token else {})}
@@ -34,7 +41,10 @@ def may_have_mail(
     try:
         if url.scheme == "https":
             connection: http.client.HTTPConnection = http.client.HTTPSConnection(
-                url.hostname or "", url.port, timeout=TIMEOUT_SECONDS, context=ssl.create_default_context()
+                url.hostname or "",
+                url.port,
+                timeout=TIMEOUT_SECONDS,
+                context=ssl.create_default_context(cafile=ca_cert),
             )
         else:
             connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=TIMEOUT_SECONDS)

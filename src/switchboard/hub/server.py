@@ -3,16 +3,21 @@
 On SIGTERM or Ctrl-C the hub stops accepting connections, ends streams and long-polls, lets
 requests in flight finish (their sends commit), then closes the store: nothing acknowledged
 is lost, and nothing half-written is left.
+
+Beyond loopback the hub serves HTTPS (``--tls-cert``/``--tls-key``): tokens and mail never cross
+a network in clear unless ``--insecure`` says so.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import ipaddress
 import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +28,7 @@ import uvicorn
 from switchboard import __version__
 from switchboard.config import Settings, save_login
 from switchboard.credentials import Credentials
-from switchboard.errors import HubUnavailable
+from switchboard.errors import BadRequest, HubUnavailable
 from switchboard.events import MailboxEvents
 from switchboard.hub.app import DEFAULT_RATE_LIMIT, create_app
 from switchboard.identity import machine_name
@@ -40,6 +45,9 @@ class HubOptions:
     host: str = "127.0.0.1"
     port: int = 8465
     rate_limit: float = DEFAULT_RATE_LIMIT
+    tls_cert: Path | None = None  # with tls_key: serve HTTPS
+    tls_key: Path | None = None
+    insecure: bool = False  # serve plain HTTP beyond loopback, knowingly
 
 
 class _HubServer(uvicorn.Server):
@@ -63,8 +71,13 @@ class _HubServer(uvicorn.Server):
 
 def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> None:
     """Serve ``settings.db_path`` until stopped."""
+    _check_transport(options)  # before anything listens or is written
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs a line per MCP session at INFO
+    if options.tls_cert is None and not is_loopback(options.host):
+        log.warning(
+            "serving plain HTTP on %s (--insecure): tokens and mail cross the network unencrypted", options.host
+        )
     listener = _listen(options.host, options.port)  # first: a taken port fails before anything is written
     store = SQLiteStore(settings.db_path)  # group-commits on the server's loop once it runs
     # The hub is the database's writer while it runs: in-process signals wake its readers, so it
@@ -77,7 +90,8 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
 
     def listening(address: tuple[str, int]) -> None:
         host, port = address[0], address[1]
-        url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+        scheme = "http" if options.tls_cert is None else "https"
+        url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{port}"
         print(f"switchboard {__version__} hub listening on {url} · store {store.location}", file=out, flush=True)
         if admin is not None:
             save_login(settings.home, url, admin.token)
@@ -100,6 +114,8 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         http="auto",
         proxy_headers=False,  # the hub trusts no forwarding proxy; it names clients by token
         server_header=False,
+        ssl_certfile=options.tls_cert,
+        ssl_keyfile=options.tls_key,
     )
     server = _HubServer(config, on_stop=lambda: _call_in_loop(hub.stop), on_listening=listening)
     # Everything made so far lives as long as the hub: move it out of the collector's sight. A
@@ -120,6 +136,42 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         store.close()  # after every request finished: the last commits are on disk
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach ``host`` (127.0.0.0/8, ::1, localhost; not 0.0.0.0 or ::)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a name: other machines may reach it
+        return False
+
+
+def _check_transport(options: HubOptions) -> None:
+    """Refuse half a TLS pair, a pair that does not load, and plain HTTP beyond loopback unless
+    ``insecure`` asks for it."""
+    cert, key = options.tls_cert, options.tls_key
+    if (cert is None) != (key is None):
+        raise BadRequest("--tls-cert and --tls-key go together: give both (a certificate and its key), or neither.")
+    if cert is not None and key is not None:
+        try:
+            # An empty password: an encrypted key fails here instead of prompting on the terminal.
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key, password="")
+        except ssl.SSLError as error:
+            raise BadRequest(
+                f"the TLS certificate {cert} and key {key} cannot be used ({error.reason or error}): "
+                "give a PEM certificate and its own unencrypted private key."
+            ) from None
+        except OSError as error:
+            raise BadRequest(
+                f"cannot read the TLS files {cert} and {key} ({error.strerror or error}); check --tls-cert and --tls-key."
+            ) from None
+    elif not is_loopback(options.host) and not options.insecure:
+        raise BadRequest(
+            f"refusing to serve plain HTTP on {options.host}, which other machines can reach: give "
+            "--tls-cert FILE --tls-key FILE to serve HTTPS, or --insecure to serve plain HTTP knowingly."
+        )
 
 
 def _listen(host: str, port: int) -> socket.socket:
