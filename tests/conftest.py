@@ -1,8 +1,15 @@
-"""Fixtures shared by every test folder: async tests on asyncio, and the MCP protocol eras."""
+"""Fixtures shared by every test folder: async tests on asyncio, the MCP protocol eras, and
+agents on one fresh embedded store."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
 import pytest
+
+from switchboard.client import LocalClient
+from switchboard.config import Settings
 
 # "legacy": the initialize handshake that current agent CLIs use; "2026-07-28": the sessionless era.
 MCP_ERAS = ["legacy", "2026-07-28"]
@@ -17,3 +24,14 @@ def anyio_backend() -> str:
 def era(request: pytest.FixtureRequest) -> str:
     """An MCP protocol era: a test that takes it runs once in each."""
     return request.param
+
+
+@pytest.fixture
+def agents(tmp_path: Path) -> Iterator[Callable[[str], LocalClient]]:
+    """``agents(name)``: a LocalClient acting as ``name``, all on one fresh embedded store."""
+    env = {"SWITCHBOARD_HOME": str(tmp_path / "home")}
+    first = LocalClient.open(Settings.load(env), agent="someone", env=env)
+    try:
+        yield first.as_agent
+    finally:
+        first.service.store.close()

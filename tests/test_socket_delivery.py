@@ -15,23 +15,12 @@ import pytest
 
 from switchboard import claude_sessions
 from switchboard.client import LocalClient
-from switchboard.config import Settings
 from switchboard.hooks.state import pusher_running
 from switchboard.identity import process_start_time
 from switchboard.model import Message
 from switchboard.socket_delivery import SessionSocket, SocketPusher, render
 from tests.frame_listener import FrameListener
 from tests.waiting import wait_until
-
-
-@pytest.fixture
-def agents(tmp_path: Path) -> Iterator[Callable[[str], LocalClient]]:
-    env = {"SWITCHBOARD_HOME": str(tmp_path / "home")}
-    first = LocalClient.open(Settings.load(env), agent="someone", env=env)
-    try:
-        yield first.as_agent
-    finally:
-        first.service.store.close()
 
 
 @pytest.fixture

@@ -3,27 +3,14 @@ and the official ``mcp`` client (in the protocol era of the ``era`` fixture, tes
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
 from mcp import Client
 
 from switchboard.client import LocalClient
-from switchboard.config import Settings
 from switchboard.mcp import mailbox_server, one_client
-
-
-@pytest.fixture
-def agents(tmp_path: Path) -> Iterator[Callable[[str], LocalClient]]:
-    """``agents(name)``: a LocalClient acting as ``name``, all on one fresh embedded store."""
-    env = {"SWITCHBOARD_HOME": str(tmp_path / "home")}
-    first = LocalClient.open(Settings.load(env), agent="someone", env=env)
-    try:
-        yield first.as_agent
-    finally:
-        first.service.store.close()
 
 
 @pytest.fixture
