@@ -293,6 +293,7 @@ class HubClient:
 
         self.url = url.rstrip("/")
         self.identity_source = identity_source
+        self._token, self._workspace, self._ca_cert = token, workspace, ca_cert
         headers = {"User-Agent": f"switchboard/{__version__}"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -307,6 +308,12 @@ class HubClient:
             transport=transport,
             verify=_verification(ca_cert),
         )
+
+    def as_agent(self, agent: str, workspace: str | None = None) -> HubClient:
+        """The same hub and credential acting as another agent (of ``workspace``, default this
+        one's): a connection of its own, to close. A user or admin token may act so; an agent
+        token is refused (forbidden) at the first request."""
+        return HubClient(self.url, self._token, agent, workspace or self._workspace, ca_cert=self._ca_cert)
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -540,5 +547,14 @@ def open_client(settings: Settings, env: Mapping[str, str] = os.environ, cwd: Pa
         agent, source = None, "the token"
     else:
         agent, source = identity.name, identity.source
+    return hub_client(settings, agent, env, source)
+
+
+def hub_client(
+    settings: Settings, agent: str | None, env: Mapping[str, str] = os.environ, source: str = "given"
+) -> HubClient:
+    """A HubClient for the hub this machine is logged in to, acting as ``agent`` (None: the
+    agent token's own) in the workspace ``SWITCHBOARD_WORKSPACE`` or the config names."""
+    assert settings.hub is not None
     workspace = env.get("SWITCHBOARD_WORKSPACE", "").strip() or settings.workspace
     return HubClient(settings.hub, settings.token, agent, workspace, source, ca_cert=settings.ca_cert)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from switchboard.address import parse_name
-from switchboard.client import Client, HubClient, LocalClient
+from switchboard.client import Client, LocalClient, hub_client
 from switchboard.config import Settings
 from switchboard.content import Limits, check_idempotency_key, clean_subject, message_parts
 from switchboard.errors import (
@@ -439,9 +439,7 @@ class AgentClients:
     def _open(self, agent: str) -> Client:
         settings = self.settings
         if settings.uses_hub:
-            assert settings.hub is not None
-            workspace = self.env.get("SWITCHBOARD_WORKSPACE", "").strip() or settings.workspace  # as open_client
-            return HubClient(settings.hub, settings.token, agent, workspace, ca_cert=settings.ca_cert)
+            return hub_client(settings, agent, self.env)
         if self._local is None:
             self._local = LocalClient.open(settings, agent=agent, env=self.env)
             return self._local

@@ -92,7 +92,7 @@ def _push(client: Client, sent: SendResult, env: Mapping[str, str]) -> PushRepor
         if workspace != report.workspace or session.pid in served or not _delivers(session, env):
             continue
         try:
-            with _acting_as(client, agent, report.workspace, settings) as recipient:
+            with _acting_as(client, agent, report.workspace) as recipient:
                 if recipient is not None and (done := _push_into(recipient, agent, session, env)):
                     pushed.append(done)
         except Forbidden:
@@ -154,14 +154,14 @@ def _served_pids(report: WhoReport, machine: str) -> set[int]:
 
 
 @contextmanager
-def _acting_as(client: Client, agent: str, workspace: str, settings: Settings) -> Iterator[Client | None]:
+def _acting_as(client: Client, agent: str, workspace: str) -> Iterator[Client | None]:
     """A client acting as ``agent``: on the embedded store, the same store; through a hub, the
     same hub and credential (a user or admin token may act as any agent of its workspace). None
     when there is no such client."""
     if isinstance(client, LocalClient):
         yield client.as_agent(agent)
-    elif isinstance(client, HubClient) and settings.uses_hub and (settings.hub or "").rstrip("/") == client.url:
-        recipient = HubClient(client.url, settings.token, agent, workspace, ca_cert=settings.ca_cert)
+    elif isinstance(client, HubClient):
+        recipient = client.as_agent(agent, workspace)
         try:
             yield recipient
         finally:

@@ -71,6 +71,7 @@ class HookContext:
             from switchboard.hooks import hub_probe  # http.client and ssl: only for a hub
 
             assert self.settings.hub is not None
+            # As client.hub_client names it (that module is too heavy to load here).
             workspace = self.env.get("SWITCHBOARD_WORKSPACE", "").strip() or self.settings.workspace
             return hub_probe.may_have_mail(
                 self.settings.hub,
