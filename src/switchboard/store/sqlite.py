@@ -493,26 +493,15 @@ class SQLiteStore:
     ) -> list[MailItem]:
         self._deliveries_written()
         where = "d.read_at IS NULL AND d.surfaced_at IS NULL" + (" AND m.urgent = 1" if urgent_only else "")
+        query = f"{MAIL_QUERY} WHERE d.workspace = ? AND d.recipient = ? AND {where} ORDER BY d.seq LIMIT ?"
         with self._db.read() as conn:  # most looks find nothing: no write lock for those
-            if peek:
-                rows = conn.execute(
-                    f"{MAIL_QUERY} WHERE d.workspace = ? AND d.recipient = ? AND {where} ORDER BY d.seq LIMIT ?",
-                    (workspace, agent, limit),
-                ).fetchall()
-                return [mail_item_from_row(r) for r in rows]
-            if not conn.execute(
-                f"SELECT 1 FROM deliveries d JOIN messages m ON m.id = d.message_id "
-                f"WHERE d.workspace = ? AND d.recipient = ? AND {where} LIMIT 1",
-                (workspace, agent),
-            ).fetchone():
-                return []
+            looked = conn.execute(query, (workspace, agent, limit if peek else 1)).fetchall()
+        if peek or not looked:
+            return [mail_item_from_row(r) for r in looked]
         at = to_ts(now)
 
         def take(conn: sqlite3.Connection) -> list:
-            rows = conn.execute(
-                f"{MAIL_QUERY} WHERE d.workspace = ? AND d.recipient = ? AND {where} ORDER BY d.seq LIMIT ?",
-                (workspace, agent, limit),
-            ).fetchall()
+            rows = conn.execute(query, (workspace, agent, limit)).fetchall()
             if rows:
                 conn.execute(
                     "UPDATE deliveries SET state = 'surfaced', surfaced_at = ?, surfaced_via = ?, "
