@@ -17,6 +17,7 @@ from switchboard.cli.main import main
 from switchboard.client import HubClient
 from switchboard.inbox_import import import_plan, scan
 from tests.hub.conftest import Tenant
+from tests.test_inbox_import import write
 
 FILES: dict[str, dict[str, Any]] = {
     "bob/.read/0001.json": {
@@ -41,9 +42,7 @@ FILES: dict[str, dict[str, Any]] = {
 
 def write_tree(root: Path, files: dict[str, Any]) -> Path:
     for file, content in files.items():
-        path = root / file
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+        write(root, file, content)
     return root
 
 
