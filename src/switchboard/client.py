@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import quote
@@ -19,10 +21,17 @@ from urllib.parse import quote
 from pydantic import BaseModel, TypeAdapter
 
 from switchboard.address import parse_machine, parse_name
+from switchboard.backoff import Backoff
 from switchboard.config import Settings
 from switchboard.errors import BadRequest, HubUnavailable, NoIdentity, SwitchboardError, error_class
-from switchboard.headers import AGENT_HEADER, WORKSPACE_HEADER
-from switchboard.identity import machine_name, process_start_time, resolve_agent, resolve_workspace
+from switchboard.headers import AGENT_HEADER, PROCESS_HEADER, SESSION_HEADER, WORKSPACE_HEADER, process_header
+from switchboard.identity import (
+    machine_name,
+    process_lineage,
+    process_start_time,
+    resolve_agent,
+    resolve_workspace,
+)
 from switchboard.model import (
     AckResult,
     Agent,
@@ -34,6 +43,7 @@ from switchboard.model import (
     MarkResult,
     MessageStatus,
     Part,
+    Reach,
     ReadResult,
     SendResult,
     Session,
@@ -88,8 +98,14 @@ class Client(Protocol):
 
     # presence and sessions
     def who(self) -> WhoReport: ...
-    def register_session(self, *, runtime: str, pid: int | None = None, machine: str | None = None) -> Session: ...
-    def heartbeat(self, session_id: str) -> Session: ...
+    def reach(self, address: str) -> Reach:
+        """Whether an agent address can be reached now, and if not, plainly why."""
+        ...
+
+    def register_session(
+        self, *, runtime: str, pid: int | None = None, machine: str | None = None, terminal: str | None = None
+    ) -> Session: ...
+    def heartbeat(self, session_id: str, delivery_error: str | None = None) -> Session: ...
     def end_session(self, session_id: str) -> Session: ...
 
     # agents
@@ -110,13 +126,31 @@ class Client(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class SessionHint:
+    """Which session a client's calls act in: ``SWITCHBOARD_SESSION`` (an id) when set, else
+    the calling process's lineage, which finds the session of the agent CLI that ran it."""
+
+    session_id: str | None = None
+    lineage: tuple[tuple[int, int | None], ...] = ()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SessionHint:
+        if session_id := env.get("SWITCHBOARD_SESSION", "").strip():
+            return cls(session_id=session_id)
+        return cls(lineage=tuple(process_lineage()))
+
+
 class LocalClient:
     """The Client interface on a Service in this process (the embedded store)."""
 
-    def __init__(self, service: Service, caller: Caller, identity_source: str = "given") -> None:
+    def __init__(
+        self, service: Service, caller: Caller, identity_source: str = "given", session: SessionHint | None = None
+    ) -> None:
         self.service = service
         self.caller = caller
         self.identity_source = identity_source
+        self.session = session
 
     @classmethod
     def open(
@@ -136,11 +170,15 @@ class LocalClient:
             agent, source = parse_name(agent, "agent name"), "given"
         workspace = resolve_workspace(env, settings.workspace)
         service = Service(SQLiteStore(settings.db_path), machine=machine_name(env))
-        return cls(service, Caller(workspace=workspace, agent=agent), source)
+        return cls(service, Caller(workspace=workspace, agent=agent), source, SessionHint.from_env(env))
 
     def _as(self) -> Caller:
         self.service.enter(self.caller)  # the identity's agent exists from its first call on
-        return self.caller
+        if self.session is None:
+            return self.caller
+        # Asked at each call: the session may be registered after the client opened (an MCP
+        # server's keeper registers its parent's session once serving).
+        return self.service.in_session(self.caller, session_id=self.session.session_id, lineage=self.session.lineage)
 
     def as_agent(self, agent: str) -> LocalClient:
         """Another client on the same store and workspace, acting as ``agent``."""
@@ -154,6 +192,7 @@ class LocalClient:
             source=self.identity_source,
             machine=self.service.machine,
             store=self.service.store.location,
+            session=self.service.session_address(caller),
         )
 
     def send(
@@ -208,17 +247,22 @@ class LocalClient:
     def who(self) -> WhoReport:
         return self.service.who(self._as())
 
-    def register_session(self, *, runtime: str, pid: int | None = None, machine: str | None = None) -> Session:
+    def reach(self, address: str) -> Reach:
+        return self.service.reach(self._as(), address)
+
+    def register_session(
+        self, *, runtime: str, pid: int | None = None, machine: str | None = None, terminal: str | None = None
+    ) -> Session:
         pid = pid if pid is not None else os.getpid()
         machine = parse_machine(machine) if machine else self.service.machine
         # Only a process on this machine can be checked for its start time.
         proc_start = process_start_time(pid) if machine == self.service.machine else None
         return self.service.register_session(
-            self._as(), pid=pid, runtime=runtime, machine=machine, proc_start=proc_start
+            self._as(), pid=pid, runtime=runtime, machine=machine, proc_start=proc_start, terminal=terminal
         )
 
-    def heartbeat(self, session_id: str) -> Session:
-        return self.service.heartbeat(self._as(), session_id)
+    def heartbeat(self, session_id: str, delivery_error: str | None = None) -> Session:
+        return self.service.heartbeat(self._as(), session_id, delivery_error)
 
     def end_session(self, session_id: str) -> Session:
         return self.service.end_session(self._as(), session_id)
@@ -264,6 +308,8 @@ class LocalClient:
 
 M = TypeVar("M", bound=BaseModel)
 TIMEOUT_SECONDS = 30.0
+CONNECT_TIMEOUT_SECONDS = 5.0  # a hub that does not answer a connection in 5 s is not there now
+SEND_RETRY_SECONDS = 10.0  # how long a send keeps trying a hub it cannot reach before it says so
 
 
 @functools.cache
@@ -285,8 +331,10 @@ class HubClient:
         transport: httpx.BaseTransport | None = None,
         *,
         ca_cert: str | None = None,
+        session: SessionHint | None = None,
     ) -> None:
-        """``ca_cert``: a CA file (PEM) that verifies the hub's certificate instead of the system's CAs."""
+        """``ca_cert``: a CA file (PEM) that verifies the hub's certificate instead of the system's
+        CAs. ``session``: the session its calls act in (sent with each request)."""
         import httpx
 
         from switchboard import __version__
@@ -301,10 +349,14 @@ class HubClient:
             headers[AGENT_HEADER] = agent
         if workspace:
             headers[WORKSPACE_HEADER] = workspace
+        if session is not None and session.session_id:
+            headers[SESSION_HEADER] = session.session_id
+        elif session is not None and session.lineage:
+            headers[PROCESS_HEADER] = process_header(machine_name(os.environ), session.lineage)
         self._http = httpx.Client(
             base_url=self.url,
             headers=headers,
-            timeout=TIMEOUT_SECONDS,
+            timeout=httpx.Timeout(TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
             transport=transport,
             verify=_verification(ca_cert),
         )
@@ -330,7 +382,11 @@ class HubClient:
 
         try:
             response = self._http.request(
-                method, path, json=json, params=params, timeout=timeout if timeout is not None else TIMEOUT_SECONDS
+                method,
+                path,
+                json=json,
+                params=params,
+                timeout=httpx.Timeout(timeout or TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
             )
         except httpx.HTTPError as error:
             if (refused := _unverified_certificate(error)) is not None:
@@ -339,9 +395,12 @@ class HubClient:
                     f"({refused.verify_message or refused.reason}); if its CA is your own, log in with "
                     f"'switchboard login {self.url} --token TOKEN --ca-cert CA_FILE' (or set SWITCHBOARD_CA_CERT)."
                 ) from None
+            # A request that never connected certainly did nothing; one cut off later may have.
+            reached = not isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
             raise HubUnavailable(
-                f"cannot reach the hub at {self.url} ({error}); start it with 'switchboard up', "
-                "or 'switchboard logout' to use this machine's embedded store."
+                f"cannot reach the hub at {self.url} ({error or type(error).__name__}); start it with 'switchboard up', "
+                "or 'switchboard logout' to use this machine's embedded store.",
+                reached=reached,
             ) from None
         if response.status_code >= 400:
             raise _error_from(response)
@@ -383,7 +442,30 @@ class HubClient:
             "idempotency_key": idempotency_key,
             "urgent": urgent,
         }
-        return self._model(SendResult, "POST", "/v1/messages", json=body)
+        # Tried again while the hub cannot be reached (a restart, a link flapping): safe when the
+        # request never reached it, or when an idempotency key makes a repeat return the first.
+        backoff, deadline, reached = Backoff(), time.monotonic() + SEND_RETRY_SECONDS, False
+        while True:
+            try:
+                return self._model(SendResult, "POST", "/v1/messages", json=body)
+            except HubUnavailable as error:
+                reached = reached or bool(error.details.get("reached"))
+                unsure = reached and idempotency_key is None
+                delay = backoff.delay()
+                if unsure or time.monotonic() + delay > deadline:
+                    raise HubUnavailable(
+                        error.message
+                        + (
+                            " The hub was cut off after the message reached it: it may have been stored. "
+                            "Check with 'switchboard inbox' or 'switchboard status', or send with "
+                            "--idempotency-key KEY, which is safe to repeat."
+                            if unsure
+                            else f" Tried for {SEND_RETRY_SECONDS:g} s; "
+                            + ("the idempotency key makes sending again safe." if reached else "nothing was sent.")
+                        ),
+                        reached=reached,
+                    ) from None
+                time.sleep(delay)
 
     def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
         params: dict[str, Any] = {"peek": str(peek).lower(), "limit": limit, "wait": wait}
@@ -417,16 +499,32 @@ class HubClient:
     def who(self) -> WhoReport:
         return self._model(WhoReport, "GET", "/v1/who")
 
-    def register_session(self, *, runtime: str, pid: int | None = None, machine: str | None = None) -> Session:
+    def reach(self, address: str) -> Reach:
+        return self._model(Reach, "GET", "/v1/reach", params={"address": address})
+
+    def register_session(
+        self, *, runtime: str, pid: int | None = None, machine: str | None = None, terminal: str | None = None
+    ) -> Session:
+        pid = pid if pid is not None else os.getpid()
+        here = machine_name(os.environ)
+        machine = machine or here
         body = {
             "runtime": runtime,
-            "pid": pid if pid is not None else os.getpid(),
-            "machine": machine or machine_name(os.environ),
+            "pid": pid,
+            "machine": machine,
+            # Only a process on this machine can be checked for its start time.
+            "proc_start": process_start_time(pid) if machine == here else None,
+            "terminal": terminal,
         }
         return self._model(Session, "POST", "/v1/sessions", json=body)
 
-    def heartbeat(self, session_id: str) -> Session:
-        return self._model(Session, "POST", f"/v1/sessions/{_segment(session_id)}/heartbeat")
+    def heartbeat(self, session_id: str, delivery_error: str | None = None) -> Session:
+        return self._model(
+            Session,
+            "POST",
+            f"/v1/sessions/{_segment(session_id)}/heartbeat",
+            json={"delivery_error": delivery_error} if delivery_error else None,
+        )
 
     def end_session(self, session_id: str) -> Session:
         return self._model(Session, "DELETE", f"/v1/sessions/{_segment(session_id)}")
@@ -557,4 +655,12 @@ def hub_client(
     agent token's own) in the workspace ``SWITCHBOARD_WORKSPACE`` or the config names."""
     assert settings.hub is not None
     workspace = env.get("SWITCHBOARD_WORKSPACE", "").strip() or settings.workspace
-    return HubClient(settings.hub, settings.token, agent, workspace, source, ca_cert=settings.ca_cert)
+    return HubClient(
+        settings.hub,
+        settings.token,
+        agent,
+        workspace,
+        source,
+        ca_cert=settings.ca_cert,
+        session=SessionHint.from_env(env),
+    )

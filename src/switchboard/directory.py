@@ -158,10 +158,19 @@ class Directory:
     # --- sessions ------------------------------------------------------------------------
 
     def register_session(
-        self, caller: Caller, *, pid: int, runtime: str, machine: str | None = None, proc_start: int | None = None
+        self,
+        caller: Caller,
+        *,
+        pid: int,
+        runtime: str,
+        machine: str | None = None,
+        proc_start: int | None = None,
+        terminal: str | None = None,
     ) -> Session:
         if pid <= 0:
             raise BadRequest(f"pid {pid} is not a process id.")
+        if terminal is not None and not 0 < len(terminal) <= 200:
+            raise BadRequest("terminal must be 1-200 characters (e.g. tmux:%3 or tty:/dev/pts/4).")
         runtime = parse_name(runtime, "runtime name")
         machine = parse_machine(machine) if machine else self.machine
         now = self.clock()
@@ -175,14 +184,18 @@ class Directory:
                         "it must end (or its process exit) before another agent registers it."
                     )
         session = self.store.register_session(
-            NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start), self.clock()
+            NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start, terminal), self.clock()
         )
         self._sessions_changed(caller.workspace)
         return self.liveness.marked(session, self.clock())
 
-    def heartbeat(self, caller: Caller, session_id: str) -> Session:
+    def heartbeat(self, caller: Caller, session_id: str, delivery_error: str | None = None) -> Session:
+        """The session is still there; ``delivery_error`` says what its delivery path reports
+        broken (a socket gone, a stream refused), None when it works."""
         self._own_session(caller, session_id)
-        session = self.store.touch_session(caller.workspace, session_id, self.clock())
+        if delivery_error is not None:
+            delivery_error = delivery_error.strip()[:500] or None
+        session = self.store.touch_session(caller.workspace, session_id, self.clock(), delivery_error)
         self._sessions_changed(caller.workspace)
         assert session is not None
         return self.liveness.marked(session, self.clock())
@@ -199,6 +212,60 @@ class Directory:
         if session is None or session.agent != caller.agent:
             raise UnknownSession(f"no session {session_id} of agent {caller.agent}; 'switchboard who' lists sessions.")
         return session
+
+    def session_by_id(self, workspace: str, session_id: str) -> Session | None:
+        """A session by id: an open one from the cached list, else from the store."""
+        for session in self._open_sessions(workspace):
+            if session.id == session_id:
+                return session
+        return self.store.get_session(workspace, session_id)
+
+    def session_address(self, caller: Caller) -> str | None:
+        """agent@machine#pid of the session the caller acts in, if it acts in one."""
+        session = self.session_by_id(caller.workspace, caller.session_id) if caller.session_id else None
+        return session.address if session else None
+
+    def in_session(
+        self,
+        caller: Caller,
+        *,
+        session_id: str | None = None,
+        machine: str | None = None,
+        lineage: Sequence[tuple[int, int | None]] = (),
+    ) -> Caller:
+        """The caller acting as one of its agent's sessions: ``session_id`` when given (it must
+        be that agent's), else the open session on ``machine`` of the nearest process in
+        ``lineage`` (the caller's own process, its parent, …: pid and start time), so a command
+        an agent CLI runs acts as that CLI's session. Unchanged when none matches."""
+        if session_id is not None:
+            session = self.session_by_id(caller.workspace, session_id)
+            if session is None or session.agent != caller.agent:
+                raise UnknownSession(
+                    f"no session {session_id} of agent {caller.agent}; 'switchboard who' lists sessions."
+                )
+            return caller.model_copy(update={"session_id": session.id})
+        if not lineage:
+            return caller
+        machine = parse_machine(machine) if machine else self.machine
+        mine = [s for s in self._open_sessions(caller.workspace) if s.agent == caller.agent and s.machine == machine]
+        for pid, start in lineage:
+            for session in mine:
+                if session.pid == pid and (start is None or session.proc_start in (None, start)):
+                    return caller.model_copy(update={"session_id": session.id})
+        return caller
+
+    def hidden_targets(self, caller: Caller) -> tuple[str, ...]:
+        """The sessions whose mail a read by ``caller`` skips: its agent's other live sessions.
+        Mail pushed to one pane is that pane's while it lives; once it is gone, any pane's (and
+        a read as the agent, in no session, sees the whole mailbox)."""
+        if caller.session_id is None:
+            return ()
+        now = self.clock()
+        return tuple(
+            s.id
+            for s in self._open_sessions(caller.workspace)
+            if s.agent == caller.agent and s.id != caller.session_id and self.liveness.is_live(s, now)
+        )
 
     def _live_sessions_by_agent(self, caller: Caller, agents: Sequence[str], now: datetime) -> dict[str, list[Session]]:
         """Live sessions of these agents (liveness judged now, on the workspace's open sessions)."""

@@ -31,6 +31,7 @@ class PushedDelivery:
     seq: int
     state: str
     message_json: str  # the message serialised once, shared by every recipient's stream
+    target_session: str | None = None  # the session it is pushed to (other sessions' streams skip it)
 
     def mail_item_json(self) -> str:
         """The same JSON as ``MailItem.model_dump_json()`` for this delivery."""

@@ -20,10 +20,18 @@ PREAMBLE = (
 )
 
 
+def _where(message: Message) -> str:
+    """The sending session, so an answer can go to that exact session (address it as shown)."""
+    if message.sender_address:
+        terminal = f", in {message.sender_terminal}" if message.sender_terminal else ""
+        return f" (session {message.sender_address}{terminal})"
+    return f" (session {message.sender_session})" if message.sender_session else ""
+
+
 def fenced(message: Message) -> str:
     """One message: a header of facts the mailbox vouches for, then the sender's own words."""
     header = [
-        f"from: {message.sender}" + (f" (session {message.sender_session})" if message.sender_session else ""),
+        f"from: {message.sender}" + _where(message),
         f"to: {', '.join(message.recipients)}",
         f"id: {message.id}",
         f"thread: {message.thread_id}" + (f" (reply to {message.reply_to})" if message.reply_to else ""),

@@ -1,5 +1,35 @@
 """The HTTP headers with which a request names the agent and the workspace it acts for (a user
-or admin token may act as any agent of its workspace). Clients send them; the hub reads them."""
+or admin token may act as any agent of its workspace), and the session it acts in. Clients send
+them; the hub reads them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
 
 AGENT_HEADER = "X-Switchboard-Agent"
 WORKSPACE_HEADER = "X-Switchboard-Workspace"
+# The session a request acts in, by id (SWITCHBOARD_SESSION) ...
+SESSION_HEADER = "X-Switchboard-Session"
+# ... or by the calling process and its ancestors: "<machine> <pid>:<start> <pid>:<start> …",
+# nearest first (start '-' when unknown), so a command an agent CLI runs acts in its session.
+PROCESS_HEADER = "X-Switchboard-Process"
+
+
+def process_header(machine: str, lineage: Sequence[tuple[int, int | None]]) -> str:
+    return " ".join([machine, *(f"{pid}:{'-' if start is None else start}" for pid, start in lineage)])
+
+
+def parse_process_header(value: str) -> tuple[str, list[tuple[int, int | None]]] | None:
+    """The machine and lineage a PROCESS_HEADER names; None when it is not one (then ignored:
+    the header only ever narrows a request to a session, never widens what it may do)."""
+    words = value.split()
+    if not words:
+        return None
+    machine, pairs = words[0], words[1:]
+    lineage: list[tuple[int, int | None]] = []
+    for pair in pairs[:16]:
+        pid, _, start = pair.partition(":")
+        if not pid.isdigit() or not (start == "-" or start.isdigit()):
+            return None
+        lineage.append((int(pid), None if start == "-" else int(start)))
+    return machine, lineage

@@ -108,6 +108,8 @@ def process_start_time(pid: int) -> int | None:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
     fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):  # exited, not yet reaped by its parent: no longer running
+        return None
     return int(fields[19])  # field 22 overall: starttime
 
 
@@ -122,3 +124,53 @@ def process_alive(pid: int, start_time: int | None) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def parent_of(pid: int) -> int:
+    """The parent of ``pid`` (Linux /proc); raises OSError when it cannot be read."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])  # field 4 overall: ppid
+
+
+LINEAGE_DEPTH = 12  # an agent CLI's command runs under a shell or two, rarely deeper
+
+
+def process_lineage(pid: int | None = None) -> list[tuple[int, int | None]]:
+    """This process (or ``pid``) and its ancestors, nearest first, each with its start time: a
+    command an agent CLI runs finds that CLI's session by it. Without /proc: just the process."""
+    pid = os.getpid() if pid is None else pid
+    lineage: list[tuple[int, int | None]] = []
+    while pid > 1 and len(lineage) < LINEAGE_DEPTH:
+        lineage.append((pid, process_start_time(pid)))
+        try:
+            pid = parent_of(pid)
+        except (OSError, ValueError, IndexError):
+            break
+    return lineage
+
+
+# Terminals and multiplexers that name their window or pane in the environment, most specific first.
+_TERMINAL_VARIABLES = (
+    ("TMUX_PANE", "tmux"),
+    ("ZELLIJ_PANE_ID", "zellij"),
+    ("WEZTERM_PANE", "wezterm"),
+    ("KITTY_WINDOW_ID", "kitty"),
+    ("ITERM_SESSION_ID", "iterm"),
+    ("TERM_SESSION_ID", "terminal"),
+    ("WT_SESSION", "windows-terminal"),
+    ("STY", "screen"),
+    ("WINDOWID", "x11"),
+)
+
+
+def terminal_of(env: Mapping[str, str], pid: int | None = None) -> str | None:
+    """The terminal window or pane a session runs in, where it can be told: a multiplexer's or
+    terminal's pane id from the environment, else the controlling tty of ``pid`` (its stdin)."""
+    for variable, kind in _TERMINAL_VARIABLES:
+        if value := env.get(variable, "").strip():
+            return f"{kind}:{value}"[:200]
+    try:
+        tty = os.readlink(f"/proc/{pid if pid is not None else os.getpid()}/fd/0")
+    except OSError:
+        return None
+    return f"tty:{tty}" if tty.startswith("/dev/pts/") or tty.startswith("/dev/tty") else None

@@ -29,7 +29,7 @@ from switchboard import __version__, session_push
 from switchboard.client import Client
 from switchboard.errors import SwitchboardError
 from switchboard.fence import PREAMBLE, fenced_mail, fenced_words
-from switchboard.model import MailItem
+from switchboard.model import MailItem, Reach
 from switchboard.session_push import PushReport
 
 log = logging.getLogger("switchboard.push")
@@ -74,6 +74,11 @@ class Mail(BaseModel):
     id: str
     sender: str
     sender_session: str | None = None
+    sender_address: str | None = Field(
+        default=None,
+        description="the sending session, agent@machine#pid: send_message there to answer that exact session",
+    )
+    sender_terminal: str | None = None
     to: list[str]
     channel: str | None = None
     thread_id: str
@@ -119,6 +124,11 @@ class Delivery(BaseModel):
     delivered_at: datetime | None = None
     read_at: datetime | None = None
     acked_at: datetime | None = None
+    reachable: str | None = Field(
+        default=None,
+        description="for mail not read yet: live, path_broken, no_live_session, machine_down or unknown_address",
+    )
+    why: str | None = Field(default=None, description="for mail not read yet: whether and how it can reach them now")
 
 
 class Status(BaseModel):
@@ -148,6 +158,9 @@ class Who(BaseModel):
     agents: list[Presence]
     liveness_seconds: float
     unread: int
+    reach: Reach | None = Field(
+        default=None, description="for the address asked about: can it be reached now, or why not"
+    )
 
 
 def _result(model: BaseModel, text: str) -> CallToolResult:
@@ -247,10 +260,18 @@ def mailbox_server(
         return await run(lambda: _status(client, message_id))
 
     @server.tool()
-    async def who(ctx: Context) -> Annotated[CallToolResult, Who]:
-        """Live sessions per agent, and which machines are up."""
+    async def who(
+        ctx: Context,
+        address: Annotated[
+            str | None,
+            Field(
+                description="an agent address (name, name@machine, name@machine#pid) to check: can it be reached now, or why not"
+            ),
+        ] = None,
+    ) -> Annotated[CallToolResult, Who]:
+        """Live sessions per agent, and which machines are up (down ones with when they were last seen)."""
         client = await acting(ctx)
-        return await run(lambda: _who(client))
+        return await run(lambda: _who(client, address))
 
     return server
 
@@ -326,6 +347,8 @@ def _status(client: Client, message_id: str) -> CallToolResult:
             delivered_at=r.delivered_at,
             read_at=r.read_at,
             acked_at=r.acked_at,
+            reachable=r.reach.state if r.reach else None,
+            why=r.reach.reason if r.reach else None,
         )
         for r in status.recipients
     ]
@@ -340,12 +363,15 @@ def _status(client: Client, message_id: str) -> CallToolResult:
         unread=_unread(client),
     )
     lines = [f"{status.message_id}: read by {', '.join(read_by) or 'nobody yet'}"]
-    lines += [f"- {r.address}: {r.state}" for r in recipients]
+    lines += [
+        f"- {r.address}: {r.state}" + (f" ({r.why})" if r.why and r.reachable != "live" else "") for r in recipients
+    ]
     return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
 
 
-def _who(client: Client) -> CallToolResult:
+def _who(client: Client, address: str | None = None) -> CallToolResult:
     report = _acting(client.who)
+    found = _acting(lambda: client.reach(address)) if address else None
     result = Who(
         machines=[MachineInfo(name=m.name, up=m.up, last_seen=m.last_seen) for m in report.machines],
         agents=[
@@ -354,8 +380,10 @@ def _who(client: Client) -> CallToolResult:
         ],
         liveness_seconds=report.liveness_seconds,
         unread=_unread(client),
+        reach=found,
     )
-    lines = [
+    lines = [] if found is None else [f"{found.address}: {found.state.replace('_', ' ')} — {found.reason}"]
+    lines += [
         f"machine {m.name}: {'up' if m.up else 'down'} (last seen {m.last_seen:%Y-%m-%d %H:%M:%S}Z)"
         for m in result.machines
     ]
@@ -395,6 +423,8 @@ def _mail(item: MailItem) -> Mail:
         id=message.id,
         sender=message.sender,
         sender_session=message.sender_session,
+        sender_address=message.sender_address,
+        sender_terminal=message.sender_terminal,
         to=message.recipients,
         channel=message.channel,
         thread_id=message.thread_id,

@@ -152,6 +152,12 @@ class Message(Model):
     workspace: str
     sender: str
     sender_session: str | None = None
+    sender_address: str | None = Field(
+        default=None, description="the sending session, agent@machine#pid: reply there to reach that exact session"
+    )
+    sender_terminal: str | None = Field(
+        default=None, description="the terminal window or pane the sending session runs in, where known"
+    )
     recipients: list[str] = Field(description="the addresses as the sender gave them")
     channel: str | None = Field(default=None, description="set when the message was posted to a channel")
     subject: str | None = None
@@ -201,6 +207,7 @@ class RecipientOutcome(Model):
     agent: str | None = None
     channel: str | None = Field(default=None, description="the channel this recipient was reached through")
     sessions: list[str] = Field(default_factory=list, description="live sessions that can read it now")
+    session: str | None = Field(default=None, description="the live session it is pushed to")
     new_agent: bool = Field(default=False, description="no agent of this name existed; the send created it")
     reason: str | None = None
 
@@ -247,6 +254,7 @@ class RecipientStatus(Model):
     acked_at: datetime | None = None
     sessions: list[str] = Field(default_factory=list)
     via: SurfacePath | None = Field(default=None, description="how it reached the agent's context, once it did")
+    reach: Reach | None = Field(default=None, description="for mail not yet read: can the recipient be reached now")
 
 
 class MessageStatus(Model):
@@ -287,6 +295,10 @@ class Session(Model):
     started_at: datetime
     last_seen: datetime
     ended_at: datetime | None = None
+    terminal: str | None = Field(default=None, description="the terminal window or pane it runs in, where known")
+    delivery_error: str | None = Field(
+        default=None, description="what its delivery path last reported broken (cleared when it works again)"
+    )
     live: bool = False
 
     @property
@@ -298,6 +310,26 @@ class Machine(Model):
     name: str
     last_seen: datetime
     up: bool
+
+
+ReachState = Literal["live", "path_broken", "no_live_session", "machine_down", "unknown_address", "unknown_agent"]
+
+
+class Reach(Model):
+    """Whether an address can be reached now, and if not, plainly why."""
+
+    address: str
+    state: ReachState = Field(
+        description="live; path_broken (a live session whose delivery path reports an error); "
+        "no_live_session (the agent is known, no session of it is live); machine_down (no session "
+        "on that machine was seen within the liveness window); unknown_address (the agent exists, "
+        "but no session on that machine, or of that pid, ever reported); unknown_agent"
+    )
+    reason: str = Field(description="one sentence a person or a model can act on")
+    sessions: list[str] = Field(default_factory=list, description="live sessions the address reaches")
+    session: str | None = Field(default=None, description="the session mail to this address is pushed to")
+    machine: str | None = None
+    machine_last_seen: datetime | None = None
 
 
 class AgentPresence(Model):
@@ -336,6 +368,7 @@ class WhoAmI(Model):
     source: str = Field(description="which identity rule named this agent")
     machine: str
     store: str = Field(description="the embedded database file, or the hub URL")
+    session: str | None = Field(default=None, description="the session this caller acts in (agent@machine#pid)")
 
 
 class Caller(Model):

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from switchboard.address import (
     AgentAddress,
     ChannelAddress,
+    parse_address,
     parse_addresses,
 )
 from switchboard.content import (
@@ -49,6 +50,7 @@ from switchboard.model import (
     Message,
     MessageStatus,
     Part,
+    Reach,
     ReadResult,
     RecipientOutcome,
     RecipientStatus,
@@ -60,6 +62,7 @@ from switchboard.model import (
     utcnow,
 )
 from switchboard.pending import Pending, completed
+from switchboard.reach import reach as reach_of
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, Store
 
 T = TypeVar("T")
@@ -73,7 +76,7 @@ class _Target:
     agent: str
     channel: str | None
     sessions: list[Session]
-    target_session: str | None
+    target: Session | None  # the live session its mail is pushed to
     new_agent: bool
     guess: str = ""  # for a new agent: the existing names it is close to (see _did_you_mean)
 
@@ -179,6 +182,7 @@ class Service(Directory):
                 )
 
         message_id = new_id()
+        sender = self.session_by_id(caller.workspace, caller.session_id) if caller.session_id else None
         # Every field was checked above: build the models without validating them again.
         message = built(
             Message,
@@ -186,6 +190,8 @@ class Service(Directory):
             workspace=caller.workspace,
             sender=caller.agent,
             sender_session=caller.session_id,
+            sender_address=sender.address if sender else None,
+            sender_terminal=sender.terminal if sender else None,
             recipients=[str(a) for a in addresses],
             channel=next((a.name for a in addresses if isinstance(a, ChannelAddress)), None),
             subject=subject,
@@ -210,7 +216,7 @@ class Service(Directory):
                 state=_stored_state(t),
                 channel=t.channel,
                 sessions=[s.address for s in t.sessions],
-                target_session=t.target_session,
+                target_session=t.target.id if t.target else None,
                 create_agent=t.new_agent,
             )
             for t in targets
@@ -236,7 +242,13 @@ class Service(Directory):
                 if self.events.has_streams(caller.workspace, agents):  # serialise only for a reader
                     message_json = message.model_dump_json()
                     pushed = [
-                        (t.agent, PushedDelivery(seqs[t.agent], _stored_state(t).value, message_json)) for t in targets
+                        (
+                            t.agent,
+                            PushedDelivery(
+                                seqs[t.agent], _stored_state(t).value, message_json, t.target.id if t.target else None
+                            ),
+                        )
+                        for t in targets
                     ]
                     self.events.publish_many(caller.workspace, pushed)
                 else:
@@ -266,9 +278,13 @@ class Service(Directory):
     def _resolve(
         self, caller: Caller, addresses: Sequence[AgentAddress | ChannelAddress], now: datetime
     ) -> tuple[list[_Target], list[RecipientOutcome]]:
+        """Each address's agent and the live session its mail is pushed to (the newest one the
+        address allows: see ``reach``). An address naming a machine or a session that no live
+        session answers fails the whole send (no_live_session): it names a place that cannot
+        take the mail, and the sender should know before anything is stored."""
         targets: dict[str, _Target] = {}
         unknown: list[RecipientOutcome] = []
-        machines: set[str] | None = None
+        unreachable: list[Reach] = []
         for address in addresses:
             if isinstance(address, ChannelAddress):
                 members = self._post_members(caller, address)
@@ -278,7 +294,7 @@ class Service(Directory):
                 live = self._live_sessions_by_agent(caller, new_members, now) if new_members else {}
                 written = str(address)
                 for member in new_members:
-                    targets[member] = _Target(written, member, address.name, live[member], None, False)
+                    targets[member] = _Target(written, member, address.name, live[member], _newest(live[member]), False)
                 continue
             if address.name in targets:
                 continue
@@ -286,29 +302,61 @@ class Service(Directory):
             if address.machine is None:
                 sessions = self._live_sessions_by_agent(caller, [address.name], now)[address.name] if exists else []
                 guess = "" if exists else self._did_you_mean(caller.workspace, address.name)
-                targets[address.name] = _Target(str(address), address.name, None, sessions, None, not exists, guess)
-                continue
-            if machines is None:
-                machines = {m.name for m in self.store.list_machines(caller.workspace)}
-            known = [
-                s
-                for s in self.store.list_sessions(caller.workspace, address.name, include_ended=True)
-                if s.machine == address.machine and (address.pid is None or s.pid == address.pid)
-            ]
-            if not exists or not known:
-                where = f"session {address}" if address.pid else f"agent {address.name} on {address.machine}"
-                reason = (
-                    f"no {where} has ever reported"
-                    + ("" if address.machine in machines else f", and no machine named {address.machine} is known")
-                    + "."
-                    + ("" if exists else self._did_you_mean(caller.workspace, address.name))
+                targets[address.name] = _Target(
+                    str(address), address.name, None, sessions, _newest(sessions), not exists, guess
                 )
-                unknown.append(_unknown(address, reason))
                 continue
-            live = [s for s in (self.liveness.marked(s, now) for s in known) if s.live]
-            target_session = known[0].id if address.pid is not None else None
-            targets[address.name] = _Target(str(address), address.name, None, live, target_session, False)
+            if not exists:
+                unknown.append(
+                    _unknown(
+                        address,
+                        f"no agent named {address.name} exists." + self._did_you_mean(caller.workspace, address.name),
+                    )
+                )
+                continue
+            found, sessions = self._reach(caller, address, now)
+            if found.state == "unknown_address":
+                unknown.append(_unknown(address, found.reason))
+                continue
+            if found.session is None:
+                unreachable.append(found)
+                continue
+            live = [s for s in sessions if s.live and s.address in found.sessions]
+            target = next(s for s in live if s.address == found.session)
+            targets[address.name] = _Target(str(address), address.name, None, live, target, False)
+        if unreachable:
+            raise NoLiveSession(
+                " ".join(r.reason[:1].upper() + r.reason[1:] for r in unreachable)
+                + " Nothing was sent; send to the agent's name to queue it in its mailbox.",
+                recipients=[r.address for r in unreachable],
+                reach=[r.model_dump(mode="json") for r in unreachable],
+            )
         return list(targets.values()), unknown
+
+    def reach(self, caller: Caller, address: str) -> Reach:
+        """Whether an agent address can be reached now, and if not, plainly why."""
+        parsed = parse_address(address)
+        if not isinstance(parsed, AgentAddress):
+            raise BadRequest(
+                f"{address!r} is a channel; ask about an agent address (name, name@machine, name@machine#pid)."
+            )
+        return self._reach(caller, parsed, self.clock())[0]
+
+    def _reach(self, caller: Caller, address: AgentAddress, now: datetime) -> tuple[Reach, list[Session]]:
+        """The address's reach, and every session of its agent (newest first, ``live`` marked)."""
+        exists = self._agent_exists(caller.workspace, address.name)
+        stored = self.store.list_sessions(caller.workspace, address.name, include_ended=True) if exists else []
+        sessions = [self.liveness.marked(s, now) for s in stored]
+        machines = {m.name: m.last_seen for m in self.store.list_machines(caller.workspace)}
+        found = reach_of(
+            address,
+            exists=exists,
+            sessions=sessions,
+            machines=machines,
+            window_seconds=self.liveness.window_seconds,
+            now=now,
+        )
+        return found, sessions
 
     def _post_members(self, caller: Caller, address: ChannelAddress) -> list[str]:
         channel = self.store.get_channel(caller.workspace, address.name, caller.agent)
@@ -330,6 +378,7 @@ class Service(Directory):
             channel=target.channel,
             state="delivered" if target.sessions else "queued",
             sessions=[s.address for s in target.sessions],
+            session=target.target.address if target.target else None,
             new_agent=target.new_agent,
             reason=(
                 f"no agent named {target.agent} had been seen; it was created and will get this when it reads."
@@ -363,7 +412,7 @@ class Service(Directory):
         position = after if after is not None else self.store.last_seq(caller.workspace, caller.agent)
         items = self._wait_for(caller, lambda: self._take(caller, peek, after, limit), wait)
         cursor = items[-1].seq if items else position
-        return ReadResult(items=items, cursor=cursor, unread=self.store.unread_count(caller.workspace, caller.agent))
+        return ReadResult(items=items, cursor=cursor, unread=self.unread_count(caller))
 
     def surface(
         self,
@@ -387,11 +436,13 @@ class Service(Directory):
         position = self.store.last_seq(caller.workspace, caller.agent)
         items = self._wait_for(
             caller,
-            lambda: self.store.surface(caller.workspace, caller.agent, via, urgent_only, limit, self.clock(), peek),
+            lambda: self.store.surface(
+                caller.workspace, caller.agent, via, urgent_only, limit, self.clock(), peek, self.hidden_targets(caller)
+            ),
             wait,
         )
         cursor = items[-1].seq if items else position
-        return ReadResult(items=items, cursor=cursor, unread=self.store.unread_count(caller.workspace, caller.agent))
+        return ReadResult(items=items, cursor=cursor, unread=self.unread_count(caller))
 
     def check_read_options(self, *, limit: int, after: int | None, wait: float) -> None:
         if not 1 <= limit <= self.limits.read_limit:
@@ -404,11 +455,12 @@ class Service(Directory):
     def deliveries_since(self, caller: Caller, cursor: int, limit: int = 100) -> list[MailItem]:
         """The caller's deliveries past ``cursor`` in sequence order, marking nothing (streams)."""
         self.check_read_options(limit=limit, after=cursor, wait=0)
-        return self.store.peek(caller.workspace, caller.agent, cursor, limit)
+        return self.store.peek(caller.workspace, caller.agent, cursor, limit, self.hidden_targets(caller))
 
     def unread_count(self, caller: Caller) -> int:
-        """How many of the caller's messages are unread."""
-        return self.store.unread_count(caller.workspace, caller.agent)
+        """How many of the caller's messages are unread (for a session: not counting another
+        live session's)."""
+        return self.store.unread_count(caller.workspace, caller.agent, self.hidden_targets(caller))
 
     def mailbox_position(self, caller: Caller) -> int:
         """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
@@ -430,9 +482,10 @@ class Service(Directory):
                 subscription.wait(remaining)
 
     def _take(self, caller: Caller, peek: bool, after: int | None, limit: int) -> list[MailItem]:
+        hidden = self.hidden_targets(caller)
         if peek:
-            return self.store.peek(caller.workspace, caller.agent, after, limit)
-        return self.store.claim(caller.workspace, caller.agent, after, limit, self.clock())
+            return self.store.peek(caller.workspace, caller.agent, after, limit, hidden)
+        return self.store.claim(caller.workspace, caller.agent, after, limit, self.clock(), hidden)
 
     def inbox(self, caller: Caller, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
         """The newest messages of the caller's mailbox (unacked unless asked), without marking."""
@@ -491,8 +544,39 @@ class Service(Directory):
             subject=message.subject,
             thread_id=message.thread_id,
             created_at=message.created_at,
-            recipients=statuses,
+            recipients=self._with_reach(caller, statuses),
         )
+
+    def _with_reach(self, caller: Caller, statuses: list[RecipientStatus]) -> list[RecipientStatus]:
+        """Each recipient that has not read the message yet, with whether it can be reached now
+        (and if not, why): mail that waits should say what it waits for."""
+        waiting = [
+            s
+            for s in statuses
+            if s.agent is not None
+            and s.state in (DeliveryState.queued, DeliveryState.delivered, DeliveryState.surfaced)
+        ]
+        if not waiting:
+            return statuses
+        now = self.clock()
+        sessions: dict[str, list[Session]] = {}
+        for session in self.store.list_sessions(caller.workspace, include_ended=True):
+            sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
+        machines = {m.name: m.last_seen for m in self.store.list_machines(caller.workspace)}
+        by_row: dict[int, Reach] = {}
+        for row in waiting:
+            parsed = parse_address(row.address)
+            if not isinstance(parsed, AgentAddress) or parsed.name != row.agent:
+                parsed = AgentAddress(row.agent or "")  # reached through a channel: the agent's mailbox
+            by_row[id(row)] = reach_of(
+                parsed,
+                exists=True,
+                sessions=sessions.get(parsed.name, []),
+                machines=machines,
+                window_seconds=self.liveness.window_seconds,
+                now=now,
+            )
+        return [s.model_copy(update={"reach": by_row[id(s)]}) if id(s) in by_row else s for s in statuses]
 
     def _visible_message(self, caller: Caller, message_id: str) -> Message:
         check_message_id(message_id)
@@ -514,6 +598,11 @@ def _settle(future: Pending[T], compute: Callable[[], T]) -> None:
         future.set_result(compute())
     except BaseException as error:
         future.set_exception(error)
+
+
+def _newest(sessions: Sequence[Session]) -> Session | None:
+    """The newest of these sessions (the store lists them newest first)."""
+    return max(sessions, key=lambda s: s.started_at, default=None)
 
 
 def _stored_state(target: _Target) -> DeliveryState:

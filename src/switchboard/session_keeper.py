@@ -13,12 +13,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from switchboard.errors import SwitchboardError
-from switchboard.identity import process_alive, process_start_time
+from switchboard.errors import SwitchboardError, UnknownSession
+from switchboard.identity import parent_of, process_alive, process_start_time
 
 if TYPE_CHECKING:  # annotations only: the hooks import this module and must stay light
     from switchboard.client import Client
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # annotations only: the hooks import this module and must sta
 log = logging.getLogger("switchboard.session")
 
 HEARTBEAT_SECONDS = 15.0  # well within the default 60 s liveness window, even if one is lost
+RETRY_FIRST_SECONDS = 0.5  # a failed heartbeat is tried again after this, doubling up to the interval
 PARENT_CHECK_SECONDS = 0.5  # how soon a dead parent is noticed (a read of /proc)
 
 # What the parent's command line says it is → the runtime recorded for the session.
@@ -53,18 +55,13 @@ def agent_process(pid: int | None = None) -> int:
     for _ in range(_MAX_LAUNCHERS):
         try:
             name = Path(f"/proc/{pid}/comm").read_text().strip()
-            parent = _parent_of(pid)
+            parent = parent_of(pid)
         except (OSError, ValueError, IndexError):
             return pid
         if name not in _LAUNCHERS or parent <= 1:
             return pid
         pid = parent
     return pid
-
-
-def _parent_of(pid: int) -> int:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2 :].split()[1])  # field 4 overall: ppid
 
 
 def runtime_of(pid: int) -> str:
@@ -83,25 +80,55 @@ def runtime_of(pid: int) -> str:
 
 class SessionKeeper:
     """Registers the parent's session, heartbeats it, ends it; ``on_parent_gone`` is called (on
-    the keeper's thread) once the parent has died and the session is ended."""
+    the keeper's thread) once the parent has died and the session is ended.
 
-    def __init__(self, client: Client, on_parent_gone: Callable[[], None], *, parent: int | None = None) -> None:
+    ``delivery_problem``, when given, says what the session's delivery path reports broken (None
+    when it works); each heartbeat carries it, so ``who`` can tell a live session that cannot
+    take mail. A heartbeat that fails (the hub away, a link cut) is tried again sooner, backing
+    off up to the heartbeat interval; a session the hub no longer knows is registered again."""
+
+    def __init__(
+        self,
+        client: Client,
+        on_parent_gone: Callable[[], None],
+        *,
+        parent: int | None = None,
+        every: float = HEARTBEAT_SECONDS,
+        terminal: str | None = None,
+        delivery_problem: Callable[[], str | None] | None = None,
+    ) -> None:
         self._client = client
         self._on_parent_gone = on_parent_gone
         self.parent = parent if parent is not None else os.getppid()
         self._parent_start = process_start_time(self.parent)
+        self._every = every
+        self._terminal = terminal
+        self._delivery_problem = delivery_problem
+        self._runtime = "mcp-client"
         self.session: Session | None = None
         self._stopping = threading.Event()
         self._ending = threading.Lock()  # the keeper and stop() may both end it: once
         self._thread = threading.Thread(target=self._keep, name="switchboard session keeper", daemon=True)
 
-    def start(self) -> None:
+    @property
+    def running(self) -> bool:
+        """Still keeping the session (false once the parent is gone or stop() was called)."""
+        return self._thread.is_alive()
+
+    def start(self, runtime: str | None = None) -> None:
+        if not process_alive(self.parent, self._parent_start):
+            log.warning("process %s is not running; no session to keep", self.parent)
+            return
+        self._runtime = runtime or runtime_of(self.parent)
         try:
-            self.session = self._client.register_session(runtime=runtime_of(self.parent), pid=self.parent)
+            self.session = self._register()
         except SwitchboardError as error:  # the tools still work; only presence is missing
             log.warning("could not register this session (%s: %s); serving without one", error.code, error.message)
             return
         self._thread.start()
+
+    def _register(self) -> Session:
+        return self._client.register_session(runtime=self._runtime, pid=self.parent, terminal=self._terminal)
 
     def stop(self) -> None:
         """End the session (once); called when this process stops serving."""
@@ -111,23 +138,38 @@ class SessionKeeper:
         self._end()
 
     def _keep(self) -> None:
-        ticks_per_beat = max(1, round(HEARTBEAT_SECONDS / PARENT_CHECK_SECONDS))
-        tick = 0
-        while not self._stopping.wait(PARENT_CHECK_SECONDS):
+        check = min(PARENT_CHECK_SECONDS, self._every)
+        next_beat, retry = time.monotonic() + self._every, RETRY_FIRST_SECONDS
+        while not self._stopping.wait(check):
             if not process_alive(self.parent, self._parent_start):
                 self._end()
                 self._on_parent_gone()
                 return
-            tick += 1
-            if tick % ticks_per_beat == 0:
-                self._beat()
+            if time.monotonic() < next_beat:
+                continue
+            if self._beat():
+                next_beat, retry = time.monotonic() + self._every, RETRY_FIRST_SECONDS
+            else:  # try again sooner, backing off up to the usual interval
+                next_beat, retry = time.monotonic() + retry, min(retry * 2, self._every)
 
-    def _beat(self) -> None:
-        assert self.session is not None
+    def _beat(self) -> bool:
+        """One heartbeat; whether the hub took it."""
+        session = self.session
+        if session is None:
+            return True
+        problem = self._delivery_problem() if self._delivery_problem else None
         try:
-            self._client.heartbeat(self.session.id)
-        except SwitchboardError as error:  # a hub that is away for a moment: try again next beat
+            self._client.heartbeat(session.id, problem)
+        except UnknownSession:  # the hub lost it (its store was reset): register anew
+            try:
+                self.session = self._register()
+            except SwitchboardError as error:
+                log.warning("could not register this session again (%s: %s)", error.code, error.message)
+                return False
+        except SwitchboardError as error:  # a hub away for a moment, a cut link: try again soon
             log.warning("heartbeat failed (%s: %s)", error.code, error.message)
+            return False
+        return True
 
     def _end(self) -> None:
         with self._ending:

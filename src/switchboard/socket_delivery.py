@@ -119,6 +119,7 @@ class SocketPusher:
         self._thread = threading.Thread(target=self._run, name="switchboard socket pusher", daemon=True)
         self.pushed = 0  # messages written
         self.left_to_hooks = 0  # new messages seen but not written: the session holds or refuses them
+        self.problem: str | None = None  # why it stopped pushing, reported with the session's heartbeats
 
     @classmethod
     def for_this_process(cls, client: Client, env: Mapping[str, str] | None = None) -> SocketPusher | None:
@@ -169,6 +170,7 @@ class SocketPusher:
                     self.left_to_hooks += sum(item.state.rank < DeliveryState.surfaced.rank for item in seen.items)
             except MessagingSocketUnavailable as error:
                 log.warning("stopped pushing mail into the Claude Code session: %s", error.message)
+                self.problem = f"its messaging socket failed ({error.message}); mail reaches it only through its hooks"
                 return
             except SwitchboardError as error:
                 if self._stopping.is_set():
@@ -178,6 +180,9 @@ class SocketPusher:
             except Exception as error:  # never take the MCP server down; say why, once
                 if not self._stopping.is_set():
                     log.warning("stopped pushing mail into the Claude Code session: %r", error)
+                    self.problem = (
+                        f"pushing into its messaging socket failed ({error!r}); mail reaches it only through its hooks"
+                    )
                 return
 
     def _push_waiting(self) -> None:

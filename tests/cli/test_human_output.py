@@ -48,7 +48,7 @@ def test_human_send_names_the_live_session_and_who_shows_it(run, run_json, live_
     address = f"bob@{session['machine']}#{live_process.pid}"
 
     sent = _ok(run("send", "bob,carol", "are you up?", agent="alice"))
-    assert _row(sent, "bob")[2:4] == ["delivered", address]
+    assert _row(sent, "bob")[2:6] == ["delivered", "pushed", "to", address]
     assert "queued" in _row(sent, "carol")
 
     who = _ok(run("who", agent="alice"))
@@ -62,7 +62,9 @@ def test_demo_runs_a_dm_a_reply_a_channel_post_and_a_status(cli, run):
     proc = run("demo", timeout=60)
     out = _ok(proc)
 
-    assert re.search(r"^reviewer\s+reviewer\s+delivered\s+reviewer@", out, re.MULTILINE), out  # the DM, delivered
+    assert re.search(r"^reviewer\s+reviewer\s+delivered\s+pushed to reviewer@", out, re.MULTILINE), (
+        out
+    )  # the DM, delivered
     assert "Can you review the new /v1/orders endpoint?" in out
     assert re.search(r"^reply \S+ joins thread \S+", out, re.MULTILINE), out
     assert "Looks good; one nit on error codes." in out

@@ -150,6 +150,7 @@ REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked,
     ("POST", "/v1/mark-read"): {"json": {"message_ids": ["{m_secret}", "{m_post}"]}},
     ("POST", "/v1/surface"): {"params": {"via": "hook", "limit": 1000}},
     ("GET", "/v1/who"): {},
+    ("GET", "/v1/reach"): {"params": {"address": "{bob}"}},
     ("POST", "/v1/sessions"): {"json": {"pid": PID, "runtime": "script"}},
     ("POST", "/v1/sessions/{session_id}/heartbeat"): {"path": {"session_id": "{s_bob}"}},
     ("DELETE", "/v1/sessions/{session_id}"): {"path": {"session_id": "{s_bob}"}},
@@ -187,6 +188,10 @@ class Row:
 
 def _acts_as_itself(world: World, attacker: Attacker, body: Any) -> None:
     assert (body["workspace"], body["agent"]) == (attacker.acts_in, attacker.acts_as), body
+
+
+def _unknown_there(world: World, attacker: Attacker, body: Any) -> None:
+    assert body["state"] == "unknown_agent", body  # workspace A's alice is not B's
 
 
 def _in_own_workspace(world: World, attacker: Attacker, body: Any) -> None:
@@ -247,6 +252,7 @@ def _rows() -> list[Row]:
     rows += [
         Row("eve", "GET", "/v1/whoami", 200, check=_acts_as_itself),
         Row("eve", "GET", "/v1/who", 200),
+        Row("eve", "GET", "/v1/reach", 200),  # the workspace's directory is shared
         # eve claims the pid and machine of bob's live session (both shown by 'who'): refused.
         Row("eve", "POST", "/v1/sessions", 409, "already_exists"),  # bob's live process is bob's
         Row("eve", "GET", "/v1/agents", 200),
@@ -268,6 +274,7 @@ def _rows() -> list[Row]:
     rows += [
         Row("B", "GET", "/v1/whoami", 200, check=_acts_as_itself),
         Row("B", "GET", "/v1/who", 200),
+        Row("B", "GET", "/v1/reach", 200, override={"params": {"address": "{alice}"}}, check=_unknown_there),
         Row("B", "POST", "/v1/sessions", 201, check=_acts_as_itself),
         Row("B", "GET", "/v1/agents", 200),
         Row("B", "POST", "/v1/agents", 201, override={"json": {"name": "{dave}"}}, check=_in_own_workspace),
@@ -324,7 +331,7 @@ def test_no_credential_reaches_another_agents_or_workspaces_data(world: World, r
     extra = {"fresh": unique("fresh")}
     path = row.route.format(**world.fill(request.get("path", {}), extra))
     body = world.fill(request.get("json"), extra)
-    params = request.get("params")
+    params = world.fill(request.get("params"), extra)
 
     before = _victim_state(world, row.route) if row.method != "GET" else None
     if (row.method, row.route) == ("GET", "/v1/events") and row.status == 200:

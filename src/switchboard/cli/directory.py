@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from typing import Annotated, Optional
 
 import typer
@@ -12,7 +14,9 @@ from switchboard import claude_sessions
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
 from switchboard.errors import BadRequest
+from switchboard.identity import terminal_of
 from switchboard.model import Agent
+from switchboard.session_keeper import HEARTBEAT_SECONDS, SessionKeeper
 
 agent_app = typer.Typer(help="Create, list, describe and delete agents.", no_args_is_help=True)
 session_app = typer.Typer(
@@ -40,9 +44,25 @@ def whoami(as_json: JsonOption = False, db: DbOption = None) -> None:
 
 
 @app.command()
-def who(as_json: JsonOption = False, db: DbOption = None) -> None:
+def who(
+    address: Annotated[
+        Optional[str],
+        typer.Argument(
+            help="An agent address (name, name@machine, name@machine#pid): can it be reached now, and if not, why."
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
     """Agents, their sessions (live or not) and machines (up or down); and this machine's live
-    Claude Code sessions, whether or not they run switchboard."""
+    Claude Code sessions, whether or not they run switchboard. With an ADDRESS: whether it can
+    be reached now, or plainly why not (unknown agent, no live session, machine down since …,
+    delivery path broken)."""
+    if address is not None:
+        with open_client(db) as client:
+            found = client.reach(address)
+        render.emit(found, as_json, lambda: render.reach(found))
+        return
     with open_client(db) as client:
         report = client.who()
     claude = claude_sessions.live_sessions()
@@ -50,10 +70,7 @@ def who(as_json: JsonOption = False, db: DbOption = None) -> None:
     def human() -> None:
         grid = render.table("agent", "live", "unread", "sessions")
         for agent in report.agents:
-            sessions = ", ".join(
-                f"{s.address} ({s.runtime}{'' if s.live else ', not live'}, seen {render.when(s.last_seen)})"
-                for s in agent.sessions
-            )
+            sessions = ", ".join(render.session_line(s) for s in agent.sessions)
             grid.add_row(
                 agent.name, "[green]yes[/]" if agent.live else "[dim]no[/]", str(agent.unread), sessions or "[dim]-[/]"
             )
@@ -83,6 +100,10 @@ def _print_agent(agent: Agent) -> None:
         render.console.print("skills: " + ", ".join(render.escape(s) for s in agent.skills))
 
 
+TerminalOption = Annotated[
+    Optional[str],
+    typer.Option("--terminal", help="The terminal window or pane it runs in (default: told from the environment)."),
+]
 DescriptionOption = Annotated[Optional[str], typer.Option("--description", "-d", help="What this agent does.")]
 SkillOption = Annotated[list[str], typer.Option("--skill", help="A skill it offers (repeatable).")]
 
@@ -159,13 +180,51 @@ def session_start(
         Optional[int],
         typer.Option("--pid", help="The session's process id (default: the process that ran this command)."),
     ] = None,
+    terminal: TerminalOption = None,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Register a live session; it stays live while its process runs and it reports in."""
+    pid = os.getppid() if pid is None else pid
     with open_client(db) as client:
-        session = client.register_session(runtime=runtime, pid=os.getppid() if pid is None else pid)
+        session = client.register_session(runtime=runtime, pid=pid, terminal=terminal or terminal_of(os.environ, pid))
     render.emit(session, as_json, lambda: render.console.print(f"{session.id}  {session.address} ({session.runtime})"))
+
+
+@session_app.command("keep")
+def session_keep(
+    pid: Annotated[int, typer.Option("--pid", help="The process whose session this is: kept while it runs.")],
+    runtime: Annotated[str, typer.Option("--runtime", help="What runs the session (codex, script…).")] = "script",
+    every: Annotated[
+        float, typer.Option("--every", help="Report every SECONDS (keep it well inside the hub's liveness window).")
+    ] = HEARTBEAT_SECONDS,
+    terminal: TerminalOption = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Register a session for a running process and keep it live while that process runs: report
+    every --every seconds (riding out a hub that is away for a while), end it when the process
+    exits or this command is stopped. Prints the session (one JSON line with --json) once registered."""
+    if every <= 0:
+        raise BadRequest("--every must be more than 0 seconds.")
+    with open_client(db) as client:
+        keeper = SessionKeeper(
+            client, lambda: None, parent=pid, every=every, terminal=terminal or terminal_of(os.environ, pid)
+        )
+        keeper.start(runtime=runtime)
+        if keeper.session is None:
+            raise BadRequest(f"process {pid} is not running, or its session could not be registered; see above.")
+        session = keeper.session
+        render.emit(
+            session, as_json, lambda: render.console.print(f"{session.id}  {session.address} (kept while {pid} runs)")
+        )
+        sys.stdout.flush()
+        stopped = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stopped.set())
+        while not stopped.wait(0.2) and keeper.running:
+            pass
+        keeper.stop()
 
 
 @session_app.command("heartbeat")

@@ -15,6 +15,7 @@ from switchboard.client import HubClient
 from switchboard.client import open_client as client_for
 from switchboard.config import Settings, clear_login, save_login
 from switchboard.errors import BadRequest, HubUnavailable
+from switchboard.liveness import DEFAULT_WINDOW_SECONDS
 from switchboard.model import TokenInfo
 
 token_app = typer.Typer(help="Hub credentials: create, list and revoke tokens.", no_args_is_help=True)
@@ -35,6 +36,13 @@ def up(
         Optional[Path], typer.Option("--tls-cert", help="Serve HTTPS with this certificate (PEM; with --tls-key).")
     ] = None,
     tls_key: Annotated[Optional[Path], typer.Option("--tls-key", help="The certificate's private key (PEM).")] = None,
+    liveness_seconds: Annotated[
+        float,
+        typer.Option(
+            "--liveness-seconds",
+            help="A session is live while it reports within this many seconds; a machine is down when none of its sessions did.",
+        ),
+    ] = DEFAULT_WINDOW_SECONDS,
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Serve plain HTTP beyond loopback anyway (tokens and mail in clear).")
     ] = False,
@@ -46,7 +54,13 @@ def up(
     if not 0 <= port <= 65535:
         raise BadRequest(f"port {port} is not a port number (0-65535).")
     options = HubOptions(
-        host=host, port=port, rate_limit=rate_limit, tls_cert=tls_cert, tls_key=tls_key, insecure=insecure
+        host=host,
+        port=port,
+        rate_limit=rate_limit,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        insecure=insecure,
+        liveness_seconds=liveness_seconds,
     )
     serve(Settings.load(db=db), options)
 

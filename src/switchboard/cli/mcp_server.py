@@ -8,6 +8,7 @@ import sys
 from importlib.util import find_spec
 
 from switchboard.cli.app import DbOption, app, open_client
+from switchboard.identity import terminal_of
 from switchboard.session_keeper import SessionKeeper
 from switchboard.socket_delivery import SocketPusher
 
@@ -28,11 +29,16 @@ def mcp_command(db: DbOption = None) -> None:
         server = mailbox_server(one_client(client), push_to_claude_code=True)
         # The agent CLI that started us is the session; when it dies, so do we (os._exit: the
         # loop is blocked reading a stdin that may never close).
-        keeper = SessionKeeper(client, on_parent_gone=lambda: os._exit(0))
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # unwind, so the session ends
-        keeper.start()
         # Claude Code gave us its session's messaging socket: push new mail into the session.
         pusher = SocketPusher.for_this_process(client)
+        keeper = SessionKeeper(
+            client,
+            on_parent_gone=lambda: os._exit(0),
+            terminal=terminal_of(os.environ, os.getppid()),
+            delivery_problem=(lambda: pusher.problem) if pusher is not None else None,
+        )
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # unwind, so the session ends
+        keeper.start()
         if pusher is not None:
             pusher.start()
         try:

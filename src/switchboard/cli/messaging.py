@@ -11,6 +11,7 @@ import typer
 from switchboard import session_push
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
+from switchboard.cli.following import follow_mail
 from switchboard.errors import BadRequest
 from switchboard.model import MailItem, SendResult
 from switchboard.session_push import PushReport
@@ -111,11 +112,28 @@ def read(
         Optional[int],
         typer.Option("--after", help="Resume after this sequence number (the cursor of an earlier read)."),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many messages.")] = 100,
+    limit: Annotated[
+        Optional[int],
+        typer.Option("--limit", "-n", help="At most this many messages (default 100; with --follow, no limit)."),
+    ] = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="Keep reading: print each message as it arrives (one JSON line each with --json), "
+            "riding out hub restarts and cut links, until stopped.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Read your unread mail, marking it read (each message is read once)."""
+    if follow:
+        with open_client(db) as client:
+            follow_mail(client, peek=peek, after=after, limit=limit, as_json=as_json)
+        return
+    limit = 100 if limit is None else limit
     with open_client(db) as client:
         # While it waits, this reader is a live session: a sender sees its mail delivered to it.
         session = client.register_session(runtime="cli") if wait > 0 else None
@@ -216,5 +234,10 @@ def status(
                 render.when(row.acked_at),
             )
         render.console.print(grid)
+        for row in report.recipients:
+            if row.reach is not None and row.reach.state != "live":
+                render.console.print(
+                    f"[dim]{render.escape(row.agent or row.address)}:[/] {render.escape(row.reach.reason)}"
+                )
 
     render.emit(report, as_json, human)

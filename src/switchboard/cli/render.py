@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from switchboard.claude_sessions import ClaudeSession
-from switchboard.model import MailItem, SendResult
+from switchboard.model import MailItem, Reach, SendResult, Session
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -77,7 +77,7 @@ def send_result(result: SendResult) -> None:
     console.print(f"sent [bold]{result.message_id}[/]{duplicate}")
     grid = table("to", "agent", "state", "")
     for outcome in result.recipients:
-        detail = ", ".join(outcome.sessions) if outcome.sessions else (outcome.reason or "")
+        detail = f"pushed to {outcome.session}" if outcome.session else (outcome.reason or "")
         grid.add_row(escape(outcome.address), outcome.agent or "-", state(outcome.state), f"[dim]{escape(detail)}[/]")
     console.print(grid)
 
@@ -87,6 +87,9 @@ def mail_item(item: MailItem) -> None:
     where = f" in #{message.channel}" if message.channel else ""
     subject = f" — [bold]{escape(message.subject)}[/]" if message.subject else ""
     console.rule(f"[bold]{message.sender}[/]{where}{subject}", align="left", style="dim")
+    if message.sender_address:  # where to answer that exact session
+        terminal = f" in {escape(message.sender_terminal)}" if message.sender_terminal else ""
+        console.print(f"[dim]from {escape(message.sender_address)}{terminal}[/]")
     # The id goes on a line of its own: people copy it into status, ack and --reply-to.
     reply = f" · in reply to {message.reply_to}" if message.reply_to else ""
     console.print(f"[dim]{when(message.created_at)} · {message.id}{reply}[/]")
@@ -101,6 +104,26 @@ def mail_item(item: MailItem) -> None:
             console.print(
                 f"[dim]<{len(part.raw or '') * 3 // 4} bytes {part.media_type or ''} {part.filename or ''}>[/]"
             )
+
+
+REACH_STYLE = {"live": "green", "path_broken": "yellow", "no_live_session": "yellow", "machine_down": "red"}
+
+
+def reach(found: Reach) -> None:
+    """Whether an address can be reached now, and if not, why."""
+    label = found.state.replace("_", " ")
+    console.print(f"{escape(found.address)}: [{REACH_STYLE.get(found.state, 'red')}]{label}[/]")
+    console.print(escape(found.reason))
+
+
+def session_line(session: Session) -> str:
+    """One session as who lists it: its address, what runs it, whether it is live, and when seen."""
+    notes = [session.runtime, "live" if session.live else "not live", f"seen {when(session.last_seen)}"]
+    if session.terminal:
+        notes.append(session.terminal)
+    if session.live and session.delivery_error:
+        notes.append(f"delivery broken: {session.delivery_error}")
+    return f"{session.address} ({escape(', '.join(notes))})"
 
 
 def claude_sessions(sessions: Sequence[ClaudeSession]) -> None:

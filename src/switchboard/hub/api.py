@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from switchboard import __version__
 from switchboard.credentials import Credentials
+from switchboard.errors import BadRequest
 from switchboard.hub.context import (
     HubContext,
     blocking,
@@ -25,6 +26,7 @@ from switchboard.hub.schemas import (
     AgentRequest,
     AgentUpdate,
     ChannelRequest,
+    HeartbeatRequest,
     MarkReadRequest,
     SessionRequest,
     TokenRequest,
@@ -59,6 +61,7 @@ async def whoami(request: Request) -> Response:
         source=f"{credential.kind} token",
         machine=hub.service.machine,
         store=str(request.base_url).rstrip("/"),
+        session=await blocking(hub.service.session_address, caller),
     )
     return json_response(me)
 
@@ -99,13 +102,33 @@ async def register_session(request: Request) -> Response:
     caller = await hub.caller(request)
     body = await read_body(request, SessionRequest)
     session = await blocking(
-        hub.service.register_session, caller, pid=body.pid, runtime=body.runtime, machine=body.machine
+        hub.service.register_session,
+        caller,
+        pid=body.pid,
+        runtime=body.runtime,
+        machine=body.machine,
+        proc_start=body.proc_start,
+        terminal=body.terminal,
     )
     return json_response(session, 201)
 
 
 async def heartbeat(request: Request) -> Response:
-    return await _as_caller(request, Service.heartbeat, "session_id", no_body=True)
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    body = await read_body(request, HeartbeatRequest)
+    return json_response(
+        await blocking(hub.service.heartbeat, caller, request.path_params["session_id"], body.delivery_error)
+    )
+
+
+async def reach(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    address = request.query_params.get("address", "")
+    if not address.strip():
+        raise BadRequest("name the address to look up: ?address=name, name@machine or name@machine#pid.")
+    return json_response(await blocking(hub.service.reach, caller, address))
 
 
 async def end_session(request: Request) -> Response:

@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from switchboard import headers
 from switchboard.credentials import Credential, Credentials
-from switchboard.errors import BadRequest, Forbidden, TooLarge
+from switchboard.errors import BadName, BadRequest, Forbidden, TooLarge
 from switchboard.hub.ratelimit import RateLimiter
 from switchboard.model import Caller
 from switchboard.pending import Pending
@@ -31,6 +31,8 @@ M = TypeVar("M", bound=BaseModel)
 
 AGENT_HEADER = headers.AGENT_HEADER.lower()  # lower case: ASGI gives header names so
 WORKSPACE_HEADER = headers.WORKSPACE_HEADER.lower()
+SESSION_HEADER = headers.SESSION_HEADER.lower()
+PROCESS_HEADER = headers.PROCESS_HEADER.lower()
 MAX_BODY_BYTES = 1024 * 1024  # a message's parts may hold 256 KiB; JSON escaping may double it
 
 
@@ -115,7 +117,22 @@ class HubContext:
                 self._callers[asked] = caller
         if not self.service.has_entered(caller):  # created on first use (again, once deleted)
             await blocking(self.service.enter, caller)
+        session_id, process = headers.get(SESSION_HEADER), headers.get(PROCESS_HEADER)
+        if session_id or process:
+            caller = await blocking(self._in_session, caller, session_id, process)
         return credential, caller
+
+    def _in_session(self, caller: Caller, session_id: str | None, process: str | None) -> Caller:
+        """The caller acting in the session its request names (by id, or by its process's lineage)."""
+        if session_id:
+            return self.service.in_session(caller, session_id=session_id.strip())
+        named = headers.parse_process_header(process or "")
+        if named is None:
+            return caller
+        try:
+            return self.service.in_session(caller, machine=named[0], lineage=named[1])
+        except BadName:  # not a machine name: the header is a hint, never a reason to refuse
+            return caller
 
     async def caller(self, request: Request) -> Caller:
         return (await self.identify(request))[1]

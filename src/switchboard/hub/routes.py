@@ -20,6 +20,7 @@ from switchboard.model import (
     MailItem,
     MarkResult,
     MessageStatus,
+    Reach,
     ReadResult,
     SendResult,
     Session,
@@ -114,6 +115,15 @@ ROUTES: list[Route] = [
     ),
     Route("GET", "/v1/who", api.who, "Agents, sessions and machines of your workspace.", answer=WhoReport),
     Route(
+        "GET",
+        "/v1/reach",
+        api.reach,
+        "Whether an agent address can be reached now, and if not, why (unknown agent, no live "
+        "session, machine down, delivery path broken).",
+        answer=Reach,
+        query={"address": "string"},
+    ),
+    Route(
         "POST",
         "/v1/sessions",
         api.register_session,
@@ -122,7 +132,12 @@ ROUTES: list[Route] = [
         Session,
     ),
     Route(
-        "POST", "/v1/sessions/{session_id}/heartbeat", api.heartbeat, "Report a session is still there.", answer=Session
+        "POST",
+        "/v1/sessions/{session_id}/heartbeat",
+        api.heartbeat,
+        "Report a session is still there, and whether its delivery path works.",
+        schemas.HeartbeatRequest,
+        Session,
     ),
     Route("DELETE", "/v1/sessions/{session_id}", api.end_session, "End a session.", answer=Session),
     Route("GET", "/v1/agents", api.list_agents, "Agents of your workspace.", answer=Agent, many=True),

@@ -37,6 +37,12 @@ class SessionRequest(Body):
     pid: int
     runtime: str = "script"
     machine: str | None = Field(default=None, description="default: the hub's machine")
+    proc_start: int | None = Field(default=None, description="the process's start time, to tell a recycled pid apart")
+    terminal: str | None = Field(default=None, description="the terminal window or pane, e.g. tmux:%3")
+
+
+class HeartbeatRequest(Body):
+    delivery_error: str | None = Field(default=None, description="what the session's delivery path reports broken")
 
 
 class AgentRequest(Body):

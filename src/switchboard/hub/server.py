@@ -32,6 +32,7 @@ from switchboard.errors import BadRequest, HubUnavailable
 from switchboard.events import MailboxEvents
 from switchboard.hub.app import DEFAULT_RATE_LIMIT, create_app
 from switchboard.identity import machine_name
+from switchboard.liveness import DEFAULT_WINDOW_SECONDS
 from switchboard.service import Service
 from switchboard.store.sqlite import SQLiteStore
 
@@ -48,6 +49,7 @@ class HubOptions:
     tls_cert: Path | None = None  # with tls_key: serve HTTPS
     tls_key: Path | None = None
     insecure: bool = False  # serve plain HTTP beyond loopback, knowingly
+    liveness_seconds: float = DEFAULT_WINDOW_SECONDS
 
 
 class _HubServer(uvicorn.Server):
@@ -82,7 +84,9 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     store = SQLiteStore(settings.db_path)  # group-commits on the server's loop once it runs
     # The hub is the database's writer while it runs: in-process signals wake its readers, so it
     # does not poll for other processes' commits (its own would wake every stream on every send).
-    service = Service(store, machine=machine_name(os.environ), events=MailboxEvents())
+    service = Service(
+        store, machine=machine_name(os.environ), events=MailboxEvents(), liveness_seconds=options.liveness_seconds
+    )
     credentials = Credentials(store)
     admin = None if credentials.has_admin() else credentials.issue(None, "admin", label="created by the first 'up'")
     app = create_app(service, rate_limit=options.rate_limit, running=store.committing_on_loop, host=options.host)
@@ -152,6 +156,8 @@ def _check_transport(options: HubOptions) -> None:
     """Refuse half a TLS pair, a pair that does not load, and plain HTTP beyond loopback unless
     ``insecure`` asks for it."""
     cert, key = options.tls_cert, options.tls_key
+    if not 1 <= options.liveness_seconds <= 86_400:
+        raise BadRequest("--liveness-seconds must be 1-86400: sessions heartbeat well inside it.")
     if (cert is None) != (key is None):
         raise BadRequest("--tls-cert and --tls-key go together: give both (a certificate and its key), or neither.")
     if cert is not None and key is not None:

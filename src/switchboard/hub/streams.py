@@ -30,6 +30,7 @@ from switchboard.model import Caller, ReadResult
 
 KEEPALIVE_SECONDS = 15.0
 STREAM_BATCH = 100
+_NONE: frozenset[str | None] = frozenset()
 
 
 def _hub(request: Request) -> HubContext:
@@ -135,7 +136,9 @@ async def _stream(
             if len(items) == STREAM_BATCH:
                 continue  # more may be waiting
         # An idle subscriber costs nothing but this wait: it looks again only when signalled.
-        # Meanwhile deliveries pushed in order go straight out (see _Direct).
+        # Meanwhile deliveries pushed in order go straight out (see _Direct). A stream of one
+        # session skips what is pushed to its agent's other live sessions (as the store's reads do).
+        direct.hidden = frozenset(await blocking(hub.service.hidden_targets, caller)) if caller.session_id else _NONE
         direct.cursor = cursor
         subscription.direct = direct
         try:
@@ -156,7 +159,8 @@ async def _stream(
         look = not pushed or pushed[0].seq != cursor + 1 or pushed[-1].seq != cursor + len(pushed)
         if not look:
             for delivery in pushed:
-                await reply.body(_event(delivery.seq, delivery.mail_item_json()), more=True)
+                if delivery.target_session not in direct.hidden:
+                    await reply.body(_event(delivery.seq, delivery.mail_item_json()), more=True)
             cursor = pushed[-1].seq
 
 
@@ -165,16 +169,20 @@ class _Direct:
     with nothing left to write: a channel post then costs its members' streams no wake-up each
     (the event goes out in order, right after the stream's cursor, or not at all)."""
 
-    __slots__ = ("reply", "cursor", "in_flight")
+    __slots__ = ("reply", "cursor", "in_flight", "hidden")
 
     def __init__(self, reply: Reply, cursor: int) -> None:
         self.reply = reply
         self.cursor = cursor
         self.in_flight: asyncio.Future[None] | None = None
+        self.hidden: frozenset[str | None] = _NONE  # sessions whose deliveries this stream skips
 
     def __call__(self, delivery: PushedDelivery) -> bool:
         if self.in_flight is not None or delivery.seq != self.cursor + 1:
             return False  # the stream wakes and sorts it out
+        if delivery.target_session in self.hidden:
+            self.cursor = delivery.seq
+            return True
         try:
             self.in_flight = self.reply.body_now(_event(delivery.seq, delivery.mail_item_json()))
         except Exception:

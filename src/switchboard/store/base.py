@@ -64,6 +64,7 @@ class NewSession:
     pid: int
     runtime: str
     proc_start: int | None = None
+    terminal: str | None = None
     id: str = ""
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -128,7 +129,11 @@ class Store(Protocol):
         pid: the pid was recycled, or another agent now claims the process."""
         ...
 
-    def touch_session(self, workspace: str, session_id: str, now: datetime) -> Session | None: ...
+    def touch_session(
+        self, workspace: str, session_id: str, now: datetime, delivery_error: str | None = None
+    ) -> Session | None:
+        """Seen now; ``delivery_error`` is what its delivery path reports broken (None: it works)."""
+
     def end_session(self, workspace: str, session_id: str, now: datetime) -> Session | None: ...
     def get_session(self, workspace: str, session_id: str) -> Session | None: ...
     def list_sessions(self, workspace: str, agent: str | None = None, include_ended: bool = False) -> list[Session]: ...
@@ -154,12 +159,17 @@ class Store(Protocol):
     def get_message(self, workspace: str, message_id: str) -> Message | None: ...
     def send_result(self, workspace: str, message_id: str) -> SendResult | None: ...
     def delivery_statuses(self, workspace: str, message_id: str) -> list[RecipientStatus]: ...
-    def claim(self, workspace: str, agent: str, after: int | None, limit: int, now: datetime) -> list[MailItem]:
+    def claim(
+        self, workspace: str, agent: str, after: int | None, limit: int, now: datetime, hidden: Sequence[str] = ()
+    ) -> list[MailItem]:
         """Return and mark read, in one transaction, the agent's unread deliveries in sequence
-        order — or, with ``after``, every delivery past that sequence number."""
+        order — or, with ``after``, every delivery past that sequence number. Deliveries pushed
+        to a session in ``hidden`` (another live session's mail) are skipped, here and below."""
         ...
 
-    def peek(self, workspace: str, agent: str, after: int | None, limit: int) -> list[MailItem]: ...
+    def peek(
+        self, workspace: str, agent: str, after: int | None, limit: int, hidden: Sequence[str] = ()
+    ) -> list[MailItem]: ...
     def mailbox(self, workspace: str, agent: str, include_acked: bool, limit: int) -> list[MailItem]:
         """The newest ``limit`` deliveries (unacked only unless asked), oldest first."""
         ...
@@ -175,14 +185,22 @@ class Store(Protocol):
         ...
 
     def surface(
-        self, workspace: str, agent: str, via: str, urgent_only: bool, limit: int, now: datetime, peek: bool = False
+        self,
+        workspace: str,
+        agent: str,
+        via: str,
+        urgent_only: bool,
+        limit: int,
+        now: datetime,
+        peek: bool = False,
+        hidden: Sequence[str] = (),
     ) -> list[MailItem]:
         """Return and mark surfaced (by ``via``), in one transaction, the agent's deliveries that
         are neither surfaced nor read yet, in sequence order; with ``urgent_only``, urgent ones.
         With ``peek``, return them and mark nothing."""
         ...
 
-    def unread_count(self, workspace: str, agent: str) -> int: ...
+    def unread_count(self, workspace: str, agent: str, hidden: Sequence[str] = ()) -> int: ...
     def last_seq(self, workspace: str, agent: str) -> int: ...
 
     # hub credentials

@@ -140,6 +140,14 @@ MIGRATIONS: list[str] = [
     ALTER TABLE messages ADD COLUMN urgent INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE deliveries ADD COLUMN surfaced_via TEXT;
     """,
+    # 6: where a message came from (the sending session's agent@machine#pid and its terminal), a
+    # session's terminal, and what its delivery path last reported broken.
+    """
+    ALTER TABLE messages ADD COLUMN sender_address TEXT;
+    ALTER TABLE messages ADD COLUMN sender_terminal TEXT;
+    ALTER TABLE sessions ADD COLUMN terminal TEXT;
+    ALTER TABLE sessions ADD COLUMN delivery_error TEXT;
+    """,
 ]
 
 

@@ -254,12 +254,13 @@ class SQLiteStore:
             if same:
                 session_id = same[0][0]
                 conn.execute(
-                    "UPDATE sessions SET last_seen = ?, runtime = ? WHERE id = ?", (at, session.runtime, session_id)
+                    "UPDATE sessions SET last_seen = ?, runtime = ?, terminal = coalesce(?, terminal) WHERE id = ?",
+                    (at, session.runtime, session.terminal, session_id),
                 )
             else:
                 session_id = session.id or new_id()
                 conn.execute(
-                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL)",
                     (
                         session_id,
                         session.workspace,
@@ -270,6 +271,7 @@ class SQLiteStore:
                         session.runtime,
                         at,
                         at,
+                        session.terminal,
                     ),
                 )
             self._touch_machine(conn, session.workspace, session.machine, at)
@@ -277,11 +279,14 @@ class SQLiteStore:
 
         return session_from_row(self._db.transact(register))
 
-    def touch_session(self, workspace: str, session_id: str, now: datetime) -> Session | None:
+    def touch_session(
+        self, workspace: str, session_id: str, now: datetime, delivery_error: str | None = None
+    ) -> Session | None:
         def touch(conn: sqlite3.Connection) -> tuple | None:
             row = conn.execute(
-                f"UPDATE sessions SET last_seen = max(last_seen, ?) WHERE workspace = ? AND id = ? RETURNING {SESSION_COLUMNS}",
-                (to_ts(now), workspace, session_id),
+                "UPDATE sessions SET last_seen = max(last_seen, ?), delivery_error = ? "
+                f"WHERE workspace = ? AND id = ? RETURNING {SESSION_COLUMNS}",
+                (to_ts(now), delivery_error, workspace, session_id),
             ).fetchone()
             if row:
                 self._touch_machine(conn, workspace, row[3], to_ts(now))
@@ -378,15 +383,20 @@ class SQLiteStore:
         return [status_from_row(r) for r in rows]
 
     @staticmethod
-    def _window(after: int | None) -> tuple[str, list[object]]:
-        """Unread deliveries, or (resuming from a cursor) every delivery past ``after``."""
-        if after is None:
-            return "d.read_at IS NULL", []
-        return "d.seq > ?", [after]
+    def _window(after: int | None, hidden: Sequence[str] = ()) -> tuple[str, list[object]]:
+        """Unread deliveries, or (resuming from a cursor) every delivery past ``after``; none
+        pushed to a session in ``hidden``."""
+        where, args = ("d.read_at IS NULL", []) if after is None else ("d.seq > ?", [after])
+        if hidden:
+            where += f" AND (d.target_session IS NULL OR d.target_session NOT IN ({','.join('?' * len(hidden))}))"
+            args += hidden
+        return where, args
 
-    def claim(self, workspace: str, agent: str, after: int | None, limit: int, now: datetime) -> list[MailItem]:
+    def claim(
+        self, workspace: str, agent: str, after: int | None, limit: int, now: datetime, hidden: Sequence[str] = ()
+    ) -> list[MailItem]:
         self._deliveries_written()
-        where, args = self._window(after)
+        where, args = self._window(after, hidden)
         at = to_ts(now)
         # Look before taking the write lock: most wake-ups of a waiting reader find nothing new,
         # and a reader should not queue behind senders just to learn that.
@@ -422,9 +432,11 @@ class SQLiteStore:
             for r in rows
         ]
 
-    def peek(self, workspace: str, agent: str, after: int | None, limit: int) -> list[MailItem]:
+    def peek(
+        self, workspace: str, agent: str, after: int | None, limit: int, hidden: Sequence[str] = ()
+    ) -> list[MailItem]:
         self._deliveries_written()
-        where, args = self._window(after)
+        where, args = self._window(after, hidden)
         with self._db.read() as conn:
             rows = conn.execute(
                 f"{MAIL_QUERY} WHERE d.workspace = ? AND d.recipient = ? AND {where} ORDER BY d.seq LIMIT ?",
@@ -489,19 +501,28 @@ class SQLiteStore:
         return self._db.transact(mark)
 
     def surface(
-        self, workspace: str, agent: str, via: str, urgent_only: bool, limit: int, now: datetime, peek: bool = False
+        self,
+        workspace: str,
+        agent: str,
+        via: str,
+        urgent_only: bool,
+        limit: int,
+        now: datetime,
+        peek: bool = False,
+        hidden: Sequence[str] = (),
     ) -> list[MailItem]:
         self._deliveries_written()
-        where = "d.read_at IS NULL AND d.surfaced_at IS NULL" + (" AND m.urgent = 1" if urgent_only else "")
+        unread, args = self._window(None, hidden)
+        where = f"{unread} AND d.surfaced_at IS NULL" + (" AND m.urgent = 1" if urgent_only else "")
         query = f"{MAIL_QUERY} WHERE d.workspace = ? AND d.recipient = ? AND {where} ORDER BY d.seq LIMIT ?"
         with self._db.read() as conn:  # most looks find nothing: no write lock for those
-            looked = conn.execute(query, (workspace, agent, limit if peek else 1)).fetchall()
+            looked = conn.execute(query, (workspace, agent, *args, limit if peek else 1)).fetchall()
         if peek or not looked:
             return [mail_item_from_row(r) for r in looked]
         at = to_ts(now)
 
         def take(conn: sqlite3.Connection) -> list:
-            rows = conn.execute(query, (workspace, agent, limit)).fetchall()
+            rows = conn.execute(query, (workspace, agent, *args, limit)).fetchall()
             if rows:
                 conn.execute(
                     "UPDATE deliveries SET state = 'surfaced', surfaced_at = ?, surfaced_via = ?, "
@@ -516,12 +537,13 @@ class SQLiteStore:
             for r in self._db.transact(take)
         ]
 
-    def unread_count(self, workspace: str, agent: str) -> int:
+    def unread_count(self, workspace: str, agent: str, hidden: Sequence[str] = ()) -> int:
         self._deliveries_written()
+        where, args = self._window(None, hidden)
         with self._db.read() as conn:
             return conn.execute(
-                "SELECT count(*) FROM deliveries WHERE workspace = ? AND recipient = ? AND read_at IS NULL",
-                (workspace, agent),
+                f"SELECT count(*) FROM deliveries d WHERE d.workspace = ? AND d.recipient = ? AND {where}",
+                (workspace, agent, *args),
             ).fetchone()[0]
 
     def last_seq(self, workspace: str, agent: str) -> int:

@@ -36,8 +36,8 @@ _MAX_ROWS_PER_STATEMENT = 1000
 
 _INSERT_MESSAGE = (
     "INSERT INTO messages (id, workspace, sender, sender_session, recipients, channel, subject, parts, "
-    "thread_id, reply_to, created_at, idempotency_key, request_hash, result, urgent) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "thread_id, reply_to, created_at, idempotency_key, request_hash, result, urgent, sender_address, "
+    "sender_terminal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_DELIVERY = (
     "INSERT INTO deliveries (workspace, recipient, seq, message_id, channel, state, sessions, "
@@ -100,6 +100,8 @@ class NewMessage:
             request_hash,
             result.model_dump_json(),
             int(message.urgent),
+            message.sender_address,
+            message.sender_terminal,
         )
         sessions = [json.dumps(list(d.sessions)) if d.sessions else "[]" for d in deliveries]
         return cls(message.workspace, message.id, at, idempotency_key, row, deliveries, sessions, fan_out_later)

@@ -19,10 +19,12 @@ def from_ts(value: float | None) -> datetime | None:
 
 MESSAGE_COLUMNS = (
     "m.id, m.workspace, m.sender, m.sender_session, m.recipients, m.channel, m.subject, "
-    "m.parts, m.thread_id, m.reply_to, m.created_at, m.urgent"
+    "m.parts, m.thread_id, m.reply_to, m.created_at, m.urgent, m.sender_address, m.sender_terminal"
 )
 MAIL_QUERY = f"SELECT d.seq, d.state, {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
-SESSION_COLUMNS = "id, workspace, agent, machine, pid, proc_start, runtime, started_at, last_seen, ended_at"
+SESSION_COLUMNS = (
+    "id, workspace, agent, machine, pid, proc_start, runtime, started_at, last_seen, ended_at, terminal, delivery_error"
+)
 
 
 def message_from_row(row: Sequence) -> Message:
@@ -40,6 +42,8 @@ def message_from_row(row: Sequence) -> Message:
             "reply_to": row[9],
             "created_at": from_ts(row[10]),
             "urgent": bool(row[11]),
+            "sender_address": row[12],
+            "sender_terminal": row[13],
         }
     )
 
@@ -81,6 +85,8 @@ def session_from_row(row: Sequence) -> Session:
         started_at=from_ts(row[7]),
         last_seen=from_ts(row[8]),
         ended_at=from_ts(row[9]),
+        terminal=row[10],
+        delivery_error=row[11],
     )
 
 
