@@ -393,7 +393,9 @@ class HubClient:
                 raise HubUnavailable(
                     f"cannot reach the hub at {self.url}: its certificate could not be verified "
                     f"({refused.verify_message or refused.reason}); if its CA is your own, log in with "
-                    f"'switchboard login {self.url} --token TOKEN --ca-cert CA_FILE' (or set SWITCHBOARD_CA_CERT)."
+                    f"'switchboard login {self.url} --token TOKEN --ca-cert CA_FILE' (or set SWITCHBOARD_CA_CERT).",
+                    reached=False,
+                    lasting=True,  # no retry mends a certificate: say so at once
                 ) from None
             # A request that never connected certainly did nothing; one cut off later may have.
             reached = not isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
@@ -444,7 +446,9 @@ class HubClient:
         }
         # Tried again while the hub cannot be reached (a restart, a link flapping): safe when the
         # request never reached it, or when an idempotency key makes a repeat return the first.
-        backoff, deadline, reached = Backoff(), time.monotonic() + SEND_RETRY_SECONDS, False
+        patience = _send_retry_seconds()
+        started = time.monotonic()
+        backoff, deadline, reached = Backoff(), started + patience, False
         while True:
             try:
                 return self._model(SendResult, "POST", "/v1/messages", json=body)
@@ -452,6 +456,8 @@ class HubClient:
                 reached = reached or bool(error.details.get("reached"))
                 unsure = reached and idempotency_key is None
                 delay = backoff.delay()
+                if error.details.get("lasting"):
+                    raise
                 if unsure or time.monotonic() + delay > deadline:
                     raise HubUnavailable(
                         error.message
@@ -460,7 +466,7 @@ class HubClient:
                             "Check with 'switchboard inbox' or 'switchboard status', or send with "
                             "--idempotency-key KEY, which is safe to repeat."
                             if unsure
-                            else f" Tried for {SEND_RETRY_SECONDS:g} s; "
+                            else f" Tried for {time.monotonic() - started:.0f} s; "
                             + ("the idempotency key makes sending again safe." if reached else "nothing was sent.")
                         ),
                         reached=reached,
@@ -586,6 +592,16 @@ class HubClient:
 
     def close(self) -> None:
         self._http.close()
+
+
+def _send_retry_seconds() -> float:
+    """How long a send keeps trying an unreachable hub: SWITCHBOARD_SEND_RETRY_SECONDS (0: fail
+    at once), else SEND_RETRY_SECONDS."""
+    raw = os.environ.get("SWITCHBOARD_SEND_RETRY_SECONDS", "").strip()
+    try:
+        return max(0.0, float(raw)) if raw else SEND_RETRY_SECONDS
+    except ValueError:
+        raise BadRequest(f"SWITCHBOARD_SEND_RETRY_SECONDS={raw!r} is not a number of seconds.") from None
 
 
 def _segment(value: str) -> str:

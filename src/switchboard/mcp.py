@@ -269,7 +269,7 @@ def mailbox_server(
             ),
         ] = None,
     ) -> Annotated[CallToolResult, Who]:
-        """Live sessions per agent, and which machines are up (down ones with when they were last seen)."""
+        """Live sessions per agent; machines up or down; why an address is unreachable."""
         client = await acting(ctx)
         return await run(lambda: _who(client, address))
 

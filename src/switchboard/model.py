@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field, model_validator
 
 
 def utcnow() -> datetime:
@@ -285,6 +285,10 @@ class Agent(Model):
 class Session(Model):
     """One live process acting as an agent."""
 
+    # Its address is part of its JSON (people and programs address sessions by it); reading
+    # that JSON back ignores it, as it is computed.
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
     id: str
     workspace: str
     agent: str
@@ -301,8 +305,10 @@ class Session(Model):
     )
     live: bool = False
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def address(self) -> str:
+        """agent@machine#pid: the address that reaches exactly this session."""
         return f"{self.agent}@{self.machine}#{self.pid}"
 
 

@@ -346,8 +346,9 @@ class EventStream:
         last_event_id: int | str | None = None,
         after: int | None = None,
         read_timeout: float = 10.0,
+        extra_headers: dict[str, str] | None = None,
     ) -> None:
-        headers = auth_headers(token, agent, workspace)
+        headers = {**auth_headers(token, agent, workspace), **(extra_headers or {})}
         if last_event_id is not None:
             headers["Last-Event-ID"] = str(last_event_id)
         params = {"after": after} if after is not None else None

@@ -215,10 +215,11 @@ def session_keep(
         if keeper.session is None:
             raise BadRequest(f"process {pid} is not running, or its session could not be registered; see above.")
         session = keeper.session
-        render.emit(
-            session, as_json, lambda: render.console.print(f"{session.id}  {session.address} (kept while {pid} runs)")
-        )
-        sys.stdout.flush()
+        if as_json:  # one line, so that a program reading it need not wait for the command to end
+            print(session.model_dump_json(), flush=True)
+        else:
+            render.console.print(f"{session.id}  {session.address} (kept while {pid} runs)")
+            sys.stdout.flush()
         stopped = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stopped.set())

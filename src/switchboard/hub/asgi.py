@@ -15,6 +15,7 @@ from functools import wraps
 from typing import Any
 from urllib.parse import parse_qsl
 
+from switchboard import headers
 from switchboard.errors import SwitchboardError, TooLarge
 from switchboard.hub.context import HubContext
 from switchboard.hub.errors import INTERNAL_MESSAGE, error_document, error_headers
@@ -122,7 +123,16 @@ def bare_endpoint(endpoint: BareEndpoint) -> Callable[[HubContext, Scope, Receiv
 
 # The only headers a bare endpoint reads (ASGI gives names in lower case).
 _READ_HEADERS = frozenset(
-    {b"authorization", b"x-switchboard-agent", b"x-switchboard-workspace", b"content-length", b"last-event-id"}
+    name.lower().encode()
+    for name in (
+        "authorization",
+        headers.AGENT_HEADER,
+        headers.WORKSPACE_HEADER,
+        headers.SESSION_HEADER,
+        headers.PROCESS_HEADER,
+        "content-length",
+        "last-event-id",
+    )
 )
 
 
