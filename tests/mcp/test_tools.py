@@ -8,9 +8,11 @@ import time
 
 import anyio
 import pytest
+from mcp import Client
 from mcp.types import CallToolResult
 
-from switchboard.mcp import DEFAULT_READ_LIMIT
+from switchboard.client import LocalClient
+from switchboard.mcp import DEFAULT_READ_LIMIT, mailbox_server, one_client
 
 pytestmark = pytest.mark.anyio
 
@@ -167,3 +169,28 @@ async def test_missing_or_mistyped_arguments_are_tool_errors_not_crashes(tools):
         mistyped = await alice.call_tool("read_messages", {"limit": "many"})
     assert missing.is_error and "message" in text_of(missing)
     assert mistyped.is_error and "limit" in text_of(mistyped)
+
+
+async def test_mail_names_the_sending_session_and_who_says_why_an_address_cannot_be_reached(agents, tools, era):
+    alice = agents("alice")
+    session = alice.register_session(runtime="claude-code", pid=5120, machine="laptop", terminal="tmux:%3")
+    in_session = LocalClient(alice.service, alice.caller.model_copy(update={"session_id": session.id}))
+    async with Client(mailbox_server(one_client(in_session)), mode=era) as pane, tools("bob") as bob:
+        await bob.call_tool("who", {})
+        ok(await pane.call_tool("send_message", {"to": "bob", "message": "from my pane"}))
+        got = await bob.call_tool("read_messages", {})
+        (mail,) = ok(got)["messages"]
+        assert (mail["sender_address"], mail["sender_terminal"]) == ("alice@laptop#5120", "tmux:%3")
+        assert "from: alice (session alice@laptop#5120, in tmux:%3)" in text_of(got)
+
+        live = ok(await bob.call_tool("who", {"address": "alice@laptop#5120"}))["reach"]
+        assert live["state"] == "live" and live["session"] == "alice@laptop#5120"
+        alice.end_session(session.id)
+        gone = await bob.call_tool("who", {"address": "alice@laptop#5120"})
+        assert ok(gone)["reach"]["state"] == "no_live_session"
+        assert "session alice@laptop#5120 is not live: ended" in text_of(gone)
+        refused = failed(
+            await bob.call_tool("send_message", {"to": "alice@laptop#5120", "message": "still there?"}),
+            "no_live_session",
+        )
+        assert "ended" in refused
