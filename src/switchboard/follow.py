@@ -4,11 +4,15 @@ The follower keeps its own cursor (the last delivery sequence number it handed o
 for what lies past it with a waiting read that marks nothing; only after a message has been
 handed on is it marked read. A read that fails (the hub restarting, a link down) is tried
 again from the same cursor after a capped backoff, so nothing is skipped and nothing repeats.
+Mail pushed to another session of the agent is not this follower's while that session lives;
+if it dies with such mail unread, the follower finds it behind its cursor (a look every few
+seconds) and hands it on late.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from switchboard.backoff import Backoff
@@ -18,6 +22,7 @@ from switchboard.model import DeliveryState, MailItem
 
 WAIT_SECONDS = 25.0  # one waiting read; well under proxies' idle timeouts
 BATCH = 100
+SWEEP_SECONDS = 5.0  # how often a follower that marks read looks behind its cursor for late mail
 
 
 def follow(
@@ -30,18 +35,26 @@ def follow(
     on_unreachable: Callable[[HubUnavailable, float], None] = lambda error, delay: None,
     on_reconnected: Callable[[], None] = lambda: None,
     wait: float = WAIT_SECONDS,
+    sweep: float = SWEEP_SECONDS,
 ) -> int:
     """Hand each message past ``after`` (default: the unread ones first) to ``deliver``, in
     order, until ``stop`` is set; return the cursor reached. ``on_unreachable(error, delay)``
     is told of each failed read before waiting ``delay`` seconds to try again."""
     backoff, cursor, failing = Backoff(), after, False
     unread_first = after is None
+    next_sweep = time.monotonic() + sweep
     while not stop.is_set():
         try:
             # First the unread mail (oldest first), then everything past the cursor as it comes.
             result = client.read(
                 peek=True, after=None if unread_first else cursor, limit=BATCH, wait=0.0 if unread_first else wait
             )
+            late: list[MailItem] = []
+            if mark_read and not unread_first and time.monotonic() >= next_sweep:
+                # Mail behind the cursor still unread: pushed to another session of this agent
+                # while it lived (so hidden then), and left unread when it went. Ours now.
+                next_sweep = time.monotonic() + sweep
+                late = [i for i in client.read(peek=True, limit=BATCH).items if cursor is None or i.seq <= cursor]
         except HubUnavailable as error:
             delay = backoff.delay()
             failing = True
@@ -53,13 +66,13 @@ def follow(
             on_reconnected()
         backoff.reset()
         fresh = []
-        for item in result.items:
+        for item in [*late, *result.items]:
             if stop.is_set():
                 break  # ``deliver`` may ask to stop (enough read): the rest stays for later
-            if cursor is None or item.seq > cursor:
+            if cursor is None or item.seq > cursor or item in late:
                 deliver(item)
                 fresh.append(item)
-                cursor = item.seq
+                cursor = item.seq if cursor is None else max(cursor, item.seq)
         if mark_read:
             unread = [item.message.id for item in fresh if item.state.rank < DeliveryState.read.rank]
             _mark_read(client, unread, stop, backoff)

@@ -135,8 +135,9 @@ def read(
         return
     limit = 100 if limit is None else limit
     with open_client(db) as client:
-        # While it waits, this reader is a live session: a sender sees its mail delivered to it.
-        session = client.register_session(runtime="cli") if wait > 0 else None
+        # While it waits, this reader is a live session (unless it runs in one already, an agent
+        # CLI's): a sender sees its mail delivered to it.
+        session = client.register_session(runtime="cli") if wait > 0 and client.whoami().session is None else None
         try:
             result = client.read(peek=peek, after=after, limit=limit, wait=wait)
         finally:
