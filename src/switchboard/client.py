@@ -1,33 +1,25 @@
 """The one interface every face uses to reach a mailbox.
 
 ``Client`` is what the CLI (and later MCP tools, hooks and runners) call. ``LocalClient``
-runs the service in this process on the embedded SQLite store; ``HubClient`` speaks the same
-interface to a hub over HTTP, sending its credential as a bearer token and the agent the
-identity rule names in ``X-Switchboard-Agent`` (the hub decides what the credential allows).
-A client acts as one agent of one workspace, named when it opens; ``open_client`` picks one.
+runs the service in this process on the embedded SQLite store; ``HubClient`` (http_client)
+speaks the same interface to a hub over HTTP. A client acts as one agent of one workspace,
+named when it opens, and in the session its process belongs to; ``open_client`` picks one.
 """
 
 from __future__ import annotations
 
-import functools
 import os
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-from urllib.parse import quote
-
-from pydantic import BaseModel, TypeAdapter
+from typing import Protocol
 
 from switchboard.address import parse_machine, parse_name
-from switchboard.backoff import Backoff
 from switchboard.config import Settings
-from switchboard.errors import BadRequest, HubUnavailable, NoIdentity, SwitchboardError, error_class
-from switchboard.headers import AGENT_HEADER, PROCESS_HEADER, SESSION_HEADER, WORKSPACE_HEADER, process_header
+from switchboard.errors import NoIdentity
+from switchboard.http_client import SEND_RETRY_SECONDS, TIMEOUT_SECONDS, HubClient
 from switchboard.identity import (
+    SessionHint,
     machine_name,
-    process_lineage,
     process_start_time,
     resolve_agent,
     resolve_workspace,
@@ -38,7 +30,6 @@ from switchboard.model import (
     Caller,
     Channel,
     ChannelMember,
-    IssuedToken,
     MailItem,
     MarkResult,
     MessageStatus,
@@ -48,7 +39,6 @@ from switchboard.model import (
     SendResult,
     Session,
     SurfacePath,
-    TokenInfo,
     WhoAmI,
     WhoReport,
     Workspace,
@@ -56,11 +46,16 @@ from switchboard.model import (
 from switchboard.service import Service
 from switchboard.store.sqlite import SQLiteStore
 
-if TYPE_CHECKING:  # httpx loads with the first HubClient: the embedded store's callers (hooks) never pay for it
-    import ssl
-
-    import httpx
-
+__all__ = [  # HubClient and its constants are imported from here too
+    "SEND_RETRY_SECONDS",
+    "TIMEOUT_SECONDS",
+    "Client",
+    "HubClient",
+    "LocalClient",
+    "SessionHint",
+    "hub_client",
+    "open_client",
+]
 
 class Client(Protocol):
     """Mailbox operations as one agent. Errors are ``switchboard.errors.SwitchboardError``."""
@@ -124,21 +119,6 @@ class Client(Protocol):
 
     def list_workspaces(self) -> list[Workspace]: ...
     def close(self) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class SessionHint:
-    """Which session a client's calls act in: ``SWITCHBOARD_SESSION`` (an id) when set, else
-    the calling process's lineage, which finds the session of the agent CLI that ran it."""
-
-    session_id: str | None = None
-    lineage: tuple[tuple[int, int | None], ...] = ()
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> SessionHint:
-        if session_id := env.get("SWITCHBOARD_SESSION", "").strip():
-            return cls(session_id=session_id)
-        return cls(lineage=tuple(process_lineage()))
 
 
 class LocalClient:
@@ -302,352 +282,6 @@ class LocalClient:
 
     def close(self) -> None:
         self.service.store.close()
-
-
-# --- over HTTP ---------------------------------------------------------------------------
-
-M = TypeVar("M", bound=BaseModel)
-TIMEOUT_SECONDS = 30.0
-CONNECT_TIMEOUT_SECONDS = 5.0  # a hub that does not answer a connection in 5 s is not there now
-SEND_RETRY_SECONDS = 10.0  # how long a send keeps trying a hub it cannot reach before it says so
-
-
-@functools.cache
-def _list_of(model: type[BaseModel]) -> TypeAdapter:
-    """A validator of a list of ``model``: built once per model (building one compiles a schema)."""
-    return TypeAdapter(list[model])  # type: ignore[valid-type]
-
-
-class HubClient:
-    """Mailbox operations as one agent, through a hub."""
-
-    def __init__(
-        self,
-        url: str,
-        token: str | None,
-        agent: str | None = None,
-        workspace: str | None = None,
-        identity_source: str = "given",
-        transport: httpx.BaseTransport | None = None,
-        *,
-        ca_cert: str | None = None,
-        session: SessionHint | None = None,
-    ) -> None:
-        """``ca_cert``: a CA file (PEM) that verifies the hub's certificate instead of the system's
-        CAs. ``session``: the session its calls act in (sent with each request)."""
-        import httpx
-
-        from switchboard import __version__
-
-        self.url = url.rstrip("/")
-        self.identity_source = identity_source
-        self._token, self._workspace, self._ca_cert = token, workspace, ca_cert
-        headers = {"User-Agent": f"switchboard/{__version__}"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        if agent:
-            headers[AGENT_HEADER] = agent
-        if workspace:
-            headers[WORKSPACE_HEADER] = workspace
-        if session is not None and session.session_id:
-            headers[SESSION_HEADER] = session.session_id
-        elif session is not None and session.lineage:
-            headers[PROCESS_HEADER] = process_header(machine_name(os.environ), session.lineage)
-        self._http = httpx.Client(
-            base_url=self.url,
-            headers=headers,
-            timeout=httpx.Timeout(TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
-            transport=transport,
-            verify=_verification(ca_cert),
-        )
-
-    def as_agent(self, agent: str, workspace: str | None = None) -> HubClient:
-        """The same hub and credential acting as another agent (of ``workspace``, default this
-        one's): a connection of its own, to close. A user or admin token may act so; an agent
-        token is refused (forbidden) at the first request."""
-        return HubClient(self.url, self._token, agent, workspace or self._workspace, ca_cert=self._ca_cert)
-
-    # --- plumbing -------------------------------------------------------------------------
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        params: dict[str, Any] | None = None,
-        timeout: float | None = None,
-    ) -> Any:
-        import httpx
-
-        try:
-            response = self._http.request(
-                method,
-                path,
-                json=json,
-                params=params,
-                timeout=httpx.Timeout(timeout or TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
-            )
-        except httpx.HTTPError as error:
-            if (refused := _unverified_certificate(error)) is not None:
-                raise HubUnavailable(
-                    f"cannot reach the hub at {self.url}: its certificate could not be verified "
-                    f"({refused.verify_message or refused.reason}); if its CA is your own, log in with "
-                    f"'switchboard login {self.url} --token TOKEN --ca-cert CA_FILE' (or set SWITCHBOARD_CA_CERT).",
-                    reached=False,
-                    lasting=True,  # no retry mends a certificate: say so at once
-                ) from None
-            # A request that never connected certainly did nothing; one cut off later may have.
-            reached = not isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-            raise HubUnavailable(
-                f"cannot reach the hub at {self.url} ({error or type(error).__name__}); start it with 'switchboard up', "
-                "or 'switchboard logout' to use this machine's embedded store.",
-                reached=reached,
-            ) from None
-        if response.status_code >= 400:
-            raise _error_from(response)
-        return response.json()
-
-    def _model(self, model: type[M], method: str, path: str, **kwargs: Any) -> M:
-        return model.model_validate(self._call(method, path, **kwargs))
-
-    def _models(self, model: type[M], method: str, path: str, **kwargs: Any) -> list[M]:
-        return _list_of(model).validate_python(self._call(method, path, **kwargs))
-
-    # --- the Client interface -----------------------------------------------------------
-
-    def whoami(self) -> WhoAmI:
-        me = self._model(WhoAmI, "GET", "/v1/whoami")
-        return me.model_copy(update={"source": f"{self.identity_source} via {me.source}", "store": self.url})
-
-    def send(
-        self,
-        to: str | Sequence[str],
-        text: str | None = None,
-        *,
-        subject: str | None = None,
-        parts: Sequence[Part | dict] = (),
-        thread_id: str | None = None,
-        reply_to: str | None = None,
-        require_live: bool = False,
-        idempotency_key: str | None = None,
-        urgent: bool = False,
-    ) -> SendResult:
-        body = {
-            "to": to if isinstance(to, str) else list(to),
-            "text": text,
-            "subject": subject,
-            "parts": [p.model_dump() if isinstance(p, Part) else p for p in parts],
-            "thread_id": thread_id,
-            "reply_to": reply_to,
-            "require_live": require_live,
-            "idempotency_key": idempotency_key,
-            "urgent": urgent,
-        }
-        # Tried again while the hub cannot be reached (a restart, a link flapping): safe when the
-        # request never reached it, or when an idempotency key makes a repeat return the first.
-        patience = _send_retry_seconds()
-        started = time.monotonic()
-        backoff, deadline, reached = Backoff(), started + patience, False
-        while True:
-            try:
-                return self._model(SendResult, "POST", "/v1/messages", json=body)
-            except HubUnavailable as error:
-                reached = reached or bool(error.details.get("reached"))
-                unsure = reached and idempotency_key is None
-                delay = backoff.delay()
-                if error.details.get("lasting"):
-                    raise
-                if unsure or time.monotonic() + delay > deadline:
-                    raise HubUnavailable(
-                        error.message
-                        + (
-                            " The hub was cut off after the message reached it: it may have been stored. "
-                            "Check with 'switchboard inbox' or 'switchboard status', or send with "
-                            "--idempotency-key KEY, which is safe to repeat."
-                            if unsure
-                            else f" Tried for {time.monotonic() - started:.0f} s; "
-                            + ("the idempotency key makes sending again safe." if reached else "nothing was sent.")
-                        ),
-                        reached=reached,
-                    ) from None
-                time.sleep(delay)
-
-    def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
-        params: dict[str, Any] = {"peek": str(peek).lower(), "limit": limit, "wait": wait}
-        if after is not None:
-            params["after"] = after
-        return self._model(ReadResult, "POST", "/v1/read", params=params, timeout=wait + TIMEOUT_SECONDS)
-
-    def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
-        return self._models(MailItem, "GET", "/v1/inbox", params={"all": str(include_acked).lower(), "limit": limit})
-
-    def unread_count(self) -> int:
-        return self.read(peek=True, limit=1).unread  # a read answers with the count; no call of its own
-
-    def ack(self, message_ids: Sequence[str]) -> AckResult:
-        return self._model(AckResult, "POST", "/v1/ack", json={"message_ids": list(message_ids)})
-
-    def mark_read(self, message_ids: Sequence[str]) -> MarkResult:
-        return self._model(MarkResult, "POST", "/v1/mark-read", json={"message_ids": list(message_ids)})
-
-    def surface(
-        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
-    ) -> ReadResult:
-        params: dict[str, Any] = {"via": via, "urgent": str(urgent_only).lower(), "limit": limit, "wait": wait}
-        if peek:
-            params["peek"] = "true"
-        return self._model(ReadResult, "POST", "/v1/surface", params=params, timeout=wait + TIMEOUT_SECONDS)
-
-    def message_status(self, message_id: str) -> MessageStatus:
-        return self._model(MessageStatus, "GET", f"/v1/messages/{_segment(message_id)}/status")
-
-    def who(self) -> WhoReport:
-        return self._model(WhoReport, "GET", "/v1/who")
-
-    def reach(self, address: str) -> Reach:
-        return self._model(Reach, "GET", "/v1/reach", params={"address": address})
-
-    def register_session(
-        self, *, runtime: str, pid: int | None = None, machine: str | None = None, terminal: str | None = None
-    ) -> Session:
-        pid = pid if pid is not None else os.getpid()
-        here = machine_name(os.environ)
-        machine = machine or here
-        body = {
-            "runtime": runtime,
-            "pid": pid,
-            "machine": machine,
-            # Only a process on this machine can be checked for its start time.
-            "proc_start": process_start_time(pid) if machine == here else None,
-            "terminal": terminal,
-        }
-        return self._model(Session, "POST", "/v1/sessions", json=body)
-
-    def heartbeat(self, session_id: str, delivery_error: str | None = None) -> Session:
-        return self._model(
-            Session,
-            "POST",
-            f"/v1/sessions/{_segment(session_id)}/heartbeat",
-            json={"delivery_error": delivery_error} if delivery_error else None,
-        )
-
-    def end_session(self, session_id: str) -> Session:
-        return self._model(Session, "DELETE", f"/v1/sessions/{_segment(session_id)}")
-
-    def create_agent(self, name: str, description: str | None = None, skills: Sequence[str] = ()) -> Agent:
-        return self._model(
-            Agent, "POST", "/v1/agents", json={"name": name, "description": description, "skills": list(skills)}
-        )
-
-    def describe_agent(self, name: str) -> Agent:
-        return self._model(Agent, "GET", f"/v1/agents/{_segment(name)}")
-
-    def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent:
-        body = {"description": description, "skills": None if skills is None else list(skills)}
-        return self._model(Agent, "PATCH", f"/v1/agents/{_segment(name)}", json=body)
-
-    def list_agents(self) -> list[Agent]:
-        return self._models(Agent, "GET", "/v1/agents")
-
-    def delete_agent(self, name: str) -> None:
-        self._call("DELETE", f"/v1/agents/{_segment(name)}")
-
-    def create_channel(self, name: str, description: str | None = None) -> Channel:
-        return self._model(Channel, "POST", "/v1/channels", json={"name": name, "description": description})
-
-    def join_channel(self, name: str) -> Channel:
-        return self._model(Channel, "POST", f"/v1/channels/{_segment(name.lstrip('#'))}/join")
-
-    def leave_channel(self, name: str) -> Channel:
-        return self._model(Channel, "POST", f"/v1/channels/{_segment(name.lstrip('#'))}/leave")
-
-    def list_channels(self) -> list[Channel]:
-        return self._models(Channel, "GET", "/v1/channels")
-
-    def channel_members(self, name: str) -> list[ChannelMember]:
-        return self._models(ChannelMember, "GET", f"/v1/channels/{_segment(name.lstrip('#'))}/members")
-
-    def list_workspaces(self) -> list[Workspace]:
-        return self._models(Workspace, "GET", "/v1/workspaces")
-
-    # --- credentials (hub only) -----------------------------------------------------------
-
-    def create_token(
-        self,
-        *,
-        agent: str | None = None,
-        workspace: str | None = None,
-        kind: str | None = None,
-        label: str | None = None,
-    ) -> IssuedToken:
-        body = {"agent": agent, "workspace": workspace, "kind": kind, "label": label}
-        return self._model(IssuedToken, "POST", "/v1/tokens", json=body)
-
-    def list_tokens(self) -> list[TokenInfo]:
-        return self._models(TokenInfo, "GET", "/v1/tokens")
-
-    def revoke_token(self, token_id: str) -> TokenInfo:
-        return self._model(TokenInfo, "DELETE", f"/v1/tokens/{_segment(token_id)}")
-
-    def close(self) -> None:
-        self._http.close()
-
-
-def _send_retry_seconds() -> float:
-    """How long a send keeps trying an unreachable hub: SWITCHBOARD_SEND_RETRY_SECONDS (0: fail
-    at once), else SEND_RETRY_SECONDS."""
-    raw = os.environ.get("SWITCHBOARD_SEND_RETRY_SECONDS", "").strip()
-    try:
-        return max(0.0, float(raw)) if raw else SEND_RETRY_SECONDS
-    except ValueError:
-        raise BadRequest(f"SWITCHBOARD_SEND_RETRY_SECONDS={raw!r} is not a number of seconds.") from None
-
-
-def _segment(value: str) -> str:
-    """A path segment, escaped so an id or name can never change the path."""
-    return quote(value, safe="")
-
-
-def _verification(ca_cert: str | None) -> ssl.SSLContext | bool:
-    """What verifies the hub's certificate: ``ca_cert``'s CAs, else the default ones (never nothing)."""
-    if ca_cert is None:
-        return True
-    import ssl
-
-    try:
-        return ssl.create_default_context(cafile=ca_cert)
-    except OSError as error:  # ssl.SSLError too: a file that holds no certificate
-        raise BadRequest(
-            f"the CA certificate {ca_cert} cannot be read ({error.strerror or error}); "
-            "give a PEM file with --ca-cert or SWITCHBOARD_CA_CERT."
-        ) from None
-
-
-def _unverified_certificate(error: BaseException) -> ssl.SSLCertVerificationError | None:
-    """The certificate check that failed under ``error`` (httpx wraps it), if that is what failed."""
-    import ssl
-
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, ssl.SSLCertVerificationError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
-def _error_from(response: httpx.Response) -> SwitchboardError:
-    try:
-        error = response.json()["error"]
-        code, message = str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
-        code, message = "hub_error", f"the hub answered {response.status_code}: {response.text[:200]}"
-    cls = error_class(code)
-    exception = cls(message)
-    if cls is SwitchboardError:
-        exception.code = code
-        exception.http_status = response.status_code
-    return exception
 
 
 def open_client(settings: Settings, env: Mapping[str, str] = os.environ, cwd: Path | None = None) -> Client:

@@ -1,4 +1,4 @@
-"""Agents, channels, sessions and presence: who is there, as the service sees it.
+"""Agents, channels, sessions and presence: who is there, and whether an address reaches anyone.
 
 A part of ``Service`` (which inherits it), kept in its own module because it is its own idea:
 the directory that sending and reading consult.
@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from switchboard.address import parse_channel_name, parse_machine, parse_name
+from switchboard.address import AgentAddress, parse_address, parse_channel_name, parse_machine, parse_name
 from switchboard.content import Limits
 from switchboard.errors import (
     AlreadyExists,
@@ -29,10 +29,14 @@ from switchboard.model import (
     Caller,
     Channel,
     ChannelMember,
+    DeliveryState,
     Machine,
+    Reach,
+    RecipientStatus,
     Session,
     WhoReport,
 )
+from switchboard.reach import reach as reach_of
 from switchboard.store.base import NewSession, Store
 
 SESSIONS_FRESH_SECONDS = 1.0
@@ -291,6 +295,62 @@ class Directory:
         self._sessions_read.pop(workspace, None)
 
     # --- presence ------------------------------------------------------------------------
+
+    def reach(self, caller: Caller, address: str) -> Reach:
+        """Whether an agent address can be reached now, and if not, plainly why."""
+        parsed = parse_address(address)
+        if not isinstance(parsed, AgentAddress):
+            raise BadRequest(
+                f"{address!r} is a channel; ask about an agent address (name, name@machine, name@machine#pid)."
+            )
+        return self._reach(caller, parsed, self.clock())[0]
+
+    def _reach(self, caller: Caller, address: AgentAddress, now: datetime) -> tuple[Reach, list[Session]]:
+        """The address's reach, and every session of its agent (newest first, ``live`` marked)."""
+        exists = self._agent_exists(caller.workspace, address.name)
+        stored = self.store.list_sessions(caller.workspace, address.name, include_ended=True) if exists else []
+        sessions = [self.liveness.marked(s, now) for s in stored]
+        machines = {m.name: m.last_seen for m in self.store.list_machines(caller.workspace)}
+        found = reach_of(
+            address,
+            exists=exists,
+            sessions=sessions,
+            machines=machines,
+            window_seconds=self.liveness.window_seconds,
+            now=now,
+        )
+        return found, sessions
+
+    def _with_reach(self, caller: Caller, statuses: list[RecipientStatus]) -> list[RecipientStatus]:
+        """Each recipient that has not read the message yet, with whether it can be reached now
+        (and if not, why): mail that waits should say what it waits for."""
+        waiting = [
+            s
+            for s in statuses
+            if s.agent is not None
+            and s.state in (DeliveryState.queued, DeliveryState.delivered, DeliveryState.surfaced)
+        ]
+        if not waiting:
+            return statuses
+        now = self.clock()
+        sessions: dict[str, list[Session]] = {}
+        for session in self.store.list_sessions(caller.workspace, include_ended=True):
+            sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
+        machines = {m.name: m.last_seen for m in self.store.list_machines(caller.workspace)}
+        by_row: dict[int, Reach] = {}
+        for row in waiting:
+            parsed = parse_address(row.address)
+            if not isinstance(parsed, AgentAddress) or parsed.name != row.agent:
+                parsed = AgentAddress(row.agent or "")  # reached through a channel: the agent's mailbox
+            by_row[id(row)] = reach_of(
+                parsed,
+                exists=True,
+                sessions=sessions.get(parsed.name, []),
+                machines=machines,
+                window_seconds=self.liveness.window_seconds,
+                now=now,
+            )
+        return [s.model_copy(update={"reach": by_row[id(s)]}) if id(s) in by_row else s for s in statuses]
 
     def who(self, caller: Caller) -> WhoReport:
         now = self.clock()

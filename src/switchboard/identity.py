@@ -174,3 +174,18 @@ def terminal_of(env: Mapping[str, str], pid: int | None = None) -> str | None:
     except OSError:
         return None
     return f"tty:{tty}" if tty.startswith("/dev/pts/") or tty.startswith("/dev/tty") else None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHint:
+    """Which session a client's calls act in: ``SWITCHBOARD_SESSION`` (an id) when set, else
+    the calling process's lineage, which finds the session of the agent CLI that ran it."""
+
+    session_id: str | None = None
+    lineage: tuple[tuple[int, int | None], ...] = ()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SessionHint:
+        if session_id := env.get("SWITCHBOARD_SESSION", "").strip():
+            return cls(session_id=session_id)
+        return cls(lineage=tuple(process_lineage()))

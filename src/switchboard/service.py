@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 from switchboard.address import (
     AgentAddress,
     ChannelAddress,
-    parse_address,
     parse_addresses,
 )
 from switchboard.content import (
@@ -62,7 +61,6 @@ from switchboard.model import (
     utcnow,
 )
 from switchboard.pending import Pending, completed
-from switchboard.reach import reach as reach_of
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, Store
 
 T = TypeVar("T")
@@ -333,31 +331,6 @@ class Service(Directory):
             )
         return list(targets.values()), unknown
 
-    def reach(self, caller: Caller, address: str) -> Reach:
-        """Whether an agent address can be reached now, and if not, plainly why."""
-        parsed = parse_address(address)
-        if not isinstance(parsed, AgentAddress):
-            raise BadRequest(
-                f"{address!r} is a channel; ask about an agent address (name, name@machine, name@machine#pid)."
-            )
-        return self._reach(caller, parsed, self.clock())[0]
-
-    def _reach(self, caller: Caller, address: AgentAddress, now: datetime) -> tuple[Reach, list[Session]]:
-        """The address's reach, and every session of its agent (newest first, ``live`` marked)."""
-        exists = self._agent_exists(caller.workspace, address.name)
-        stored = self.store.list_sessions(caller.workspace, address.name, include_ended=True) if exists else []
-        sessions = [self.liveness.marked(s, now) for s in stored]
-        machines = {m.name: m.last_seen for m in self.store.list_machines(caller.workspace)}
-        found = reach_of(
-            address,
-            exists=exists,
-            sessions=sessions,
-            machines=machines,
-            window_seconds=self.liveness.window_seconds,
-            now=now,
-        )
-        return found, sessions
-
     def _post_members(self, caller: Caller, address: ChannelAddress) -> list[str]:
         channel = self.store.get_channel(caller.workspace, address.name, caller.agent)
         if channel is None:
@@ -546,37 +519,6 @@ class Service(Directory):
             created_at=message.created_at,
             recipients=self._with_reach(caller, statuses),
         )
-
-    def _with_reach(self, caller: Caller, statuses: list[RecipientStatus]) -> list[RecipientStatus]:
-        """Each recipient that has not read the message yet, with whether it can be reached now
-        (and if not, why): mail that waits should say what it waits for."""
-        waiting = [
-            s
-            for s in statuses
-            if s.agent is not None
-            and s.state in (DeliveryState.queued, DeliveryState.delivered, DeliveryState.surfaced)
-        ]
-        if not waiting:
-            return statuses
-        now = self.clock()
-        sessions: dict[str, list[Session]] = {}
-        for session in self.store.list_sessions(caller.workspace, include_ended=True):
-            sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
-        machines = {m.name: m.last_seen for m in self.store.list_machines(caller.workspace)}
-        by_row: dict[int, Reach] = {}
-        for row in waiting:
-            parsed = parse_address(row.address)
-            if not isinstance(parsed, AgentAddress) or parsed.name != row.agent:
-                parsed = AgentAddress(row.agent or "")  # reached through a channel: the agent's mailbox
-            by_row[id(row)] = reach_of(
-                parsed,
-                exists=True,
-                sessions=sessions.get(parsed.name, []),
-                machines=machines,
-                window_seconds=self.liveness.window_seconds,
-                now=now,
-            )
-        return [s.model_copy(update={"reach": by_row[id(s)]}) if id(s) in by_row else s for s in statuses]
 
     def _visible_message(self, caller: Caller, message_id: str) -> Message:
         check_message_id(message_id)
