@@ -15,6 +15,11 @@ certificate of a test CA (made with the ``openssl`` command) for both of its add
 m2 are logged in to it (m1 by 10.X.1.1, m2 by 10.X.2.1) with a user token of one workspace, and
 act as any agent of it with SWITCHBOARD_AGENT.
 
+Sessions: ``start_session`` registers a ``sleep`` once (it goes quiet after the hub's liveness
+window); ``keep_session`` has ``switchboard session keep`` report for it, so it stays live until
+it or its keeper is stopped (a ``Pane``). ``follow`` runs ``read --follow --json`` (a
+``Follower``), and ``kill_machine`` SIGKILLs every process of a machine, as if it died.
+
 Closing the network kills every process started in its namespaces and deletes them (and so
 their links), whatever happened before. Nothing here sends traffic anywhere but inside them.
 """
@@ -197,6 +202,85 @@ class Machine:
     @property
     def config_path(self) -> Path:
         return self.switchboard_home / "config.toml"
+
+
+def _drained(stream: IO[str] | None, into: list[str]) -> threading.Thread:
+    """A daemon thread that appends each line of ``stream`` to ``into`` (so no pipe ever fills)."""
+    assert stream is not None
+    thread = threading.Thread(target=_drain, args=(stream, into), daemon=True)
+    thread.start()
+    return thread
+
+
+@dataclass
+class Pane:
+    """A long-lived process (``sleep``) on a machine with a session that ``session keep`` reports
+    for every ``every`` seconds: live until the process or the keeper stops."""
+
+    machine: str
+    agent: str
+    process: subprocess.Popen[str]  # the session's process (its pid is the session's)
+    keeper: subprocess.Popen[str]  # switchboard session keep --pid <process>
+    session: dict[str, Any]  # the Session the keeper printed
+    keeper_output: list[str]  # its stdout lines (the session's JSON first)
+    keeper_errors: list[str]  # its stderr lines
+
+    @property
+    def id(self) -> str:
+        return self.session["id"]
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def address(self) -> str:
+        """agent@machine#pid"""
+        return self.session["address"]
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment of a command acting in this session."""
+        return {"SWITCHBOARD_SESSION": self.id}
+
+
+@dataclass
+class Follower:
+    """``switchboard read --follow --json`` running on a machine: each JSON line it printed, parsed."""
+
+    machine: str
+    agent: str
+    proc: subprocess.Popen[str]
+    output: list[str]  # its stdout lines, as printed
+    errors: list[str]  # its stderr lines
+    readers: tuple[threading.Thread, ...]
+
+    @property
+    def items(self) -> list[Any]:
+        """The MailItems printed so far."""
+        return [json.loads(line) for line in list(self.output) if line.strip()]
+
+    @property
+    def ids(self) -> list[str]:
+        """The ids of the messages printed so far, in the order printed."""
+        return [item["message"]["id"] for item in self.items]
+
+    @property
+    def session_address(self) -> str | None:
+        """The session it registered for itself (from its 'following as session …' note), if any."""
+        for line in list(self.errors):
+            if m := re.search(r"following as session (\S+)", line):
+                return m.group(1)
+        return None
+
+    def stop(self, timeout: float = STOP_TIMEOUT * 3) -> int:
+        """SIGTERM it and wait for it to exit on its own (and its output to be read): its exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        status = self.proc.wait(timeout)
+        for thread in self.readers:
+            thread.join(STOP_TIMEOUT)
+        return status
 
 
 class Network:
@@ -392,12 +476,100 @@ class Network:
         self.processes.append(proc)
         return proc
 
-    def start_session(self, machine: str, agent: str, runtime: str = "script") -> tuple[subprocess.Popen[str], Any]:
+    def start_session(
+        self, machine: str, agent: str, runtime: str = "script", *, terminal: str | None = None
+    ) -> tuple[subprocess.Popen[str], Any]:
         """A long-lived process (``sleep``) on ``machine`` registered as a session of ``agent``
-        (``session start --pid``): the process and the session's JSON."""
+        (``session start --pid``, in ``terminal`` when given): the process and the session's JSON."""
         process = self.spawn(machine, ["sleep", "3600"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        session = self.run_json(machine, "session", "start", "--runtime", runtime, "--pid", process.pid, agent=agent)
+        where = ["--terminal", terminal] if terminal is not None else []
+        session = self.run_json(
+            machine, "session", "start", "--runtime", runtime, "--pid", process.pid, *where, agent=agent
+        )
         return process, session
+
+    def keep_session(
+        self, machine: str, agent: str, *, every: float = 0.5, runtime: str = "script", timeout: float = START_TIMEOUT
+    ) -> Pane:
+        """A long-lived process (``sleep``) on ``machine`` whose session ``switchboard session keep
+        --pid … --every EVERY --json`` registers for ``agent`` and keeps live; once it printed the session."""
+        process = self.spawn(machine, ["sleep", "3600"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        keeper = self.spawn(
+            machine,
+            [
+                SWITCHBOARD,
+                "session",
+                "keep",
+                "--pid",
+                process.pid,
+                "--every",
+                f"{every:g}",
+                "--runtime",
+                runtime,
+                "--json",
+            ],
+            agent=agent,
+        )
+        output: list[str] = []
+        errors: list[str] = []
+        _drained(keeper.stdout, output)
+        _drained(keeper.stderr, errors)
+
+        def printed() -> bool:
+            if output:
+                return True
+            if keeper.poll() is not None:
+                raise AssertionError(f"'session keep' on {machine} exited {keeper.returncode}:\n" + "\n".join(errors))
+            return False
+
+        wait_until(printed, timeout, f"'session keep' on {machine} to print its session", 0.02)
+        session = json.loads(output[0])
+        return Pane(machine, agent, process, keeper, session, output, errors)
+
+    def follow(
+        self,
+        machine: str,
+        agent: str,
+        *args: object,
+        env: Mapping[str, str | None] | None = None,
+        ready: bool = True,
+        timeout: float = START_TIMEOUT,
+    ) -> Follower:
+        """``switchboard read --follow --json ARGS`` on ``machine`` as ``agent``; with ``ready``,
+        once it registered its own session (not when it acts in one given by ``env``)."""
+        proc = self.spawn(machine, [SWITCHBOARD, "read", "--follow", "--json", *args], agent=agent, env=env)
+        output: list[str] = []
+        errors: list[str] = []
+        readers = (_drained(proc.stdout, output), _drained(proc.stderr, errors))
+        follower = Follower(machine, agent, proc, output, errors, readers)
+        if ready:
+
+            def registered() -> bool:
+                if proc.poll() is not None:
+                    raise AssertionError(f"the follower on {machine} exited {proc.returncode}:\n" + "\n".join(errors))
+                return follower.session_address is not None
+
+            wait_until(registered, timeout, f"the follower on {machine} to register its session", 0.02)
+        return follower
+
+    def pids(self, machine: str) -> list[int]:
+        """Every process running in ``machine``'s namespace."""
+        listed = _ip("netns", "pids", self.machine(machine).namespace, check=False).stdout.split()
+        return [int(pid) for pid in listed if pid.isdigit()]
+
+    def kill_machine(self, machine: str) -> None:
+        """SIGKILL every process of ``machine`` (m1 or m2), as when it dies: nothing ends cleanly."""
+        assert machine in ("m1", "m2"), f"kill {machine!r}? only m1 or m2 (the hub: kill_hub)"
+        namespace = self.machine(machine).namespace
+        for pid in self.pids(machine):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for proc in self.processes:
+            if isinstance(proc.args, list) and proc.args[:4] == [IP, "netns", "exec", namespace]:
+                proc.wait(STOP_TIMEOUT)
+        wait_until(lambda: not self.pids(machine), STOP_TIMEOUT, f"every process of {machine} to die", 0.02)
 
     def read_all(self, machine: str, agent: str, **kwargs: Any) -> list[Any]:
         """Every unread item of ``agent``'s mailbox, by ``read --json`` on ``machine`` until one is empty."""
