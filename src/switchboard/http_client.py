@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
@@ -175,6 +176,10 @@ class HubClient:
         idempotency_key: str | None = None,
         urgent: bool = False,
     ) -> SendResult:
+        # A key of our own when the caller gave none: a send tried again after the hub was cut
+        # off mid-request (a restart, a link flapping, a stale pooled connection) then returns
+        # the first send instead of storing a second copy.
+        key = idempotency_key or f"retry-{uuid.uuid4().hex}"
         body = {
             "to": to if isinstance(to, str) else list(to),
             "text": text,
@@ -183,37 +188,35 @@ class HubClient:
             "thread_id": thread_id,
             "reply_to": reply_to,
             "require_live": require_live,
-            "idempotency_key": idempotency_key,
+            "idempotency_key": key,
             "urgent": urgent,
         }
-        # Tried again while the hub cannot be reached (a restart, a link flapping): safe when the
-        # request never reached it, or when an idempotency key makes a repeat return the first.
         patience = _send_retry_seconds()
-        started = time.monotonic()
-        backoff, deadline, reached = Backoff(), started + patience, False
+        started, backoff, reached = time.monotonic(), Backoff(), False
         while True:
             try:
-                return self._model(SendResult, "POST", "/v1/messages", json=body)
+                result = self._model(SendResult, "POST", "/v1/messages", json=body)
             except HubUnavailable as error:
-                reached = reached or bool(error.details.get("reached"))
-                unsure = reached and idempotency_key is None
-                delay = backoff.delay()
                 if error.details.get("lasting"):
                     raise
-                if unsure or time.monotonic() + delay > deadline:
+                reached = reached or bool(error.details.get("reached"))
+                delay = backoff.delay()
+                if time.monotonic() + delay > started + patience:
                     raise HubUnavailable(
-                        error.message
+                        f"{error.message} Tried for {time.monotonic() - started:.0f} s; "
                         + (
-                            " The hub was cut off after the message reached it: it may have been stored. "
-                            "Check with 'switchboard inbox' or 'switchboard status', or send with "
-                            "--idempotency-key KEY, which is safe to repeat."
-                            if unsure
-                            else f" Tried for {time.monotonic() - started:.0f} s; "
-                            + ("the idempotency key makes sending again safe." if reached else "nothing was sent.")
+                            f"it may have been stored: sending again with --idempotency-key {key} is safe "
+                            "(it never stores a second copy)."
+                            if reached
+                            else "nothing was sent."
                         ),
                         reached=reached,
+                        idempotency_key=key,
                     ) from None
                 time.sleep(delay)
+                continue
+            # A repeat of our own first try is not the caller's "earlier send with this key".
+            return result if idempotency_key else result.model_copy(update={"duplicate": False})
 
     def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
         params: dict[str, Any] = {"peek": str(peek).lower(), "limit": limit, "wait": wait}
