@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard import client as client_module
+from switchboard import http_client as client_module
 from switchboard.cli import mcp_config
 from switchboard.errors import BadRequest
 from switchboard.mcp_clients import (
