@@ -44,7 +44,7 @@ from switchboard.model import (
     Workspace,
 )
 from switchboard.service import Service
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.opening import open_store
 
 __all__ = [  # HubClient and its constants are imported from here too
     "SEND_RETRY_SECONDS",
@@ -56,6 +56,7 @@ __all__ = [  # HubClient and its constants are imported from here too
     "hub_client",
     "open_client",
 ]
+
 
 class Client(Protocol):
     """Mailbox operations as one agent. Errors are ``switchboard.errors.SwitchboardError``."""
@@ -149,7 +150,7 @@ class LocalClient:
         else:
             agent, source = parse_name(agent, "agent name"), "given"
         workspace = resolve_workspace(env, settings.workspace)
-        service = Service(SQLiteStore(settings.db_path), machine=machine_name(env))
+        service = Service(open_store(settings.store_location), machine=machine_name(env))
         return cls(service, Caller(workspace=workspace, agent=agent), source, SessionHint.from_env(env))
 
     def _as(self) -> Caller:

@@ -38,15 +38,18 @@ class Settings:
     token: str | None = None
     ca_cert: str | None = None  # a CA file the hub's certificate is verified with (else the system's)
     db_given: bool = False  # --db or SWITCHBOARD_DB named a database: use it, not a hub
+    db_url: str | None = None  # --db or SWITCHBOARD_DB named a PostgreSQL database (db_path is then unused)
 
     @classmethod
     def load(cls, env: Mapping[str, str] = os.environ, db: str | os.PathLike[str] | None = None) -> Settings:
         home = home_dir(env)
         config = read_config(home / CONFIG_FILE)
-        named_db = db or env.get("SWITCHBOARD_DB", "").strip()
+        named_db = str(db or env.get("SWITCHBOARD_DB", "").strip())
+        url = named_db if named_db.startswith(("postgresql://", "postgres://")) else None
         return cls(
             home=home,
-            db_path=Path(named_db or home / DATABASE_FILE).expanduser(),
+            db_path=Path(named_db if named_db and not url else home / DATABASE_FILE).expanduser(),
+            db_url=url,
             agent=config.get("agent"),
             workspace=config.get("workspace"),
             hub=env.get("SWITCHBOARD_HUB", "").strip() or config.get("hub") or None,
@@ -58,6 +61,11 @@ class Settings:
     @property
     def uses_hub(self) -> bool:
         return self.hub is not None and not self.db_given
+
+    @property
+    def store_location(self) -> str | Path:
+        """The database commands open: a PostgreSQL URL, or the embedded file."""
+        return self.db_url or self.db_path
 
 
 def read_config(path: Path) -> dict[str, str]:

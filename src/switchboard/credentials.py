@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -65,25 +66,36 @@ class Credential:
 
 class Credentials:
     """Token operations. Checked tokens are remembered (the hub checks one per request); a
-    revocation through this object forgets them at once, and the hub is the only place that
-    revokes, so a revoked token is refused from the next request on."""
+    revocation through this object forgets them at once, so a revoked token is refused from the
+    next request on. Where other hubs share the store (PostgreSQL replicas), a revocation made
+    through another replica is seen within ``recheck_seconds``: remembered tokens are checked
+    against the store again after that long."""
 
-    def __init__(self, store: Store, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self, store: Store, clock: Callable[[], datetime] = utcnow, *, recheck_seconds: float | None = None
+    ) -> None:
         self.store = store
         self.clock = clock
+        self._recheck = recheck_seconds
         self._checked: dict[str, Credential] = {}  # secret hash -> credential
+        self._checked_at: dict[str, float] = {}  # secret hash -> when (monotonic), with recheck_seconds
         self._revocations = 0  # a check that overlapped a revocation is not remembered
         self._lock = threading.Lock()
 
     def cached(self, secret: str | None) -> Credential | None:
         """The credential for ``secret`` if it was checked before (no I/O), else None."""
-        return self._checked.get(hash_secret(secret)) if secret else None
+        if not secret:
+            return None
+        secret_hash = hash_secret(secret)
+        if self._recheck is not None and time.monotonic() - self._checked_at.get(secret_hash, 0.0) > self._recheck:
+            return None
+        return self._checked.get(secret_hash)
 
     def authenticate(self, secret: str | None) -> Credential:
         if not secret:
             raise Unauthorized("no token: send 'Authorization: Bearer <token>' (switchboard login URL --token TOKEN).")
         secret_hash = hash_secret(secret)
-        if (known := self._checked.get(secret_hash)) is not None:
+        if (known := self.cached(secret)) is not None:
             return known
         revocations = self._revocations
         token = self.store.token_by_hash(secret_hash)
@@ -95,6 +107,8 @@ class Credentials:
         with self._lock:
             if len(self._checked) < 100_000 and revocations == self._revocations:
                 self._checked[secret_hash] = credential
+                if self._recheck is not None:
+                    self._checked_at[secret_hash] = time.monotonic()
         return credential
 
     def issue(

@@ -152,6 +152,13 @@ class MailboxEvents:
         self.closed = True
         self.wake_all()
 
+    def wake_workspace(self, workspace: str) -> None:
+        """Wake every waiter of this process on a mailbox of ``workspace``."""
+        with self._lock:
+            waiters = [w for key, group in self._waiters.items() if key[0] == workspace for w in group]
+        for waiter in waiters:
+            waiter.wake()
+
     def wake_all(self) -> None:
         """Wake every waiter of this process."""
         with self._lock:

@@ -351,6 +351,9 @@ class WhoReport(Model):
     agents: list[AgentPresence]
     machines: list[Machine]
     liveness_seconds: float
+    replica: str | None = Field(
+        default=None, description="the hub replica that answered (several share a PostgreSQL store)"
+    )
 
 
 class Channel(Model):

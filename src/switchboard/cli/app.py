@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -24,18 +23,20 @@ app = typer.Typer(
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
 DbOption = Annotated[
-    Optional[Path],
+    Optional[str],  # a path, or a postgresql:// URL (a Path would fold its '//')
     typer.Option(
         "--db",
         envvar="SWITCHBOARD_DB",
-        help="The embedded database file (default: switchboard.db in SWITCHBOARD_HOME).",
+        help="The database: the embedded file (default: switchboard.db in SWITCHBOARD_HOME), "
+        "or a postgresql://user@host/db URL.",
         show_envvar=True,
+        metavar="<path or url>",
     ),
 ]
 
 
 @contextmanager
-def open_client(db: Path | None) -> Iterator[Client]:
+def open_client(db: str | None) -> Iterator[Client]:
     """The Client for this invocation: the hub this machine is logged in to, or the embedded
     store (always, when a database is named), acting as the identity rule's agent."""
     client = client_for(Settings.load(db=db))

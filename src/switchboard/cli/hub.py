@@ -107,7 +107,7 @@ def logout(as_json: JsonOption = False) -> None:
 
 
 @contextmanager
-def _hub_client(db: Path | None) -> Iterator[HubClient]:
+def _hub_client(db: str | None) -> Iterator[HubClient]:
     client = client_for(Settings.load(db=db))
     try:
         if not isinstance(client, HubClient):

@@ -81,6 +81,8 @@ class HookContext:
                 urgent_only=urgent_only,
                 ca_cert=self.settings.ca_cert,
             )
+        if self.settings.db_url is not None:
+            return True  # the quick look reads SQLite files only: a PostgreSQL store takes the ordinary path
         workspace = resolve_workspace(self.env, self.settings.workspace)
         return probe.may_have_mail(self.settings.db_path, workspace, agent, urgent_only=urgent_only)
 

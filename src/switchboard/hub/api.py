@@ -49,7 +49,8 @@ async def _as_caller(request: Request, operation: Callable[..., Any], *path: str
 
 
 async def health(request: Request) -> Response:
-    return json_response({"status": "ok", "version": __version__})
+    hub = _hub(request)
+    return json_response({"status": "ok", "version": __version__, "replica": hub.replica, "store": hub.store_kind})
 
 
 async def whoami(request: Request) -> Response:
@@ -94,7 +95,10 @@ async def ack(request: Request) -> Response:
 
 
 async def who(request: Request) -> Response:
-    return await _as_caller(request, Service.who)
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    report = await blocking(hub.service.who, caller)
+    return json_response(report.model_copy(update={"replica": hub.replica}))
 
 
 async def register_session(request: Request) -> Response:

@@ -19,6 +19,7 @@ from switchboard.hub.errors import on_http_error, on_switchboard_error, on_unexp
 from switchboard.hub.mcp_endpoint import MCP_PATH, McpEndpoint
 from switchboard.hub.openapi import build_openapi
 from switchboard.hub.ratelimit import RateLimiter
+from switchboard.hub.replicas import SHARED_STORE_RECHECK_SECONDS, Notifying
 from switchboard.hub.routes import ROUTES
 from switchboard.service import Service
 
@@ -31,10 +32,14 @@ def create_app(
     rate_limit: float = DEFAULT_RATE_LIMIT,
     running: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     host: str = "127.0.0.1",
+    replica: str | None = None,
 ) -> HubApp:
     """The hub on ``service``, served on ``host``; ``running()`` is entered on the server's event
     loop when it starts and left when it stops, after the last request (the store's group commit)."""
-    hub = HubContext(service, Credentials(service.store, service.clock), RateLimiter(rate_limit))
+    # Replicas share their store: a token revoked through another one is refused within seconds.
+    recheck = SHARED_STORE_RECHECK_SECONDS if isinstance(service.store, Notifying) else None
+    credentials = Credentials(service.store, service.clock, recheck_seconds=recheck)
+    hub = HubContext(service, credentials, RateLimiter(rate_limit), replica)
     document = build_openapi()
     mcp = McpEndpoint(hub, host)
 

@@ -24,6 +24,7 @@ from switchboard.hub.ratelimit import RateLimiter
 from switchboard.model import Caller
 from switchboard.pending import Pending
 from switchboard.service import Service
+from switchboard.store.opening import POSTGRES_SCHEMES
 
 T = TypeVar("T")
 Headers = Mapping[str, str]  # by lower-case name: Starlette's headers, or a plain dict of ASGI's
@@ -76,8 +77,12 @@ def json_response(value: BaseModel | list[BaseModel] | dict[str, Any], status: i
 class HubContext:
     """The hub's shared parts, handed to every endpoint through ``request.app.state.hub``."""
 
-    def __init__(self, service: Service, credentials: Credentials, limiter: RateLimiter) -> None:
+    def __init__(
+        self, service: Service, credentials: Credentials, limiter: RateLimiter, replica: str | None = None
+    ) -> None:
         self.service = service
+        self.replica = replica  # this hub's id among the replicas of one PostgreSQL store
+        self.store_kind = "postgresql" if service.store.location.startswith(POSTGRES_SCHEMES) else "sqlite"
         self.credentials = credentials
         self.limiter = limiter
         # (token id, agent asked for, workspace asked for) -> the caller those names make

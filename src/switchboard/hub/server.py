@@ -31,10 +31,11 @@ from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest, HubUnavailable
 from switchboard.events import MailboxEvents
 from switchboard.hub.app import DEFAULT_RATE_LIMIT, create_app
+from switchboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
 from switchboard.identity import machine_name
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS
 from switchboard.service import Service
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.opening import is_postgres, open_store
 
 log = logging.getLogger("switchboard.hub")
 
@@ -72,7 +73,8 @@ class _HubServer(uvicorn.Server):
 
 
 def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> None:
-    """Serve ``settings.db_path`` until stopped."""
+    """Serve the store ``settings`` names (the embedded file, or PostgreSQL as one of several
+    replicas) until stopped."""
     _check_transport(options)  # before anything listens or is written
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs a line per MCP session at INFO
@@ -81,22 +83,33 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
             "serving plain HTTP on %s (--insecure): tokens and mail cross the network unencrypted", options.host
         )
     listener = _listen(options.host, options.port)  # first: a taken port fails before anything is written
-    store = SQLiteStore(settings.db_path)  # group-commits on the server's loop once it runs
-    # The hub is the database's writer while it runs: in-process signals wake its readers, so it
-    # does not poll for other processes' commits (its own would wake every stream on every send).
-    service = Service(
-        store, machine=machine_name(os.environ), events=MailboxEvents(), liveness_seconds=options.liveness_seconds
-    )
+    replica = new_replica_id()
+    # SQLite group-commits on the server's loop once it runs; PostgreSQL commits on its own threads.
+    store = open_store(settings.store_location, replica=replica)
+    # The hub's own sends wake its readers in process, so it does not poll for other processes'
+    # commits (its own would wake every stream on every send). With PostgreSQL the other
+    # replicas' commits arrive as notifications and wake just the mailboxes they name.
+    events = MailboxEvents()
+    if isinstance(store, Notifying):
+        store.add_listener(replica_wakeups(events, replica))
+    service = Service(store, machine=machine_name(os.environ), events=events, liveness_seconds=options.liveness_seconds)
     credentials = Credentials(store)
     admin = None if credentials.has_admin() else credentials.issue(None, "admin", label="created by the first 'up'")
-    app = create_app(service, rate_limit=options.rate_limit, running=store.committing_on_loop, host=options.host)
+    app = create_app(
+        service, rate_limit=options.rate_limit, running=store.committing_on_loop, host=options.host, replica=replica
+    )
     hub = app.state.hub
 
     def listening(address: tuple[str, int]) -> None:
         host, port = address[0], address[1]
         scheme = "http" if options.tls_cert is None else "https"
         url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{port}"
-        print(f"switchboard {__version__} hub listening on {url} · store {store.location}", file=out, flush=True)
+        kind = "PostgreSQL" if is_postgres(settings.store_location) else "SQLite"
+        print(
+            f"switchboard {__version__} hub listening on {url} · store {kind} {store.location} · replica {replica}",
+            file=out,
+            flush=True,
+        )
         if admin is not None:
             save_login(settings.home, url, admin.token)
             print(

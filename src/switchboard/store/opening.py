@@ -1,0 +1,32 @@
+"""Which store a location names: a ``postgresql://`` URL is the PostgreSQL store (for several hub
+replicas), anything else the embedded SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from switchboard.errors import BadRequest
+from switchboard.store.base import Store
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres(location: str | Path) -> bool:
+    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
+
+
+def open_store(location: str | Path, *, replica: str | None = None) -> Store:
+    """The store at ``location``; ``replica`` names this process among a PostgreSQL store's hubs."""
+    if is_postgres(location):
+        assert isinstance(location, str)
+        try:
+            from switchboard.store.postgres import PostgresStore
+        except ImportError as error:  # psycopg is an extra: the embedded store does without it
+            raise BadRequest(
+                f"the PostgreSQL store needs psycopg ({error.name} is not installed): "
+                "pip install 'switchboard[postgres]'."
+            ) from None
+        return PostgresStore(location, replica=replica)
+    from switchboard.store.sqlite import SQLiteStore
+
+    return SQLiteStore(location)
