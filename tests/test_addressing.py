@@ -23,7 +23,7 @@ from tests.test_service import (  # noqa: F401 (fixtures)
     bob,
     carol,
     clock,
-    db_path,
+    db,
     everything,
     outcome,
     row,
@@ -93,11 +93,11 @@ def test_a_stale_session_never_shadows_a_live_one(service, clock, alice, bob):
     assert alice.reach(stale.address).state == "no_live_session"
 
 
-def test_a_dead_exact_session_is_refused_and_nothing_is_stored(service, clock, db_path, alice, bob):
+def test_a_dead_exact_session_is_refused_and_nothing_is_stored(service, clock, db, alice, bob):
     gone = pane(service, clock, "bob", "m1", 100)
     pane(service, clock, "bob", "m2", 200)
     service.end_session(Caller(workspace=WS, agent="bob"), gone.id)
-    with writes_nothing(db_path), pytest.raises(NoLiveSession) as refused:
+    with writes_nothing(db), pytest.raises(NoLiveSession) as refused:
         alice.send(["carol", "bob@m1#100"], "are you there?")
     assert "Session bob@m1#100 is not live: ended" in refused.value.message
     assert "Nothing was sent" in refused.value.message

@@ -55,9 +55,11 @@ from switchboard.model import (
     new_id,
 )
 from switchboard.service import Service
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.opening import is_postgres, open_store
+from tests.postgres import fresh_schema, table_rows
 from tests.waiting import wait_until
 
+STORES = ["sqlite", "postgres"]
 WS = "acme"
 MACHINE = "testhost"
 LIVENESS = 60.0
@@ -68,9 +70,9 @@ import json, sys
 from switchboard.client import LocalClient
 from switchboard.model import Caller
 from switchboard.service import Service
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.opening import open_store
 db, workspace, agent = sys.argv[1:4]
-client = LocalClient(Service(SQLiteStore(db), machine={MACHINE!r}), Caller(workspace=workspace, agent=agent))
+client = LocalClient(Service(open_store(db), machine={MACHINE!r}), Caller(workspace=workspace, agent=agent))
 client.whoami()
 """
 
@@ -112,9 +114,11 @@ class Clock:
         return self.now
 
 
-def snapshot(db_path: Path) -> list[str]:
-    """Every row of the database, as SQL text, read through a connection of its own."""
-    conn = sqlite3.connect(db_path)
+def snapshot(db: str) -> list[str]:
+    """Every row of the database, as text, read through a connection of its own."""
+    if is_postgres(db):
+        return table_rows(db)
+    conn = sqlite3.connect(db)
     try:
         return list(conn.iterdump())
     finally:
@@ -122,10 +126,10 @@ def snapshot(db_path: Path) -> list[str]:
 
 
 @contextmanager
-def writes_nothing(db_path: Path) -> Iterator[None]:
-    before = snapshot(db_path)
+def writes_nothing(db: str) -> Iterator[None]:
+    before = snapshot(db)
     yield
-    assert snapshot(db_path) == before, "the failed call changed the database"
+    assert snapshot(db) == before, "the failed call changed the database"
 
 
 def python(script: str, *args: object, **popen: object) -> subprocess.Popen:
@@ -176,9 +180,15 @@ def in_thread(target: Callable[[], object]) -> tuple[threading.Thread, dict[str,
 # --- fixtures ------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "switchboard.db"
+@pytest.fixture(params=STORES)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The database of one test: an embedded file, or a fresh PostgreSQL schema (the whole
+    service suite runs on each store)."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "switchboard.db")
+        return
+    with fresh_schema() as url:
+        yield url
 
 
 @pytest.fixture
@@ -187,8 +197,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def service(db_path: Path, clock: Clock) -> Iterator[Service]:
-    store = SQLiteStore(db_path)
+def service(db: str, clock: Clock) -> Iterator[Service]:
+    store = open_store(db)
     try:
         yield Service(store, machine=MACHINE, liveness_seconds=LIVENESS, clock=clock)
     finally:
@@ -309,8 +319,8 @@ def test_an_agent_addressed_directly_and_through_the_channel_gets_one_copy(alice
     assert everything(carol) == [sent.message_id]
 
 
-def test_posting_to_a_channel_you_did_not_join_raises_not_member_and_stores_nothing(db_path, alice, bob, dave, team):
-    with writes_nothing(db_path), pytest.raises(NotMember) as raised:
+def test_posting_to_a_channel_you_did_not_join_raises_not_member_and_stores_nothing(db, alice, bob, dave, team):
+    with writes_nothing(db), pytest.raises(NotMember) as raised:
         dave.send(f"bob,{team}", "let me in")
     assert raised.value.code == "not_member"
     assert everything(bob) == []
@@ -341,11 +351,9 @@ def test_drain_never_returns_a_message_twice(alice, bob):
     assert bob.read().items == []
 
 
-def test_two_reader_processes_draining_one_mailbox_get_every_message_exactly_once(db_path, alice, bob):
+def test_two_reader_processes_draining_one_mailbox_get_every_message_exactly_once(db, alice, bob):
     sent = [alice.send("bob", f"m{i}").message_id for i in range(300)]
-    readers = [
-        python(DRAIN_SCRIPT, db_path, WS, "bob", stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(2)
-    ]
+    readers = [python(DRAIN_SCRIPT, db, WS, "bob", stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(2)]
     try:
         for reader in readers:
             assert reader.stdout.readline().strip() == "ready"
@@ -418,11 +426,11 @@ def test_read_with_wait_returns_as_soon_as_another_thread_sends(alice, bob):
     assert box["finished"] - box["started"] < wait  # woken, not timed out
 
 
-def test_read_with_wait_returns_as_soon_as_another_process_sends(db_path, bob):
+def test_read_with_wait_returns_as_soon_as_another_process_sends(db, bob):
     wait = 20.0
     reader, box = in_thread(lambda: bob.read(wait=wait))
     assert wait_until(lambda: "started" in box)
-    sender = python(SEND_SCRIPT, db_path, WS, "alice", "bob", "from another process", stdout=subprocess.PIPE)
+    sender = python(SEND_SCRIPT, db, WS, "alice", "bob", "from another process", stdout=subprocess.PIPE)
     out, _ = sender.communicate(timeout=30)
     assert sender.returncode == 0
     reader.join(timeout=wait + 10)
@@ -446,10 +454,10 @@ def test_read_with_wait_and_nothing_arriving_returns_empty_after_the_wait(alice,
 # --- idempotent send --------------------------------------------------------------------------------
 
 
-def test_an_idempotent_resend_returns_the_same_message_id_and_stores_no_copy(db_path, alice, bob):
+def test_an_idempotent_resend_returns_the_same_message_id_and_stores_no_copy(db, alice, bob):
     first = alice.send("bob", "deploy v2", idempotency_key="deploy-v2")
     assert first.duplicate is False
-    with writes_nothing(db_path):
+    with writes_nothing(db):
         again = alice.send("bob", "deploy v2", idempotency_key="deploy-v2")
     assert again.duplicate is True
     assert again.model_copy(update={"duplicate": False}) == first
@@ -465,12 +473,10 @@ def test_an_idempotent_resend_returns_the_same_message_id_and_stores_no_copy(db_
     [{"text": "deploy v3"}, {"to": "carol"}, {"subject": "urgent"}, {"require_live": True}],
     ids=["body", "recipients", "subject", "require_live"],
 )
-def test_the_same_idempotency_key_for_a_different_message_raises_idempotency_conflict(
-    db_path, alice, bob, carol, change
-):
+def test_the_same_idempotency_key_for_a_different_message_raises_idempotency_conflict(db, alice, bob, carol, change):
     alice.send("bob", "deploy v2", idempotency_key="deploy-v2")
     request = {"to": "bob", "text": "deploy v2", **change}
-    with writes_nothing(db_path), pytest.raises(IdempotencyConflict) as raised:
+    with writes_nothing(db), pytest.raises(IdempotencyConflict) as raised:
         alice.send(request.pop("to"), request.pop("text"), idempotency_key="deploy-v2", **request)
     assert raised.value.code == "idempotency_conflict"
 
@@ -556,23 +562,23 @@ def test_require_live_with_a_live_session_answers_delivered_naming_the_session(a
     assert ids(bob.read()) == [sent.message_id]
 
 
-def test_require_live_with_no_live_session_raises_and_stores_nothing(db_path, alice, bob):
-    with writes_nothing(db_path), pytest.raises(NoLiveSession) as raised:
+def test_require_live_with_no_live_session_raises_and_stores_nothing(db, alice, bob):
+    with writes_nothing(db), pytest.raises(NoLiveSession) as raised:
         alice.send("bob", "urgent", require_live=True)
     assert raised.value.code == "no_live_session"
     assert everything(bob) == []
 
 
-def test_require_live_to_a_new_name_raises_and_creates_no_agent(db_path, alice):
-    with writes_nothing(db_path), pytest.raises(NoLiveSession) as raised:
+def test_require_live_to_a_new_name_raises_and_creates_no_agent(db, alice):
+    with writes_nothing(db), pytest.raises(NoLiveSession) as raised:
         alice.send("newbie", "urgent", require_live=True)
     assert raised.value.code == "no_live_session"
     assert [a.name for a in alice.list_agents()] == ["alice"]
 
 
-def test_require_live_to_a_channel_with_one_member_not_live_raises_and_stores_nothing(db_path, alice, bob, carol, team):
+def test_require_live_to_a_channel_with_one_member_not_live_raises_and_stores_nothing(db, alice, bob, carol, team):
     bob.register_session(runtime="claude-code")
-    with writes_nothing(db_path), pytest.raises(NoLiveSession) as raised:
+    with writes_nothing(db), pytest.raises(NoLiveSession) as raised:
         alice.send(team, "all hands", require_live=True)
     assert raised.value.code == "no_live_session"
     assert raised.value.details["recipients"] == ["carol"]
@@ -580,12 +586,12 @@ def test_require_live_to_a_channel_with_one_member_not_live_raises_and_stores_no
 
 
 def test_require_live_to_a_large_channel_names_a_few_members_in_its_message_and_all_in_its_details(
-    service, db_path, alice, team
+    service, db, alice, team
 ):
     members = [f"member-{i}" for i in range(8)]
     for name in members:
         _agent(service, name).join_channel("team")
-    with writes_nothing(db_path), pytest.raises(NoLiveSession) as raised:
+    with writes_nothing(db), pytest.raises(NoLiveSession) as raised:
         alice.send(team, "all hands", require_live=True)
     assert "bob (in #team), carol (in #team), member-0 (in #team)" in raised.value.message
     assert "and 5 more;" in raised.value.message
@@ -611,16 +617,16 @@ def test_unknown_addresses_are_reported_beside_the_recipients_that_got_the_messa
     "to",
     ["#nochannel", "bob@nomachine", f"bob@{MACHINE}#12345", f"#nochannel,bob@nomachine,bob@{MACHINE}#12345"],
 )
-def test_a_send_where_every_recipient_is_unknown_raises_unknown_recipient_and_stores_nothing(db_path, alice, bob, to):
-    with writes_nothing(db_path), pytest.raises(UnknownRecipient) as raised:
+def test_a_send_where_every_recipient_is_unknown_raises_unknown_recipient_and_stores_nothing(db, alice, bob, to):
+    with writes_nothing(db), pytest.raises(UnknownRecipient) as raised:
         alice.send(to, "anyone?")
     assert raised.value.code == "unknown_recipient"
     assert everything(bob) == []
 
 
-def test_a_channel_with_no_member_but_the_sender_is_an_unknown_recipient(db_path, alice):
+def test_a_channel_with_no_member_but_the_sender_is_an_unknown_recipient(db, alice):
     alice.create_channel("lonely")
-    with writes_nothing(db_path), pytest.raises(UnknownRecipient):
+    with writes_nothing(db), pytest.raises(UnknownRecipient):
         alice.send("#lonely", "echo")
 
 
@@ -792,10 +798,10 @@ def test_ack_takes_messages_out_of_the_inbox(alice, bob):
     assert ids(bob.read()) == [second]  # an ack also counts as read
 
 
-def test_ack_of_a_message_not_in_your_mailbox_raises_unknown_message_and_acks_nothing(db_path, alice, bob, carol):
+def test_ack_of_a_message_not_in_your_mailbox_raises_unknown_message_and_acks_nothing(db, alice, bob, carol):
     mine = alice.send("bob", "for bob").message_id
     not_mine = alice.send("carol", "for carol").message_id
-    with writes_nothing(db_path), pytest.raises(UnknownMessage) as raised:
+    with writes_nothing(db), pytest.raises(UnknownMessage) as raised:
         bob.ack([mine, not_mine])
     assert raised.value.code == "unknown_message"
     assert raised.value.details["missing"] == [not_mine]
@@ -926,8 +932,8 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize("call, error, code", BAD_INPUTS)
-def test_bad_input_raises_its_error_with_its_code_and_writes_nothing(db_path, world, call, error, code):
-    with writes_nothing(db_path), pytest.raises(error) as raised:
+def test_bad_input_raises_its_error_with_its_code_and_writes_nothing(db, world, call, error, code):
+    with writes_nothing(db), pytest.raises(error) as raised:
         call(world)
     assert raised.value.code == code
     assert raised.value.message

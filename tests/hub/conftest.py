@@ -79,7 +79,16 @@ class Hub:
 
     instances: list[Hub] = []
 
-    def __init__(self, root: Path, *, rate_limit: float | None = None, args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        rate_limit: float | None = None,
+        args: Sequence[str] = (),
+        prints_admin: bool | None = None,
+    ) -> None:
+        """``prints_admin``: whether its first start creates the admin token (default: when its
+        embedded database does not exist yet; a replica of a shared PostgreSQL store says)."""
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.home = root / "home"
@@ -89,6 +98,7 @@ class Hub:
         self.log_path.touch()
         self.rate_limit = rate_limit
         self.args = list(args)  # more options of 'up' (--tls-cert …)
+        self.prints_admin = prints_admin
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
         self.admin_token = ""
@@ -105,7 +115,7 @@ class Hub:
 
     def start(self) -> Hub:
         assert self.proc is None or self.proc.poll() is not None, "this hub is already running"
-        fresh = not self.db_path.exists()
+        fresh = not self.db_path.exists() if self.prints_admin is None else self.prints_admin and not self.admin_token
         argv = [sys.executable, "-m", "switchboard", "up", "--port", "0"]
         if self.rate_limit is not None:
             argv += ["--rate-limit", str(self.rate_limit)]

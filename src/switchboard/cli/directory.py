@@ -86,6 +86,8 @@ def who(
         if claude:
             render.console.print()
             render.claude_sessions(claude)
+        if report.replica:
+            render.console.print(f"[dim]answered by hub replica {report.replica}[/]")
 
     render.emit({**render.jsonable(report), "claude_code_sessions": render.jsonable(claude)}, as_json, human)
 

@@ -1,0 +1,82 @@
+"""A fresh PostgreSQL schema for a test, on the server CI runs beside the suite (127.0.0.1:5432,
+trust auth, database ``test``), dropped afterwards. SWITCHBOARD_TEST_POSTGRES overrides the
+server's URL; SWITCHBOARD_TEST_POSTGRES=0 skips the PostgreSQL runs (a developer without one)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import quote
+
+import pytest
+
+DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def server_url() -> str:
+    configured = os.environ.get("SWITCHBOARD_TEST_POSTGRES", "").strip()
+    if configured == "0":
+        pytest.skip("SWITCHBOARD_TEST_POSTGRES=0: the PostgreSQL runs are skipped")
+    return configured or DEFAULT_SERVER
+
+
+def schema_url(server: str, schema: str) -> str:
+    """``server`` with every connection's search_path set to ``schema``."""
+    separator = "&" if "?" in server else "?"
+    return f"{server}{separator}options={quote(f'-csearch_path={schema}')}"
+
+
+@contextmanager
+def fresh_schema() -> Iterator[str]:
+    """The URL of a new, empty schema; it is dropped (with everything in it) afterwards."""
+    import psycopg
+
+    server = server_url()
+    schema = f"sb_test_{secrets.token_hex(6)}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield schema_url(server, schema)
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@contextmanager
+def fresh_database() -> Iterator[str]:
+    """The URL of a new, empty database (for hub replicas, which own a whole database); dropped
+    afterwards, its connections closed first."""
+    import psycopg
+
+    server = server_url()
+    name = f"sb_test_{secrets.token_hex(6)}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    base = server.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def table_rows(url: str) -> list[str]:
+    """Every row of every table of the schema ``url`` uses, as text in a stable order: a
+    snapshot that shows whether a call wrote anything."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                "ORDER BY table_name"
+            )
+        ]
+        rows: list[str] = []
+        for table in tables:
+            for row in conn.execute(f'SELECT t::text FROM "{table}" t ORDER BY 1'):
+                rows.append(f"{table}: {row[0]}")
+    return rows
