@@ -9,6 +9,7 @@ tests in this folder then run against it unchanged.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Coroutine, Iterator
@@ -23,6 +24,7 @@ from switchboard.store import sqlite as sqlite_store
 from switchboard.store.base import Store
 from switchboard.store.sqlite import SQLiteStore
 from switchboard.store.sqlite_connection import SQLiteDatabase
+from tests.postgres import schema_url, server_url
 
 try:  # the hub runs on uvloop where it is installed: test on the loop it uses
     import uvloop
@@ -31,7 +33,7 @@ except ImportError:  # pragma: no cover - uvloop is not built for every platform
 
 T = TypeVar("T")
 
-IMPLEMENTATIONS = ["sqlite", "sqlite-group-commit", "sqlite-loop-commit"]
+IMPLEMENTATIONS = ["sqlite", "sqlite-group-commit", "sqlite-loop-commit", "postgres"]
 LOOP_DEADLINE = 60.0  # for the loop thread to do what it was asked: it never takes this long
 
 
@@ -71,6 +73,34 @@ async def leave(manager: AbstractAsyncContextManager[None]) -> None:
     await manager.__aexit__(None, None, None)
 
 
+class PostgresSchema:
+    """A fresh schema for one test on the test server (``tests.postgres``: 127.0.0.1:5432, database
+    ``test``, or the URL in SWITCHBOARD_TEST_POSTGRES); ``.url`` connects to it, ``drop`` removes
+    it and all in it. SWITCHBOARD_TEST_POSTGRES=0 skips (a developer without the server); a server
+    that cannot be reached otherwise fails the test, so that a CI without it cannot pass by skipping."""
+
+    def __init__(self) -> None:
+        import psycopg
+
+        self.server = server_url()
+        self.name = f"sb_test_{secrets.token_hex(6)}"
+        try:
+            with psycopg.connect(self.server, autocommit=True, connect_timeout=5) as conn:
+                conn.execute(f'CREATE SCHEMA "{self.name}"')
+        except psycopg.OperationalError as error:
+            pytest.fail(
+                f"cannot reach PostgreSQL at {self.server} ({error}); start it, point SWITCHBOARD_TEST_POSTGRES "
+                "at one, or set SWITCHBOARD_TEST_POSTGRES=0 to skip the PostgreSQL store's tests"
+            )
+        self.url = schema_url(self.server, self.name)
+
+    def drop(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.server, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{self.name}" CASCADE')
+
+
 class StoreFactory:
     """Opens connections to one fresh database of one implementation; closes them at the end."""
 
@@ -81,6 +111,7 @@ class StoreFactory:
         # sqlite-loop-commit: one loop commits for every store opened, as each would in its own hub
         self._loop: LoopThread | None = None
         self._attached: dict[int, AbstractAsyncContextManager[None]] = {}
+        self._schema: PostgresSchema | None = None  # postgres: every store of the test shares it
 
     def open(self) -> Store:
         store = self._open()
@@ -94,6 +125,12 @@ class StoreFactory:
             return SQLiteStore(self.tmp_path / "switchboard.db", group_commit=True)
         if self.kind == "sqlite-loop-commit":  # as the hub opens it: batched on its event loop
             return self._open_on_loop()
+        if self.kind == "postgres":  # each store on its own pool, as each hub replica would be
+            from switchboard.store.postgres import PostgresStore
+
+            if self._schema is None:
+                self._schema = PostgresSchema()
+            return PostgresStore(self._schema.url)
         raise ValueError(f"no store implementation named {self.kind!r}")
 
     def _open_on_loop(self) -> SQLiteStore:
@@ -128,6 +165,8 @@ class StoreFactory:
                 pass
         if self._loop is not None:
             self._loop.stop()
+        if self._schema is not None:
+            self._schema.drop()
         if failed:
             pytest.fail("; ".join(failed))
 
@@ -239,3 +278,34 @@ def attached(opened) -> SQLiteStore:
 def elsewhere(opened) -> SQLiteStore:
     """Another connection to the same file, inline: what another process sees."""
     return opened(attach=False)
+
+
+# --- the PostgreSQL store's own tests ----------------------------------------------------------------
+
+
+@pytest.fixture
+def postgres_schema() -> Iterator[PostgresSchema]:
+    """A fresh, empty schema in the test database (``.url`` connects to it); dropped at the end."""
+    schema = PostgresSchema()
+    try:
+        yield schema
+    finally:
+        schema.drop()
+
+
+@pytest.fixture
+def open_postgres(postgres_schema: PostgresSchema) -> Iterator[Callable[..., Any]]:
+    """Open PostgresStores on one fresh schema (keyword arguments go to the constructor);
+    every one is closed at the end."""
+    from switchboard.store.postgres import PostgresStore
+
+    stores: list[PostgresStore] = []
+
+    def open_store(**options: Any) -> PostgresStore:
+        store = PostgresStore(postgres_schema.url, **options)
+        stores.append(store)
+        return store
+
+    yield open_store
+    for store in reversed(stores):
+        store.close()

@@ -36,6 +36,9 @@ def replica_wakeups(events: MailboxEvents, replica: str) -> Callable[[dict[str, 
     woke its waiters, with the deliveries themselves."""
 
     def wake(payload: dict[str, Any]) -> None:
+        if not payload:  # the store's listener reconnected: anything may have changed meanwhile
+            events.wake_all()
+            return
         if payload.get("r") == replica or "w" not in payload:
             return
         workspace = str(payload["w"])

@@ -1,0 +1,478 @@
+"""The shared store: one PostgreSQL database (schema), for several hub replicas at once.
+
+Connections come from a pool and run in autocommit (``postgres_connection``): most methods are
+one statement, hence one round trip and one transaction (``postgres_queries``; a send's is in
+``postgres_messages``); the few that need several statements open a transaction. Sends run on
+the store's own threads: ``submit_message`` answers a Pending at once, as the hub, which calls
+it on its event loop, needs. Every write that changes something notifies the other replicas
+through ``pg_notify`` in its transaction (``postgres_listener``). The schema is applied on
+opening (``postgres_schema``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from switchboard.errors import AlreadyExists
+from switchboard.model import (
+    Agent,
+    Channel,
+    ChannelMember,
+    DeliveryState,
+    MailItem,
+    Message,
+    RecipientStatus,
+    SendResult,
+    Session,
+    TokenInfo,
+    Workspace,
+    built,
+    new_id,
+)
+from switchboard.pending import Pending
+from switchboard.store import postgres_queries as q
+from switchboard.store.base import (
+    IdempotentSend,
+    NewDelivery,
+    NewSession,
+    NewToken,
+    StoredMachine,
+)
+from switchboard.store.postgres_connection import POOL_SIZE, PostgresDatabase
+from switchboard.store.postgres_listener import Callback
+from switchboard.store.postgres_messages import store_message, submit_args
+from switchboard.store.sqlite_rows import (
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    STATUS_COLUMNS,
+    agent_from_row,
+    channel_from_row,
+    from_ts,
+    mail_item_from_row,
+    message_from_row,
+    session_from_row,
+    status_from_row,
+    to_ts,
+)
+from switchboard.store.sqlite_tokens import TOKEN_COLUMNS, check_token, token_from_row
+
+_AGENT_COLUMNS = "workspace, name, description, skills, created_at"
+
+
+class PostgresStore:
+    """The Store interface on a PostgreSQL database: the connection's current schema."""
+
+    def __init__(self, url: str, *, replica: str | None = None, pool_size: int = POOL_SIZE) -> None:
+        """``url``: a libpq URL or connection string; its ``options=-csearch_path=…`` chooses the
+        schema. ``replica``: this store's name in its change notifications (default: random).
+        Raises StoreUnavailable when the database cannot be reached."""
+        self._db = PostgresDatabase(url, replica, pool_size)
+        self.location = self._db.location  # the URL less its password
+        self.replica = self._db.replica
+        self.schema = self._db.schema
+        self.channel = self._db.channel  # the NOTIFY channel of this schema
+
+    def close(self) -> None:
+        self._db.close()
+
+    @asynccontextmanager
+    async def committing_on_loop(self) -> AsyncIterator[None]:
+        """Nothing to do: every transaction commits on the pool's threads, never on the loop."""
+        yield
+
+    def change_counter(self) -> int:
+        """The number of change notifications heard; listening starts at the first call."""
+        self._db.listener.start()
+        return self._db.listener.count
+
+    def add_listener(self, callback: Callback) -> None:
+        """Call ``callback(payload)`` on the listening thread after each commit of any store on
+        this schema (this one too: compare ``payload.get("r")`` with ``replica``). The payload:
+        ``{"r": replica, "w": workspace, "a": [agent, …]}`` when those mailboxes' deliveries
+        changed, ``{"r", "w"}`` for any mailbox of the workspace, ``{"r"}`` for another change,
+        ``{}`` for anything at all (the listener reconnected). It must not block."""
+        self._db.listener.add_callback(callback)
+        self._db.listener.start()
+
+    # --- workspaces and agents ------------------------------------------------------------
+
+    def ensure_workspace(self, name: str, now: datetime) -> bool:
+        return self._db.changed_one(
+            "INSERT INTO workspaces (name, created_at) VALUES (%(name)s, %(at)s) ON CONFLICT DO NOTHING",
+            {"name": name, "at": to_ts(now)},
+        )
+
+    def list_workspaces(self) -> list[Workspace]:
+        rows = self._db.all("SELECT name, created_at FROM workspaces ORDER BY name")
+        return [Workspace(name=r[0], created_at=from_ts(r[1])) for r in rows]
+
+    def ensure_agent(self, workspace: str, name: str, now: datetime) -> bool:
+        return self.create_agent(workspace, name, None, [], now)
+
+    def create_agent(
+        self, workspace: str, name: str, description: str | None, skills: list[str], now: datetime
+    ) -> bool:
+        return self._db.changed_one(
+            "INSERT INTO agents (workspace, name, description, skills, created_at) "
+            "VALUES (%(ws)s, %(name)s, %(description)s, %(skills)s, %(at)s) ON CONFLICT DO NOTHING",
+            {"ws": workspace, "name": name, "description": description, "skills": json.dumps(skills), "at": to_ts(now)},
+        )
+
+    def update_agent(self, workspace: str, name: str, description: str | None, skills: list[str] | None) -> bool:
+        return self._db.changed_one(
+            "UPDATE agents SET description = coalesce(%(description)s, description), "
+            "skills = coalesce(%(skills)s, skills) WHERE workspace = %(ws)s AND name = %(name)s",
+            {
+                "ws": workspace,
+                "name": name,
+                "description": description,
+                "skills": None if skills is None else json.dumps(skills),
+            },
+        )
+
+    def get_agent(self, workspace: str, name: str) -> Agent | None:
+        row = self._db.one(f"SELECT {_AGENT_COLUMNS} FROM agents WHERE workspace = %s AND name = %s", (workspace, name))
+        return agent_from_row(row) if row else None
+
+    def list_agents(self, workspace: str) -> list[Agent]:
+        rows = self._db.all(f"SELECT {_AGENT_COLUMNS} FROM agents WHERE workspace = %s ORDER BY name", (workspace,))
+        return [agent_from_row(r) for r in rows]
+
+    def delete_agent(self, workspace: str, name: str) -> bool:
+        args = {"ws": workspace, "name": name}
+
+        def delete(conn: psycopg.Connection) -> bool:
+            with conn.transaction():
+                # First the agent row, on its own: once that is gone (and locked until commit),
+                # each later statement sees every delivery a racing send committed before it.
+                if not conn.execute("DELETE FROM agents WHERE workspace = %(ws)s AND name = %(name)s", args).rowcount:
+                    return False
+                for table, column in (("deliveries", "recipient"), ("channel_members", "agent"), ("sessions", "agent")):
+                    conn.execute(f"DELETE FROM {table} WHERE workspace = %(ws)s AND {column} = %(name)s", args)
+                self._db.notify(conn, q.payload(self.replica, workspace, [name]))
+                return True
+
+        return self._db.run(delete)
+
+    # --- channels -------------------------------------------------------------------------
+
+    def create_channel(self, workspace: str, name: str, creator: str, description: str | None, now: datetime) -> bool:
+        args = {
+            "ws": workspace,
+            "name": name,
+            "description": description,
+            "creator": creator,
+            "at": to_ts(now),
+        }
+        args = self._db.with_notify(args)
+        return bool(self._db.run(lambda conn: conn.execute(q.CREATE_CHANNEL, args).fetchall()))
+
+    def get_channel(self, workspace: str, name: str, viewer: str | None = None) -> Channel | None:
+        row = self._db.one(
+            q.CHANNEL_QUERY + " AND c.name = %(name)s", {"viewer": viewer, "ws": workspace, "name": name}
+        )
+        return channel_from_row(row) if row else None
+
+    def list_channels(self, workspace: str, viewer: str | None = None) -> list[Channel]:
+        rows = self._db.all(q.CHANNEL_QUERY + " ORDER BY c.name", {"viewer": viewer, "ws": workspace})
+        return [channel_from_row(r) for r in rows]
+
+    def join_channel(self, workspace: str, channel: str, agent: str, now: datetime) -> bool:
+        return self._db.changed_one(
+            "INSERT INTO channel_members (workspace, channel, agent, joined_at) "
+            "VALUES (%(ws)s, %(channel_name)s, %(agent)s, %(at)s) ON CONFLICT DO NOTHING",
+            {"ws": workspace, "channel_name": channel, "agent": agent, "at": to_ts(now)},
+        )
+
+    def leave_channel(self, workspace: str, channel: str, agent: str) -> bool:
+        return self._db.changed_one(
+            "DELETE FROM channel_members WHERE workspace = %(ws)s AND channel = %(channel_name)s AND agent = %(agent)s",
+            {"ws": workspace, "channel_name": channel, "agent": agent},
+        )
+
+    def channel_members(self, workspace: str, channel: str) -> list[ChannelMember]:
+        rows = self._db.all(
+            "SELECT agent, joined_at FROM channel_members WHERE workspace = %s AND channel = %s ORDER BY agent",
+            (workspace, channel),
+        )
+        return [built(ChannelMember, agent=r[0], joined_at=from_ts(r[1])) for r in rows]
+
+    def channel_member_names(self, workspace: str, channel: str) -> list[str]:
+        rows = self._db.all(
+            "SELECT agent FROM channel_members WHERE workspace = %s AND channel = %s ORDER BY agent",
+            (workspace, channel),
+        )
+        return [r[0] for r in rows]
+
+    # --- sessions and machines --------------------------------------------------------------
+
+    def register_session(self, session: NewSession, now: datetime) -> Session:
+        at = to_ts(now)
+        place = {"ws": session.workspace, "machine": session.machine, "pid": session.pid, "at": at}
+
+        def register(conn: psycopg.Connection) -> tuple:
+            with conn.transaction():
+                # Registrations of one process run one at a time (as SQLite's writes all do):
+                # two at once would each insert a session.
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    (f"switchboard session {session.workspace} {session.machine} {session.pid}",),
+                )
+                open_here = conn.execute(
+                    f"SELECT {SESSION_COLUMNS} FROM sessions "
+                    "WHERE workspace = %(ws)s AND machine = %(machine)s AND pid = %(pid)s AND ended_at IS NULL",
+                    place,
+                ).fetchall()
+                same = [r[0] for r in open_here if r[2] == session.agent and r[5] == session.proc_start][:1]
+                stale = [r[0] for r in open_here if r[0] not in same]  # a recycled pid, or another agent's
+                if stale:
+                    conn.execute("UPDATE sessions SET ended_at = %s WHERE id = ANY(%s)", (at, stale))
+                if same:
+                    session_id = same[0]
+                    conn.execute(
+                        "UPDATE sessions SET last_seen = %s, runtime = %s, terminal = coalesce(%s, terminal) "
+                        "WHERE id = %s",
+                        (at, session.runtime, session.terminal, session_id),
+                    )
+                else:
+                    session_id = session.id or new_id()
+                    conn.execute(
+                        f"INSERT INTO sessions ({SESSION_COLUMNS}) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, %s, NULL)",
+                        (
+                            session_id,
+                            session.workspace,
+                            session.agent,
+                            session.machine,
+                            session.pid,
+                            session.proc_start,
+                            session.runtime,
+                            at,
+                            at,
+                            session.terminal,
+                        ),
+                    )
+                conn.execute(q.TOUCH_MACHINE, place)
+                self._db.notify(conn)
+                return conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)).fetchone()
+
+        return session_from_row(self._db.run(register))
+
+    def touch_session(
+        self, workspace: str, session_id: str, now: datetime, delivery_error: str | None = None
+    ) -> Session | None:
+        args = {"ws": workspace, "id": session_id, "at": to_ts(now), "error": delivery_error}
+        args = self._db.with_notify(args)
+        rows = self._db.run(lambda conn: conn.execute(q.TOUCH_SESSION, args).fetchall())
+        return session_from_row(rows[0]) if rows else None
+
+    def end_session(self, workspace: str, session_id: str, now: datetime) -> Session | None:
+        rows = self._db.notifying(
+            "UPDATE sessions SET ended_at = coalesce(ended_at, %(at)s) WHERE workspace = %(ws)s AND id = %(id)s "
+            f"RETURNING {SESSION_COLUMNS}",
+            {"ws": workspace, "id": session_id, "at": to_ts(now)},
+        )
+        return session_from_row(rows[0]) if rows else None
+
+    def get_session(self, workspace: str, session_id: str) -> Session | None:
+        row = self._db.one(
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE workspace = %s AND id = %s", (workspace, session_id)
+        )
+        return session_from_row(row) if row else None
+
+    def list_sessions(self, workspace: str, agent: str | None = None, include_ended: bool = False) -> list[Session]:
+        query = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE workspace = %s"
+        args: list[object] = [workspace]
+        if agent is not None:
+            query += " AND agent = %s"
+            args.append(agent)
+        if not include_ended:
+            query += " AND ended_at IS NULL"
+        rows = self._db.all(query + " ORDER BY started_at DESC, id DESC", args)
+        return [session_from_row(r) for r in rows]
+
+    def list_machines(self, workspace: str) -> list[StoredMachine]:
+        rows = self._db.all("SELECT name, last_seen FROM machines WHERE workspace = %s ORDER BY name", (workspace,))
+        return [StoredMachine(name=r[0], last_seen=from_ts(r[1])) for r in rows]
+
+    # --- messages and mailboxes -------------------------------------------------------------
+
+    def find_idempotent(self, workspace: str, sender: str, key: str) -> IdempotentSend | None:
+        row = self._db.one(
+            "SELECT request_hash, result FROM messages WHERE workspace = %s AND sender = %s AND idempotency_key = %s",
+            (workspace, sender, key),
+        )
+        if row is None:
+            return None
+        return IdempotentSend(request_hash=row[0] or "", result=SendResult.model_validate_json(row[1]))
+
+    def submit_message(
+        self,
+        message: Message,
+        deliveries: Sequence[NewDelivery],
+        result: SendResult,
+        idempotency_key: str | None,
+        request_hash: str | None,
+    ) -> Pending[dict[str, int]]:
+        args = submit_args(message, deliveries, result, idempotency_key, request_hash)
+        args = self._db.with_notify(args, q.payload(self.replica, message.workspace, args["names"]))  # type: ignore[arg-type]
+        return self._db.submit(lambda conn: store_message(conn, args))
+
+    def get_message(self, workspace: str, message_id: str) -> Message | None:
+        row = self._db.one(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.workspace = %s AND m.id = %s", (workspace, message_id)
+        )
+        return message_from_row(row) if row else None
+
+    def send_result(self, workspace: str, message_id: str) -> SendResult | None:
+        row = self._db.one("SELECT result FROM messages WHERE workspace = %s AND id = %s", (workspace, message_id))
+        return SendResult.model_validate_json(row[0]) if row else None
+
+    def delivery_statuses(self, workspace: str, message_id: str) -> list[RecipientStatus]:
+        rows = self._db.all(
+            f"SELECT {STATUS_COLUMNS} FROM deliveries WHERE workspace = %s AND message_id = %s ORDER BY recipient",
+            (workspace, message_id),
+        )
+        return [status_from_row(r) for r in rows]
+
+    def _mailbox_args(self, workspace: str, agent: str, **more: object) -> dict[str, object]:
+        """Parameters of a statement on one mailbox, whose notification names that mailbox."""
+        return self._db.with_notify(
+            {"ws": workspace, "agent": agent, **more}, q.payload(self.replica, workspace, [agent])
+        )
+
+    def claim(
+        self, workspace: str, agent: str, after: int | None, limit: int, now: datetime, hidden: Sequence[str] = ()
+    ) -> list[MailItem]:
+        where, args = q.window(after, hidden)
+        args = self._mailbox_args(workspace, agent, limit=limit, at=to_ts(now), **args)
+        rows = self._db.run(lambda conn: conn.execute(q.claim(where), args).fetchall())
+        return [mail_item_from_row(r) for r in rows]
+
+    def peek(
+        self, workspace: str, agent: str, after: int | None, limit: int, hidden: Sequence[str] = ()
+    ) -> list[MailItem]:
+        where, args = q.window(after, hidden)
+        rows = self._db.all(
+            f"SELECT {q.MAIL_COLUMNS} {q.MAILBOX} AND {where} ORDER BY d.seq LIMIT %(limit)s",
+            {"ws": workspace, "agent": agent, "limit": limit, **args},
+        )
+        return [mail_item_from_row(r) for r in rows]
+
+    def mailbox(self, workspace: str, agent: str, include_acked: bool, limit: int) -> list[MailItem]:
+        where = "" if include_acked else " AND d.acked_at IS NULL"
+        rows = self._db.all(
+            f"SELECT {q.MAIL_COLUMNS} {q.MAILBOX}{where} ORDER BY d.seq DESC LIMIT %(limit)s",
+            {"ws": workspace, "agent": agent, "limit": limit},
+        )
+        return [mail_item_from_row(r) for r in reversed(rows)]
+
+    def ack(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
+        return self._mark(workspace, agent, message_ids, q.ACK, now)
+
+    def mark_read(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
+        return self._mark(workspace, agent, message_ids, q.MARK_READ, now)
+
+    def _mark(self, workspace: str, agent: str, message_ids: Sequence[str], changes: str, now: datetime) -> list[str]:
+        """Apply ``changes`` to these messages' deliveries in the agent's mailbox; the ids not
+        there (then nothing is written)."""
+        wanted = list(dict.fromkeys(message_ids))
+        if not wanted:
+            return []
+        args = self._mailbox_args(workspace, agent, ids=wanted, count=len(wanted), at=to_ts(now))
+        ok, found, _ = self._db.run(lambda conn: conn.execute(q.mark(changes), args).fetchone())  # type: ignore[misc]
+        if ok:
+            return []
+        present = set(found or ())
+        return [m for m in wanted if m not in present]
+
+    def surface(
+        self,
+        workspace: str,
+        agent: str,
+        via: str,
+        urgent_only: bool,
+        limit: int,
+        now: datetime,
+        peek: bool = False,
+        hidden: Sequence[str] = (),
+    ) -> list[MailItem]:
+        where, args = q.window(None, hidden)
+        if peek:
+            urgent = " AND m.urgent" if urgent_only else ""
+            rows = self._db.all(
+                f"SELECT {q.MAIL_COLUMNS} {q.MAILBOX} AND {where} AND d.surfaced_at IS NULL{urgent} "
+                "ORDER BY d.seq LIMIT %(limit)s",
+                {"ws": workspace, "agent": agent, "limit": limit, **args},
+            )
+            return [mail_item_from_row(r) for r in rows]
+        args = self._mailbox_args(workspace, agent, via=via, limit=limit, at=to_ts(now), **args)
+        rows = self._db.run(lambda conn: conn.execute(q.surface(where, urgent_only), args).fetchall())
+        return [MailItem(seq=r[0], state=DeliveryState.surfaced, message=message_from_row(r[2:])) for r in rows]
+
+    def unread_count(self, workspace: str, agent: str, hidden: Sequence[str] = ()) -> int:
+        where, args = q.window(None, hidden)
+        row = self._db.one(
+            f"SELECT count(*) FROM deliveries d WHERE d.workspace = %(ws)s AND d.recipient = %(agent)s AND {where}",
+            {"ws": workspace, "agent": agent, **args},
+        )
+        return row[0] if row else 0
+
+    def last_seq(self, workspace: str, agent: str) -> int:
+        row = self._db.one("SELECT last_seq FROM agents WHERE workspace = %s AND name = %s", (workspace, agent))
+        return row[0] if row else 0
+
+    # --- hub credentials --------------------------------------------------------------------
+
+    def create_token(self, token: NewToken, now: datetime) -> TokenInfo:
+        check_token(token)
+        try:
+            (row,) = self._db.notifying(
+                "INSERT INTO tokens (id, kind, workspace, agent, label, secret_hash, created_at) "
+                "VALUES (%(id)s, %(kind)s, %(ws)s, %(agent)s, %(label)s, %(hash)s, %(at)s) "
+                f"RETURNING {TOKEN_COLUMNS}",
+                {
+                    "id": token.id,
+                    "kind": token.kind,
+                    "ws": token.workspace,
+                    "agent": token.agent,
+                    "label": token.label,
+                    "hash": token.secret_hash,
+                    "at": to_ts(now),
+                },
+            )
+        except pg_errors.UniqueViolation as error:
+            if error.diag.constraint_name == "tokens_secret_hash_key":
+                raise AlreadyExists(
+                    "a token with this secret already exists; issue it again with a new secret."
+                ) from None
+            if error.diag.constraint_name == "tokens_pkey":
+                raise AlreadyExists(f"a token with id {token.id} already exists; issue it again.") from None
+            raise
+        return token_from_row(row)
+
+    def token_by_hash(self, secret_hash: str) -> TokenInfo | None:
+        row = self._db.one(f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE secret_hash = %s", (secret_hash,))
+        return token_from_row(row) if row else None
+
+    def list_tokens(self, workspace: str | None = None) -> list[TokenInfo]:
+        if workspace is None:
+            rows = self._db.all(f"SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY created_at, ordinal")
+        else:
+            rows = self._db.all(
+                f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE workspace = %s ORDER BY created_at, ordinal", (workspace,)
+            )
+        return [token_from_row(r) for r in rows]
+
+    def revoke_token(self, token_id: str, now: datetime) -> TokenInfo | None:
+        rows = self._db.notifying(
+            f"UPDATE tokens SET revoked_at = coalesce(revoked_at, %(at)s) WHERE id = %(id)s RETURNING {TOKEN_COLUMNS}",
+            {"id": token_id, "at": to_ts(now)},
+        )
+        return token_from_row(rows[0]) if rows else None

@@ -1,0 +1,186 @@
+"""PostgreSQL schema, applied in numbered steps recorded in ``switchboard_schema``.
+
+The tables and columns are SQLite's (``schema.py``) in intent: times are Unix seconds in
+double precision, lists and parts are JSON text. The steps are PostgreSQL's own list — SQLite's
+history (fan-out tables added then dropped, columns added one release at a time) is not
+replayed here — and, as there, a new step is appended, never edited, so that every existing
+database can be brought forward.
+
+Every object lives in the connection's current schema (the first of its ``search_path``), so
+that several deployments, or tests, can share one database.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from switchboard.errors import StoreUnavailable
+
+MIGRATIONS: list[str] = [
+    # 1: the mailbox core
+    """
+    CREATE TABLE workspaces (
+        name        TEXT PRIMARY KEY,
+        created_at  DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE agents (
+        workspace   TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        description TEXT,
+        skills      TEXT NOT NULL DEFAULT '[]',
+        created_at  DOUBLE PRECISION NOT NULL,
+        last_seq    BIGINT NOT NULL DEFAULT 0,  -- the mailbox's newest delivery sequence number
+        PRIMARY KEY (workspace, name)
+    );
+    CREATE TABLE channels (
+        workspace   TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        description TEXT,
+        created_by  TEXT NOT NULL,
+        created_at  DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (workspace, name)
+    );
+    CREATE TABLE channel_members (
+        workspace   TEXT NOT NULL,
+        channel     TEXT NOT NULL,
+        agent       TEXT NOT NULL,
+        joined_at   DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (workspace, channel, agent)
+    );
+    CREATE INDEX channel_members_by_agent ON channel_members (workspace, agent);
+    CREATE TABLE machines (
+        workspace   TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        last_seen   DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (workspace, name)
+    );
+    CREATE TABLE sessions (
+        id              TEXT PRIMARY KEY,
+        workspace       TEXT NOT NULL,
+        agent           TEXT NOT NULL,
+        machine         TEXT NOT NULL,
+        pid             BIGINT NOT NULL,
+        proc_start      BIGINT,
+        runtime         TEXT NOT NULL,
+        started_at      DOUBLE PRECISION NOT NULL,
+        last_seen       DOUBLE PRECISION NOT NULL,
+        ended_at        DOUBLE PRECISION,
+        terminal        TEXT,
+        delivery_error  TEXT               -- what its delivery path last reported broken
+    );
+    CREATE INDEX sessions_by_agent ON sessions (workspace, agent);
+    CREATE INDEX sessions_by_process ON sessions (workspace, machine, pid);
+    CREATE TABLE messages (
+        id              TEXT PRIMARY KEY,
+        workspace       TEXT NOT NULL,
+        sender          TEXT NOT NULL,
+        sender_session  TEXT,
+        recipients      TEXT NOT NULL,
+        channel         TEXT,
+        subject         TEXT,
+        parts           TEXT NOT NULL,
+        thread_id       TEXT NOT NULL,
+        reply_to        TEXT,
+        created_at      DOUBLE PRECISION NOT NULL,
+        idempotency_key TEXT,
+        request_hash    TEXT,
+        result          TEXT NOT NULL,     -- the send's answer, returned again on an idempotent resend
+        urgent          BOOLEAN NOT NULL DEFAULT false,
+        sender_address  TEXT,              -- the sending session's agent@machine#pid
+        sender_terminal TEXT
+    );
+    CREATE UNIQUE INDEX messages_by_idempotency_key
+        ON messages (workspace, sender, idempotency_key) WHERE idempotency_key IS NOT NULL;
+    CREATE TABLE deliveries (
+        workspace       TEXT NOT NULL,
+        recipient       TEXT NOT NULL,
+        seq             BIGINT NOT NULL,
+        message_id      TEXT NOT NULL,
+        channel         TEXT,
+        state           TEXT NOT NULL,
+        sessions        TEXT NOT NULL DEFAULT '[]',
+        target_session  TEXT,
+        queued_at       DOUBLE PRECISION NOT NULL,
+        delivered_at    DOUBLE PRECISION,
+        surfaced_at     DOUBLE PRECISION,
+        read_at         DOUBLE PRECISION,
+        acked_at        DOUBLE PRECISION,
+        surfaced_via    TEXT,              -- how it reached the agent's context: socket, hook, waiter
+        PRIMARY KEY (workspace, recipient, seq)
+    );
+    CREATE UNIQUE INDEX deliveries_by_message ON deliveries (message_id, recipient);
+    CREATE INDEX deliveries_unread ON deliveries (workspace, recipient, seq) WHERE read_at IS NULL;
+    """,
+    # 2: hub credentials. Only a hash of each secret is kept; a request's token is looked up by
+    # it (the UNIQUE constraint is that index). Revoked tokens stay, so lists can show them.
+    # ``ordinal`` orders tokens created in the same instant as they were created (SQLite's rowid).
+    """
+    CREATE TABLE tokens (
+        id          TEXT PRIMARY KEY,
+        kind        TEXT NOT NULL CHECK (kind IN ('admin', 'user', 'agent')),
+        workspace   TEXT CHECK ((workspace IS NULL) = (kind = 'admin')),  -- NULL for admin tokens only
+        agent       TEXT CHECK ((agent IS NULL) = (kind != 'agent')),     -- the one agent an agent token acts as
+        label       TEXT,
+        secret_hash TEXT NOT NULL UNIQUE,
+        created_at  DOUBLE PRECISION NOT NULL,
+        revoked_at  DOUBLE PRECISION,
+        ordinal     BIGINT GENERATED ALWAYS AS IDENTITY
+    );
+    CREATE INDEX tokens_by_workspace ON tokens (workspace, created_at);
+    """,
+]
+
+VERSION_TABLE = "switchboard_schema"
+
+
+def current_schema(conn: psycopg.Connection) -> str:
+    """The schema the connection creates and finds its tables in; refuses a search_path that
+    names no existing schema (PostgreSQL would create nothing, and say so obscurely)."""
+    (schema,) = conn.execute("SELECT current_schema()").fetchone()  # type: ignore[misc]
+    if schema is None:
+        (path,) = conn.execute("SHOW search_path").fetchone()  # type: ignore[misc]
+        raise StoreUnavailable(
+            f"no schema of the search_path ({path}) exists in this database; create it, or fix the URL's options."
+        )
+    return schema
+
+
+def schema_version(conn: psycopg.Connection) -> int:
+    """The number of steps applied to the current schema (0: none, not even the version table)."""
+    (table,) = conn.execute("SELECT to_regclass(%s)", (VERSION_TABLE,)).fetchone()  # type: ignore[misc]
+    if table is None:
+        return 0
+    row = conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()
+    return row[0] if row else 0
+
+
+def migrate(conn: psycopg.Connection, schema: str) -> int:
+    """Bring the current schema to the newest step; the version it was at.
+
+    Safe when several stores (hub replicas) start at once: the steps run in one transaction
+    holding an advisory lock keyed on the schema's name, and the version is read once the lock
+    is held, so the first applies them and the others find them applied. The lock comes before
+    any look at the tables: a backend caches "no such table", and would keep believing it after
+    the lock. So ``conn`` is a fresh connection, not in autocommit, that looked at none of them.
+    A store that finds a newer version than it knows leaves it be (a newer replica added a step)."""
+    try:
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"switchboard schema {schema}",))
+        version = schema_version(conn)
+        if version >= len(MIGRATIONS):
+            conn.rollback()
+            return version
+        if version == 0:
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version INTEGER NOT NULL)")
+            conn.execute(
+                f"INSERT INTO {VERSION_TABLE} (version) SELECT 0 WHERE NOT EXISTS (SELECT FROM {VERSION_TABLE})"
+            )
+        for script in MIGRATIONS[version:]:
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)  # type: ignore[call-overload]  # our own text, no parameters
+        conn.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (len(MIGRATIONS),))
+        conn.commit()
+        return version
+    except BaseException:
+        conn.rollback()
+        raise
