@@ -19,7 +19,7 @@ from switchboard.errors import HubUnavailable
 from switchboard.follow import follow
 from switchboard.http_client import HubClient
 from switchboard.model import MailItem
-from tests.hub.conftest import EventStream, Hub
+from tests.hub.conftest import CLI, EventStream, Hub
 from tests.postgres import fresh_database
 from tests.waiting import wait_until
 
@@ -225,3 +225,21 @@ def test_every_acknowledged_message_is_delivered_once_in_order_while_a_replica_i
         finally:
             for hub in hubs:
                 hub.close()
+
+
+def test_the_command_line_on_the_database_itself_reaches_readers_of_the_replicas(
+    replicas: list[Hub], tmp_path: Path
+) -> None:
+    url = replicas[0].args[replicas[0].args.index("--db") + 1]
+    cli = CLI(tmp_path / "direct")
+    stream = EventStream(replicas[2].url, replicas[2].admin_token, "erin")
+    try:
+        stream.ready()
+        sent = cli.run_json("send", "erin", "straight into the database", agent="frank", env={"SWITCHBOARD_DB": url})
+        assert stream.next_event().message_id == sent["message_id"]  # a notification woke the replica's stream
+    finally:
+        stream.close()
+    got = cli.run_json("read", agent="erin", env={"SWITCHBOARD_DB": url})
+    assert [item["message"]["id"] for item in got["items"]] == [sent["message_id"]]
+    who = cli.run_json("whoami", agent="erin", env={"SWITCHBOARD_DB": url})
+    assert who["store"].startswith("postgresql://") and "password" not in who["store"]
