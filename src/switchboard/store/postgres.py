@@ -47,20 +47,22 @@ from switchboard.store.base import (
 from switchboard.store.postgres_connection import POOL_SIZE, PostgresDatabase
 from switchboard.store.postgres_listener import Callback
 from switchboard.store.postgres_messages import store_message, submit_args
-from switchboard.store.sqlite_rows import (
+from switchboard.store.rows import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     STATUS_COLUMNS,
+    TOKEN_COLUMNS,
     agent_from_row,
     channel_from_row,
+    check_token,
     from_ts,
     mail_item_from_row,
     message_from_row,
     session_from_row,
     status_from_row,
     to_ts,
+    token_from_row,
 )
-from switchboard.store.sqlite_tokens import TOKEN_COLUMNS, check_token, token_from_row
 
 _AGENT_COLUMNS = "workspace, name, description, skills, created_at"
 

@@ -15,7 +15,7 @@ from switchboard.errors import UnknownRecipient, listed
 from switchboard.model import Message, SendResult, parts_json
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
 from switchboard.store.postgres_queries import NOTIFY
-from switchboard.store.sqlite_rows import to_ts
+from switchboard.store.rows import to_ts
 
 PREPARED_UP_TO = 16  # recipients: a send to more is planned anew each time (see _store)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from switchboard.store.sqlite_rows import MESSAGE_COLUMNS, SESSION_COLUMNS
+from switchboard.store.rows import MESSAGE_COLUMNS, SESSION_COLUMNS
 
 # A NOTIFY payload must stay under 8,000 bytes: past this, name the workspace, not its mailboxes.
 MAX_PAYLOAD_BYTES = 7000

@@ -40,9 +40,7 @@ from switchboard.store.base import (
     NewToken,
     StoredMachine,
 )
-from switchboard.store.sqlite_connection import SQLiteDatabase
-from switchboard.store.sqlite_messages import NewMessage, expand_fanouts, has_fanouts, insert_messages, write_out_step
-from switchboard.store.sqlite_rows import (
+from switchboard.store.rows import (
     CHANNEL_QUERY,
     MAIL_QUERY,
     MESSAGE_COLUMNS,
@@ -50,13 +48,17 @@ from switchboard.store.sqlite_rows import (
     STATUS_COLUMNS,
     agent_from_row,
     channel_from_row,
+    check_token,
     from_ts,
     mail_item_from_row,
     message_from_row,
     session_from_row,
     status_from_row,
     to_ts,
+    token_from_row,
 )
+from switchboard.store.sqlite_connection import SQLiteDatabase
+from switchboard.store.sqlite_messages import NewMessage, expand_fanouts, has_fanouts, insert_messages, write_out_step
 
 # A send to at least this many recipients, group-committed on an event loop (the hub's), is
 # answered and pushed to live streams before its delivery rows are written out (sqlite_messages).
@@ -556,20 +558,20 @@ class SQLiteStore:
     # --- hub credentials --------------------------------------------------------------------
 
     def create_token(self, token: NewToken, now: datetime) -> TokenInfo:
-        sqlite_tokens.check_token(token)
+        check_token(token)
         row = self._db.transact(lambda conn: sqlite_tokens.insert_token(conn, token, to_ts(now)))
-        return sqlite_tokens.token_from_row(row)
+        return token_from_row(row)
 
     def token_by_hash(self, secret_hash: str) -> TokenInfo | None:
         with self._db.read() as conn:
             row = sqlite_tokens.token_by_hash(conn, secret_hash)
-        return sqlite_tokens.token_from_row(row) if row else None
+        return token_from_row(row) if row else None
 
     def list_tokens(self, workspace: str | None = None) -> list[TokenInfo]:
         with self._db.read() as conn:
             rows = sqlite_tokens.list_tokens(conn, workspace)
-        return [sqlite_tokens.token_from_row(r) for r in rows]
+        return [token_from_row(r) for r in rows]
 
     def revoke_token(self, token_id: str, now: datetime) -> TokenInfo | None:
         row = self._db.transact(lambda conn: sqlite_tokens.revoke_token(conn, token_id, to_ts(now)))
-        return sqlite_tokens.token_from_row(row) if row else None
+        return token_from_row(row) if row else None

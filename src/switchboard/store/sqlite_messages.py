@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from switchboard.errors import UnknownRecipient, listed
 from switchboard.model import DeliveryState, Message, SendResult, parts_json
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
-from switchboard.store.sqlite_rows import to_ts
+from switchboard.store.rows import to_ts
 
 # Names per "IN (...)" list, and rows per multi-row INSERT: well under SQLite's limit on bound
 # parameters (32,766 by default), and short enough to compile quickly.

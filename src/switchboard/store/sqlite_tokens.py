@@ -3,38 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 
 from switchboard.errors import AlreadyExists
-from switchboard.model import TokenInfo
 from switchboard.store.base import NewToken
-from switchboard.store.sqlite_rows import from_ts
+from switchboard.store.rows import TOKEN_COLUMNS
 
-TOKEN_COLUMNS = "id, kind, workspace, agent, label, created_at, revoked_at"
 # rowid breaks ties between tokens created in the same instant: the order they were created.
 _OLDEST_FIRST = " ORDER BY created_at, rowid"
-
-
-def token_from_row(row: Sequence) -> TokenInfo:
-    return TokenInfo(
-        id=row[0],
-        kind=row[1],
-        workspace=row[2],
-        agent=row[3],
-        label=row[4],
-        created_at=from_ts(row[5]),
-        revoked_at=from_ts(row[6]),
-    )
-
-
-def check_token(token: NewToken) -> None:
-    """Refuse a token whose fields do not fit its kind, before the schema's CHECKs would."""
-    if token.kind not in ("admin", "user", "agent"):
-        raise ValueError(f"unknown token kind {token.kind!r}")
-    if (token.workspace is None) != (token.kind == "admin"):
-        raise ValueError("an admin token has no workspace; every other token has one")
-    if (token.agent is None) != (token.kind != "agent"):
-        raise ValueError("an agent token names its agent; no other token does")
 
 
 def insert_token(conn: sqlite3.Connection, token: NewToken, at: float) -> tuple:

@@ -1,4 +1,5 @@
-"""Rows of the SQLite schema turned into the mailbox's models, and times to and from REAL."""
+"""Rows of the stores' schemas (SQLite's and PostgreSQL's share their columns) turned into the
+mailbox's models, and times to and from Unix seconds."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from switchboard.model import Agent, Channel, DeliveryState, MailItem, Message, RecipientStatus, Session
+from switchboard.model import Agent, Channel, DeliveryState, MailItem, Message, RecipientStatus, Session, TokenInfo
+from switchboard.store.base import NewToken
 
 
 def to_ts(moment: datetime) -> float:
@@ -114,3 +116,28 @@ def channel_from_row(row: Sequence) -> Channel:
         members=row[5],
         joined=bool(row[6]),
     )
+
+
+TOKEN_COLUMNS = "id, kind, workspace, agent, label, created_at, revoked_at"
+
+
+def token_from_row(row: Sequence) -> TokenInfo:
+    return TokenInfo(
+        id=row[0],
+        kind=row[1],
+        workspace=row[2],
+        agent=row[3],
+        label=row[4],
+        created_at=from_ts(row[5]),
+        revoked_at=from_ts(row[6]),
+    )
+
+
+def check_token(token: NewToken) -> None:
+    """Refuse a token whose fields do not fit its kind, before the schema's CHECKs would."""
+    if token.kind not in ("admin", "user", "agent"):
+        raise ValueError(f"unknown token kind {token.kind!r}")
+    if (token.workspace is None) != (token.kind == "admin"):
+        raise ValueError("an admin token has no workspace; every other token has one")
+    if (token.agent is None) != (token.kind != "agent"):
+        raise ValueError("an agent token names its agent; no other token does")
