@@ -350,19 +350,34 @@ async def measure_memory(hub: ServerProcess, params: Params) -> dict[str, float]
 # --- 2. latency ------------------------------------------------------------------------------------
 
 
-async def latency_round(hub: ServerProcess, count: int, params: Params, rng: random.Random) -> dict:
+async def latency_round(
+    hub: ServerProcess, count: int, params: Params, rng: random.Random, stream_hubs: Sequence[ServerProcess] = ()
+) -> dict:
+    """One round: N streams, then the posts. The poster sends through ``hub``; the streams are on
+    ``hub`` too, or split evenly (in order) over ``stream_hubs`` when given (other replicas of one
+    service, ``bench/replicas.py``). ``cpu`` is ``hub``'s CPU; ``cpu_by_hub`` every hub's, ``hub`` first."""
     tally = Tally(count)
-    streams = await open_streams(hub, subscribers_of(count), tally)
+    agents = subscribers_of(count)
+    targets = list(stream_hubs) or [hub]
+    streams: list[Subscriber] = []
+    try:
+        for i, target in enumerate(targets):
+            share = agents[i * count // len(targets) : (i + 1) * count // len(targets)]
+            streams += await open_streams(target, share, tally)
+    except BaseException:
+        close_streams(streams)
+        raise
     poster = await Connection(hub).open()
     channel = channel_of(count)
     stamps: list[int] = []
     answers_ms: list[float] = []
-    sampler = CpuSampler(hub.pid)
+    samplers = [CpuSampler(h.pid) for h in [hub, *(t for t in targets if t is not hub)]]
     client_cpu = 0.0
     try:
         for k in range(params.warmup + params.posts):
             if k == params.warmup:
-                sampler.start()
+                for sampler in samplers:
+                    sampler.start()
                 client_cpu = time.process_time()
             await asyncio.sleep(rng.uniform(*GAP_MS) / 1000)
             arrived = tally.event_for(k)
@@ -383,7 +398,8 @@ async def latency_round(hub: ServerProcess, count: int, params: Params, rng: ran
                     f"post {k}: only {tally.counts.get(k, 0)} of {count} subscribers got it within {RECEIVE_TIMEOUT_S:g} s"
                     + (f"; {len(broken)} stream(s) broke: {broken[0]}" if broken else "")
                 ) from None
-        cpu = sampler.stop()
+        cpu_by_hub = [sampler.stop() for sampler in samplers]
+        cpu = cpu_by_hub[0]
         client_cpu = time.process_time() - client_cpu
     finally:
         poster.close()
@@ -412,6 +428,7 @@ async def latency_round(hub: ServerProcess, count: int, params: Params, rng: ran
         "n": len(latencies),
         "answer_p50": percentile(measured, 50),
         "cpu": cpu,
+        "cpu_by_hub": cpu_by_hub,
         "client_cpu_ms_per_post": 1000 * client_cpu / params.posts,
     }
 
