@@ -3,6 +3,7 @@ a listener that outlives its connection."""
 
 from __future__ import annotations
 
+import json
 import queue
 
 import psycopg
@@ -42,16 +43,20 @@ def test_a_send_names_the_replica_the_workspace_and_the_recipients(open_postgres
     writer, reader = open_postgres(replica="hub-a"), open_postgres(replica="hub-b")
     agents(writer, WS, "alice", "bob", "carol")
     heard = Heard(reader)
-    send(writer, WS, "alice", ["carol", "bob"])
-    assert heard.next() == {"r": "hub-a", "w": WS, "a": ["bob", "carol"]}
+    sent = send(writer, WS, "alice", ["carol", "bob"])
+    assert heard.next() == {"r": "hub-a", "w": WS, "a": ["bob", "carol"], "m": sent.id}
+    message_json, rows = reader.deliveries_of(WS, sent.id, ["bob", "carol", "dave"])
+    assert json.loads(message_json)["id"] == sent.id
+    assert sorted(rows) == [("bob", 1, "queued", None), ("carol", 1, "queued", None)]
+    assert reader.deliveries_of(WS, "01a22bef-0000-7000-8000-000000000000", ["bob"]) is None
 
 
 def test_a_store_hears_its_own_commits_under_its_own_replica_id(open_postgres):
     store = open_postgres()
     agents(store, WS, "alice", "bob")
     heard = Heard(store)
-    send(store, WS, "alice", ["bob"])
-    assert heard.next() == {"r": store.replica, "w": WS, "a": ["bob"]}
+    sent = send(store, WS, "alice", ["bob"])
+    assert heard.next() == {"r": store.replica, "w": WS, "a": ["bob"], "m": sent.id}
 
 
 def test_reading_a_mailbox_names_that_mailbox(open_postgres):
@@ -93,8 +98,8 @@ def test_a_write_that_changes_nothing_sends_nothing(open_postgres):
     assert store.claim(WS, "bob", None, 10, at(1)) == []
     assert store.surface(WS, "bob", "hook", False, 10, at(1)) == []
     assert store.ack(WS, "bob", ["no-such-message"], at(1)) == ["no-such-message"]
-    send(store, WS, "alice", ["bob"])  # the first thing heard is this
-    assert heard.next() == {"r": "r1", "w": WS, "a": ["bob"]}
+    sent = send(store, WS, "alice", ["bob"])  # the first thing heard is this
+    assert heard.next() == {"r": "r1", "w": WS, "a": ["bob"], "m": sent.id}
 
 
 def test_a_post_to_many_mailboxes_names_only_the_workspace(open_postgres):
@@ -162,5 +167,5 @@ def test_the_listener_reconnects_when_its_connection_is_cut_and_reports_a_change
     assert cut == [(True,)]
     assert heard.next() == {}  # back, and anything may have changed meanwhile
     assert wait_until(lambda: store.change_counter() > before)
-    send(store, WS, "alice", ["bob"])
-    assert heard.next_besides({}) == {"r": "r1", "w": WS, "a": ["bob"]}
+    sent = send(store, WS, "alice", ["bob"])
+    assert heard.next_besides({}) == {"r": "r1", "w": WS, "a": ["bob"], "m": sent.id}

@@ -7,11 +7,14 @@ what a replica caches (open sessions for a second, credentials) it reads again f
 
 from __future__ import annotations
 
+import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from switchboard.events import MailboxEvents
+from switchboard.events import MailboxEvents, PushedDelivery
+
+log = logging.getLogger("switchboard.replicas")
 
 # How long a replica trusts a token it checked before asking the store again: a revocation made
 # through another replica is refused here within this time.
@@ -24,16 +27,22 @@ class Notifying(Protocol):
 
     def add_listener(self, callback: Callable[[dict[str, Any]], None]) -> None: ...
 
+    def deliveries_of(
+        self, workspace: str, message_id: str, agents: Sequence[str]
+    ) -> tuple[str, list[tuple[str, int, str, str | None]]] | None: ...
+
 
 def new_replica_id() -> str:
     """A short id for this hub process, shown by ``up``, /health and ``who``."""
     return f"r-{secrets.token_hex(4)}"
 
 
-def replica_wakeups(events: MailboxEvents, replica: str) -> Callable[[dict[str, Any]], None]:
+def replica_wakeups(events: MailboxEvents, replica: str, store: Notifying) -> Callable[[dict[str, Any]], None]:
     """What to do with a notification: wake the waiters of the mailboxes another replica's commit
     changed (all of a workspace's when it names no mailbox). This replica's own commits already
-    woke its waiters, with the deliveries themselves."""
+    woke its waiters, with the deliveries themselves. For a new message with streams waiting
+    here, the message is read once and handed to every stream, as a local send's is (each stream
+    reading its own mailbox instead costs a query per stream per message)."""
 
     def wake(payload: dict[str, Any]) -> None:
         if not payload:  # the store's listener reconnected: anything may have changed meanwhile
@@ -43,9 +52,27 @@ def replica_wakeups(events: MailboxEvents, replica: str) -> Callable[[dict[str, 
             return
         workspace = str(payload["w"])
         agents = payload.get("a")
-        if isinstance(agents, list):
-            events.publish_many(workspace, [(str(agent), None) for agent in agents])
-        else:
+        if not isinstance(agents, list):
             events.wake_workspace(workspace)
+            return
+        names = [str(agent) for agent in agents]
+        pushed = _read_once(store, workspace, payload.get("m"), names) if events.has_streams(workspace, names) else {}
+        events.publish_many(workspace, [(name, pushed.get(name)) for name in names])
 
     return wake
+
+
+def _read_once(store: Notifying, workspace: str, message_id: Any, agents: list[str]) -> dict[str, PushedDelivery]:
+    """The new message's deliveries to ``agents``, ready to push; none when that fails (then each
+    stream reads its mailbox, as after any wake-up without a delivery)."""
+    if not isinstance(message_id, str):
+        return {}
+    try:
+        found = store.deliveries_of(workspace, message_id, agents)
+    except Exception:  # a store error here must not stop the listener: the wake-ups still go out
+        log.warning("could not read message %s for this replica's streams", message_id, exc_info=True)
+        return {}
+    if found is None:
+        return {}
+    message_json, rows = found
+    return {agent: PushedDelivery(seq, state, message_json, target) for agent, seq, state, target in rows}

@@ -91,7 +91,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     # replicas' commits arrive as notifications and wake just the mailboxes they name.
     events = MailboxEvents()
     if isinstance(store, Notifying):
-        store.add_listener(replica_wakeups(events, replica))
+        store.add_listener(replica_wakeups(events, replica, store))
     service = Service(store, machine=machine_name(os.environ), events=events, liveness_seconds=options.liveness_seconds)
     credentials = Credentials(store)
     admin = None if credentials.has_admin() else credentials.issue(None, "admin", label="created by the first 'up'")

@@ -323,7 +323,8 @@ class PostgresStore:
         request_hash: str | None,
     ) -> Pending[dict[str, int]]:
         args = submit_args(message, deliveries, result, idempotency_key, request_hash)
-        args = self._db.with_notify(args, q.payload(self.replica, message.workspace, args["names"]))  # type: ignore[arg-type]
+        notice = q.payload(self.replica, message.workspace, args["names"], message.id)  # type: ignore[arg-type]
+        args = self._db.with_notify(args, notice)
         return self._db.submit(lambda conn: store_message(conn, args))
 
     def get_message(self, workspace: str, message_id: str) -> Message | None:
@@ -331,6 +332,24 @@ class PostgresStore:
             f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.workspace = %s AND m.id = %s", (workspace, message_id)
         )
         return message_from_row(row) if row else None
+
+    def deliveries_of(
+        self, workspace: str, message_id: str, agents: Sequence[str]
+    ) -> tuple[str, list[tuple[str, int, str, str | None]]] | None:
+        """A new message as JSON and its deliveries to ``agents`` (recipient, seq, state, target
+        session), read in one query: what a replica hands its streams when another replica's
+        send names them, instead of each stream reading its mailbox. None if it is not there."""
+        rows = self._db.all(
+            f"SELECT {MESSAGE_COLUMNS}, d.recipient, d.seq, d.state, d.target_session "
+            "FROM messages m JOIN deliveries d ON d.message_id = m.id "
+            "WHERE m.workspace = %s AND m.id = %s AND d.workspace = %s AND d.recipient = ANY(%s)",
+            (workspace, message_id, workspace, list(agents)),
+        )
+        if not rows:
+            return None
+        width = len(rows[0]) - 4
+        message_json = message_from_row(rows[0][:width]).model_dump_json()
+        return message_json, [(r[width], r[width + 1], r[width + 2], r[width + 3]) for r in rows]
 
     def send_result(self, workspace: str, message_id: str) -> SendResult | None:
         row = self._db.one("SELECT result FROM messages WHERE workspace = %s AND id = %s", (workspace, message_id))

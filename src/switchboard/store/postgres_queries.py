@@ -25,16 +25,21 @@ from switchboard.store.rows import MESSAGE_COLUMNS, SESSION_COLUMNS
 MAX_PAYLOAD_BYTES = 7000
 
 
-def payload(replica: str, workspace: str | None = None, agents: Sequence[str] | None = None) -> str:
+def payload(
+    replica: str, workspace: str | None = None, agents: Sequence[str] | None = None, message_id: str | None = None
+) -> str:
     """The compact JSON of a change notification: which replica wrote, and where.
 
     ``{"r": replica}``: something changed; with ``"w"``: a mailbox of that workspace changed;
-    with ``"a"`` as well: exactly these mailboxes (of the workspace) changed."""
+    with ``"a"`` as well: exactly these mailboxes (of the workspace) changed; with ``"m"``: by
+    a delivery of that new message to each (a replica can read it once for all its streams)."""
     body: dict[str, object] = {"r": replica}
     if workspace is not None:
         body["w"] = workspace
         if agents is not None:
             body["a"] = list(agents)
+            if message_id is not None:
+                body["m"] = message_id
     text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
     if len(text.encode()) > MAX_PAYLOAD_BYTES:
         text = json.dumps({"r": replica, "w": workspace}, separators=(",", ":"), ensure_ascii=False)
