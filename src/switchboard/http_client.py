@@ -76,13 +76,16 @@ class HubClient:
         ca_cert: str | None = None,
         session: SessionHint | None = None,
     ) -> None:
-        """``ca_cert``: a CA file (PEM) that verifies the hub's certificate instead of the system's
+        """``url``: the hub, or several replicas of one hub, comma-separated: a request that cannot
+        connect to one is tried on the next at once (a replica gone, another still there).
+        ``ca_cert``: a CA file (PEM) that verifies the hub's certificate instead of the system's
         CAs. ``session``: the session its calls act in (sent with each request)."""
         import httpx
 
         from switchboard import __version__
 
-        self.url = url.rstrip("/")
+        self._urls = hub_urls(url)
+        self.url = self._urls[0]
         self.identity_source = identity_source
         self._token, self._workspace, self._ca_cert = token, workspace, ca_cert
         headers = {"User-Agent": f"switchboard/{__version__}"}
@@ -108,7 +111,7 @@ class HubClient:
         """The same hub and credential acting as another agent (of ``workspace``, default this
         one's): a connection of its own, to close. A user or admin token may act so; an agent
         token is refused (forbidden) at the first request."""
-        return HubClient(self.url, self._token, agent, workspace or self._workspace, ca_cert=self._ca_cert)
+        return HubClient(",".join(self._urls), self._token, agent, workspace or self._workspace, ca_cert=self._ca_cert)
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -123,33 +126,50 @@ class HubClient:
     ) -> Any:
         import httpx
 
-        try:
-            response = self._http.request(
-                method,
-                path,
-                json=json,
-                params=params,
-                timeout=httpx.Timeout(timeout or TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
+        tried = 0
+        while True:
+            try:
+                response = self._http.request(
+                    method,
+                    path,
+                    json=json,
+                    params=params,
+                    timeout=httpx.Timeout(timeout or TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
+                )
+            except httpx.HTTPError as error:
+                tried += 1
+                never_left = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
+                if never_left and tried < len(self._urls) and _unverified_certificate(error) is None:
+                    self._next_replica()  # this replica is not there and the request never left: the next
+                    continue
+                raise self._unavailable(error) from None
+            if response.status_code >= 400:
+                raise _error_from(response)
+            return response.json()
+
+    def _next_replica(self) -> None:
+        self.url = self._urls[(self._urls.index(self.url) + 1) % len(self._urls)]
+        self._http.base_url = self.url
+
+    def _unavailable(self, error: BaseException) -> HubUnavailable:
+        """The error for a request that failed in transport."""
+        import httpx
+
+        if (refused := _unverified_certificate(error)) is not None:
+            return HubUnavailable(
+                f"cannot reach the hub at {self.url}: its certificate could not be verified "
+                f"({refused.verify_message or refused.reason}); if its CA is your own, log in with "
+                f"'switchboard login {self.url} --token TOKEN --ca-cert CA_FILE' (or set SWITCHBOARD_CA_CERT).",
+                reached=False,
+                lasting=True,  # no retry mends a certificate: say so at once
             )
-        except httpx.HTTPError as error:
-            if (refused := _unverified_certificate(error)) is not None:
-                raise HubUnavailable(
-                    f"cannot reach the hub at {self.url}: its certificate could not be verified "
-                    f"({refused.verify_message or refused.reason}); if its CA is your own, log in with "
-                    f"'switchboard login {self.url} --token TOKEN --ca-cert CA_FILE' (or set SWITCHBOARD_CA_CERT).",
-                    reached=False,
-                    lasting=True,  # no retry mends a certificate: say so at once
-                ) from None
-            # A request that never connected certainly did nothing; one cut off later may have.
-            reached = not isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-            raise HubUnavailable(
-                f"cannot reach the hub at {self.url} ({error or type(error).__name__}); start it with 'switchboard up', "
-                "or 'switchboard logout' to use this machine's embedded store.",
-                reached=reached,
-            ) from None
-        if response.status_code >= 400:
-            raise _error_from(response)
-        return response.json()
+        # A request that never connected certainly did nothing; one cut off later may have.
+        reached = not isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
+        return HubUnavailable(
+            f"cannot reach the hub at {self.url} ({error or type(error).__name__}); start it with 'switchboard up', "
+            "or 'switchboard logout' to use this machine's embedded store.",
+            reached=reached,
+        )
 
     def _model(self, model: type[M], method: str, path: str, **kwargs: Any) -> M:
         return model.model_validate(self._call(method, path, **kwargs))
@@ -337,6 +357,14 @@ class HubClient:
 
     def close(self) -> None:
         self._http.close()
+
+
+def hub_urls(text: str) -> list[str]:
+    """The hub's URL, or its replicas' URLs given comma-separated, in order."""
+    urls = [part.strip().rstrip("/") for part in text.split(",") if part.strip()]
+    if not urls:
+        raise BadRequest("no hub URL given: use https://host:8465 (several replicas: comma-separated).")
+    return urls
 
 
 def _send_retry_seconds() -> float:

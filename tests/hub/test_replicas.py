@@ -7,6 +7,9 @@ their cursors on another. Everything listens and connects on loopback only."""
 from __future__ import annotations
 
 import itertools
+import json
+import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -243,3 +246,42 @@ def test_the_command_line_on_the_database_itself_reaches_readers_of_the_replicas
     assert [item["message"]["id"] for item in got["items"]] == [sent["message_id"]]
     who = cli.run_json("whoami", agent="erin", env={"SWITCHBOARD_DB": url})
     assert who["store"].startswith("postgresql://") and "password" not in who["store"]
+
+
+def test_a_follower_logged_in_to_every_replica_rides_out_the_loss_of_its_own(tmp_path: Path) -> None:
+    with fresh_database() as url:
+        hubs = [Hub(tmp_path / f"r{i}", args=["--db", url], prints_admin=i == 0) for i in range(2)]
+        try:
+            for hub in hubs:
+                hub.start()
+            hubs[1].admin_token = hubs[0].admin_token
+            cli = CLI(tmp_path / "machine")
+            cli.run_json("login", f"{hubs[0].url},{hubs[1].url}", "--token", hubs[0].admin_token)
+            follower = subprocess.Popen(
+                cli.argv("read", "--follow", "--json"),
+                env=cli.env("bob"),
+                cwd=cli.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            lines: list[dict] = []
+            threading.Thread(
+                target=lambda: [lines.append(json.loads(line)) for line in follower.stdout or ()], daemon=True
+            ).start()
+            try:
+                sender = _client(hubs[1], "alice")
+                wait_until(lambda: sender.reach("bob").state == "live", what="the follower's session")
+                sent = [sender.send("bob", f"before {i}").message_id for i in range(3)]
+                wait_until(lambda: len(lines) >= 3, what="the first three")
+                hubs[0].kill()  # the follower's replica (the first of its list)
+                sent += [sender.send("bob", f"after {i}").message_id for i in range(3)]
+                wait_until(lambda: len(lines) >= 6, timeout=40, what="the three sent after the loss")
+                assert [line["message"]["id"] for line in lines] == sent  # once each, in order
+            finally:
+                follower.send_signal(signal.SIGTERM)
+                assert follower.wait(timeout=30) == 0
+        finally:
+            for hub in hubs:
+                hub.close()

@@ -15,6 +15,7 @@ from switchboard.client import HubClient
 from switchboard.client import open_client as client_for
 from switchboard.config import Settings, clear_login, save_login
 from switchboard.errors import BadRequest, HubUnavailable
+from switchboard.http_client import hub_urls
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS
 from switchboard.model import TokenInfo
 
@@ -67,7 +68,12 @@ def up(
 
 @app.command()
 def login(
-    url: Annotated[str, typer.Argument(help="The hub's address, e.g. https://build-box:8465.")],
+    url: Annotated[
+        str,
+        typer.Argument(
+            help="The hub's address, e.g. https://build-box:8465; several replicas of one hub: comma-separated."
+        ),
+    ],
     token: Annotated[
         str, typer.Option("--token", help="A token from 'switchboard token create' (or the admin token).")
     ],
@@ -78,9 +84,11 @@ def login(
     as_json: JsonOption = False,
 ) -> None:
     """Use a hub from this machine: every command then goes there (saved 0600 in the config file)."""
-    url = url.rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        raise BadRequest(f"{url!r} is not a hub address: use http://HOST:PORT.")
+    urls = hub_urls(url)
+    for one in urls:
+        if not one.startswith(("http://", "https://")):
+            raise BadRequest(f"{one!r} is not a hub address: use http://HOST:PORT (several replicas: comma-separated).")
+    url = ",".join(urls)
     settings = Settings.load()
     saved_ca = str(ca_cert.expanduser().resolve()) if ca_cert is not None else None
     client = HubClient(url, token, ca_cert=saved_ca or settings.ca_cert)  # SWITCHBOARD_CA_CERT without --ca-cert

@@ -74,7 +74,7 @@ class HookContext:
             # As client.hub_client names it (that module is too heavy to load here).
             workspace = self.env.get("SWITCHBOARD_WORKSPACE", "").strip() or self.settings.workspace
             return hub_probe.may_have_mail(
-                self.settings.hub,
+                self.settings.hub.split(",")[0].strip(),  # the first of several replicas: a look, not a delivery
                 self.settings.token,
                 agent,
                 workspace,
