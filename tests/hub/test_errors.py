@@ -5,6 +5,7 @@ ids, oversized bodies, bad query parameters — and a client that sends too fast
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -336,3 +337,21 @@ def test_openapi_lists_every_route_of_the_route_table(hub: Hub) -> None:
         assert operation["summary"] == route.summary
         if route.body is not None:
             assert "requestBody" in operation, route
+
+
+@pytest.mark.parametrize("route", [r for r in BODY_ROUTES if not r.asgi], ids=_route_id)
+def test_a_client_gone_mid_body_is_no_error_of_the_hubs(world: World, route: Route) -> None:
+    """A process stopped while its request body was on the way (a follower SIGTERMed mid
+    mark-read): nothing is done and nothing is logged as an error (the autouse check reads the
+    hub's log). The hub then answers the next request as before."""
+    host, port = world.hub.url.removeprefix("http://").split(":")
+    head = (
+        f"{route.method} {world.path(route)} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {world.tenant.token}\r\n"
+        f"X-Switchboard-Agent: {world.agent}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    )
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        raw.sendall(head.encode() + b'{"par')
+    size = world.hub.log_size()
+    with world.tenant.http(world.agent) as http:
+        assert http.get("/v1/whoami").status_code == 200
+    assert "Traceback" not in world.hub.log_text(size - 2000 if size > 2000 else 0)

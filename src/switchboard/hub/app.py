@@ -8,14 +8,14 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as StarletteRoute
 
 from switchboard.credentials import Credentials
 from switchboard.errors import SwitchboardError
 from switchboard.hub.context import HubContext
-from switchboard.hub.errors import on_http_error, on_switchboard_error, on_unexpected
+from switchboard.hub.errors import on_client_gone, on_http_error, on_switchboard_error, on_unexpected
 from switchboard.hub.mcp_endpoint import MCP_PATH, McpEndpoint
 from switchboard.hub.openapi import build_openapi
 from switchboard.hub.ratelimit import RateLimiter
@@ -63,6 +63,7 @@ def create_app(
         exception_handlers={
             SwitchboardError: on_switchboard_error,
             HTTPException: on_http_error,
+            ClientDisconnect: on_client_gone,
             Exception: on_unexpected,
         },
     )

@@ -6,7 +6,7 @@ import logging
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 from switchboard.errors import RateLimited, SwitchboardError
 
@@ -46,6 +46,12 @@ async def on_http_error(request: Request, error: Exception) -> JSONResponse:
         405: f"{request.method} is not allowed on {request.url.path}; GET /openapi.json lists the methods.",
     }.get(error.status_code, str(error.detail))
     return error_response(code, message, error.status_code)
+
+
+async def on_client_gone(request: Request, error: Exception) -> Response:
+    """The client went away while still sending its request (a process stopped mid-call):
+    nothing was done, nobody is there to answer, and it is no error of the hub's."""
+    return Response(status_code=499)  # "client closed request"; never reaches the client
 
 
 async def on_unexpected(request: Request, error: Exception) -> JSONResponse:
