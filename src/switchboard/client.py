@@ -174,6 +174,7 @@ class LocalClient:
             machine=self.service.machine,
             store=self.service.store.location,
             session=self.service.session_address(caller),
+            liveness_seconds=self.service.liveness.window_seconds,
         )
 
     def send(

@@ -310,8 +310,12 @@ class Directory:
         exists = self._agent_exists(caller.workspace, address.name)
         stored = self.store.list_sessions(caller.workspace, address.name, include_ended=True) if exists else []
         sessions = [self.liveness.marked(s, now) for s in stored]
-        machines = {m.name: m.last_seen for m in self.store.list_machines(caller.workspace)}
-        found = reach_of(
+        return self._reach_among(address, exists, sessions, self._machines_seen(caller.workspace), now), sessions
+
+    def _reach_among(
+        self, address: AgentAddress, exists: bool, sessions: list[Session], machines: dict[str, datetime], now: datetime
+    ) -> Reach:
+        return reach_of(
             address,
             exists=exists,
             sessions=sessions,
@@ -319,38 +323,36 @@ class Directory:
             window_seconds=self.liveness.window_seconds,
             now=now,
         )
-        return found, sessions
+
+    def _machines_seen(self, workspace: str) -> dict[str, datetime]:
+        """Each machine of the workspace and when a session on it last reported."""
+        return {m.name: m.last_seen for m in self.store.list_machines(workspace)}
 
     def _with_reach(self, caller: Caller, statuses: list[RecipientStatus]) -> list[RecipientStatus]:
         """Each recipient that has not read the message yet, with whether it can be reached now
         (and if not, why): mail that waits should say what it waits for."""
-        waiting = [
-            s
-            for s in statuses
-            if s.agent is not None
-            and s.state in (DeliveryState.queued, DeliveryState.delivered, DeliveryState.surfaced)
-        ]
-        if not waiting:
+
+        def waiting(row: RecipientStatus) -> bool:
+            return (
+                row.agent is not None and row.state != "unknown_recipient" and row.state.rank < DeliveryState.read.rank
+            )
+
+        if not any(waiting(row) for row in statuses):
             return statuses
         now = self.clock()
-        sessions: dict[str, list[Session]] = {}
+        sessions: dict[str, list[Session]] = {}  # every agent's, read once for all the rows
         for session in self.store.list_sessions(caller.workspace, include_ended=True):
             sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
-        machines = {m.name: m.last_seen for m in self.store.list_machines(caller.workspace)}
-        by_row: dict[int, Reach] = {}
-        for row in waiting:
+        machines = self._machines_seen(caller.workspace)
+
+        def with_reach(row: RecipientStatus) -> RecipientStatus:
             parsed = parse_address(row.address)
             if not isinstance(parsed, AgentAddress) or parsed.name != row.agent:
                 parsed = AgentAddress(row.agent or "")  # reached through a channel: the agent's mailbox
-            by_row[id(row)] = reach_of(
-                parsed,
-                exists=True,
-                sessions=sessions.get(parsed.name, []),
-                machines=machines,
-                window_seconds=self.liveness.window_seconds,
-                now=now,
-            )
-        return [s.model_copy(update={"reach": by_row[id(s)]}) if id(s) in by_row else s for s in statuses]
+            found = self._reach_among(parsed, True, sessions.get(parsed.name, []), machines, now)
+            return row.model_copy(update={"reach": found})
+
+        return [with_reach(row) if waiting(row) else row for row in statuses]
 
     def who(self, caller: Caller) -> WhoReport:
         now = self.clock()

@@ -378,6 +378,9 @@ class WhoAmI(Model):
     machine: str
     store: str = Field(description="the embedded database file, or the hub URL")
     session: str | None = Field(default=None, description="the session this caller acts in (agent@machine#pid)")
+    liveness_seconds: float | None = Field(
+        default=None, description="a session is live while it reports within this many seconds"
+    )
 
 
 class Caller(Model):

@@ -383,9 +383,11 @@ class Service(Directory):
         # Where the mailbox stood before looking: mail that lands while we look is past it, so a
         # reader that resumes from an empty read's cursor still gets that mail.
         position = after if after is not None else self.store.last_seq(caller.workspace, caller.agent)
-        items = self._wait_for(caller, lambda: self._take(caller, peek, after, limit), wait)
+        hidden = self.hidden_targets(caller)  # once per read: the take and the unread count agree
+        items = self._wait_for(caller, lambda: self._take(caller, peek, after, limit, hidden), wait)
         cursor = items[-1].seq if items else position
-        return ReadResult(items=items, cursor=cursor, unread=self.unread_count(caller))
+        unread = self.store.unread_count(caller.workspace, caller.agent, hidden)
+        return ReadResult(items=items, cursor=cursor, unread=unread)
 
     def surface(
         self,
@@ -407,15 +409,17 @@ class Service(Directory):
             raise BadRequest(f"via must be one of {', '.join(SURFACE_PATHS)}.")
         self.check_read_options(limit=limit, after=None, wait=wait)
         position = self.store.last_seq(caller.workspace, caller.agent)
+        hidden = self.hidden_targets(caller)
         items = self._wait_for(
             caller,
             lambda: self.store.surface(
-                caller.workspace, caller.agent, via, urgent_only, limit, self.clock(), peek, self.hidden_targets(caller)
+                caller.workspace, caller.agent, via, urgent_only, limit, self.clock(), peek, hidden
             ),
             wait,
         )
         cursor = items[-1].seq if items else position
-        return ReadResult(items=items, cursor=cursor, unread=self.unread_count(caller))
+        unread = self.store.unread_count(caller.workspace, caller.agent, hidden)
+        return ReadResult(items=items, cursor=cursor, unread=unread)
 
     def check_read_options(self, *, limit: int, after: int | None, wait: float) -> None:
         if not 1 <= limit <= self.limits.read_limit:
@@ -425,10 +429,15 @@ class Service(Directory):
         if not 0 <= wait <= self.limits.wait_seconds:
             raise BadRequest(f"wait must be 0-{self.limits.wait_seconds:g} seconds.")
 
-    def deliveries_since(self, caller: Caller, cursor: int, limit: int = 100) -> list[MailItem]:
-        """The caller's deliveries past ``cursor`` in sequence order, marking nothing (streams)."""
+    def deliveries_since(
+        self, caller: Caller, cursor: int, limit: int = 100, hidden: Sequence[str] | None = None
+    ) -> list[MailItem]:
+        """The caller's deliveries past ``cursor`` in sequence order, marking nothing (streams).
+        ``hidden``: ``hidden_targets(caller)`` when the caller already has it."""
         self.check_read_options(limit=limit, after=cursor, wait=0)
-        return self.store.peek(caller.workspace, caller.agent, cursor, limit, self.hidden_targets(caller))
+        if hidden is None:
+            hidden = self.hidden_targets(caller)
+        return self.store.peek(caller.workspace, caller.agent, cursor, limit, hidden)
 
     def unread_count(self, caller: Caller) -> int:
         """How many of the caller's messages are unread (for a session: not counting another
@@ -454,8 +463,7 @@ class Service(Directory):
                     return items
                 subscription.wait(remaining)
 
-    def _take(self, caller: Caller, peek: bool, after: int | None, limit: int) -> list[MailItem]:
-        hidden = self.hidden_targets(caller)
+    def _take(self, caller: Caller, peek: bool, after: int | None, limit: int, hidden: Sequence[str]) -> list[MailItem]:
         if peek:
             return self.store.peek(caller.workspace, caller.agent, after, limit, hidden)
         return self.store.claim(caller.workspace, caller.agent, after, limit, self.clock(), hidden)

@@ -12,6 +12,7 @@ from switchboard.client import Client
 from switchboard.errors import HubUnavailable
 from switchboard.follow import follow
 from switchboard.identity import terminal_of
+from switchboard.liveness import DEFAULT_WINDOW_SECONDS
 from switchboard.model import MailItem
 from switchboard.session_keeper import HEARTBEAT_SECONDS, SessionKeeper
 
@@ -27,8 +28,9 @@ def follow_mail(client: Client, *, peek: bool, after: int | None, limit: int | N
     stop = threading.Event()
     signal.signal(signal.SIGTERM, _exit)  # unwind (a waiting read may be in progress), so the session ends
     keeper = None
-    if client.whoami().session is None:
-        window = client.who().liveness_seconds
+    me = client.whoami()
+    if me.session is None:
+        window = me.liveness_seconds or DEFAULT_WINDOW_SECONDS
         keeper = SessionKeeper(
             client,
             stop.set,

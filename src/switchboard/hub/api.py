@@ -63,6 +63,7 @@ async def whoami(request: Request) -> Response:
         machine=hub.service.machine,
         store=str(request.base_url).rstrip("/"),
         session=await blocking(hub.service.session_address, caller),
+        liveness_seconds=hub.service.liveness.window_seconds,
     )
     return json_response(me)
 

@@ -24,7 +24,7 @@ from switchboard.hub.ratelimit import RateLimiter
 from switchboard.model import Caller
 from switchboard.pending import Pending
 from switchboard.service import Service
-from switchboard.store.opening import POSTGRES_SCHEMES
+from switchboard.store.opening import store_kind
 
 T = TypeVar("T")
 Headers = Mapping[str, str]  # by lower-case name: Starlette's headers, or a plain dict of ASGI's
@@ -82,7 +82,7 @@ class HubContext:
     ) -> None:
         self.service = service
         self.replica = replica  # this hub's id among the replicas of one PostgreSQL store
-        self.store_kind = "postgresql" if service.store.location.startswith(POSTGRES_SCHEMES) else "sqlite"
+        self.store_kind = store_kind(service.store)
         self.credentials = credentials
         self.limiter = limiter
         # (token id, agent asked for, workspace asked for) -> the caller those names make

@@ -35,7 +35,7 @@ from switchboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
 from switchboard.identity import machine_name
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS
 from switchboard.service import Service
-from switchboard.store.opening import is_postgres, open_store
+from switchboard.store.opening import open_store
 
 log = logging.getLogger("switchboard.hub")
 
@@ -104,7 +104,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         host, port = address[0], address[1]
         scheme = "http" if options.tls_cert is None else "https"
         url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{port}"
-        kind = "PostgreSQL" if is_postgres(settings.store_location) else "SQLite"
+        kind = {"postgresql": "PostgreSQL", "sqlite": "SQLite"}[hub.store_kind]
         print(
             f"switchboard {__version__} hub listening on {url} · store {kind} {store.location} · replica {replica}",
             file=out,

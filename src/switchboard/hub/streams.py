@@ -127,8 +127,11 @@ async def _stream(
     direct = _Direct(reply, cursor)
     look = True
     while not hub.stopping and not gone.done():
+        # A stream of one session skips what is pushed to its agent's other live sessions (as the
+        # store's reads do): which those are is asked once per wake-up, for the look and the wait.
+        hidden = tuple(await blocking(hub.service.hidden_targets, caller)) if caller.session_id else ()
         if look:
-            items = await blocking(hub.service.deliveries_since, caller, cursor, STREAM_BATCH)
+            items = await blocking(hub.service.deliveries_since, caller, cursor, STREAM_BATCH, hidden)
             for item in items:
                 await reply.body(_event(item.seq, item.model_dump_json()), more=True)
                 cursor = item.seq
@@ -136,9 +139,8 @@ async def _stream(
             if len(items) == STREAM_BATCH:
                 continue  # more may be waiting
         # An idle subscriber costs nothing but this wait: it looks again only when signalled.
-        # Meanwhile deliveries pushed in order go straight out (see _Direct). A stream of one
-        # session skips what is pushed to its agent's other live sessions (as the store's reads do).
-        direct.hidden = frozenset(await blocking(hub.service.hidden_targets, caller)) if caller.session_id else _NONE
+        # Meanwhile deliveries pushed in order go straight out (see _Direct).
+        direct.hidden = frozenset(hidden) if hidden else _NONE
         direct.cursor = cursor
         subscription.direct = direct
         try:

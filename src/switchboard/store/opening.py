@@ -15,6 +15,11 @@ def is_postgres(location: str | Path) -> bool:
     return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
 
 
+def store_kind(store: Store) -> str:
+    """ "postgresql" or "sqlite", as /health says; ``location`` tells them apart."""
+    return "postgresql" if is_postgres(store.location) else "sqlite"
+
+
 def open_store(location: str | Path, *, replica: str | None = None) -> Store:
     """The store at ``location``; ``replica`` names this process among a PostgreSQL store's hubs."""
     if is_postgres(location):
