@@ -65,19 +65,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import BenchFailure, ms, percentile, report  # noqa: E402
 from latency import GAP_MS, channel_of, latency_round, per_post_ms, setup_channels  # noqa: E402
 from throughput import (  # noqa: E402  (the shared hub-process helpers and load generator)
-    ANSWER_TIMEOUT_S,
     CLK_TCK,
-    CTX,
     START_TIMEOUT_S,
     TEXT,
     CpuSampler,
     ServerProcess,
     _clean_env,
-    _receive,
     build_request,
+    drive,
     event_loop_name,
     filesystem_of,
-    generator_main,
     newest_seq,
     raise_fd_limit,
     run_async,
@@ -292,45 +289,9 @@ def spread_load(
         shares = [(hubs[0].port, per_hub[0][i::count]) for i in range(count)]
     else:
         shares = [(hub.port, requests) for hub, requests in zip(hubs, per_hub, strict=True) if requests]
-    warmup_ns, duration_ns = int(params.warmup_s * 1e9), int(params.duration_s * 1e9)
-    pipes, processes = [], []
-    try:
-        for port, share in shares:
-            ours, theirs = CTX.Pipe()
-            process = CTX.Process(
-                target=generator_main, args=(port, share, warmup_ns, duration_ns, theirs), daemon=True
-            )
-            process.start()
-            pipes.append(ours)
-            processes.append(process)
-        for pipe, process in zip(pipes, processes, strict=True):
-            _receive(pipe, process, 60, "being connected")
-        start_ns = time.monotonic_ns() + 50_000_000
-        for pipe in pipes:
-            pipe.send(start_ns)
-        samplers = [CpuSampler(hub.pid) for hub in hubs]
-        pg_cpu = PostgresCpu()
-        time.sleep(max(0, start_ns + warmup_ns - time.monotonic_ns()) / 1e9)
-        for sampler in samplers:
-            sampler.start()
-        pg_cpu.start()
-        time.sleep(max(0, start_ns + warmup_ns + duration_ns - time.monotonic_ns()) / 1e9)
-        cpus = [sampler.stop() for sampler in samplers]
-        postgres_pct = pg_cpu.stop() if postgres else float("nan")
-        results = [
-            _receive(pipe, process, params.duration_s + ANSWER_TIMEOUT_S + 30, "its counts")[1]
-            for pipe, process in zip(pipes, processes, strict=True)
-        ]
-    finally:
-        for process in processes:
-            process.join(timeout=10)
-            if process.is_alive():
-                process.kill()
-                process.join()
-    bad = sum(r["bad"] for r in results)
-    if bad:
-        samples = "\n  ".join(s for r in results for s in r["bad_samples"])
-        raise BenchFailure(f"{bad} non-2xx answer(s), e.g.:\n  {samples}")
+    samplers = [CpuSampler(hub.pid) for hub in hubs]
+    results, measured = drive(shares, params, [*samplers, PostgresCpu()], "the hubs")
+    cpus, postgres_pct = measured[:-1], measured[-1] if postgres else float("nan")
     latencies = [t / 1e6 for r in results for t in r["latencies_ns"]]
     in_window = sum(r["in_window"] for r in results)
     hub_pcts = [c["server_loop_pct"] + c["server_threads_pct"] for c in cpus]

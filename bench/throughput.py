@@ -547,14 +547,33 @@ def run_load(server: ServerProcess, path: str, agents: list[str], body: bytes, p
     """Drive ``server`` with one closed-loop connection per agent, spread over the generator processes."""
     requests = [build_request(server.port, path, server.token, agent, body) for agent in agents]
     count = min(params.generator_processes, len(requests))
-    shares = [requests[i::count] for i in range(count)]
+    sampler = CpuSampler(server.pid)
+    results, (cpu,) = drive([(server.port, requests[i::count]) for i in range(count)], params, [sampler], server.name)
+    latencies = [t / 1e6 for r in results for t in r["latencies_ns"]]
+    in_window = sum(r["in_window"] for r in results)
+    return {
+        "rate": in_window / params.duration_s,
+        "in_window": in_window,
+        "ok": sum(r["ok"] for r in results),
+        "p50": percentile(latencies, 50),
+        "p99": percentile(latencies, 99),
+        "max": max(latencies) if latencies else float("nan"),
+        "generator_pct": 100 * sum(r["cpu_seconds"] for r in results) / params.duration_s,
+        **cpu,
+    }
+
+
+def drive(shares: list[tuple[int, list[bytes]]], params: Params, samplers: list, what: str) -> tuple[list[dict], list]:
+    """One generator process per (port, requests) share, closed-loop, all from one common start;
+    ``samplers`` (anything with start() and stop()) measure the counted window. Returns each
+    generator's counts and each sampler's stop(); raises BenchFailure on any non-2xx answer."""
     warmup_ns, duration_ns = int(params.warmup_s * 1e9), int(params.duration_s * 1e9)
     pipes, processes = [], []
     try:
-        for share in shares:
+        for port, share in shares:
             ours, theirs = CTX.Pipe()
             process = CTX.Process(
-                target=generator_main, args=(server.port, share, warmup_ns, duration_ns, theirs), daemon=True
+                target=generator_main, args=(port, share, warmup_ns, duration_ns, theirs), daemon=True
             )
             process.start()
             pipes.append(ours)
@@ -564,11 +583,11 @@ def run_load(server: ServerProcess, path: str, agents: list[str], body: bytes, p
         start_ns = time.monotonic_ns() + 50_000_000
         for pipe in pipes:
             pipe.send(start_ns)
-        sampler = CpuSampler(server.pid)
         time.sleep(max(0, start_ns + warmup_ns - time.monotonic_ns()) / 1e9)
-        sampler.start()
+        for sampler in samplers:
+            sampler.start()
         time.sleep(max(0, start_ns + warmup_ns + duration_ns - time.monotonic_ns()) / 1e9)
-        cpu = sampler.stop()
+        measured = [sampler.stop() for sampler in samplers]
         results = [
             _receive(pipe, process, params.duration_s + ANSWER_TIMEOUT_S + 30, "its counts")[1]
             for pipe, process in zip(pipes, processes, strict=True)
@@ -582,19 +601,8 @@ def run_load(server: ServerProcess, path: str, agents: list[str], body: bytes, p
     bad = sum(r["bad"] for r in results)
     if bad:
         samples = "\n  ".join(s for r in results for s in r["bad_samples"])
-        raise BenchFailure(f"{bad} non-2xx answer(s) from {server.name}, e.g.:\n  {samples}")
-    latencies = [t / 1e6 for r in results for t in r["latencies_ns"]]
-    in_window = sum(r["in_window"] for r in results)
-    return {
-        "rate": in_window / params.duration_s,
-        "in_window": in_window,
-        "ok": sum(r["ok"] for r in results),
-        "p50": percentile(latencies, 50),
-        "p99": percentile(latencies, 99),
-        "max": max(latencies) if latencies else float("nan"),
-        "generator_pct": 100 * sum(r["cpu_seconds"] for r in results) / params.duration_s,
-        **cpu,
-    }
+        raise BenchFailure(f"{bad} non-2xx answer(s) from {what}, e.g.:\n  {samples}")
+    return results, measured
 
 
 # --- the measurement -----------------------------------------------------------------------------
