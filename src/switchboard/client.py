@@ -27,9 +27,11 @@ from switchboard.identity import (
 from switchboard.model import (
     AckResult,
     Agent,
+    AuditEntry,
     Caller,
     Channel,
     ChannelMember,
+    DeletedAgent,
     MailItem,
     MarkResult,
     MessageStatus,
@@ -109,14 +111,22 @@ class Client(Protocol):
     def describe_agent(self, name: str) -> Agent: ...
     def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent: ...
     def list_agents(self) -> list[Agent]: ...
-    def delete_agent(self, name: str) -> None: ...
+    def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
+        """Refused (has_unread_mail) while its mailbox holds unread mail, unless ``force``."""
+        ...
 
     # channels
-    def create_channel(self, name: str, description: str | None = None) -> Channel: ...
+    def create_channel(self, name: str, description: str | None = None, *, invite_only: bool = False) -> Channel: ...
     def join_channel(self, name: str) -> Channel: ...
     def leave_channel(self, name: str) -> Channel: ...
+    def invite_to_channel(self, name: str, agents: Sequence[str]) -> Channel: ...
+    def remove_from_channel(self, name: str, agent: str) -> Channel: ...
     def list_channels(self) -> list[Channel]: ...
     def channel_members(self, name: str) -> list[ChannelMember]: ...
+
+    def audit_trail(self, *, limit: int = 50) -> list[AuditEntry]:
+        """Actions with large effects in the workspace, newest first (a person's credential only)."""
+        ...
 
     def list_workspaces(self) -> list[Workspace]: ...
     def close(self) -> None: ...
@@ -261,11 +271,20 @@ class LocalClient:
     def list_agents(self) -> list[Agent]:
         return self.service.list_agents(self._as())
 
-    def delete_agent(self, name: str) -> None:
-        self.service.delete_agent(self._as(), name)
+    def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
+        return self.service.delete_agent(self._as(), name, force=force)
 
-    def create_channel(self, name: str, description: str | None = None) -> Channel:
-        return self.service.create_channel(self._as(), name, description)
+    def create_channel(self, name: str, description: str | None = None, *, invite_only: bool = False) -> Channel:
+        return self.service.create_channel(self._as(), name, description, invite_only=invite_only)
+
+    def invite_to_channel(self, name: str, agents: Sequence[str]) -> Channel:
+        return self.service.invite_to_channel(self._as(), name, agents)
+
+    def remove_from_channel(self, name: str, agent: str) -> Channel:
+        return self.service.remove_from_channel(self._as(), name, agent)
+
+    def audit_trail(self, *, limit: int = 50) -> list[AuditEntry]:
+        return self.service.audit_trail(self._as(), limit)
 
     def join_channel(self, name: str) -> Channel:
         return self.service.join_channel(self._as(), name)

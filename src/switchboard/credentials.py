@@ -39,7 +39,8 @@ class Credential:
     agent: str | None
 
     def caller(self, agent: str | None, workspace: str | None) -> Caller:
-        """Who this request acts as: the agent token's own agent, or the agent the client names."""
+        """Who this request acts as: the agent token's own agent, or the agent the client names
+        (a person's credential: user and admin tokens)."""
         if self.kind == "agent":
             assert self.workspace is not None and self.agent is not None
             if agent is not None and parse_name(agent, "agent name") != self.agent:
@@ -48,7 +49,9 @@ class Credential:
                 )
             if workspace is not None and parse_name(workspace, "workspace name") != self.workspace:
                 raise Forbidden(f"this token belongs to workspace {self.workspace}, not {workspace}.")
-            return Caller(workspace=self.workspace, agent=self.agent)
+            return Caller(
+                workspace=self.workspace, agent=self.agent, person=False, token_kind="agent", token_id=self.token_id
+            )
         if agent is None:
             raise UnknownAgent(
                 "name the agent you act as: set SWITCHBOARD_AGENT (sent as the X-Switchboard-Agent header)."
@@ -57,10 +60,17 @@ class Credential:
             assert self.workspace is not None
             if workspace is not None and parse_name(workspace, "workspace name") != self.workspace:
                 raise Forbidden(f"this token belongs to workspace {self.workspace}, not {workspace}.")
-            return Caller(workspace=self.workspace, agent=parse_name(agent, "agent name"))
+            return Caller(
+                workspace=self.workspace,
+                agent=parse_name(agent, "agent name"),
+                token_kind="user",
+                token_id=self.token_id,
+            )
         return Caller(
             workspace=parse_name(workspace or DEFAULT_WORKSPACE, "workspace name"),
             agent=parse_name(agent, "agent name"),
+            token_kind="admin",
+            token_id=self.token_id,
         )
 
 

@@ -16,6 +16,8 @@ from switchboard.content import Limits
 from switchboard.errors import (
     AlreadyExists,
     BadRequest,
+    Forbidden,
+    HasUnreadMail,
     NotMember,
     TooLarge,
     UnknownAgent,
@@ -26,15 +28,18 @@ from switchboard.liveness import Liveness
 from switchboard.model import (
     Agent,
     AgentPresence,
+    AuditEntry,
     Caller,
     Channel,
     ChannelMember,
+    DeletedAgent,
     DeliveryState,
     Machine,
     Reach,
     RecipientStatus,
     Session,
     WhoReport,
+    new_id,
 )
 from switchboard.reach import reach as reach_of
 from switchboard.store.base import NewSession, Store
@@ -85,9 +90,7 @@ class Directory:
         name = parse_name(name, "agent name")
         agent = self.store.get_agent(caller.workspace, name)
         if agent is None:
-            raise UnknownAgent(
-                f"no agent named {name} in workspace {caller.workspace}; 'switchboard agent list' shows them."
-            )
+            raise _no_agent(caller, name)
         return agent
 
     def update_agent(
@@ -102,13 +105,46 @@ class Directory:
     def list_agents(self, caller: Caller) -> list[Agent]:
         return self.store.list_agents(caller.workspace)
 
-    def delete_agent(self, caller: Caller, name: str) -> None:
+    def delete_agent(self, caller: Caller, name: str, *, force: bool = False) -> DeletedAgent:
+        """Delete the agent, its mailbox, memberships and sessions (what it sent stays), and
+        record who did. While its mailbox holds unread mail it is refused (has_unread_mail)
+        unless ``force``d: that mail is then gone for good."""
         name = parse_name(name, "agent name")
         self._known_agents.discard((caller.workspace, name))
-        deleted = self.store.delete_agent(caller.workspace, name)
+        record = self._record(caller, "agent.delete", name, forced=force)
+        unread = self.store.delete_agent(caller.workspace, name, record, keep_unread=not force)
+        if unread is None:
+            raise _no_agent(caller, name)
+        if unread and not force:
+            raise HasUnreadMail(
+                f"{name} has {unread} unread message{'s' if unread != 1 else ''}; nothing was deleted. "
+                f"Let {name} read them first, or delete with --force (REST: ?force=true) to drop them for good.",
+                unread=unread,
+            )
         self._sessions_changed(caller.workspace)
-        if not deleted:
-            self.describe_agent(caller, name)
+        return DeletedAgent(deleted=name, unread_dropped=unread)
+
+    def _record(self, caller: Caller, action: str, target: str, **detail: object) -> AuditEntry:
+        """The audit trail's record of ``caller`` doing ``action`` to ``target`` now."""
+        return AuditEntry(
+            id=new_id(),
+            workspace=caller.workspace,
+            at=self.clock(),
+            actor=caller.agent,
+            token_kind=caller.token_kind,
+            token_id=caller.token_id,
+            action=action,
+            target=target,
+            detail=detail,
+        )
+
+    def audit_trail(self, caller: Caller, limit: int = 50) -> list[AuditEntry]:
+        """The workspace's audit trail, newest first: for persons, not agent tokens."""
+        if not caller.person:
+            raise Forbidden("the audit trail is for persons: an agent token cannot read it; use a user or admin token.")
+        if not 1 <= limit <= self.limits.read_limit:
+            raise BadRequest(f"limit must be 1-{self.limits.read_limit}.")
+        return self.store.audit_trail(caller.workspace, limit)
 
     def _check_card(self, description: str | None, skills: Sequence[str]) -> None:
         if description is not None and len(description) > self.limits.description_chars:
@@ -123,18 +159,73 @@ class Directory:
 
     # --- channels ------------------------------------------------------------------------
 
-    def create_channel(self, caller: Caller, name: str, description: str | None = None) -> Channel:
+    def create_channel(
+        self, caller: Caller, name: str, description: str | None = None, *, invite_only: bool = False
+    ) -> Channel:
+        """A new channel, the caller its first member. An invite-only one is recorded."""
         name = parse_channel_name(name)
         self._check_card(description, ())
-        if not self.store.create_channel(caller.workspace, name, caller.agent, description, self.clock()):
+        record = self._record(caller, "channel.create", f"#{name}", invite_only=True) if invite_only else None
+        if not self.store.create_channel(
+            caller.workspace, name, caller.agent, description, self.clock(), invite_only, record
+        ):
             raise AlreadyExists(f"channel #{name} already exists; join it with 'switchboard channel join {name}'.")
         return self._channel(caller, name)
 
     def join_channel(self, caller: Caller, name: str) -> Channel:
+        """Join an open channel; an invite-only one only as one who may add members (recorded)."""
         name = parse_channel_name(name)
-        self._channel(caller, name)
-        self.store.join_channel(caller.workspace, name, caller.agent, self.clock())
+        channel = self._channel(caller, name)
+        record = None
+        if channel.invite_only and not channel.joined:
+            self._check_manages(caller, channel, f"#{name} is invite-only")
+            record = self._record(caller, "channel.join", caller.agent, channel=name)
+        self.store.join_channel(caller.workspace, name, caller.agent, self.clock(), record)
         return self._channel(caller, name)
+
+    def invite_to_channel(self, caller: Caller, name: str, agents: Sequence[str]) -> Channel:
+        """Add these existing agents to the channel (all or, when one is unknown, none), each
+        addition recorded: its creator's or a person's to do."""
+        name = parse_channel_name(name)
+        channel = self._channel(caller, name)
+        self._check_manages(caller, channel, f"{caller.agent} cannot add members to #{name}")
+        if len(agents) > self.limits.recipients:
+            raise TooLarge(f"{len(agents)} agents; at most {self.limits.recipients} are added at once.")
+        names = list(dict.fromkeys(parse_name(agent, "agent name") for agent in agents))
+        if not names:
+            raise BadRequest(f"name at least one agent to add to #{name}.")
+        for agent in names:
+            if not self._agent_exists(caller.workspace, agent):
+                raise UnknownAgent(
+                    f"no agent named {agent} in workspace {caller.workspace}; nobody was added."
+                    + self._did_you_mean(caller.workspace, agent)
+                )
+        now = self.clock()
+        for agent in names:
+            self.store.join_channel(
+                caller.workspace, name, agent, now, self._record(caller, "channel.invite", agent, channel=name)
+            )
+        return self._channel(caller, name)
+
+    def remove_from_channel(self, caller: Caller, name: str, agent: str) -> Channel:
+        """Take a member out of the channel, recorded: its creator's or a person's to do."""
+        name, agent = parse_channel_name(name), parse_name(agent, "agent name")
+        channel = self._channel(caller, name)
+        self._check_manages(caller, channel, f"{caller.agent} cannot remove members of #{name}")
+        record = self._record(caller, "channel.remove", agent, channel=name)
+        if not self.store.leave_channel(caller.workspace, name, agent, record):
+            raise NotMember(f"{agent} is not a member of #{name}; 'switchboard channel members {name}' lists them.")
+        return self._channel(caller, name)
+
+    @staticmethod
+    def _check_manages(caller: Caller, channel: Channel, refused: str) -> None:
+        """A channel's members are managed by its creator or a person's credential (a user or
+        admin token, or the embedded store), never by another agent's token."""
+        if not caller.person and caller.agent != channel.created_by:
+            raise Forbidden(
+                f"{refused}: only its creator {channel.created_by} or a person (a user token) adds or removes "
+                f"its members, with 'switchboard channel invite {channel.name} AGENT'."
+            )
 
     def leave_channel(self, caller: Caller, name: str) -> Channel:
         name = parse_channel_name(name)
@@ -147,8 +238,11 @@ class Directory:
         return self.store.list_channels(caller.workspace, caller.agent)
 
     def channel_members(self, caller: Caller, name: str) -> list[ChannelMember]:
+        """Who is in the channel; an invite-only one's members are for those who may see them."""
         name = parse_channel_name(name)
-        self._channel(caller, name)
+        channel = self._channel(caller, name)
+        if channel.invite_only and not channel.joined and not caller.person and caller.agent != channel.created_by:
+            raise NotMember(f"#{name} is invite-only: its members are shown to its members only.")
         return self.store.channel_members(caller.workspace, name)
 
     def _channel(self, caller: Caller, name: str) -> Channel:
@@ -374,3 +468,7 @@ class Directory:
         return WhoReport(
             workspace=caller.workspace, agents=agents, machines=machines, liveness_seconds=self.liveness.window_seconds
         )
+
+
+def _no_agent(caller: Caller, name: str) -> UnknownAgent:
+    return UnknownAgent(f"no agent named {name} in workspace {caller.workspace}; 'switchboard agent list' shows them.")

@@ -99,6 +99,11 @@ class AlreadyExists(SwitchboardError):
     http_status = 409
 
 
+class HasUnreadMail(SwitchboardError):
+    code = "has_unread_mail"
+    http_status = 409
+
+
 class IdempotencyConflict(SwitchboardError):
     code = "idempotency_conflict"
     http_status = 409

@@ -25,8 +25,10 @@ from switchboard.identity import SessionHint, machine_name, process_start_time
 from switchboard.model import (
     AckResult,
     Agent,
+    AuditEntry,
     Channel,
     ChannelMember,
+    DeletedAgent,
     IssuedToken,
     MailItem,
     MarkResult,
@@ -315,11 +317,23 @@ class HubClient:
     def list_agents(self) -> list[Agent]:
         return self._models(Agent, "GET", "/v1/agents")
 
-    def delete_agent(self, name: str) -> None:
-        self._call("DELETE", f"/v1/agents/{_segment(name)}")
+    def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
+        params = {"force": "true"} if force else None
+        return self._model(DeletedAgent, "DELETE", f"/v1/agents/{_segment(name)}", params=params)
 
-    def create_channel(self, name: str, description: str | None = None) -> Channel:
-        return self._model(Channel, "POST", "/v1/channels", json={"name": name, "description": description})
+    def create_channel(self, name: str, description: str | None = None, *, invite_only: bool = False) -> Channel:
+        body = {"name": name, "description": description, "invite_only": invite_only}
+        return self._model(Channel, "POST", "/v1/channels", json=body)
+
+    def invite_to_channel(self, name: str, agents: Sequence[str]) -> Channel:
+        path = f"/v1/channels/{_segment(name.lstrip('#'))}/members"
+        return self._model(Channel, "POST", path, json={"agents": list(agents)})
+
+    def remove_from_channel(self, name: str, agent: str) -> Channel:
+        return self._model(Channel, "DELETE", f"/v1/channels/{_segment(name.lstrip('#'))}/members/{_segment(agent)}")
+
+    def audit_trail(self, *, limit: int = 50) -> list[AuditEntry]:
+        return self._models(AuditEntry, "GET", "/v1/audit", params={"limit": limit})
 
     def join_channel(self, name: str) -> Channel:
         return self._model(Channel, "POST", f"/v1/channels/{_segment(name.lstrip('#'))}/join")

@@ -42,12 +42,15 @@ DEFAULT_READ_LIMIT = 100  # the service's own default: a read drains what a mode
 
 # What to do next, by error code: the model gets the code, the sentence, then this.
 NEXT_STEP = {
-    "unknown_recipient": "call list_agents for the agents that exist, or who for live sessions.",
+    "unknown_recipient": "call list_agents for the agents that exist (a message creates none), or who for live sessions.",
     "unknown_agent": "call list_agents for the agents that exist.",
     "no_live_session": "call who to see who is live, or send without require_live to leave it in the mailbox.",
-    "not_member": "post only to channels you have joined (list_channels shows them), or message the agents directly.",
+    "not_member": "post only to channels you have joined (list_channels shows them; an invite-only one's creator "
+    "or a person adds members), or message the agents directly.",
     "unknown_channel": "call list_channels for the channels that exist.",
-    "unknown_message": "use an id that send_message or read_messages returned.",
+    "unknown_message": "reply to an id that read_messages or send_message returned, in a thread you are part of.",
+    "forbidden": "this needs a person's token or the channel's creator: ask your user, or message the agent concerned.",
+    "has_unread_mail": "let the agent read its mail first, or ask your user whether to delete it anyway (force).",
     "hub_unavailable": "the hub is not answering; try again shortly.",
     "store_unavailable": "the mailbox is busy or unavailable; try again shortly.",
 }
@@ -110,6 +113,7 @@ class ChannelInfo(BaseModel):
     description: str | None = None
     members: int
     joined: bool
+    invite_only: bool = Field(default=False, description="only its creator or a person adds members")
 
 
 class Channels(BaseModel):
@@ -325,12 +329,14 @@ def _agents(client: Client, search: str | None) -> CallToolResult:
 
 def _channels(client: Client) -> CallToolResult:
     channels = [
-        ChannelInfo(name=c.name, description=c.description, members=c.members, joined=c.joined)
+        ChannelInfo(
+            name=c.name, description=c.description, members=c.members, joined=c.joined, invite_only=c.invite_only
+        )
         for c in _acting(client.list_channels)
     ]
     result = Channels(channels=channels, unread=_unread(client))
     lines = [
-        f"- #{c.name}: {c.members} member(s){', joined' if c.joined else ''}"
+        f"- #{c.name}: {c.members} member(s){', joined' if c.joined else ''}{', invite-only' if c.invite_only else ''}"
         + (f" — {c.description}" if c.description else "")
         for c in channels
     ]

@@ -364,6 +364,9 @@ class Channel(Model):
     created_at: datetime
     members: int = 0
     joined: bool = False
+    invite_only: bool = Field(
+        default=False, description="members are added by its creator or a person's token; none join on their own"
+    )
 
 
 class ChannelMember(Model):
@@ -383,17 +386,47 @@ class WhoAmI(Model):
     )
 
 
+TokenKind = Literal["admin", "user", "agent"]
+
+
 class Caller(Model):
     """Who is calling the service: an agent of a workspace, maybe as one of its sessions."""
 
     workspace: str
     agent: str
     session_id: str | None = None
+    # A person's credential (a user or admin token, or the embedded store on one's own machine)
+    # may do what an agent token may not: create agents by sending, manage invite-only channels,
+    # read the audit trail.
+    person: bool = True
+    token_kind: TokenKind | None = None  # over the hub: the credential's kind and id (for the audit trail)
+    token_id: str | None = None
+
+
+class AuditEntry(Model):
+    """One action with large effects, as the workspace's audit trail keeps it (append-only)."""
+
+    id: str
+    workspace: str
+    at: datetime
+    actor: str = Field(description="the agent that acted")
+    token_kind: TokenKind | None = Field(
+        default=None, description="the credential's kind over the hub; None: the embedded store"
+    )
+    token_id: str | None = None
+    action: str = Field(description="agent.delete, channel.create, channel.invite, channel.join or channel.remove")
+    target: str = Field(description="the agent (name) or channel (#name) acted on")
+    detail: dict[str, Any] = Field(default_factory=dict, description="e.g. the unread messages a delete dropped")
+
+
+class DeletedAgent(Model):
+    deleted: str
+    unread_dropped: int = Field(
+        default=0, description="unread messages its mailbox held (only a forced delete drops any)"
+    )
 
 
 # --- credentials ----------------------------------------------------------------------------
-
-TokenKind = Literal["admin", "user", "agent"]
 
 
 class TokenInfo(Model):

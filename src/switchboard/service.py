@@ -268,6 +268,12 @@ class Service(Directory):
         """A reply joins its parent's thread; a new message starts its own (its id)."""
         if thread_id is not None:
             check_message_id(thread_id, "thread id")
+            # A thread that exists is joined only by a party to it; a new id starts a new thread.
+            if self.store.thread_party(caller.workspace, thread_id, caller.agent) is False:
+                raise UnknownMessage(
+                    f"no message of thread {thread_id} was sent by or to {caller.agent}; "
+                    "reply to a message you got (reply_to), or leave the thread out."
+                )
         if reply_to is None:
             return thread_id
         parent = self._visible_message(caller, reply_to)
@@ -297,6 +303,18 @@ class Service(Directory):
             if address.name in targets:
                 continue
             exists = self._agent_exists(caller.workspace, address.name)
+            if not exists and address.machine is None and not caller.person:
+                # Only a person's credential creates an agent by sending: an agent token's typo
+                # would otherwise make a mailbox nobody reads.
+                unknown.append(
+                    _unknown(
+                        address,
+                        f"no agent named {address.name} exists (an agent token creates none by sending; "
+                        "'switchboard agent list' shows those that do)."
+                        + self._did_you_mean(caller.workspace, address.name),
+                    )
+                )
+                continue
             if address.machine is None:
                 sessions = self._live_sessions_by_agent(caller, [address.name], now)[address.name] if exists else []
                 guess = "" if exists else self._did_you_mean(caller.workspace, address.name)
@@ -336,10 +354,12 @@ class Service(Directory):
         if channel is None:
             return []
         if not channel.joined:
-            raise NotMember(
-                f"{caller.agent} is not a member of #{address.name}; join it first with "
-                f"'switchboard channel join {address.name}'. Nothing was sent."
+            how = (
+                f"it is invite-only: ask its creator {channel.created_by} or a person to add you"
+                if channel.invite_only
+                else f"join it first with 'switchboard channel join {address.name}'"
             )
+            raise NotMember(f"{caller.agent} is not a member of #{address.name}; {how}. Nothing was sent.")
         return [m for m in self.store.channel_member_names(caller.workspace, address.name) if m != caller.agent]
 
     @staticmethod

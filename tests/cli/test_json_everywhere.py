@@ -37,6 +37,10 @@ def test_every_command_prints_one_json_document(cli, live_process):
     assert [(r["agent"], r["channel"]) for r in posted["recipients"]] == [("bob", "ops")]
     left = call("channel", "leave", "ops", agent="bob")
     assert (left["members"], left["joined"]) == (1, False)
+    inner = call("channel", "create", "inner", "--invite-only")
+    assert (inner["name"], inner["invite_only"]) == ("inner", True)
+    assert call("channel", "invite", "inner", "bob")["members"] == 2
+    assert call("channel", "remove", "inner", "bob")["members"] == 1
 
     sent = call("send", "bob", "hi bob")
     assert sent["recipients"][0]["state"] == "queued"
@@ -66,5 +70,9 @@ def test_every_command_prints_one_json_document(cli, live_process):
     assert ended["ended_at"] is not None and ended["live"] is False
 
     assert [w["name"] for w in call("workspace", "list")] == ["default"]
-    assert call("agent", "delete", "helper", "--yes") == {"deleted": "helper"}
+    assert call("agent", "delete", "helper", "--yes") == {"deleted": "helper", "unread_dropped": 0}
     assert "helper" not in [a["name"] for a in call("agent", "list")]
+    assert [(e["action"], e["target"]) for e in call("audit", "--limit", "2")] == [
+        ("agent.delete", "helper"),
+        ("channel.remove", "bob"),
+    ]

@@ -88,6 +88,7 @@ def world(hub: Hub) -> Iterator[World]:
         "dave": unique("dave"),  # an agent of A that B creates in B (so never a marker)
         "chan": unique("chan"),
         "chan2": unique("chan2"),  # a channel of A that B creates in B
+        "inner": unique("inner"),  # an invite-only channel of A: alice created it, invited bob (recorded)
         "secret_dm": unique("SECRET-DM"),
         "secret_subject": unique("SECRET-SUBJECT"),
         "secret_post": unique("SECRET-POST"),
@@ -104,6 +105,8 @@ def world(hub: Hub) -> Iterator[World]:
         _ok(http.post(f"/v1/channels/{n['chan']}/join"), 200)
         _ok(http.post("/v1/channels", json={"name": n["chan2"]}), 201)
         _ok(http.post("/v1/agents", json={"name": n["dave"]}), 201)
+        _ok(http.post("/v1/channels", json={"name": n["inner"], "invite_only": True}), 201)
+        _ok(http.post(f"/v1/channels/{n['inner']}/members", json={"agents": [n["bob"]]}), 200)
         dm = _ok(
             http.post("/v1/messages", json={"to": n["bob"], "text": n["secret_dm"], "subject": n["secret_subject"]}),
             201,
@@ -164,6 +167,9 @@ REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked,
     ("POST", "/v1/channels/{name}/join"): {"path": {"name": "{chan}"}},
     ("POST", "/v1/channels/{name}/leave"): {"path": {"name": "{chan}"}},
     ("GET", "/v1/channels/{name}/members"): {"path": {"name": "{chan}"}},
+    ("POST", "/v1/channels/{name}/members"): {"path": {"name": "{chan}"}, "json": {"agents": ["{eve}"]}},
+    ("DELETE", "/v1/channels/{name}/members/{agent}"): {"path": {"name": "{chan}", "agent": "{bob}"}},
+    ("GET", "/v1/audit"): {"params": {"limit": 1000}},
     ("GET", "/v1/workspaces"): {},
     ("POST", "/v1/tokens"): {"json": {"agent": "{bob}"}},
     ("GET", "/v1/tokens"): {},
@@ -206,6 +212,10 @@ def _only_own_token(world: World, attacker: Attacker, body: Any) -> None:
     assert [t["id"] for t in body] == [t["id"] for t in body if t["workspace"] == attacker.acts_in]
     if attacker.token != world.a.token and attacker.token != world.b.token:  # an agent token sees itself only
         assert len(body) == 1 and body[0]["agent"] == attacker.acts_as, body
+
+
+def _only_own_records(world: World, attacker: Attacker, body: Any) -> None:
+    assert {e["workspace"] for e in body} <= {attacker.acts_in}, body
 
 
 def _no_old_channel_post(world: World, attacker: Attacker, body: Any) -> None:
@@ -265,6 +275,10 @@ def _rows() -> list[Row]:
         Row("eve", "POST", "/v1/channels/{name}/join", 200, check=_no_old_channel_post),
         Row("eve", "POST", "/v1/channels/{name}/leave", 403, "not_member", {"path": {"name": "{chan2}"}}),
         Row("eve", "GET", "/v1/channels/{name}/members", 200),
+        # Only bob (its creator) or a person adds or removes #chan's members; the audit trail is for persons.
+        Row("eve", "POST", "/v1/channels/{name}/members", 403, "forbidden"),
+        Row("eve", "DELETE", "/v1/channels/{name}/members/{agent}", 403, "forbidden"),
+        Row("eve", "GET", "/v1/audit", 403, "forbidden"),
         Row("eve", "GET", "/v1/workspaces", 200, check=_only_own_workspace),
         Row("eve", "POST", "/v1/tokens", 403, "forbidden"),
         Row("eve", "GET", "/v1/tokens", 200, check=_only_own_token),
@@ -286,6 +300,9 @@ def _rows() -> list[Row]:
         Row("B", "POST", "/v1/channels/{name}/join", 404, "unknown_channel"),
         Row("B", "POST", "/v1/channels/{name}/leave", 404, "unknown_channel"),
         Row("B", "GET", "/v1/channels/{name}/members", 404, "unknown_channel"),
+        Row("B", "POST", "/v1/channels/{name}/members", 404, "unknown_channel"),
+        Row("B", "DELETE", "/v1/channels/{name}/members/{agent}", 404, "unknown_channel"),
+        Row("B", "GET", "/v1/audit", 200, check=_only_own_records),
         Row("B", "GET", "/v1/workspaces", 200, check=_only_own_workspace),
         Row("B", "POST", "/v1/tokens", 403, "forbidden", {"json": {"workspace": "{wsA}"}}),
         Row("B", "GET", "/v1/tokens", 200, check=_only_own_token),
@@ -380,6 +397,7 @@ def _victim_state(world: World, route: str) -> dict[str, Any]:
         elif route.startswith("/v1/channels"):
             members = {m["agent"] for m in _ok(http.get(f"/v1/channels/{n['chan']}/members"), 200)}
             state["members of #chan"] = sorted(members & {n["bob"], n["alice"]})
+            state["members of #inner"] = [m["agent"] for m in _ok(http.get(f"/v1/channels/{n['inner']}/members"), 200)]
     return state
 
 
@@ -392,6 +410,7 @@ VALID_BODIES = {
     ("POST", "/v1/agents"): {"name": "newcomer"},
     ("PATCH", "/v1/agents/{name}"): {"description": "x"},
     ("POST", "/v1/channels"): {"name": "newchan"},
+    ("POST", "/v1/channels/{name}/members"): {"agents": ["newcomer"]},
     ("POST", "/v1/tokens"): {"agent": "newcomer"},
 }
 
@@ -408,7 +427,7 @@ def revoked(hub: Hub) -> str:
 
 def _concrete(route: Route) -> str:
     return route.path.format(
-        message_id="00000000-0000-7000-8000-000000000000", session_id="s", name="somebody", token_id="t"
+        message_id="00000000-0000-7000-8000-000000000000", session_id="s", name="somebody", token_id="t", agent="a"
     )
 
 

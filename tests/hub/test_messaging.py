@@ -87,6 +87,8 @@ def test_a_body_naming_a_sender_is_refused_and_stores_nothing(tenant: Tenant) ->
 def test_an_agent_tokens_send_shows_its_own_agent_as_sender(tenant: Tenant) -> None:
     carol, dave = unique("carol"), unique("dave")
     token = tenant.agent_token(carol)["token"]
+    with tenant.http(dave) as http:  # an agent token sends only to agents that exist
+        assert http.get("/v1/whoami").status_code == 200
     with tenant.hub.http(token) as http:  # no agent named: the token says who this is
         answer = http.post("/v1/messages", json={"to": dave, "text": "from the token"})
         assert answer.status_code == 201, answer.text
@@ -139,7 +141,7 @@ def test_deleting_an_agent_by_hubclient_erases_its_mailbox_and_its_next_request_
         alice.send(bob_name, "unread two")
         assert [i.message.text for i in bob.read(peek=True).items] == ["unread one", "unread two"]
 
-        keeper.delete_agent(bob_name)
+        assert keeper.delete_agent(bob_name, force=True).unread_dropped == 2  # unread: only when forced
 
         assert bob_name not in {a.name for a in keeper.list_agents()}
         with pytest.raises(UnknownAgent):
@@ -163,9 +165,9 @@ def test_an_agent_deleting_itself_over_http_answers_its_name_and_its_next_reques
             assert as_alice.post("/v1/messages", json={"to": bob, "text": text}).status_code == 201
 
         # Named in capitals: the hub deletes (and forgets) the canonical, lower-case name.
-        answer = as_bob.delete(f"/v1/agents/{bob.upper()}")
+        answer = as_bob.delete(f"/v1/agents/{bob.upper()}", params={"force": "true"})
         assert answer.status_code == 200, answer.text
-        assert answer.json() == {"deleted": bob}
+        assert answer.json() == {"deleted": bob, "unread_dropped": 2}
 
         listed = as_alice.get("/v1/agents")
         assert listed.status_code == 200, listed.text
@@ -187,9 +189,9 @@ def test_agent_delete_by_cli_against_the_hub_erases_the_mailbox_and_the_agent_co
     assert cli.run_json("whoami", agent=bob, env=hub_env)["agent"] == bob
     cli.run_json("send", bob, "unread before the delete", agent=alice, env=hub_env)
 
-    deleted = cli.run_json("agent", "delete", bob, "--yes", agent=operator, env=hub_env)
+    deleted = cli.run_json("agent", "delete", bob, "--yes", "--force", agent=operator, env=hub_env)
 
-    assert deleted == {"deleted": bob}
+    assert deleted == {"deleted": bob, "unread_dropped": 1}
     names = [a["name"] for a in cli.run_json("agent", "list", agent=operator, env=hub_env)]
     assert bob not in names and operator in names
     got = cli.run_json("read", agent=bob, env=hub_env)  # the same credential, as bob again

@@ -89,7 +89,9 @@ async def test_a_channel_post_reaches_its_members_and_list_tools_describe_the_wo
         assert [r["agent"] for r in sent["recipients"]] == ["bob"]
         assert [m["channel"] for m in ok(await bob.call_tool("read_messages", {}))["messages"]] == ["ops"]
         channels = ok(await bob.call_tool("list_channels", {}))["channels"]
-        assert channels == [{"name": "ops", "description": "deploys", "members": 2, "joined": True}]
+        assert channels == [
+            {"name": "ops", "description": "deploys", "members": 2, "joined": True, "invite_only": False}
+        ]
         found = ok(await bob.call_tool("list_agents", {"search": "ali"}))["agents"]
         assert [(a["name"], a["live"]) for a in found] == [("alice", False)]
 

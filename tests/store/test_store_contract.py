@@ -245,7 +245,7 @@ def test_delete_agent_removes_its_mailbox_memberships_and_sessions_but_not_its_s
     to_bob = send(store, WS, "alice", ["bob"])
     from_bob = send(store, WS, "bob", ["alice"], text="bob wrote this")
 
-    assert store.delete_agent(WS, "bob") is True
+    assert store.delete_agent(WS, "bob") == 1  # deleted, with the one unread message it held
 
     assert store.get_agent(WS, "bob") is None
     assert [a.name for a in store.list_agents(WS)] == ["alice"]
@@ -262,9 +262,9 @@ def test_delete_agent_removes_its_mailbox_memberships_and_sessions_but_not_its_s
     assert ids(store.peek(WS, "alice", None, 100)) == [from_bob.id]
 
 
-def test_delete_agent_of_an_unknown_agent_returns_false(store):
+def test_delete_agent_of_an_unknown_agent_returns_none(store):
     store.ensure_workspace(WS, T0)
-    assert store.delete_agent(WS, "ghost") is False
+    assert store.delete_agent(WS, "ghost") is None
 
 
 def test_an_agent_created_again_after_delete_starts_with_an_empty_mailbox(store):
@@ -933,7 +933,7 @@ def test_nothing_of_one_workspace_is_visible_from_another(store):
     assert store.list_agents(OTHER_WS) == []
     assert store.get_agent(OTHER_WS, "bob") is None
     assert store.update_agent(OTHER_WS, "bob", "x", None) is False
-    assert store.delete_agent(OTHER_WS, "bob") is False
+    assert store.delete_agent(OTHER_WS, "bob") is None
     assert store.get_channel(OTHER_WS, "team", "alice") is None
     assert store.list_channels(OTHER_WS, "alice") == []
     assert store.channel_members(OTHER_WS, "team") == []
@@ -968,7 +968,7 @@ def test_the_same_agent_name_in_two_workspaces_has_two_mailboxes(store):
     assert in_b.seqs == {"bob": 1}
     assert ids(store.claim(WS, "bob", None, 100, at(1))) == in_a
     assert ids(store.claim(OTHER_WS, "bob", None, 100, at(1))) == [in_b.id]
-    assert store.delete_agent(OTHER_WS, "bob") is True
+    assert store.delete_agent(OTHER_WS, "bob") == 0  # deleted; its mail was read
     assert store.get_agent(WS, "bob") is not None
     assert ids(store.peek(WS, "bob", 0, 100)) == in_a
 

@@ -1,4 +1,4 @@
-"""channel …: create, join, leave, list, members, post."""
+"""channel …: create, join, leave, invite, remove, list, members, post."""
 
 from __future__ import annotations
 
@@ -26,12 +26,16 @@ def _print_channel(channel: Channel, verb: str) -> None:
 def channel_create(
     name: ChannelArgument,
     description: Annotated[Optional[str], typer.Option("--description", "-d", help="What the channel is for.")] = None,
+    invite_only: Annotated[
+        bool,
+        typer.Option("--invite-only", help="Members are added by you or a person ('channel invite'), none join."),
+    ] = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Create a channel; you are its first member."""
     with open_client(db) as client:
-        channel = client.create_channel(name, description)
+        channel = client.create_channel(name, description, invite_only=invite_only)
     render.emit(channel, as_json, lambda: _print_channel(channel, "created"))
 
 
@@ -51,19 +55,46 @@ def channel_leave(name: ChannelArgument, as_json: JsonOption = False, db: DbOpti
     render.emit(channel, as_json, lambda: _print_channel(channel, "left"))
 
 
+@channel_app.command("invite")
+def channel_invite(
+    name: ChannelArgument,
+    agents: Annotated[list[str], typer.Argument(help="The agents to add (they must exist).")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Add agents to a channel (the channel's creator, or a person's token); recorded in the audit trail."""
+    with open_client(db) as client:
+        channel = client.invite_to_channel(name, agents)
+    render.emit(channel, as_json, lambda: _print_channel(channel, f"added {', '.join(agents)} to"))
+
+
+@channel_app.command("remove")
+def channel_remove(
+    name: ChannelArgument,
+    agent: Annotated[str, typer.Argument(help="The member to take out.")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Take a member out of a channel (the channel's creator, or a person's token); recorded."""
+    with open_client(db) as client:
+        channel = client.remove_from_channel(name, agent)
+    render.emit(channel, as_json, lambda: _print_channel(channel, f"removed {agent} from"))
+
+
 @channel_app.command("list")
 def channel_list(as_json: JsonOption = False, db: DbOption = None) -> None:
-    """Every channel of the workspace, and whether you are in it."""
+    """Every channel of the workspace, whether you are in it, and whether it is invite-only."""
     with open_client(db) as client:
         channels = client.list_channels()
 
     def human() -> None:
-        grid = render.table("channel", "members", "joined", "description")
+        grid = render.table("channel", "members", "joined", "access", "description")
         for channel in channels:
             grid.add_row(
                 f"#{channel.name}",
                 str(channel.members),
                 "yes" if channel.joined else "",
+                "invite-only" if channel.invite_only else "open",
                 render.escape(channel.description or ""),
             )
         render.console.print(grid)

@@ -160,17 +160,22 @@ def agent_describe(
 def agent_delete(
     name: Annotated[str, typer.Argument(help="The agent to delete, with its mailbox.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Delete it even while its mailbox holds unread mail (that mail is lost).")
+    ] = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """Delete an agent, its mailbox, memberships and sessions (messages it sent stay)."""
+    """Delete an agent, its mailbox, memberships and sessions (messages it sent stay); refused
+    while it has unread mail unless --force. Recorded in the audit trail ('switchboard audit')."""
     if not yes:
         if not sys.stdin.isatty():
             raise BadRequest(f"deleting {name} erases its mailbox: pass --yes to confirm.")
         typer.confirm(f"Delete agent {name} and its mailbox?", abort=True)
     with open_client(db) as client:
-        client.delete_agent(name)
-    render.emit({"deleted": name}, as_json, lambda: render.console.print(f"deleted agent {name}"))
+        deleted = client.delete_agent(name, force=force)
+    dropped = f" (dropped {deleted.unread_dropped} unread)" if deleted.unread_dropped else ""
+    render.emit(deleted, as_json, lambda: render.console.print(f"deleted agent {deleted.deleted}{dropped}"))
 
 
 @session_app.command("start")

@@ -37,6 +37,7 @@ def _run_command(args: list[str]) -> None:
 
     # Importing the command modules registers their commands on the app.
     from switchboard.cli import (  # noqa: F401
+        audit,
         channels,
         demo,
         directory,

@@ -27,6 +27,7 @@ from switchboard.hub.schemas import (
     AgentUpdate,
     ChannelRequest,
     HeartbeatRequest,
+    InviteRequest,
     MarkReadRequest,
     SessionRequest,
     TokenRequest,
@@ -169,8 +170,8 @@ async def delete_agent(request: Request) -> Response:
     hub = _hub(request)
     name = request.path_params["name"]
     caller = await hub.caller_managing(request, name)
-    await blocking(hub.service.delete_agent, caller, name)
-    return json_response({"deleted": name.lower()})
+    force = query_bool(request, "force")
+    return json_response(await blocking(hub.service.delete_agent, caller, name, force=force))
 
 
 async def list_channels(request: Request) -> Response:
@@ -181,7 +182,10 @@ async def create_channel(request: Request) -> Response:
     hub = _hub(request)
     caller = await hub.caller(request)
     body = await read_body(request, ChannelRequest)
-    return json_response(await blocking(hub.service.create_channel, caller, body.name, body.description), 201)
+    channel = await blocking(
+        hub.service.create_channel, caller, body.name, body.description, invite_only=body.invite_only
+    )
+    return json_response(channel, 201)
 
 
 async def join_channel(request: Request) -> Response:
@@ -194,6 +198,25 @@ async def leave_channel(request: Request) -> Response:
 
 async def channel_members(request: Request) -> Response:
     return await _as_caller(request, Service.channel_members, "name")
+
+
+async def invite_to_channel(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    body = await read_body(request, InviteRequest)
+    return json_response(
+        await blocking(hub.service.invite_to_channel, caller, request.path_params["name"], body.agents)
+    )
+
+
+async def remove_from_channel(request: Request) -> Response:
+    return await _as_caller(request, Service.remove_from_channel, "name", "agent", no_body=True)
+
+
+async def audit_trail(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    return json_response(await blocking(hub.service.audit_trail, caller, query_int(request, "limit", 50)))
 
 
 async def _as_credential(request: Request, operation: Callable[..., Any], *path: str) -> Response:

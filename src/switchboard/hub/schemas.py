@@ -59,6 +59,11 @@ class AgentUpdate(Body):
 class ChannelRequest(Body):
     name: str
     description: str | None = None
+    invite_only: bool = Field(default=False, description="members are added by its creator or a person's token")
+
+
+class InviteRequest(Body):
+    agents: list[str] = Field(description="existing agents to add to the channel")
 
 
 class TokenRequest(Body):

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from switchboard.model import (
     Agent,
+    AuditEntry,
     Channel,
     ChannelMember,
     DeliveryState,
@@ -104,19 +105,44 @@ class Store(Protocol):
     def update_agent(self, workspace: str, name: str, description: str | None, skills: list[str] | None) -> bool: ...
     def get_agent(self, workspace: str, name: str) -> Agent | None: ...
     def list_agents(self, workspace: str) -> list[Agent]: ...
-    def delete_agent(self, workspace: str, name: str) -> bool:
-        """Remove the agent, its mailbox, memberships and sessions; sent messages stay."""
+    def delete_agent(
+        self, workspace: str, name: str, record: AuditEntry | None = None, *, keep_unread: bool = False
+    ) -> int | None:
+        """Remove the agent, its mailbox, memberships and sessions (sent messages stay) and append
+        ``record``, its detail given ``unread``, in one transaction. The number of unread
+        messages its mailbox held, or None when there is no such agent. With ``keep_unread``,
+        an agent with unread mail is left as it is (the count says why)."""
         ...
 
     # channels
-    def create_channel(self, workspace: str, name: str, creator: str, description: str | None, now: datetime) -> bool:
-        """Create the channel with its creator as first member; False if it already exists."""
+    def create_channel(
+        self,
+        workspace: str,
+        name: str,
+        creator: str,
+        description: str | None,
+        now: datetime,
+        invite_only: bool = False,
+        record: AuditEntry | None = None,
+    ) -> bool:
+        """Create the channel with its creator as first member, and append ``record``, in one
+        transaction; False if it already exists (then nothing is written)."""
         ...
 
     def get_channel(self, workspace: str, name: str, viewer: str | None = None) -> Channel | None: ...
     def list_channels(self, workspace: str, viewer: str | None = None) -> list[Channel]: ...
-    def join_channel(self, workspace: str, channel: str, agent: str, now: datetime) -> bool: ...
-    def leave_channel(self, workspace: str, channel: str, agent: str) -> bool: ...
+    def join_channel(
+        self, workspace: str, channel: str, agent: str, now: datetime, record: AuditEntry | None = None
+    ) -> bool:
+        """Add the member, and append ``record`` when it was not one, in one transaction; whether
+        it was added."""
+        ...
+
+    def leave_channel(self, workspace: str, channel: str, agent: str, record: AuditEntry | None = None) -> bool:
+        """Remove the member, and append ``record`` when it was one, in one transaction; whether
+        it was removed."""
+        ...
+
     def channel_members(self, workspace: str, channel: str) -> list[ChannelMember]: ...
     def channel_member_names(self, workspace: str, channel: str) -> list[str]:
         """The members' names, sorted: what a post needs (a channel may have thousands)."""
@@ -157,6 +183,11 @@ class Store(Protocol):
         ...
 
     def get_message(self, workspace: str, message_id: str) -> Message | None: ...
+    def thread_party(self, workspace: str, thread_id: str, agent: str) -> bool | None:
+        """Whether ``agent`` sent or received a message of this thread; None when no message of
+        the workspace is in it."""
+        ...
+
     def send_result(self, workspace: str, message_id: str) -> SendResult | None: ...
     def delivery_statuses(self, workspace: str, message_id: str) -> list[RecipientStatus]: ...
     def claim(
@@ -202,6 +233,11 @@ class Store(Protocol):
 
     def unread_count(self, workspace: str, agent: str, hidden: Sequence[str] = ()) -> int: ...
     def last_seq(self, workspace: str, agent: str) -> int: ...
+
+    # the audit trail
+    def audit_trail(self, workspace: str, limit: int) -> list[AuditEntry]:
+        """The workspace's newest ``limit`` records, newest first."""
+        ...
 
     # hub credentials
     def create_token(self, token: NewToken, now: datetime) -> TokenInfo: ...

@@ -22,6 +22,7 @@ from psycopg import errors as pg_errors
 from switchboard.errors import AlreadyExists
 from switchboard.model import (
     Agent,
+    AuditEntry,
     Channel,
     ChannelMember,
     DeliveryState,
@@ -36,6 +37,7 @@ from switchboard.model import (
     new_id,
 )
 from switchboard.pending import Pending
+from switchboard.store import postgres_audit
 from switchboard.store import postgres_queries as q
 from switchboard.store.base import (
     IdempotentSend,
@@ -53,6 +55,7 @@ from switchboard.store.rows import (
     STATUS_COLUMNS,
     TOKEN_COLUMNS,
     agent_from_row,
+    audit_from_row,
     channel_from_row,
     check_token,
     from_ts,
@@ -146,34 +149,41 @@ class PostgresStore:
         rows = self._db.all(f"SELECT {_AGENT_COLUMNS} FROM agents WHERE workspace = %s ORDER BY name", (workspace,))
         return [agent_from_row(r) for r in rows]
 
-    def delete_agent(self, workspace: str, name: str) -> bool:
+    def delete_agent(
+        self, workspace: str, name: str, record: AuditEntry | None = None, *, keep_unread: bool = False
+    ) -> int | None:
         args = {"ws": workspace, "name": name}
-
-        def delete(conn: psycopg.Connection) -> bool:
-            with conn.transaction():
-                # First the agent row, on its own: once that is gone (and locked until commit),
-                # each later statement sees every delivery a racing send committed before it.
-                if not conn.execute("DELETE FROM agents WHERE workspace = %(ws)s AND name = %(name)s", args).rowcount:
-                    return False
-                for table, column in (("deliveries", "recipient"), ("channel_members", "agent"), ("sessions", "agent")):
-                    conn.execute(f"DELETE FROM {table} WHERE workspace = %(ws)s AND {column} = %(name)s", args)
-                self._db.notify(conn, q.payload(self.replica, workspace, [name]))
-                return True
-
-        return self._db.run(delete)
+        payload = q.payload(self.replica, workspace, [name])
+        return self._db.run(
+            lambda conn: postgres_audit.delete_agent(
+                conn, args, record, keep_unread, lambda c: self._db.notify(c, payload)
+            )
+        )
 
     # --- channels -------------------------------------------------------------------------
 
-    def create_channel(self, workspace: str, name: str, creator: str, description: str | None, now: datetime) -> bool:
+    def create_channel(
+        self,
+        workspace: str,
+        name: str,
+        creator: str,
+        description: str | None,
+        now: datetime,
+        invite_only: bool = False,
+        record: AuditEntry | None = None,
+    ) -> bool:
         args = {
             "ws": workspace,
             "name": name,
             "description": description,
             "creator": creator,
             "at": to_ts(now),
+            "invite_only": invite_only,
         }
-        args = self._db.with_notify(args)
-        return bool(self._db.run(lambda conn: conn.execute(q.CREATE_CHANNEL, args).fetchall()))
+        return self._recorded(q.CREATE_CHANNEL, self._db.with_notify(args), record)
+
+    def _recorded(self, statement: str, args: dict[str, object], record: AuditEntry | None) -> bool:
+        return self._db.run(lambda conn: postgres_audit.recorded(conn, statement, args, record))
 
     def get_channel(self, workspace: str, name: str, viewer: str | None = None) -> Channel | None:
         row = self._db.one(
@@ -185,17 +195,26 @@ class PostgresStore:
         rows = self._db.all(q.CHANNEL_QUERY + " ORDER BY c.name", {"viewer": viewer, "ws": workspace})
         return [channel_from_row(r) for r in rows]
 
-    def join_channel(self, workspace: str, channel: str, agent: str, now: datetime) -> bool:
-        return self._db.changed_one(
-            "INSERT INTO channel_members (workspace, channel, agent, joined_at) "
-            "VALUES (%(ws)s, %(channel_name)s, %(agent)s, %(at)s) ON CONFLICT DO NOTHING",
-            {"ws": workspace, "channel_name": channel, "agent": agent, "at": to_ts(now)},
+    def join_channel(
+        self, workspace: str, channel: str, agent: str, now: datetime, record: AuditEntry | None = None
+    ) -> bool:
+        return self._recorded(
+            q.notifying(
+                "INSERT INTO channel_members (workspace, channel, agent, joined_at) "
+                "VALUES (%(ws)s, %(channel_name)s, %(agent)s, %(at)s) ON CONFLICT DO NOTHING RETURNING 1"
+            ),
+            self._db.with_notify({"ws": workspace, "channel_name": channel, "agent": agent, "at": to_ts(now)}),
+            record,
         )
 
-    def leave_channel(self, workspace: str, channel: str, agent: str) -> bool:
-        return self._db.changed_one(
-            "DELETE FROM channel_members WHERE workspace = %(ws)s AND channel = %(channel_name)s AND agent = %(agent)s",
-            {"ws": workspace, "channel_name": channel, "agent": agent},
+    def leave_channel(self, workspace: str, channel: str, agent: str, record: AuditEntry | None = None) -> bool:
+        return self._recorded(
+            q.notifying(
+                "DELETE FROM channel_members "
+                "WHERE workspace = %(ws)s AND channel = %(channel_name)s AND agent = %(agent)s RETURNING 1"
+            ),
+            self._db.with_notify({"ws": workspace, "channel_name": channel, "agent": agent}),
+            record,
         )
 
     def channel_members(self, workspace: str, channel: str) -> list[ChannelMember]:
@@ -333,6 +352,10 @@ class PostgresStore:
         )
         return message_from_row(row) if row else None
 
+    def thread_party(self, workspace: str, thread_id: str, agent: str) -> bool | None:
+        row = self._db.one(q.THREAD_PARTY, {"ws": workspace, "thread": thread_id, "agent": agent})
+        return bool(row[1]) if row and row[0] else None
+
     def deliveries_of(
         self, workspace: str, message_id: str, agents: Sequence[str]
     ) -> tuple[str, list[tuple[str, int, str, str | None]]] | None:
@@ -448,6 +471,11 @@ class PostgresStore:
     def last_seq(self, workspace: str, agent: str) -> int:
         row = self._db.one("SELECT last_seq FROM agents WHERE workspace = %s AND name = %s", (workspace, agent))
         return row[0] if row else 0
+
+    # --- the audit trail ----------------------------------------------------------------------
+
+    def audit_trail(self, workspace: str, limit: int) -> list[AuditEntry]:
+        return [audit_from_row(r) for r in self._db.all(q.AUDIT_TRAIL, (workspace, limit))]
 
     # --- hub credentials --------------------------------------------------------------------
 

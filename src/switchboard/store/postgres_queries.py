@@ -3,7 +3,8 @@
 The mailbox writes are single statements: CTEs lock the rows in a fixed order, check that
 everything asked for is there, write only then, and send the change notification — so that
 in autocommit each is its own transaction, with no BEGIN or COMMIT round trips (only
-``delete_agent`` and ``register_session`` need several statements, and a transaction). Parameters are
+``delete_agent``, ``register_session`` and a change recorded in the audit trail need several
+statements, and a transaction: ``postgres_audit``). Parameters are
 named (``%(ws)s``); every statement that notifies takes ``channel`` and ``payload``.
 
 Under READ COMMITTED a row locked by ``FOR UPDATE`` is the newest committed version (PostgreSQL
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from switchboard.store.rows import MESSAGE_COLUMNS, SESSION_COLUMNS
+from switchboard.store.rows import AUDIT_COLUMNS, MESSAGE_COLUMNS, SESSION_COLUMNS
 
 # A NOTIFY payload must stay under 8,000 bytes: past this, name the workspace, not its mailboxes.
 MAX_PAYLOAD_BYTES = 7000
@@ -156,8 +157,8 @@ FROM complete c
 
 CREATE_CHANNEL = f"""
 WITH c AS (
-    INSERT INTO channels (workspace, name, description, created_by, created_at)
-    VALUES (%(ws)s, %(name)s, %(description)s, %(creator)s, %(at)s) ON CONFLICT DO NOTHING
+    INSERT INTO channels (workspace, name, description, created_by, created_at, invite_only)
+    VALUES (%(ws)s, %(name)s, %(description)s, %(creator)s, %(at)s, %(invite_only)s) ON CONFLICT DO NOTHING
     RETURNING workspace, name
 ), m AS (
     INSERT INTO channel_members (workspace, channel, agent, joined_at)
@@ -170,9 +171,20 @@ CHANNEL_QUERY = (
     "SELECT c.workspace, c.name, c.description, c.created_by, c.created_at, "
     "(SELECT count(*) FROM channel_members m WHERE m.workspace = c.workspace AND m.channel = c.name), "
     "EXISTS (SELECT FROM channel_members m WHERE m.workspace = c.workspace AND m.channel = c.name "
-    "AND m.agent = %(viewer)s) "
+    "AND m.agent = %(viewer)s), c.invite_only "
     "FROM channels c WHERE c.workspace = %(ws)s"
 )
+
+# --- the audit trail, and who is a party to a thread ----------------------------------------------
+
+APPEND_AUDIT = f"INSERT INTO audit ({AUDIT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+AUDIT_TRAIL = f"SELECT {AUDIT_COLUMNS} FROM audit WHERE workspace = %s ORDER BY at DESC, id DESC LIMIT %s"
+UNREAD = "SELECT count(*) FROM deliveries WHERE workspace = %(ws)s AND recipient = %(name)s AND read_at IS NULL"
+THREAD_PARTY = """
+SELECT EXISTS (SELECT FROM messages WHERE workspace = %(ws)s AND thread_id = %(thread)s),
+    EXISTS (SELECT FROM messages m WHERE m.workspace = %(ws)s AND m.thread_id = %(thread)s AND (m.sender = %(agent)s
+        OR EXISTS (SELECT FROM deliveries d WHERE d.message_id = m.id AND d.recipient = %(agent)s)))
+"""
 
 TOUCH_MACHINE = (
     "INSERT INTO machines (workspace, name, last_seen) VALUES (%(ws)s, %(machine)s, %(at)s) "

@@ -128,6 +128,25 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX tokens_by_workspace ON tokens (workspace, created_at);
     """,
+    # 3: invite-only channels; the audit trail of actions with large effects (append-only: the
+    # store only adds rows and lists them), newest first by workspace; messages by thread, to
+    # tell whether a sender is a party to the thread it names.
+    """
+    ALTER TABLE channels ADD COLUMN invite_only BOOLEAN NOT NULL DEFAULT false;
+    CREATE TABLE audit (
+        id          TEXT PRIMARY KEY,
+        workspace   TEXT NOT NULL,
+        at          DOUBLE PRECISION NOT NULL,
+        actor       TEXT NOT NULL,      -- the agent that acted
+        token_kind  TEXT,               -- the credential over the hub (admin, user, agent), NULL for the embedded store
+        token_id    TEXT,
+        action      TEXT NOT NULL,      -- agent.delete, channel.create, channel.invite, channel.join, channel.remove
+        target      TEXT NOT NULL,      -- an agent's name or a #channel
+        detail      TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX audit_by_workspace ON audit (workspace, at, id);
+    CREATE INDEX messages_by_thread ON messages (workspace, thread_id);
+    """,
 ]
 
 VERSION_TABLE = "switchboard_schema"

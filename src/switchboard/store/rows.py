@@ -7,7 +7,17 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from switchboard.model import Agent, Channel, DeliveryState, MailItem, Message, RecipientStatus, Session, TokenInfo
+from switchboard.model import (
+    Agent,
+    AuditEntry,
+    Channel,
+    DeliveryState,
+    MailItem,
+    Message,
+    RecipientStatus,
+    Session,
+    TokenInfo,
+)
 from switchboard.store.base import NewToken
 
 
@@ -101,8 +111,8 @@ def agent_from_row(row: Sequence) -> Agent:
 CHANNEL_QUERY = (
     "SELECT c.workspace, c.name, c.description, c.created_by, c.created_at, "
     "(SELECT count(*) FROM channel_members m WHERE m.workspace = c.workspace AND m.channel = c.name), "
-    "EXISTS (SELECT 1 FROM channel_members m WHERE m.workspace = c.workspace AND m.channel = c.name AND m.agent = ?) "
-    "FROM channels c WHERE c.workspace = ?"
+    "EXISTS (SELECT 1 FROM channel_members m WHERE m.workspace = c.workspace AND m.channel = c.name AND m.agent = ?), "
+    "c.invite_only FROM channels c WHERE c.workspace = ?"
 )
 
 
@@ -115,6 +125,7 @@ def channel_from_row(row: Sequence) -> Channel:
         created_at=from_ts(row[4]),
         members=row[5],
         joined=bool(row[6]),
+        invite_only=bool(row[7]),
     )
 
 
@@ -141,3 +152,36 @@ def check_token(token: NewToken) -> None:
         raise ValueError("an admin token has no workspace; every other token has one")
     if (token.agent is None) != (token.kind != "agent"):
         raise ValueError("an agent token names its agent; no other token does")
+
+
+AUDIT_COLUMNS = "id, workspace, at, actor, token_kind, token_id, action, target, detail"
+
+
+def audit_values(entry: AuditEntry, **more_detail: object) -> tuple:
+    """The row of ``entry`` in AUDIT_COLUMNS' order, its detail with ``more_detail`` added."""
+    detail = json.dumps({**entry.detail, **more_detail}, separators=(",", ":"))
+    return (
+        entry.id,
+        entry.workspace,
+        to_ts(entry.at),
+        entry.actor,
+        entry.token_kind,
+        entry.token_id,
+        entry.action,
+        entry.target,
+        detail,
+    )
+
+
+def audit_from_row(row: Sequence) -> AuditEntry:
+    return AuditEntry(
+        id=row[0],
+        workspace=row[1],
+        at=from_ts(row[2]),
+        actor=row[3],
+        token_kind=row[4],
+        token_id=row[5],
+        action=row[6],
+        target=row[7],
+        detail=json.loads(row[8]),
+    )

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from switchboard.model import (
     Agent,
+    AuditEntry,
     Channel,
     ChannelMember,
     DeliveryState,
@@ -32,7 +33,7 @@ from switchboard.model import (
     new_id,
 )
 from switchboard.pending import Pending
-from switchboard.store import sqlite_tokens
+from switchboard.store import sqlite_audit, sqlite_tokens
 from switchboard.store.base import (
     IdempotentSend,
     NewDelivery,
@@ -47,6 +48,7 @@ from switchboard.store.rows import (
     SESSION_COLUMNS,
     STATUS_COLUMNS,
     agent_from_row,
+    audit_from_row,
     channel_from_row,
     check_token,
     from_ts,
@@ -106,9 +108,17 @@ class SQLiteStore:
         if pending:  # another process's (a hub's) not written out yet, or left by a crash
             self._db.transact(expand_fanouts)
 
-    def _changes_one_row(self, statement: str, args: Sequence[object]) -> bool:
-        """Run one statement as a write transaction of its own; True when it changed a row."""
-        return self._db.transact(lambda conn: conn.execute(statement, args).rowcount == 1)
+    def _changes_one_row(self, statement: str, args: Sequence[object], record: AuditEntry | None = None) -> bool:
+        """Run one statement as a write transaction of its own (appending ``record`` when it
+        changed a row); True when it did."""
+
+        def change(conn: sqlite3.Connection) -> bool:
+            changed = conn.execute(statement, args).rowcount == 1
+            if changed:
+                sqlite_audit.append(conn, record)
+            return changed
+
+        return self._db.transact(change)
 
     # --- workspaces and agents ------------------------------------------------------------
 
@@ -162,26 +172,29 @@ class SQLiteStore:
             ).fetchall()
         return [agent_from_row(r) for r in rows]
 
-    def delete_agent(self, workspace: str, name: str) -> bool:
+    def delete_agent(
+        self, workspace: str, name: str, record: AuditEntry | None = None, *, keep_unread: bool = False
+    ) -> int | None:
         self._deliveries_written()
-
-        def delete(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute("DELETE FROM agents WHERE workspace = ? AND name = ?", (workspace, name))
-            if cur.rowcount == 0:
-                return False
-            for table, column in (("deliveries", "recipient"), ("channel_members", "agent"), ("sessions", "agent")):
-                conn.execute(f"DELETE FROM {table} WHERE workspace = ? AND {column} = ?", (workspace, name))
-            return True
-
-        return self._db.transact(delete)
+        return self._db.transact(lambda conn: sqlite_audit.delete_agent(conn, workspace, name, record, keep_unread))
 
     # --- channels -------------------------------------------------------------------------
 
-    def create_channel(self, workspace: str, name: str, creator: str, description: str | None, now: datetime) -> bool:
+    def create_channel(
+        self,
+        workspace: str,
+        name: str,
+        creator: str,
+        description: str | None,
+        now: datetime,
+        invite_only: bool = False,
+        record: AuditEntry | None = None,
+    ) -> bool:
         def create(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
-                "INSERT OR IGNORE INTO channels (workspace, name, description, created_by, created_at) VALUES (?, ?, ?, ?, ?)",
-                (workspace, name, description, creator, to_ts(now)),
+                "INSERT OR IGNORE INTO channels (workspace, name, description, created_by, created_at, invite_only) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (workspace, name, description, creator, to_ts(now), invite_only),
             )
             if cur.rowcount == 0:
                 return False
@@ -189,6 +202,7 @@ class SQLiteStore:
                 "INSERT OR IGNORE INTO channel_members (workspace, channel, agent, joined_at) VALUES (?, ?, ?, ?)",
                 (workspace, name, creator, to_ts(now)),
             )
+            sqlite_audit.append(conn, record)
             return True
 
         return self._db.transact(create)
@@ -203,16 +217,20 @@ class SQLiteStore:
             rows = conn.execute(CHANNEL_QUERY + " ORDER BY c.name", (viewer, workspace)).fetchall()
         return [channel_from_row(r) for r in rows]
 
-    def join_channel(self, workspace: str, channel: str, agent: str, now: datetime) -> bool:
+    def join_channel(
+        self, workspace: str, channel: str, agent: str, now: datetime, record: AuditEntry | None = None
+    ) -> bool:
         return self._changes_one_row(
             "INSERT OR IGNORE INTO channel_members (workspace, channel, agent, joined_at) VALUES (?, ?, ?, ?)",
             (workspace, channel, agent, to_ts(now)),
+            record,
         )
 
-    def leave_channel(self, workspace: str, channel: str, agent: str) -> bool:
+    def leave_channel(self, workspace: str, channel: str, agent: str, record: AuditEntry | None = None) -> bool:
         return self._changes_one_row(
             "DELETE FROM channel_members WHERE workspace = ? AND channel = ? AND agent = ?",
             (workspace, channel, agent),
+            record,
         )
 
     def channel_members(self, workspace: str, channel: str) -> list[ChannelMember]:
@@ -367,6 +385,11 @@ class SQLiteStore:
                 f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.workspace = ? AND m.id = ?", (workspace, message_id)
             ).fetchone()
         return message_from_row(row) if row else None
+
+    def thread_party(self, workspace: str, thread_id: str, agent: str) -> bool | None:
+        self._deliveries_written()
+        with self._db.read() as conn:
+            return sqlite_audit.thread_party(conn, workspace, thread_id, agent)
 
     def send_result(self, workspace: str, message_id: str) -> SendResult | None:
         with self._db.read() as conn:
@@ -554,6 +577,12 @@ class SQLiteStore:
                 "SELECT last_seq FROM agents WHERE workspace = ? AND name = ?", (workspace, agent)
             ).fetchone()
         return row[0] if row else 0
+
+    # --- the audit trail ----------------------------------------------------------------------
+
+    def audit_trail(self, workspace: str, limit: int) -> list[AuditEntry]:
+        with self._db.read() as conn:
+            return [audit_from_row(r) for r in sqlite_audit.trail(conn, workspace, limit)]
 
     # --- hub credentials --------------------------------------------------------------------
 
