@@ -92,6 +92,7 @@ def world(hub: Hub) -> Iterator[World]:
         "secret_subject": unique("SECRET-SUBJECT"),
         "secret_post": unique("SECRET-POST"),
         "secret_desc": unique("SECRET-DESC"),
+        "laptop": unique("laptop"),
     }
     n = names
     bob = a.agent_token(n["bob"])
@@ -99,6 +100,8 @@ def world(hub: Hub) -> Iterator[World]:
     with hub.http(bob["token"]) as http:
         _ok(http.patch(f"/v1/agents/{n['bob']}", json={"description": n["secret_desc"]}), 200)
         session = _ok(http.post("/v1/sessions", json={"pid": os.getpid(), "runtime": "script"}), 201)
+        on_laptop = {"pid": LAPTOP_PID, "runtime": "script", "machine": n["laptop"], "proc_start": 111}
+        laptop = _ok(http.post("/v1/sessions", json=on_laptop), 201)  # a machine the hub cannot look into
         _ok(http.post("/v1/channels", json={"name": n["chan"]}), 201)
     with a.http(n["alice"]) as http:
         _ok(http.post(f"/v1/channels/{n['chan']}/join"), 200)
@@ -113,6 +116,7 @@ def world(hub: Hub) -> Iterator[World]:
     with b.http(n["bob"]) as http:  # workspace B has an agent of the same name
         _ok(http.get("/v1/whoami"), 200)
     names.update(m_secret=dm["message_id"], m_post=post["message_id"], s_bob=session["id"], tok_bob_id=bob["id"])
+    names.update(s_bob_laptop=laptop["id"])
     world = World(hub, a, b, names, bob["token"])
     world.attackers = {
         "eve": Attacker(eve["token"], None, None, a.workspace, n["eve"]),
@@ -139,6 +143,7 @@ def world(hub: Hub) -> Iterator[World]:
 # --- the requests ---------------------------------------------------------------------------------
 
 PID = os.getpid()
+LAPTOP_PID = 31337
 REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked, aimed at the victim
     ("GET", "/v1/whoami"): {},
     ("POST", "/v1/messages"): {"json": {"to": "{alice}", "text": "hi", "reply_to": "{m_secret}"}},
@@ -180,10 +185,18 @@ class Row:
     code: str | None = None
     override: dict[str, Any] = field(default_factory=dict)  # replaces parts of REQUESTS[route]
     check: Callable[[World, Attacker, Any], None] | None = None
+    before: Callable[[World], None] | None = None  # sets the scene just before the request
 
     @property
     def id(self) -> str:
         return f"{self.attacker}: {self.method} {self.route}"
+
+
+def _bobs_sessions_report(world: World) -> None:
+    """Bob's sessions are live now, however long the table has run."""
+    with world.as_bob() as http:
+        for session in ("s_bob", "s_bob_laptop"):
+            _ok(http.post(f"/v1/sessions/{world.names[session]}/heartbeat", json={}), 200)
 
 
 def _acts_as_itself(world: World, attacker: Attacker, body: Any) -> None:
@@ -249,12 +262,28 @@ def _rows() -> list[Row]:
     ]
     for attacker in ("eve", "carol", "B"):
         rows += [Row(attacker, m, p, s, c, o, k) for m, p, s, c, o, k in read_paths]
+    # Session takeover on a machine the hub cannot look into, by a person's token acting as carol.
+    laptop_claim = {"pid": LAPTOP_PID, "runtime": "script", "machine": "{laptop}", "proc_start": 222}
+    rows.append(
+        Row(
+            "carol", "POST", "/v1/sessions", 409, "already_exists", {"json": laptop_claim}, before=_bobs_sessions_report
+        )
+    )
     rows += [
         Row("eve", "GET", "/v1/whoami", 200, check=_acts_as_itself),
         Row("eve", "GET", "/v1/who", 200),
         Row("eve", "GET", "/v1/reach", 200),  # the workspace's directory is shared
-        # eve claims the pid and machine of bob's live session (both shown by 'who'): refused.
-        Row("eve", "POST", "/v1/sessions", 409, "already_exists"),  # bob's live process is bob's
+        # Session takeover: eve claims the pid and machine of bob's live session (both shown by
+        # 'who'), giving another process start time as a recycled pid would have: refused.
+        Row(
+            "eve",
+            "POST",
+            "/v1/sessions",
+            409,
+            "already_exists",
+            {"json": {"pid": PID, "runtime": "script", "proc_start": 1}},
+            before=_bobs_sessions_report,
+        ),
         Row("eve", "GET", "/v1/agents", 200),
         Row("eve", "POST", "/v1/agents", 403, "forbidden"),
         Row("eve", "GET", "/v1/agents/{name}", 200),  # the workspace's directory is shared
@@ -333,6 +362,8 @@ def test_no_credential_reaches_another_agents_or_workspaces_data(world: World, r
     body = world.fill(request.get("json"), extra)
     params = world.fill(request.get("params"), extra)
 
+    if row.before is not None:
+        row.before(world)
     before = _victim_state(world, row.route) if row.method != "GET" else None
     if (row.method, row.route) == ("GET", "/v1/events") and row.status == 200:
         status, text = _stream_text(world, attacker, params or {})
