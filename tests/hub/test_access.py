@@ -543,3 +543,46 @@ def test_a_token_revoked_while_in_use_is_refused_from_the_next_request_on(hub: H
     late = [status for sent, status in results if sent > revoked_at[0]]
     assert late and set(late) == {401}, f"requests sent after the revocation answered {sorted(set(late))}"
     assert any(status == 200 for sent, status in results if sent < revoked_at[0])
+
+
+# --- MCP sessions ---------------------------------------------------------------------------------
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+WHO_CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "who", "arguments": {}}}
+
+
+def _open_mcp_session(world: World, token: str) -> str:
+    """An MCP session opened over /mcp with ``token`` (initialize, then initialized): its id."""
+    with world.hub.http(token) as http:
+        opened = http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+        assert opened.status_code == 200, opened.text
+        session_id = opened.headers["mcp-session-id"]
+        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        answer = http.post("/mcp", json=ready, headers={**MCP_HEADERS, "Mcp-Session-Id": session_id})
+        assert answer.status_code == 202, answer.text
+    return session_id
+
+
+@pytest.mark.parametrize("attacker", ["eve", "carol", "B"])
+def test_an_mcp_session_answers_only_the_credential_that_opened_it(world: World, attacker: str) -> None:
+    """MCP session of another credential: a call in it, or a DELETE ending it, is refused, and
+    the session keeps working for its owner."""
+    session_id = _open_mcp_session(world, world.bob_token)
+    other = world.attackers[attacker]
+    in_bobs = {**MCP_HEADERS, "Mcp-Session-Id": session_id}
+    with world.hub.http(other.token, other.agent) as http:
+        call = http.post("/mcp", json=WHO_CALL, headers=in_bobs)
+        ended = http.delete("/mcp", headers=in_bobs)
+    for answer in (call, ended):
+        assert answer.status_code == 404, f"{answer.request.method}: {answer.status_code} {answer.text}"
+        assert world.names["bob"] not in answer.text
+    with world.as_bob() as http:
+        still = http.post("/mcp", json=WHO_CALL, headers=in_bobs)
+        assert still.status_code == 200 and '"isError":false' in still.text.replace(" ", ""), still.text
+        assert http.delete("/mcp", headers=in_bobs).status_code == 200  # its owner ends it
