@@ -116,7 +116,8 @@ def world(hub: Hub) -> Iterator[World]:
     with b.http(n["bob"]) as http:  # workspace B has an agent of the same name
         _ok(http.get("/v1/whoami"), 200)
     names.update(m_secret=dm["message_id"], m_post=post["message_id"], s_bob=session["id"], tok_bob_id=bob["id"])
-    names.update(s_bob_laptop=laptop["id"])
+    spare = hub.issue(b.token, agent=n["bob"])  # a token of B's that B may revoke in its own workspace
+    names.update(s_bob_laptop=laptop["id"], tok_b_spare=spare["id"])
     world = World(hub, a, b, names, bob["token"])
     world.attackers = {
         "eve": Attacker(eve["token"], None, None, a.workspace, n["eve"]),
@@ -242,10 +243,11 @@ def _rows() -> list[Row]:
         Row("eve-naming-bob", "POST", "/v1/tokens", 403, "forbidden"),
         Row("eve-naming-bob", "GET", "/v1/tokens", 200, check=_only_own_token),
         Row("eve-naming-bob", "DELETE", "/v1/tokens/{token_id}", 404, "unknown_token"),
-        Row("B-naming-A", "GET", "/v1/workspaces", 200, check=_only_own_workspace),
-        Row("B-naming-A", "POST", "/v1/tokens", 403, "forbidden", {"json": {"workspace": "{wsA}", "agent": "{bob}"}}),
-        Row("B-naming-A", "GET", "/v1/tokens", 200, check=_only_own_token),
-        Row("B-naming-A", "DELETE", "/v1/tokens/{token_id}", 404, "unknown_token"),
+        # The token and workspace routes honour the workspace header as every other route does.
+        Row("B-naming-A", "GET", "/v1/workspaces", 403, "forbidden"),
+        Row("B-naming-A", "POST", "/v1/tokens", 403, "forbidden"),
+        Row("B-naming-A", "GET", "/v1/tokens", 403, "forbidden"),
+        Row("B-naming-A", "DELETE", "/v1/tokens/{token_id}", 403, "forbidden", {"path": {"token_id": "{tok_b_spare}"}}),
     ]
     # Another agent's token acting as itself: it reaches the workspace's directory, never bob's mail.
     read_paths = [
@@ -586,3 +588,21 @@ def test_an_mcp_session_answers_only_the_credential_that_opened_it(world: World,
         still = http.post("/mcp", json=WHO_CALL, headers=in_bobs)
         assert still.status_code == 200 and '"isError":false' in still.text.replace(" ", ""), still.text
         assert http.delete("/mcp", headers=in_bobs).status_code == 200  # its owner ends it
+
+
+# --- the workspace header on the token and workspace routes ---------------------------------------
+
+
+def test_an_admin_token_naming_a_workspace_acts_in_it_on_the_token_and_workspace_routes(world: World) -> None:
+    a, b = world.a.workspace, world.b.workspace
+    with world.hub.admin(workspace=a) as http:
+        assert [w["name"] for w in _ok(http.get("/v1/workspaces"), 200)] == [a]
+        listed = _ok(http.get("/v1/tokens"), 200)
+        assert listed and {t["workspace"] for t in listed} == {a}
+        issued = _ok(http.post("/v1/tokens", json={"label": "made in A"}), 201)
+        assert (issued["kind"], issued["workspace"]) == ("user", a)
+        expect_http_error(http.delete(f"/v1/tokens/{world.names['tok_b_spare']}"), 404, "unknown_token")
+        expect_http_error(http.post("/v1/tokens", json={"workspace": b}), 400, "bad_request")
+    with world.hub.admin() as http:  # B's token was not revoked through A
+        (spare,) = [t for t in _ok(http.get("/v1/tokens"), 200) if t["id"] == world.names["tok_b_spare"]]
+    assert spare["revoked_at"] is None
