@@ -3,6 +3,8 @@
 ``SWITCHBOARD_HOME`` is the one folder holding the config file and the embedded database
 (default: the platform's user data folder). ``--db`` or ``SWITCHBOARD_DB`` point elsewhere.
 ``SWITCHBOARD_HUB``, ``SWITCHBOARD_TOKEN`` and ``SWITCHBOARD_CA_CERT`` override the login's.
+On the machine that first ran ``up`` the config also keeps the hub's admin token
+(``admin_token``, ``admin_hub``), apart from the login: only commands given ``--as-admin`` use it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class Settings:
     hub: str | None = None  # a hub URL: commands go there instead of the embedded database
     token: str | None = None
     ca_cert: str | None = None  # a CA file the hub's certificate is verified with (else the system's)
+    admin_hub: str | None = None  # the hub the admin token below belongs to
+    admin_token: str | None = None  # kept by the first 'up', for --as-admin alone: never the login
     db_given: bool = False  # --db or SWITCHBOARD_DB named a database: use it, not a hub
     db_url: str | None = None  # --db or SWITCHBOARD_DB named a PostgreSQL database (db_path is then unused)
 
@@ -55,6 +59,8 @@ class Settings:
             hub=env.get("SWITCHBOARD_HUB", "").strip() or config.get("hub") or None,
             token=env.get("SWITCHBOARD_TOKEN", "").strip() or config.get("token") or None,
             ca_cert=env.get("SWITCHBOARD_CA_CERT", "").strip() or config.get("ca_cert") or None,
+            admin_hub=config.get("admin_hub") or None,
+            admin_token=config.get("admin_token") or None,
             db_given=bool(named_db),
         )
 
@@ -108,6 +114,15 @@ def write_config(home: Path, updates: Mapping[str, str | None]) -> Path:
 def save_login(home: Path, hub: str, token: str, ca_cert: str | None = None) -> Path:
     """Log in to ``hub``; ``ca_cert`` (or, without it, the system's CAs) verifies its certificate."""
     return write_config(home, {"hub": hub.rstrip("/"), "token": token, "ca_cert": ca_cert})
+
+
+def save_machine_login(home: Path, hub: str, token: str, admin_token: str) -> Path:
+    """The hub's own machine: its CLI logged in with ``token`` (a user token), and the hub's
+    admin token kept apart, for commands given ``--as-admin``."""
+    hub = hub.rstrip("/")
+    return write_config(
+        home, {"hub": hub, "token": token, "ca_cert": None, "admin_hub": hub, "admin_token": admin_token}
+    )
 
 
 def clear_login(home: Path) -> Path:

@@ -168,9 +168,15 @@ class Credentials:
         if issuer.kind == "agent":
             raise Forbidden("an agent token cannot create tokens; use a user or admin token.")
         if kind == "admin":
-            raise Forbidden("only an admin token can create admin tokens.")
+            raise Forbidden(
+                "only an admin token can create admin tokens (on the hub's machine: "
+                "switchboard token create --admin --as-admin)."
+            )
         if workspace is not None and workspace != issuer.workspace:
-            raise Forbidden(f"this token can create tokens only for workspace {issuer.workspace}.")
+            raise Forbidden(
+                f"this token can create tokens only for workspace {issuer.workspace}; the admin token "
+                "can for any (on the hub's machine: switchboard token create --workspace NAME --as-admin)."
+            )
 
     def has_admin(self) -> bool:
         return any(t.kind == "admin" and t.revoked_at is None for t in self.store.list_tokens(None))

@@ -26,30 +26,84 @@ def _mode(cli_or_hub: CLI | Hub) -> int:
     return stat.S_IMODE((cli_or_hub.switchboard_home / "config.toml").stat().st_mode)
 
 
-def test_up_prints_its_address_and_admin_token_and_logs_this_machine_in(make_hub) -> None:
+def test_up_prints_its_address_and_admin_token_and_logs_this_machine_in_with_a_user_token(make_hub) -> None:
     hub: Hub = make_hub()
     lines = hub.first_output
     address = LISTENING.search(lines[0])
     assert address is not None, lines
     assert re.fullmatch(r"http://127\.0\.0\.1:[1-9][0-9]*", address.group(1)), lines  # --port 0 picked a port
     assert any(hub.admin_token in line for line in lines[1:]), lines
-    assert _config(hub) == {"hub": hub.url, "token": hub.admin_token}
+    config = _config(hub)
+    assert (config["hub"], config["admin_hub"], config["admin_token"]) == (hub.url, hub.url, hub.admin_token)
+    assert config["token"].startswith("sb_") and config["token"] != hub.admin_token
     assert _mode(hub) == 0o600
 
-    me = CLI.on_hub_machine(hub).run_json("whoami", agent="operator")
-    assert me["store"] == hub.url
-    assert me["agent"] == "operator"
-    assert "admin token" in me["source"]
+    on_hub = CLI.on_hub_machine(hub)
+    me = on_hub.run_json("whoami", agent="operator")
+    assert (me["store"], me["agent"], me["workspace"]) == (hub.url, "operator", "default")
+    assert me["source"].endswith("via user token"), me
+    refused = on_hub.run("token", "create", "--admin", "--json")  # its agents cannot mint admin tokens …
+    expect_error(refused, "forbidden", as_json=True)
+    refused = on_hub.run("workspace", "list", "--json", env={"SWITCHBOARD_WORKSPACE": "elsewhere"})
+    expect_error(refused, "forbidden", as_json=True)  # … nor look into other workspaces
+
+
+def test_the_admin_token_up_kept_acts_only_in_commands_given_as_admin(make_hub) -> None:
+    hub: Hub = make_hub()
+    on_hub = CLI.on_hub_machine(hub)
+    other = unique("ws")
+    issued = on_hub.run_json("token", "create", "--workspace", other, "--as-admin")
+    assert (issued["kind"], issued["workspace"]) == ("user", other)
+    assert other in [w["name"] for w in on_hub.run_json("workspace", "list", "--as-admin")]
+    assert [w["name"] for w in on_hub.run_json("workspace", "list")] == ["default"]
+    every = on_hub.run_json("token", "list", "--as-admin")
+    assert {t["kind"] for t in every} == {"admin", "user"} and issued["id"] in [t["id"] for t in every]
+    assert issued["id"] not in [t["id"] for t in on_hub.run_json("token", "list")]
+    revoked = on_hub.run_json("token", "revoke", issued["id"], "--as-admin")
+    assert revoked["revoked_at"] is not None
+
+
+def test_as_admin_without_a_saved_admin_token_says_where_it_is_kept(tenant: Tenant, cli: CLI) -> None:
+    cli.run_json("login", tenant.hub.url, "--token", tenant.token)
+    refused = cli.run("token", "list", "--as-admin", "--json")
+    error = expect_error(refused, "unauthorized", as_json=True)
+    assert "admin_token" in error["message"]
 
 
 def test_up_on_an_existing_store_prints_no_new_admin_token(make_hub) -> None:
     hub: Hub = make_hub()
+    login = _config(hub)["token"]
     hub.terminate()
     hub.start()
     assert len(hub.output) == 1 and LISTENING.search(hub.output[0]), hub.output
-    assert _config(hub)["token"] == hub.admin_token  # the first token is still the login, and works
-    with hub.admin("operator") as http:
-        assert http.get("/v1/whoami").status_code == 200
+    assert _config(hub)["token"] == login  # the first login is still the login, and works
+    with hub.http(login, "operator") as http:
+        assert http.get("/v1/whoami").json()["workspace"] == "default"
+
+
+def test_up_logs_in_with_a_user_token_of_the_configured_workspace(tmp_path) -> None:
+    hub = Hub(tmp_path / "hub")
+    hub.switchboard_home.mkdir()
+    (hub.switchboard_home / "config.toml").write_text('workspace = "team"\n')
+    try:
+        hub.start()
+        me = CLI.on_hub_machine(hub).run_json("whoami", agent="operator")
+    finally:
+        hub.close()
+    assert me["workspace"] == "team" and me["source"].endswith("via user token"), me
+
+
+def test_a_machine_logged_in_with_the_admin_token_is_logged_in_with_a_user_token_at_the_next_up(make_hub) -> None:
+    from switchboard.config import write_config
+
+    hub: Hub = make_hub()
+    hub.terminate()
+    write_config(hub.switchboard_home, {"token": hub.admin_token, "admin_token": None, "admin_hub": None})
+    hub.start()  # as the first 'up' of an older version left it
+    config = _config(hub)
+    assert config["token"] != hub.admin_token and config["admin_token"] == hub.admin_token
+    assert CLI.on_hub_machine(hub).run_json("whoami", agent="operator")["source"].endswith("via user token")
+    assert any("user token" in line for line in hub.output), hub.output
 
 
 def test_sigterm_stops_an_idle_hub_with_exit_status_0(make_hub) -> None:

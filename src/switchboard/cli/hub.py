@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 import typer
 
 from switchboard.cli import render
-from switchboard.cli.app import DbOption, JsonOption, app
-from switchboard.client import HubClient
+from switchboard.cli.app import AsAdminOption, DbOption, JsonOption, app
+from switchboard.client import HubClient, admin_client
 from switchboard.client import open_client as client_for
 from switchboard.config import Settings, clear_login, save_login
 from switchboard.errors import BadRequest, HubUnavailable
@@ -115,8 +115,9 @@ def logout(as_json: JsonOption = False) -> None:
 
 
 @contextmanager
-def _hub_client(db: str | None) -> Iterator[HubClient]:
-    client = client_for(Settings.load(db=db))
+def _hub_client(db: str | None, as_admin: bool) -> Iterator[HubClient]:
+    settings = Settings.load(db=db)
+    client = admin_client(settings) if as_admin else client_for(settings)
     try:
         if not isinstance(client, HubClient):
             raise HubUnavailable(
@@ -140,14 +141,15 @@ def token_create(
     workspace: Annotated[
         Optional[str], typer.Option("--workspace", help="The workspace (admin tokens only choose).")
     ] = None,
-    admin: Annotated[bool, typer.Option("--admin", help="Another admin token.")] = False,
+    admin: Annotated[bool, typer.Option("--admin", help="Another admin token (with --as-admin).")] = False,
     label: Annotated[Optional[str], typer.Option("--label", help="A note to tell tokens apart.")] = None,
+    as_admin: AsAdminOption = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Create a token: a user token (any agent of a workspace) or, with --agent, an agent token. Shown once."""
     kind = "admin" if admin else ("agent" if agent else "user")
-    with _hub_client(db) as client:
+    with _hub_client(db, as_admin) as client:
         issued = client.create_token(agent=agent, workspace=workspace, kind=kind, label=label)
 
     def human() -> None:
@@ -160,9 +162,9 @@ def token_create(
 
 
 @token_app.command("list")
-def token_list(as_json: JsonOption = False, db: DbOption = None) -> None:
+def token_list(as_json: JsonOption = False, as_admin: AsAdminOption = False, db: DbOption = None) -> None:
     """Tokens this credential may see (never their secrets)."""
-    with _hub_client(db) as client:
+    with _hub_client(db, as_admin) as client:
         tokens = client.list_tokens()
     render.emit(tokens, as_json, lambda: [_print_token(t) for t in tokens])
 
@@ -170,10 +172,11 @@ def token_list(as_json: JsonOption = False, db: DbOption = None) -> None:
 @token_app.command("revoke")
 def token_revoke(
     token_id: Annotated[str, typer.Argument(help="The id 'token list' shows.")],
+    as_admin: AsAdminOption = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Revoke a token: the hub refuses it from now on."""
-    with _hub_client(db) as client:
+    with _hub_client(db, as_admin) as client:
         token = client.revoke_token(token_id)
     render.emit(token, as_json, lambda: _print_token(token))
