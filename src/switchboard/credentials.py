@@ -95,7 +95,9 @@ class Credentials:
 
     def authenticate(self, secret: str | None) -> Credential:
         if not secret:
-            raise Unauthorized("no token: send 'Authorization: Bearer <token>' (switchboard login URL --token TOKEN).")
+            raise Unauthorized(
+                "no token: send 'Authorization: Bearer <token>' (switchboard login URL, then paste the token)."
+            )
         secret_hash = hash_secret(secret)
         if (known := self.cached(secret)) is not None:
             return known

@@ -3,15 +3,21 @@ SWITCHBOARD_HUB / SWITCHBOARD_TOKEN overrides, and an agent token acting only as
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import select
 import socket
 import stat
 import subprocess
 import sys
 import tomllib
 
+import pytest
+
 from tests.cli_runner import isolated_env
 from tests.hub.conftest import CLI, LISTENING, Hub, Tenant, expect_error, unique
+from tests.waiting import wait_until
 
 DEAD_HUB = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
@@ -219,3 +225,79 @@ def test_up_on_a_taken_port_says_so_and_writes_nothing(tmp_path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "error: hub_unavailable: cannot listen on" in proc.stderr and "Traceback" not in proc.stderr
     assert not home.exists() or not any(home.iterdir())  # no store, no admin token, no login
+
+
+# --- login takes the token from standard input, the environment or a hidden prompt -----------------
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "env"),
+    [
+        (["--token", "-"], "{token}\n", {}),  # piped in: never on the command line (shell history, ps)
+        ([], "{token}\n", {}),  # no --token and a pipe: the same
+        ([], None, {"SWITCHBOARD_TOKEN": "{token}"}),
+    ],
+    ids=["token-dash", "piped", "environment"],
+)
+def test_login_takes_the_token_from_standard_input_or_the_environment(
+    tenant: Tenant, cli: CLI, args: list[str], stdin: str | None, env: dict[str, str]
+) -> None:
+    given = {name: value.format(token=tenant.token) for name, value in env.items()}
+    proc = cli.run(
+        "login", tenant.hub.url, *args, "--json", input=stdin and stdin.format(token=tenant.token), env=given
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert _config(cli) == {"hub": tenant.hub.url, "token": tenant.token}
+    assert cli.run_json("whoami", agent="someone")["workspace"] == tenant.workspace
+
+
+def test_login_without_a_token_anywhere_says_how_to_give_one_and_saves_nothing(hub: Hub, cli: CLI) -> None:
+    refused = cli.run("login", hub.url, "--json")  # standard input is empty, not a terminal
+    error = expect_error(refused, "bad_request", as_json=True)
+    assert "--token -" in error["message"] and "SWITCHBOARD_TOKEN" in error["message"]
+    assert not cli.config_path.exists()
+
+
+def test_login_in_a_terminal_asks_for_the_token_without_showing_it(tenant: Tenant, cli: CLI) -> None:
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        cli.argv("login", tenant.hub.url),
+        env=cli.env(),
+        cwd=cli.workdir,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,  # no controlling terminal but this one: the prompt comes here
+    )
+    os.close(follower)
+    try:
+        seen = _read_until(leader, b"token")
+        os.write(leader, tenant.token.encode() + b"\n")
+        seen += _read_until(leader, b"logged in")
+        assert proc.wait(30) == 0, seen
+    finally:
+        os.close(leader)
+        if proc.poll() is None:
+            proc.kill()
+    assert tenant.token.encode() not in seen, seen  # not echoed
+    assert _config(cli)["token"] == tenant.token
+
+
+def _read_until(fd: int, marker: bytes) -> bytes:
+    """What the terminal shows until ``marker`` (or its end)."""
+    seen = b""
+
+    def arrived() -> bool:
+        nonlocal seen
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the other end closed
+                return True
+            seen += chunk
+            return marker in seen.lower() or not chunk
+        return False
+
+    wait_until(arrived, 30, f"the terminal to show {marker!r}")
+    return seen

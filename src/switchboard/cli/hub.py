@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import getpass
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,8 +78,13 @@ def login(
         ),
     ],
     token: Annotated[
-        str, typer.Option("--token", help="A token from 'switchboard token create' (or the admin token).")
-    ],
+        Optional[str],
+        typer.Option(
+            "--token",
+            help="A token from 'switchboard token create'; '-' reads it from standard input. Without it: "
+            "SWITCHBOARD_TOKEN, else standard input when piped, else a hidden prompt.",
+        ),
+    ] = None,
     ca_cert: Annotated[
         Optional[Path],
         typer.Option("--ca-cert", help="A CA file (PEM) that signed the hub's certificate, if not a public CA."),
@@ -84,6 +92,7 @@ def login(
     as_json: JsonOption = False,
 ) -> None:
     """Use a hub from this machine: every command then goes there (saved 0600 in the config file)."""
+    token = _login_token(token)
     urls = hub_urls(url)
     for one in urls:
         if not one.startswith(("http://", "https://")):
@@ -100,6 +109,25 @@ def login(
     mine = tokens[0] if len(tokens) == 1 else None
     result = {"hub": url, "config": str(path), "token_kind": mine.kind if mine else None, "ca_cert": saved_ca}
     render.emit(result, as_json, lambda: render.console.print(f"logged in to {url} [dim](saved in {path})[/]"))
+
+
+def _login_token(given: str | None) -> str:
+    """The token to log in with, from where it does not show in shell history or ``ps``: standard
+    input (``--token -``, or a pipe), SWITCHBOARD_TOKEN, or a prompt that does not echo it."""
+    if given is None:
+        given = os.environ.get("SWITCHBOARD_TOKEN", "").strip() or ("-" if not sys.stdin.isatty() else None)
+    if given is None:
+        given = getpass.getpass("token (not shown): ")
+    elif given == "-":
+        given = sys.stdin.read()
+    words = given.split()
+    if len(words) != 1:
+        what = "the token is one word; what was given has several" if words else "no token given"
+        raise BadRequest(
+            f"{what}: pipe it in (switchboard login URL --token - < token-file), set SWITCHBOARD_TOKEN, "
+            "or run login in a terminal to be asked for it."
+        )
+    return words[0]
 
 
 @app.command()
@@ -121,7 +149,7 @@ def _hub_client(db: str | None, as_admin: bool) -> Iterator[HubClient]:
     try:
         if not isinstance(client, HubClient):
             raise HubUnavailable(
-                "tokens belong to a hub: start one with 'switchboard up', or 'switchboard login URL --token TOKEN'."
+                "tokens belong to a hub: start one with 'switchboard up', or 'switchboard login URL' (it asks for the token)."
             )
         yield client
     finally:
@@ -156,7 +184,10 @@ def token_create(
         _print_token(issued)
         render.console.print(f"token (shown once): [bold]{issued.token}[/]")
         ca = r" \[--ca-cert CA_FILE]" if client.url.startswith("https://") else ""  # its CA, if not a public one
-        render.console.print(f"[dim]on the other machine: switchboard login {client.url} --token {issued.token}{ca}[/]")
+        # Piped in or pasted at its prompt: a token on a command line stays in shell history and ps.
+        render.console.print(
+            f"[dim]on the other machine: switchboard login {client.url}{ca} (paste the token when asked)[/]"
+        )
 
     render.emit(issued, as_json, human)
 

@@ -106,13 +106,15 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         scheme = "http" if options.tls_cert is None else "https"
         url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{port}"
         kind = {"postgresql": "PostgreSQL", "sqlite": "SQLite"}[hub.store_kind]
+        # Saved before the hub says it listens: whoever waits for that line finds the login in place.
+        saved = machine_login.save(settings.home, url) if machine_login is not None else None
         print(
             f"switchboard {__version__} hub listening on {url} · store {kind} {store.location} · replica {replica}",
             file=out,
             flush=True,
         )
-        if machine_login is not None:
-            machine_login.save(settings.home, url, out)
+        if machine_login is not None and saved is not None:
+            machine_login.announce(saved, out)
 
     config = uvicorn.Config(
         app,
@@ -160,8 +162,10 @@ class MachineLogin:
     admin_token: str
     admin_is_new: bool  # made by this start: shown once, now
 
-    def save(self, home: Path, url: str, out: Any) -> None:
-        path = save_machine_login(home, url, self.user.token, self.admin_token)
+    def save(self, home: Path, url: str) -> Path:
+        return save_machine_login(home, url, self.user.token, self.admin_token)
+
+    def announce(self, path: Path, out: Any) -> None:
         print(
             f"this machine's CLI is logged in with a user token of workspace {self.user.workspace} "
             f"(saved 0600 in {path}); 'switchboard token create' makes tokens for other machines",
