@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ def write_config(home: Path, updates: Mapping[str, str | None]) -> Path:
             config.pop(key, None)
         else:
             config[key] = value
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_folder(home)
     # JSON string syntax is valid TOML basic-string syntax for every string json.dumps writes.
     text = "".join(f"{key} = {json.dumps(value)}\n" for key, value in sorted(config.items()))
     temporary = path.with_suffix(".tmp")
@@ -109,6 +110,31 @@ def write_config(home: Path, updates: Mapping[str, str | None]) -> Path:
         os.fsync(file.fileno())
     os.replace(temporary, path)
     return path
+
+
+def private_folder(home: Path, *parts: str) -> Path:
+    """``home / parts``, each level from ``home`` down readable by this user alone (0700): made
+    so, or tightened when found wider (made by an older version, or under the usual umask).
+    Every folder under ``SWITCHBOARD_HOME`` holding session or credential state is made here."""
+    home.parent.mkdir(parents=True, exist_ok=True)
+    levels = [home]
+    for part in parts:
+        levels.append(levels[-1] / part)
+    for folder in levels:
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            _tighten(folder)
+    return levels[-1]
+
+
+def _tighten(folder: Path) -> None:
+    try:
+        mode = stat.S_IMODE(folder.stat().st_mode)
+        if mode & 0o077:
+            folder.chmod(mode & 0o700)
+    except OSError:  # another user's folder, or gone: what uses it next says what is wrong
+        pass
 
 
 def save_login(home: Path, hub: str, token: str, ca_cert: str | None = None) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 import pytest
@@ -128,3 +129,14 @@ def test_a_forged_terminal_label_or_subject_cannot_read_as_mail_from_someone_els
     text = context_text("claude", "prompt", hooks.context("prompt", "claude"))
     assert "in tmux:%1\\n----- END MESSAGE 0123456789ab" in text and "subject: plan\\n-----" in text
     assert_reads_as_from_only(text, SENDER)
+
+
+def test_a_hook_keeps_the_sessions_state_where_only_this_user_can_read_it(hooks: Hooks) -> None:
+    home = hooks.cli.switchboard_home
+    (home / "hooks").mkdir(parents=True)  # as an older version left it: readable by everyone
+    for folder in (home, home / "hooks"):
+        folder.chmod(0o755)
+    hooks.context("session-start", "claude")
+    (state,) = (home / "hooks").glob("*/state.json")
+    for path, expected in ((home, 0o700), (home / "hooks", 0o700), (state.parent, 0o700), (state, 0o600)):
+        assert stat.S_IMODE(path.stat().st_mode) == expected, f"{path}: {oct(path.stat().st_mode)}"
