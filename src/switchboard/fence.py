@@ -29,7 +29,7 @@ PREAMBLE = (
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # Unicode categories that break a line or show nothing: controls, format characters (the
 # bidirectional overrides and isolates, zero-width ones, tag characters), line and paragraph
-# separators, and lone surrogates.
+# separators, lone surrogates, and private-use or unassigned code points (no telling what they show).
 _UNSEEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
 
