@@ -99,17 +99,31 @@ def test_up_logs_in_with_a_user_token_of_the_configured_workspace(tmp_path) -> N
     assert me["workspace"] == "team" and me["source"].endswith("via user token"), me
 
 
-def test_a_machine_logged_in_with_the_admin_token_is_logged_in_with_a_user_token_at_the_next_up(make_hub) -> None:
+def test_a_machine_an_older_up_logged_in_with_the_admin_token_gets_a_user_token_at_the_next_up(make_hub) -> None:
     from switchboard.config import write_config
 
     hub: Hub = make_hub()
     hub.terminate()
+    # As the first 'up' of an older version left it: the admin token is the login.
     write_config(hub.switchboard_home, {"token": hub.admin_token, "admin_token": None, "admin_hub": None})
-    hub.start()  # as the first 'up' of an older version left it
+    hub.args += ["--port", hub.url.rsplit(":", 1)[1]]  # the address it logged in to
+    hub.start()
     config = _config(hub)
     assert config["token"] != hub.admin_token and config["admin_token"] == hub.admin_token
     assert CLI.on_hub_machine(hub).run_json("whoami", agent="operator")["source"].endswith("via user token")
-    assert any("user token" in line for line in hub.output), hub.output
+    assert any("logged in with a user token" in line for line in hub.output), hub.output
+
+
+def test_a_login_made_by_hand_with_the_admin_token_stays_as_it_is(make_hub) -> None:
+    from switchboard.config import write_config
+
+    hub: Hub = make_hub()
+    hub.terminate()
+    by_hand = {"hub": hub.url, "token": hub.admin_token, "ca_cert": "/etc/ssl/own-ca.pem"}
+    write_config(hub.switchboard_home, {**by_hand, "admin_token": None, "admin_hub": None})
+    hub.args += ["--port", hub.url.rsplit(":", 1)[1]]
+    hub.start()
+    assert _config(hub) == by_hand
 
 
 def test_sigterm_stops_an_idle_hub_with_exit_status_0(make_hub) -> None:

@@ -26,15 +26,15 @@ from typing import Any
 import uvicorn
 
 from switchboard import __version__
-from switchboard.config import CONFIG_FILE, Settings, read_config, save_machine_login
+from switchboard.config import Settings
 from switchboard.credentials import Credentials
-from switchboard.errors import BadRequest, HubUnavailable, Unauthorized
+from switchboard.errors import BadRequest, HubUnavailable
 from switchboard.events import MailboxEvents
 from switchboard.hub.app import DEFAULT_RATE_LIMIT, create_app
+from switchboard.hub.machine_login import hub_url, machine_login
 from switchboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
 from switchboard.identity import machine_name, resolve_workspace
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS
-from switchboard.model import IssuedToken
 from switchboard.service import Service
 from switchboard.store.opening import open_store
 
@@ -95,26 +95,25 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     if isinstance(store, Notifying):
         store.add_listener(replica_wakeups(events, replica, store))
     service = Service(store, machine=machine_name(os.environ), events=events, liveness_seconds=options.liveness_seconds)
-    machine_login = _machine_login(Credentials(store), settings, workspace)
+    tls = options.tls_cert is not None
+    login = machine_login(Credentials(store), settings, workspace, hub_url(listener.getsockname(), tls))
     app = create_app(
         service, rate_limit=options.rate_limit, running=store.committing_on_loop, host=options.host, replica=replica
     )
     hub = app.state.hub
 
     def listening(address: tuple[str, int]) -> None:
-        host, port = address[0], address[1]
-        scheme = "http" if options.tls_cert is None else "https"
-        url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{port}"
+        url = hub_url(address, tls)
         kind = {"postgresql": "PostgreSQL", "sqlite": "SQLite"}[hub.store_kind]
         # Saved before the hub says it listens: whoever waits for that line finds the login in place.
-        saved = machine_login.save(settings.home, url) if machine_login is not None else None
+        saved = login.save(settings.home, url) if login is not None else None
         print(
             f"switchboard {__version__} hub listening on {url} · store {kind} {store.location} · replica {replica}",
             file=out,
             flush=True,
         )
-        if machine_login is not None and saved is not None:
-            machine_login.announce(saved, out)
+        if login is not None and saved is not None:
+            login.announce(saved, out)
 
     config = uvicorn.Config(
         app,
@@ -150,59 +149,6 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         store.close()  # after every request finished: the last commits are on disk
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-@dataclass(frozen=True)
-class MachineLogin:
-    """How the hub's own machine is logged in once the hub listens: a user token of its
-    workspace, so its agents (hooks, ``switchboard mcp``, a Bash tool) act in that workspace
-    only; the admin token is kept apart, for commands given ``--as-admin``."""
-
-    user: IssuedToken
-    admin_token: str
-    admin_is_new: bool  # made by this start: shown once, now
-
-    def save(self, home: Path, url: str) -> Path:
-        return save_machine_login(home, url, self.user.token, self.admin_token)
-
-    def announce(self, path: Path, out: Any) -> None:
-        print(
-            f"this machine's CLI is logged in with a user token of workspace {self.user.workspace} "
-            f"(saved 0600 in {path}); 'switchboard token create' makes tokens for other machines",
-            file=out,
-            flush=True,
-        )
-        if self.admin_is_new:
-            note = f"saved 0600 in {path} as admin_token, used only by commands given --as-admin"
-            print(f"admin token (shown once; {note}): {self.admin_token}", file=out, flush=True)
-        else:
-            print(
-                "this machine was logged in with the admin token; it is kept as admin_token, "
-                "used only by commands given --as-admin",
-                file=out,
-                flush=True,
-            )
-
-
-def _machine_login(credentials: Credentials, settings: Settings, workspace: str) -> MachineLogin | None:
-    """The first start makes the admin token and logs this machine in with a new user token of
-    its ``workspace``. A machine an older first start logged in with the admin token itself is
-    logged in so now. Otherwise None."""
-    if not credentials.has_admin():
-        admin_token, is_new = credentials.issue(None, "admin", label="created by the first 'up'").token, True
-    else:
-        admin_token, is_new = read_config(settings.home / CONFIG_FILE).get("token") or "", False
-        if not _is_admin_token(credentials, admin_token):
-            return None
-    user = credentials.issue(None, "user", workspace, label="this machine's CLI, logged in by 'up'")
-    return MachineLogin(user, admin_token, is_new)
-
-
-def _is_admin_token(credentials: Credentials, secret: str) -> bool:
-    try:
-        return bool(secret) and credentials.authenticate(secret).kind == "admin"
-    except Unauthorized:  # another hub's token, or one revoked
-        return False
 
 
 def is_loopback(host: str) -> bool:
