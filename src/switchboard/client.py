@@ -15,7 +15,7 @@ from typing import Protocol
 
 from switchboard.address import parse_machine, parse_name
 from switchboard.config import Settings
-from switchboard.errors import NoIdentity
+from switchboard.errors import NoIdentity, Unauthorized
 from switchboard.http_client import SEND_RETRY_SECONDS, TIMEOUT_SECONDS, HubClient
 from switchboard.identity import (
     SessionHint,
@@ -317,6 +317,21 @@ def open_client(settings: Settings, env: Mapping[str, str] = os.environ, cwd: Pa
     else:
         agent, source = identity.name, identity.source
     return hub_client(settings, agent, env, source)
+
+
+def admin_client(settings: Settings, env: Mapping[str, str] = os.environ) -> HubClient:
+    """The hub's admin token, for a command given ``--as-admin`` (never any other): at the hub
+    it belongs to, across workspaces unless ``SWITCHBOARD_WORKSPACE`` names one."""
+    if settings.admin_token is None or settings.admin_hub is None:
+        raise Unauthorized(
+            "no admin token is kept on this machine: --as-admin works where the hub's first "
+            "'switchboard up' saved it (admin_token in config.toml); elsewhere give the admin token "
+            "as SWITCHBOARD_TOKEN for that one command."
+        )
+    workspace = env.get("SWITCHBOARD_WORKSPACE", "").strip() or None
+    return HubClient(
+        settings.admin_hub, settings.admin_token, None, workspace, "the admin token", ca_cert=settings.ca_cert
+    )
 
 
 def hub_client(

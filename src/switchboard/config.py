@@ -3,12 +3,15 @@
 ``SWITCHBOARD_HOME`` is the one folder holding the config file and the embedded database
 (default: the platform's user data folder). ``--db`` or ``SWITCHBOARD_DB`` point elsewhere.
 ``SWITCHBOARD_HUB``, ``SWITCHBOARD_TOKEN`` and ``SWITCHBOARD_CA_CERT`` override the login's.
+On the machine that first ran ``up`` the config also keeps the hub's admin token
+(``admin_token``, ``admin_hub``), apart from the login: only commands given ``--as-admin`` use it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,6 +40,8 @@ class Settings:
     hub: str | None = None  # a hub URL: commands go there instead of the embedded database
     token: str | None = None
     ca_cert: str | None = None  # a CA file the hub's certificate is verified with (else the system's)
+    admin_hub: str | None = None  # the hub the admin token below belongs to
+    admin_token: str | None = None  # kept by the first 'up', for --as-admin alone: never the login
     db_given: bool = False  # --db or SWITCHBOARD_DB named a database: use it, not a hub
     db_url: str | None = None  # --db or SWITCHBOARD_DB named a PostgreSQL database (db_path is then unused)
 
@@ -55,6 +60,8 @@ class Settings:
             hub=env.get("SWITCHBOARD_HUB", "").strip() or config.get("hub") or None,
             token=env.get("SWITCHBOARD_TOKEN", "").strip() or config.get("token") or None,
             ca_cert=env.get("SWITCHBOARD_CA_CERT", "").strip() or config.get("ca_cert") or None,
+            admin_hub=config.get("admin_hub") or None,
+            admin_token=config.get("admin_token") or None,
             db_given=bool(named_db),
         )
 
@@ -92,7 +99,7 @@ def write_config(home: Path, updates: Mapping[str, str | None]) -> Path:
             config.pop(key, None)
         else:
             config[key] = value
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_folder(home)
     # JSON string syntax is valid TOML basic-string syntax for every string json.dumps writes.
     text = "".join(f"{key} = {json.dumps(value)}\n" for key, value in sorted(config.items()))
     temporary = path.with_suffix(".tmp")
@@ -105,9 +112,43 @@ def write_config(home: Path, updates: Mapping[str, str | None]) -> Path:
     return path
 
 
+def private_folder(home: Path, *parts: str) -> Path:
+    """``home / parts``, each level from ``home`` down readable by this user alone (0700): made
+    so, or tightened when found wider (made by an older version, or under the usual umask).
+    Every folder under ``SWITCHBOARD_HOME`` holding session or credential state is made here."""
+    home.parent.mkdir(parents=True, exist_ok=True)
+    levels = [home]
+    for part in parts:
+        levels.append(levels[-1] / part)
+    for folder in levels:
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            _tighten(folder)
+    return levels[-1]
+
+
+def _tighten(folder: Path) -> None:
+    try:
+        mode = stat.S_IMODE(folder.stat().st_mode)
+        if mode & 0o077:
+            folder.chmod(mode & 0o700)
+    except OSError:  # another user's folder, or gone: what uses it next says what is wrong
+        pass
+
+
 def save_login(home: Path, hub: str, token: str, ca_cert: str | None = None) -> Path:
     """Log in to ``hub``; ``ca_cert`` (or, without it, the system's CAs) verifies its certificate."""
     return write_config(home, {"hub": hub.rstrip("/"), "token": token, "ca_cert": ca_cert})
+
+
+def save_machine_login(home: Path, hub: str, token: str, admin_token: str) -> Path:
+    """The hub's own machine: its CLI logged in with ``token`` (a user token), and the hub's
+    admin token kept apart, for commands given ``--as-admin``."""
+    hub = hub.rstrip("/")
+    return write_config(
+        home, {"hub": hub, "token": token, "ca_cert": None, "admin_hub": hub, "admin_token": admin_token}
+    )
 
 
 def clear_login(home: Path) -> Path:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from switchboard.address import parse_name
-from switchboard.errors import Forbidden, Unauthorized, UnknownAgent, UnknownToken
+from switchboard.errors import BadRequest, Forbidden, Unauthorized, UnknownAgent, UnknownToken
 from switchboard.identity import DEFAULT_WORKSPACE
 from switchboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspace, new_id, utcnow
 from switchboard.store.base import NewToken, Store
@@ -38,6 +38,17 @@ class Credential:
     workspace: str | None
     agent: str | None
 
+    def acting_in(self, workspace: str | None) -> str | None:
+        """The workspace a request acts in, given the one it names (the workspace header): an
+        admin token may name any (None when it names none: every workspace); a user or agent
+        token only its own, which it acts in whether named or not."""
+        named = parse_name(workspace, "workspace name") if workspace is not None else None
+        if self.kind == "admin":
+            return named
+        if named is not None and named != self.workspace:
+            raise Forbidden(f"this token belongs to workspace {self.workspace}, not {named}.")
+        return self.workspace
+
     def caller(self, agent: str | None, workspace: str | None) -> Caller:
         """Who this request acts as: the agent token's own agent, or the agent the client names
         (a person's credential: user and admin tokens)."""
@@ -47,8 +58,7 @@ class Credential:
                 raise Forbidden(
                     f"this token acts only as agent {self.agent}, not {agent}; log in with a token for {agent}."
                 )
-            if workspace is not None and parse_name(workspace, "workspace name") != self.workspace:
-                raise Forbidden(f"this token belongs to workspace {self.workspace}, not {workspace}.")
+            self.acting_in(workspace)
             return Caller(
                 workspace=self.workspace, agent=self.agent, person=False, token_kind="agent", token_id=self.token_id
             )
@@ -56,20 +66,10 @@ class Credential:
             raise UnknownAgent(
                 "name the agent you act as: set SWITCHBOARD_AGENT (sent as the X-Switchboard-Agent header)."
             )
-        if self.kind == "user":
-            assert self.workspace is not None
-            if workspace is not None and parse_name(workspace, "workspace name") != self.workspace:
-                raise Forbidden(f"this token belongs to workspace {self.workspace}, not {workspace}.")
-            return Caller(
-                workspace=self.workspace,
-                agent=parse_name(agent, "agent name"),
-                token_kind="user",
-                token_id=self.token_id,
-            )
         return Caller(
-            workspace=parse_name(workspace or DEFAULT_WORKSPACE, "workspace name"),
+            workspace=self.acting_in(workspace) or DEFAULT_WORKSPACE,
             agent=parse_name(agent, "agent name"),
-            token_kind="admin",
+            token_kind=self.kind,
             token_id=self.token_id,
         )
 
@@ -103,7 +103,9 @@ class Credentials:
 
     def authenticate(self, secret: str | None) -> Credential:
         if not secret:
-            raise Unauthorized("no token: send 'Authorization: Bearer <token>' (switchboard login URL --token TOKEN).")
+            raise Unauthorized(
+                "no token: send 'Authorization: Bearer <token>' (switchboard login URL, then paste the token)."
+            )
         secret_hash = hash_secret(secret)
         if (known := self.cached(secret)) is not None:
             return known
@@ -128,8 +130,12 @@ class Credentials:
         workspace: str | None = None,
         agent: str | None = None,
         label: str | None = None,
+        *,
+        named: str | None = None,
     ) -> IssuedToken:
-        """Create a token. ``issuer`` None is the hub itself (its first admin token)."""
+        """Create a token. ``issuer`` None is the hub itself (its first admin token). ``named``:
+        the workspace the request names (its workspace header): the token's, unless
+        ``workspace`` names one."""
         workspace = parse_name(workspace, "workspace name") if workspace else None
         agent = parse_name(agent, "agent name") if agent else None
         if kind == "admin":
@@ -138,6 +144,14 @@ class Credentials:
             agent = None
         if issuer is not None:
             self._check_may_issue(issuer, kind, workspace)
+            acting_in = issuer.acting_in(named)
+            if kind != "admin" and named is not None and acting_in is not None:
+                if workspace is not None and workspace != acting_in:
+                    raise BadRequest(
+                        f"the token is asked for workspace {workspace}, but the request acts in {acting_in} "
+                        "(X-Switchboard-Workspace); name one workspace."
+                    )
+                workspace = acting_in
         if kind != "admin" and workspace is None:
             workspace = issuer.workspace if issuer is not None and issuer.workspace else DEFAULT_WORKSPACE
         if kind == "agent" and agent is None:
@@ -164,29 +178,36 @@ class Credentials:
         if issuer.kind == "agent":
             raise Forbidden("an agent token cannot create tokens; use a user or admin token.")
         if kind == "admin":
-            raise Forbidden("only an admin token can create admin tokens.")
+            raise Forbidden(
+                "only an admin token can create admin tokens (on the hub's machine: "
+                "switchboard token create --admin --as-admin)."
+            )
         if workspace is not None and workspace != issuer.workspace:
-            raise Forbidden(f"this token can create tokens only for workspace {issuer.workspace}.")
+            raise Forbidden(
+                f"this token can create tokens only for workspace {issuer.workspace}; the admin token "
+                "can for any (on the hub's machine: switchboard token create --workspace NAME --as-admin)."
+            )
 
     def has_admin(self) -> bool:
         return any(t.kind == "admin" and t.revoked_at is None for t in self.store.list_tokens(None))
 
-    def workspaces(self, credential: Credential) -> list[Workspace]:
-        """The workspaces this credential may see: all for the admin token, else its own."""
+    def workspaces(self, credential: Credential, named: str | None = None) -> list[Workspace]:
+        """The workspaces this credential may see: the one it acts in (``named``, the workspace
+        the request names: ``Credential.acting_in``), or all for the admin token naming none."""
         workspaces = self.store.list_workspaces()
-        if credential.kind == "admin":
-            return workspaces
-        return [w for w in workspaces if w.name == credential.workspace]
+        workspace = credential.acting_in(named)
+        return workspaces if workspace is None else [w for w in workspaces if w.name == workspace]
 
-    def list(self, issuer: Credential) -> list[TokenInfo]:
-        if issuer.kind == "admin":
-            return self.store.list_tokens(None)
+    def list(self, issuer: Credential, named: str | None = None) -> list[TokenInfo]:
+        """The tokens this credential may see, of the workspace it acts in (the admin token naming
+        none: every token); an agent token sees only itself."""
+        workspace = issuer.acting_in(named)
         if issuer.kind == "agent":
-            return [t for t in self.store.list_tokens(issuer.workspace) if t.id == issuer.token_id]
-        return self.store.list_tokens(issuer.workspace)
+            return [t for t in self.store.list_tokens(workspace) if t.id == issuer.token_id]
+        return self.store.list_tokens(workspace)
 
-    def revoke(self, issuer: Credential, token_id: str) -> TokenInfo:
-        visible = {t.id for t in self.list(issuer)}
+    def revoke(self, issuer: Credential, token_id: str, named: str | None = None) -> TokenInfo:
+        visible = {t.id for t in self.list(issuer, named)}
         if issuer.kind == "agent" and token_id != issuer.token_id:
             visible = set()
         token = self.store.revoke_token(token_id, self.clock()) if token_id in visible else None

@@ -271,21 +271,32 @@ class Directory:
             raise BadRequest("terminal must be 1-200 characters (e.g. tmux:%3 or tty:/dev/pts/4).")
         runtime = parse_name(runtime, "runtime name")
         machine = parse_machine(machine) if machine else self.machine
-        now = self.clock()
-        for other in self.store.list_sessions(caller.workspace):
-            # A live process belongs to the agent that registered it; only a dead or recycled
-            # pid may be claimed by another agent (the store then ends the old session).
-            if other.machine == machine and other.pid == pid and other.agent != caller.agent:
-                if self.liveness.is_live(other, now) and (proc_start is None or other.proc_start == proc_start):
-                    raise AlreadyExists(
-                        f"process {pid} on {machine} is a live session of {other.agent}; "
-                        "it must end (or its process exit) before another agent registers it."
-                    )
-        session = self.store.register_session(
-            NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start, terminal), self.clock()
-        )
+        may_end = self._claimable(caller, machine, pid)
+        new = NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start, terminal, may_end=may_end)
+        session = self.store.register_session(new, self.clock())
+        if session is None:  # another agent registered the process meanwhile: say whose it is now
+            self._claimable(caller, machine, pid)
+            raise AlreadyExists(f"process {pid} on {machine} was just registered by another agent; try again.")
         self._sessions_changed(caller.workspace)
         return self.liveness.marked(session, self.clock())
+
+    def _claimable(self, caller: Caller, machine: str, pid: int) -> tuple[str, ...]:
+        """Other agents' open sessions of process ``pid`` on ``machine``, which the caller's claim
+        may end: none may be live. A live session belongs to its agent whatever start time the
+        claim gives (on another machine the start time cannot be checked, so anyone could give
+        another); once it ended or went quiet past the liveness window, its pid may have been
+        handed out again, and the new process's agent takes it."""
+        now, others = self.clock(), []
+        for other in self.store.list_sessions(caller.workspace):
+            if other.machine == machine and other.pid == pid and other.agent != caller.agent:
+                if self.liveness.is_live(other, now):
+                    raise AlreadyExists(
+                        f"process {pid} on {machine} is a live session of {other.agent}; another agent cannot "
+                        f"register it. Register your own process's pid, or wait until {other.agent}'s session "
+                        f"ends (or stops reporting for {self.liveness.window_seconds:g} s)."
+                    )
+                others.append(other.id)
+        return tuple(others)
 
     def heartbeat(self, caller: Caller, session_id: str, delivery_error: str | None = None) -> Session:
         """The session is still there; ``delivery_error`` says what its delivery path reports

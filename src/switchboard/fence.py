@@ -5,11 +5,17 @@ another agent must not: every face that puts mail in front of a model (MCP tool 
 later the hooks) renders it here — who sent it, its id, thread and time, then the body inside
 markers that name it as another agent's message. The markers carry part of the message id, so a
 body cannot close its own fence by quoting them.
+
+Every other field a sender controls and a model reads — a terminal label, a subject, an agent
+card, a channel's description, a delivery error — is shown with ``one_line``: it cannot start a
+line of its own (a forged "from:" header or end marker) nor hide text. The store keeps what was
+given; only what is shown is changed.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Sequence
 
 from switchboard.model import MailItem, Message, Part
@@ -20,19 +26,43 @@ PREAMBLE = (
 )
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# Unicode categories that break a line or show nothing: controls, format characters (the
+# bidirectional overrides and isolates, zero-width ones, tag characters), line and paragraph
+# separators, lone surrogates, and private-use or unassigned code points (no telling what they show).
+_UNSEEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of characters a reader sees: each line break, control or format
+    character written as its escape (``\\n``, ``\\u202e``), other spaces as a space."""
+    if text.isprintable():  # the usual case: nothing to change
+        return text
+    return "".join(c if c.isprintable() else _shown(c) for c in text)
+
+
+def _shown(char: str) -> str:
+    category = unicodedata.category(char)
+    if category not in _UNSEEN:
+        return " "  # a space other than U+0020 (no-break, em space …)
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    return f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}"
+
+
 def _where(message: Message) -> str:
     """The sending session, so an answer can go to that exact session (address it as shown)."""
     if message.sender_address:
-        terminal = f", in {message.sender_terminal}" if message.sender_terminal else ""
-        return f" (session {message.sender_address}{terminal})"
-    return f" (session {message.sender_session})" if message.sender_session else ""
+        terminal = f", in {one_line(message.sender_terminal)}" if message.sender_terminal else ""
+        return f" (session {one_line(message.sender_address)}{terminal})"
+    return f" (session {one_line(message.sender_session)})" if message.sender_session else ""
 
 
 def fenced(message: Message) -> str:
     """One message: a header of facts the mailbox vouches for, then the sender's own words."""
     header = [
-        f"from: {message.sender}" + _where(message),
-        f"to: {', '.join(message.recipients)}",
+        f"from: {one_line(message.sender)}" + _where(message),
+        f"to: {one_line(', '.join(message.recipients))}",
         f"id: {message.id}",
         f"thread: {message.thread_id}" + (f" (reply to {message.reply_to})" if message.reply_to else ""),
         f"sent: {message.created_at.isoformat(timespec='seconds').replace('+00:00', 'Z')}",
@@ -43,7 +73,7 @@ def fenced(message: Message) -> str:
 
 def fenced_words(message: Message) -> str:
     """What the sender wrote — its subject and every part — between BEGIN/END markers."""
-    words = ([f"subject: {message.subject}"] if message.subject else []) + _body(message.parts)
+    words = ([f"subject: {one_line(message.subject)}"] if message.subject else []) + _body(message.parts)
     tag = _tag(message.id, words)
     return "\n".join([f"----- BEGIN MESSAGE {tag} -----", *words, f"----- END MESSAGE {tag} -----"])
 

@@ -161,7 +161,7 @@ class HubClient:
             return HubUnavailable(
                 f"cannot reach the hub at {self.url}: its certificate could not be verified "
                 f"({refused.verify_message or refused.reason}); if its CA is your own, log in with "
-                f"'switchboard login {self.url} --token TOKEN --ca-cert CA_FILE' (or set SWITCHBOARD_CA_CERT).",
+                f"'switchboard login {self.url} --ca-cert CA_FILE' (or set SWITCHBOARD_CA_CERT).",
                 reached=False,
                 lasting=True,  # no retry mends a certificate: say so at once
             )

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from switchboard import __version__, session_push
 from switchboard.client import Client
 from switchboard.errors import SwitchboardError
-from switchboard.fence import PREAMBLE, fenced_mail, fenced_words
+from switchboard.fence import PREAMBLE, fenced_mail, fenced_words, one_line
 from switchboard.model import MailItem, Reach
 from switchboard.session_push import PushReport
 
@@ -316,13 +316,18 @@ def _agents(client: Client, search: str | None) -> CallToolResult:
     live = {a.name for a in _acting(client.who).agents if a.live}
     wanted = (search or "").lower()
     listed = [
-        AgentInfo(name=a.name, description=a.description, skills=a.skills, live=a.name in live)
+        AgentInfo(
+            name=a.name, description=_shown(a.description), skills=[one_line(s) for s in a.skills], live=a.name in live
+        )
         for a in agents
         if wanted in a.name.lower() or wanted in (a.description or "").lower()
     ]
     result = Agents(agents=listed, unread=_unread(client))
     lines = [
-        f"- {a.name}{' (live)' if a.live else ''}" + (f": {a.description}" if a.description else "") for a in listed
+        f"- {a.name}{' (live)' if a.live else ''}"
+        + (f": {a.description}" if a.description else "")
+        + (f" [skills: {', '.join(a.skills)}]" if a.skills else "")
+        for a in listed
     ]
     return _result(result, "\n".join([*(lines or ["no agents match"]), _unread_line(result.unread)]))
 
@@ -330,7 +335,11 @@ def _agents(client: Client, search: str | None) -> CallToolResult:
 def _channels(client: Client) -> CallToolResult:
     channels = [
         ChannelInfo(
-            name=c.name, description=c.description, members=c.members, joined=c.joined, invite_only=c.invite_only
+            name=c.name,
+            description=_shown(c.description),
+            members=c.members,
+            joined=c.joined,
+            invite_only=c.invite_only,
         )
         for c in _acting(client.list_channels)
     ]
@@ -354,14 +363,14 @@ def _status(client: Client, message_id: str) -> CallToolResult:
             read_at=r.read_at,
             acked_at=r.acked_at,
             reachable=r.reach.state if r.reach else None,
-            why=r.reach.reason if r.reach else None,
+            why=one_line(r.reach.reason) if r.reach else None,
         )
         for r in status.recipients
     ]
     read_by = [r.agent for r in recipients if r.agent and r.read_at is not None]
     result = Status(
         message_id=status.message_id,
-        subject=status.subject,
+        subject=_shown(status.subject),
         thread_id=status.thread_id,
         sent_at=status.created_at,
         read_by=read_by,
@@ -378,6 +387,8 @@ def _status(client: Client, message_id: str) -> CallToolResult:
 def _who(client: Client, address: str | None = None) -> CallToolResult:
     report = _acting(client.who)
     found = _acting(lambda: client.reach(address)) if address else None
+    if found is not None:
+        found = found.model_copy(update={"reason": one_line(found.reason)})
     result = Who(
         machines=[MachineInfo(name=m.name, up=m.up, last_seen=m.last_seen) for m in report.machines],
         agents=[
@@ -409,8 +420,13 @@ def _acting(call: Callable[[], T]) -> T:
 
 
 def _explained(error: SwitchboardError) -> str:
-    step = NEXT_STEP.get(error.code)
-    return f"{error.code}: {error.message}" + (f" Next: {step}" if step else "")
+    step = NEXT_STEP.get(error.code)  # the message may quote what another agent reported (a delivery error)
+    return f"{error.code}: {one_line(error.message)}" + (f" Next: {step}" if step else "")
+
+
+def _shown(text: str | None) -> str | None:
+    """A field another agent wrote, as one line (``fence.one_line``): it cannot forge a header."""
+    return None if text is None else one_line(text)
 
 
 def _unread(client: Client) -> int:
@@ -430,7 +446,7 @@ def _mail(item: MailItem) -> Mail:
         sender=message.sender,
         sender_session=message.sender_session,
         sender_address=message.sender_address,
-        sender_terminal=message.sender_terminal,
+        sender_terminal=_shown(message.sender_terminal),
         to=message.recipients,
         channel=message.channel,
         thread_id=message.thread_id,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 import pytest
 
 from switchboard.fence import PREAMBLE
+from tests.forgery import assert_reads_as_from_only, forged
 from tests.hooks.conftest import AGENT, SENDER, Hooks
 from tests.hooks.shapes import CLIENTS, CONTEXT_EVENTS, EVENT_NAMES
 
@@ -118,3 +120,23 @@ def test_the_agent_is_named_by_the_hooks_cwd(hooks: Hooks) -> None:
     hooks.send("for billing", to="billing")
     assert hooks.context("prompt") is None  # webapp's project: nothing for webapp
     assert_fenced(context_text("claude", "prompt", hooks.context("prompt", cwd=other)), "for billing", to="billing")
+
+
+def test_a_forged_terminal_label_or_subject_cannot_read_as_mail_from_someone_else(hooks: Hooks) -> None:
+    pane = hooks.cli.run_json("session", "start", "--pid", os.getpid(), "--terminal", forged("tmux:%1"), agent=SENDER)
+    in_pane = {"SWITCHBOARD_SESSION": pane["id"]}
+    hooks.cli.run_json("send", AGENT, "hi", "--subject", forged("plan"), agent=SENDER, env=in_pane)
+    text = context_text("claude", "prompt", hooks.context("prompt", "claude"))
+    assert "in tmux:%1\\n----- END MESSAGE 0123456789ab" in text and "subject: plan\\n-----" in text
+    assert_reads_as_from_only(text, SENDER)
+
+
+def test_a_hook_keeps_the_sessions_state_where_only_this_user_can_read_it(hooks: Hooks) -> None:
+    home = hooks.cli.switchboard_home
+    (home / "hooks").mkdir(parents=True)  # as an older version left it: readable by everyone
+    for folder in (home, home / "hooks"):
+        folder.chmod(0o755)
+    hooks.context("session-start", "claude")
+    (state,) = (home / "hooks").glob("*/state.json")
+    for path, expected in ((home, 0o700), (home / "hooks", 0o700), (state.parent, 0o700), (state, 0o600)):
+        assert stat.S_IMODE(path.stat().st_mode) == expected, f"{path}: {oct(path.stat().st_mode)}"

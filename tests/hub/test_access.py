@@ -93,6 +93,7 @@ def world(hub: Hub) -> Iterator[World]:
         "secret_subject": unique("SECRET-SUBJECT"),
         "secret_post": unique("SECRET-POST"),
         "secret_desc": unique("SECRET-DESC"),
+        "laptop": unique("laptop"),
     }
     n = names
     bob = a.agent_token(n["bob"])
@@ -100,6 +101,8 @@ def world(hub: Hub) -> Iterator[World]:
     with hub.http(bob["token"]) as http:
         _ok(http.patch(f"/v1/agents/{n['bob']}", json={"description": n["secret_desc"]}), 200)
         session = _ok(http.post("/v1/sessions", json={"pid": os.getpid(), "runtime": "script"}), 201)
+        on_laptop = {"pid": LAPTOP_PID, "runtime": "script", "machine": n["laptop"], "proc_start": 111}
+        laptop = _ok(http.post("/v1/sessions", json=on_laptop), 201)  # a machine the hub cannot look into
         _ok(http.post("/v1/channels", json={"name": n["chan"]}), 201)
     with a.http(n["alice"]) as http:
         _ok(http.post(f"/v1/channels/{n['chan']}/join"), 200)
@@ -116,6 +119,8 @@ def world(hub: Hub) -> Iterator[World]:
     with b.http(n["bob"]) as http:  # workspace B has an agent of the same name
         _ok(http.get("/v1/whoami"), 200)
     names.update(m_secret=dm["message_id"], m_post=post["message_id"], s_bob=session["id"], tok_bob_id=bob["id"])
+    spare = hub.issue(b.token, agent=n["bob"])  # a token of B's that B may revoke in its own workspace
+    names.update(s_bob_laptop=laptop["id"], tok_b_spare=spare["id"])
     world = World(hub, a, b, names, bob["token"])
     world.attackers = {
         "eve": Attacker(eve["token"], None, None, a.workspace, n["eve"]),
@@ -142,6 +147,7 @@ def world(hub: Hub) -> Iterator[World]:
 # --- the requests ---------------------------------------------------------------------------------
 
 PID = os.getpid()
+LAPTOP_PID = 31337
 REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked, aimed at the victim
     ("GET", "/v1/whoami"): {},
     ("POST", "/v1/messages"): {"json": {"to": "{alice}", "text": "hi", "reply_to": "{m_secret}"}},
@@ -186,10 +192,18 @@ class Row:
     code: str | None = None
     override: dict[str, Any] = field(default_factory=dict)  # replaces parts of REQUESTS[route]
     check: Callable[[World, Attacker, Any], None] | None = None
+    before: Callable[[World], None] | None = None  # sets the scene just before the request
 
     @property
     def id(self) -> str:
         return f"{self.attacker}: {self.method} {self.route}"
+
+
+def _bobs_sessions_report(world: World) -> None:
+    """Bob's sessions are live now, however long the table has run."""
+    with world.as_bob() as http:
+        for session in ("s_bob", "s_bob_laptop"):
+            _ok(http.post(f"/v1/sessions/{world.names[session]}/heartbeat", json={}), 200)
 
 
 def _acts_as_itself(world: World, attacker: Attacker, body: Any) -> None:
@@ -239,10 +253,11 @@ def _rows() -> list[Row]:
         Row("eve-naming-bob", "POST", "/v1/tokens", 403, "forbidden"),
         Row("eve-naming-bob", "GET", "/v1/tokens", 200, check=_only_own_token),
         Row("eve-naming-bob", "DELETE", "/v1/tokens/{token_id}", 404, "unknown_token"),
-        Row("B-naming-A", "GET", "/v1/workspaces", 200, check=_only_own_workspace),
-        Row("B-naming-A", "POST", "/v1/tokens", 403, "forbidden", {"json": {"workspace": "{wsA}", "agent": "{bob}"}}),
-        Row("B-naming-A", "GET", "/v1/tokens", 200, check=_only_own_token),
-        Row("B-naming-A", "DELETE", "/v1/tokens/{token_id}", 404, "unknown_token"),
+        # The token and workspace routes honour the workspace header as every other route does.
+        Row("B-naming-A", "GET", "/v1/workspaces", 403, "forbidden"),
+        Row("B-naming-A", "POST", "/v1/tokens", 403, "forbidden"),
+        Row("B-naming-A", "GET", "/v1/tokens", 403, "forbidden"),
+        Row("B-naming-A", "DELETE", "/v1/tokens/{token_id}", 403, "forbidden", {"path": {"token_id": "{tok_b_spare}"}}),
     ]
     # Another agent's token acting as itself: it reaches the workspace's directory, never bob's mail.
     read_paths = [
@@ -259,12 +274,28 @@ def _rows() -> list[Row]:
     ]
     for attacker in ("eve", "carol", "B"):
         rows += [Row(attacker, m, p, s, c, o, k) for m, p, s, c, o, k in read_paths]
+    # Session takeover on a machine the hub cannot look into, by a person's token acting as carol.
+    laptop_claim = {"pid": LAPTOP_PID, "runtime": "script", "machine": "{laptop}", "proc_start": 222}
+    rows.append(
+        Row(
+            "carol", "POST", "/v1/sessions", 409, "already_exists", {"json": laptop_claim}, before=_bobs_sessions_report
+        )
+    )
     rows += [
         Row("eve", "GET", "/v1/whoami", 200, check=_acts_as_itself),
         Row("eve", "GET", "/v1/who", 200),
         Row("eve", "GET", "/v1/reach", 200),  # the workspace's directory is shared
-        # eve claims the pid and machine of bob's live session (both shown by 'who'): refused.
-        Row("eve", "POST", "/v1/sessions", 409, "already_exists"),  # bob's live process is bob's
+        # Session takeover: eve claims the pid and machine of bob's live session (both shown by
+        # 'who'), giving another process start time as a recycled pid would have: refused.
+        Row(
+            "eve",
+            "POST",
+            "/v1/sessions",
+            409,
+            "already_exists",
+            {"json": {"pid": PID, "runtime": "script", "proc_start": 1}},
+            before=_bobs_sessions_report,
+        ),
         Row("eve", "GET", "/v1/agents", 200),
         Row("eve", "POST", "/v1/agents", 403, "forbidden"),
         Row("eve", "GET", "/v1/agents/{name}", 200),  # the workspace's directory is shared
@@ -350,6 +381,8 @@ def test_no_credential_reaches_another_agents_or_workspaces_data(world: World, r
     body = world.fill(request.get("json"), extra)
     params = world.fill(request.get("params"), extra)
 
+    if row.before is not None:
+        row.before(world)
     before = _victim_state(world, row.route) if row.method != "GET" else None
     if (row.method, row.route) == ("GET", "/v1/events") and row.status == 200:
         status, text = _stream_text(world, attacker, params or {})
@@ -531,3 +564,64 @@ def test_a_token_revoked_while_in_use_is_refused_from_the_next_request_on(hub: H
     late = [status for sent, status in results if sent > revoked_at[0]]
     assert late and set(late) == {401}, f"requests sent after the revocation answered {sorted(set(late))}"
     assert any(status == 200 for sent, status in results if sent < revoked_at[0])
+
+
+# --- MCP sessions ---------------------------------------------------------------------------------
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+WHO_CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "who", "arguments": {}}}
+
+
+def _open_mcp_session(world: World, token: str) -> str:
+    """An MCP session opened over /mcp with ``token`` (initialize, then initialized): its id."""
+    with world.hub.http(token) as http:
+        opened = http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+        assert opened.status_code == 200, opened.text
+        session_id = opened.headers["mcp-session-id"]
+        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        answer = http.post("/mcp", json=ready, headers={**MCP_HEADERS, "Mcp-Session-Id": session_id})
+        assert answer.status_code == 202, answer.text
+    return session_id
+
+
+@pytest.mark.parametrize("attacker", ["eve", "carol", "B"])
+def test_an_mcp_session_answers_only_the_credential_that_opened_it(world: World, attacker: str) -> None:
+    """MCP session of another credential: a call in it, or a DELETE ending it, is refused, and
+    the session keeps working for its owner."""
+    session_id = _open_mcp_session(world, world.bob_token)
+    other = world.attackers[attacker]
+    in_bobs = {**MCP_HEADERS, "Mcp-Session-Id": session_id}
+    with world.hub.http(other.token, other.agent) as http:
+        call = http.post("/mcp", json=WHO_CALL, headers=in_bobs)
+        ended = http.delete("/mcp", headers=in_bobs)
+    for answer in (call, ended):
+        assert answer.status_code == 404, f"{answer.request.method}: {answer.status_code} {answer.text}"
+        assert world.names["bob"] not in answer.text
+    with world.as_bob() as http:
+        still = http.post("/mcp", json=WHO_CALL, headers=in_bobs)
+        assert still.status_code == 200 and '"isError":false' in still.text.replace(" ", ""), still.text
+        assert http.delete("/mcp", headers=in_bobs).status_code == 200  # its owner ends it
+
+
+# --- the workspace header on the token and workspace routes ---------------------------------------
+
+
+def test_an_admin_token_naming_a_workspace_acts_in_it_on_the_token_and_workspace_routes(world: World) -> None:
+    a, b = world.a.workspace, world.b.workspace
+    with world.hub.admin(workspace=a) as http:
+        assert [w["name"] for w in _ok(http.get("/v1/workspaces"), 200)] == [a]
+        listed = _ok(http.get("/v1/tokens"), 200)
+        assert listed and {t["workspace"] for t in listed} == {a}
+        issued = _ok(http.post("/v1/tokens", json={"label": "made in A"}), 201)
+        assert (issued["kind"], issued["workspace"]) == ("user", a)
+        expect_http_error(http.delete(f"/v1/tokens/{world.names['tok_b_spare']}"), 404, "unknown_token")
+        expect_http_error(http.post("/v1/tokens", json={"workspace": b}), 400, "bad_request")
+    with world.hub.admin() as http:  # B's token was not revoked through A
+        (spare,) = [t for t in _ok(http.get("/v1/tokens"), 200) if t["id"] == world.names["tok_b_spare"]]
+    assert spare["revoked_at"] is None

@@ -3,15 +3,21 @@ SWITCHBOARD_HUB / SWITCHBOARD_TOKEN overrides, and an agent token acting only as
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import select
 import socket
 import stat
 import subprocess
 import sys
 import tomllib
 
+import pytest
+
 from tests.cli_runner import isolated_env
 from tests.hub.conftest import CLI, LISTENING, Hub, Tenant, expect_error, unique
+from tests.waiting import wait_until
 
 DEAD_HUB = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
@@ -26,30 +32,98 @@ def _mode(cli_or_hub: CLI | Hub) -> int:
     return stat.S_IMODE((cli_or_hub.switchboard_home / "config.toml").stat().st_mode)
 
 
-def test_up_prints_its_address_and_admin_token_and_logs_this_machine_in(make_hub) -> None:
+def test_up_prints_its_address_and_admin_token_and_logs_this_machine_in_with_a_user_token(make_hub) -> None:
     hub: Hub = make_hub()
     lines = hub.first_output
     address = LISTENING.search(lines[0])
     assert address is not None, lines
     assert re.fullmatch(r"http://127\.0\.0\.1:[1-9][0-9]*", address.group(1)), lines  # --port 0 picked a port
     assert any(hub.admin_token in line for line in lines[1:]), lines
-    assert _config(hub) == {"hub": hub.url, "token": hub.admin_token}
+    config = _config(hub)
+    assert (config["hub"], config["admin_hub"], config["admin_token"]) == (hub.url, hub.url, hub.admin_token)
+    assert config["token"].startswith("sb_") and config["token"] != hub.admin_token
     assert _mode(hub) == 0o600
 
-    me = CLI.on_hub_machine(hub).run_json("whoami", agent="operator")
-    assert me["store"] == hub.url
-    assert me["agent"] == "operator"
-    assert "admin token" in me["source"]
+    on_hub = CLI.on_hub_machine(hub)
+    me = on_hub.run_json("whoami", agent="operator")
+    assert (me["store"], me["agent"], me["workspace"]) == (hub.url, "operator", "default")
+    assert me["source"].endswith("via user token"), me
+    refused = on_hub.run("token", "create", "--admin", "--json")  # its agents cannot mint admin tokens …
+    expect_error(refused, "forbidden", as_json=True)
+    refused = on_hub.run("workspace", "list", "--json", env={"SWITCHBOARD_WORKSPACE": "elsewhere"})
+    expect_error(refused, "forbidden", as_json=True)  # … nor look into other workspaces
+
+
+def test_the_admin_token_up_kept_acts_only_in_commands_given_as_admin(make_hub) -> None:
+    hub: Hub = make_hub()
+    on_hub = CLI.on_hub_machine(hub)
+    other = unique("ws")
+    issued = on_hub.run_json("token", "create", "--workspace", other, "--as-admin")
+    assert (issued["kind"], issued["workspace"]) == ("user", other)
+    assert other in [w["name"] for w in on_hub.run_json("workspace", "list", "--as-admin")]
+    assert [w["name"] for w in on_hub.run_json("workspace", "list")] == ["default"]
+    every = on_hub.run_json("token", "list", "--as-admin")
+    assert {t["kind"] for t in every} == {"admin", "user"} and issued["id"] in [t["id"] for t in every]
+    assert issued["id"] not in [t["id"] for t in on_hub.run_json("token", "list")]
+    revoked = on_hub.run_json("token", "revoke", issued["id"], "--as-admin")
+    assert revoked["revoked_at"] is not None
+
+
+def test_as_admin_without_a_saved_admin_token_says_where_it_is_kept(tenant: Tenant, cli: CLI) -> None:
+    cli.run_json("login", tenant.hub.url, "--token", tenant.token)
+    refused = cli.run("token", "list", "--as-admin", "--json")
+    error = expect_error(refused, "unauthorized", as_json=True)
+    assert "admin_token" in error["message"]
 
 
 def test_up_on_an_existing_store_prints_no_new_admin_token(make_hub) -> None:
     hub: Hub = make_hub()
+    login = _config(hub)["token"]
     hub.terminate()
     hub.start()
     assert len(hub.output) == 1 and LISTENING.search(hub.output[0]), hub.output
-    assert _config(hub)["token"] == hub.admin_token  # the first token is still the login, and works
-    with hub.admin("operator") as http:
-        assert http.get("/v1/whoami").status_code == 200
+    assert _config(hub)["token"] == login  # the first login is still the login, and works
+    with hub.http(login, "operator") as http:
+        assert http.get("/v1/whoami").json()["workspace"] == "default"
+
+
+def test_up_logs_in_with_a_user_token_of_the_configured_workspace(tmp_path) -> None:
+    hub = Hub(tmp_path / "hub")
+    hub.switchboard_home.mkdir()
+    (hub.switchboard_home / "config.toml").write_text('workspace = "team"\n')
+    try:
+        hub.start()
+        me = CLI.on_hub_machine(hub).run_json("whoami", agent="operator")
+    finally:
+        hub.close()
+    assert me["workspace"] == "team" and me["source"].endswith("via user token"), me
+
+
+def test_a_machine_an_older_up_logged_in_with_the_admin_token_gets_a_user_token_at_the_next_up(make_hub) -> None:
+    from switchboard.config import write_config
+
+    hub: Hub = make_hub()
+    hub.terminate()
+    # As the first 'up' of an older version left it: the admin token is the login.
+    write_config(hub.switchboard_home, {"token": hub.admin_token, "admin_token": None, "admin_hub": None})
+    hub.args += ["--port", hub.url.rsplit(":", 1)[1]]  # the address it logged in to
+    hub.start()
+    config = _config(hub)
+    assert config["token"] != hub.admin_token and config["admin_token"] == hub.admin_token
+    assert CLI.on_hub_machine(hub).run_json("whoami", agent="operator")["source"].endswith("via user token")
+    assert any("logged in with a user token" in line for line in hub.output), hub.output
+
+
+def test_a_login_made_by_hand_with_the_admin_token_stays_as_it_is(make_hub) -> None:
+    from switchboard.config import write_config
+
+    hub: Hub = make_hub()
+    hub.terminate()
+    by_hand = {"hub": hub.url, "token": hub.admin_token, "ca_cert": "/etc/ssl/own-ca.pem"}
+    write_config(hub.switchboard_home, {**by_hand, "admin_token": None, "admin_hub": None})
+    hub.args += ["--port", hub.url.rsplit(":", 1)[1]]
+    hub.start()
+    assert _config(hub) == by_hand
 
 
 def test_sigterm_stops_an_idle_hub_with_exit_status_0(make_hub) -> None:
@@ -167,3 +241,79 @@ def test_up_on_a_taken_port_says_so_and_writes_nothing(tmp_path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "error: hub_unavailable: cannot listen on" in proc.stderr and "Traceback" not in proc.stderr
     assert not home.exists() or not any(home.iterdir())  # no store, no admin token, no login
+
+
+# --- login takes the token from standard input, the environment or a hidden prompt -----------------
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "env"),
+    [
+        (["--token", "-"], "{token}\n", {}),  # piped in: never on the command line (shell history, ps)
+        ([], "{token}\n", {}),  # no --token and a pipe: the same
+        ([], None, {"SWITCHBOARD_TOKEN": "{token}"}),
+    ],
+    ids=["token-dash", "piped", "environment"],
+)
+def test_login_takes_the_token_from_standard_input_or_the_environment(
+    tenant: Tenant, cli: CLI, args: list[str], stdin: str | None, env: dict[str, str]
+) -> None:
+    given = {name: value.format(token=tenant.token) for name, value in env.items()}
+    proc = cli.run(
+        "login", tenant.hub.url, *args, "--json", input=stdin and stdin.format(token=tenant.token), env=given
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert _config(cli) == {"hub": tenant.hub.url, "token": tenant.token}
+    assert cli.run_json("whoami", agent="someone")["workspace"] == tenant.workspace
+
+
+def test_login_without_a_token_anywhere_says_how_to_give_one_and_saves_nothing(hub: Hub, cli: CLI) -> None:
+    refused = cli.run("login", hub.url, "--json")  # standard input is empty, not a terminal
+    error = expect_error(refused, "bad_request", as_json=True)
+    assert "--token -" in error["message"] and "SWITCHBOARD_TOKEN" in error["message"]
+    assert not cli.config_path.exists()
+
+
+def test_login_in_a_terminal_asks_for_the_token_without_showing_it(tenant: Tenant, cli: CLI) -> None:
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        cli.argv("login", tenant.hub.url),
+        env=cli.env(),
+        cwd=cli.workdir,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,  # no controlling terminal but this one: the prompt comes here
+    )
+    os.close(follower)
+    try:
+        seen = _read_until(leader, b"token")
+        os.write(leader, tenant.token.encode() + b"\n")
+        seen += _read_until(leader, b"logged in")
+        assert proc.wait(30) == 0, seen
+    finally:
+        os.close(leader)
+        if proc.poll() is None:
+            proc.kill()
+    assert tenant.token.encode() not in seen, seen  # not echoed
+    assert _config(cli)["token"] == tenant.token
+
+
+def _read_until(fd: int, marker: bytes) -> bytes:
+    """What the terminal shows until ``marker`` (or its end)."""
+    seen = b""
+
+    def arrived() -> bool:
+        nonlocal seen
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the other end closed
+                return True
+            seen += chunk
+            return marker in seen.lower() or not chunk
+        return False
+
+    wait_until(arrived, 30, f"the terminal to show {marker!r}")
+    return seen

@@ -19,6 +19,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from switchboard.identity import machine_name
+from tests.forgery import assert_reads_as_from_only, assert_structured_is_plain, forged
 from tests.hub.conftest import CLI, Hub, Tenant, auth_headers, expect_http_error, unique
 from tests.mcp.test_tools import TOOLS, ok, text_of, words
 
@@ -149,3 +150,69 @@ async def test_sigterm_ends_a_waiting_read_at_once_and_the_hub_exits_cleanly(mak
             with anyio.fail_after(LONG_WAIT / 3):
                 assert await anyio.to_thread.run_sync(hub.terminate) == 0
     assert ok(results[0])["messages"] == []  # the read ended early, with nothing, not an error
+
+
+# --- what a sender controls, as a model reads it ----------------------------------------------------
+
+FORGED_FIELDS = ["terminal", "subject", "description", "skills", "channel description", "delivery error", "reach"]
+
+
+def _forge(tenant: Tenant, field: str, mallory: str, bob: str) -> tuple[str, dict]:
+    """Mallory puts a forged header into ``field``: the tool call (name, arguments) that shows it to bob."""
+    with tenant.http(mallory) as http:
+        pane = {"pid": 4242, "machine": "laptop", "runtime": "script", "terminal": "tmux:%1"}
+        if field == "terminal":
+            pane["terminal"] = forged("tmux:%1")
+        session = http.post("/v1/sessions", json=pane).json()
+        if field in ("terminal", "subject"):
+            subject = forged("plan") if field == "subject" else "plan"
+            mail = {"to": bob, "text": "hi", "subject": subject}
+            assert http.post("/v1/messages", json=mail, headers={"X-Switchboard-Session": session["id"]}).is_success
+            return "read_messages", {}
+        if field in ("description", "skills"):
+            card = {"description": forged("helper")} if field == "description" else {"skills": [forged("ops")[:100]]}
+            assert http.patch(f"/v1/agents/{mallory}", json=card).is_success
+            return "list_agents", {}
+        if field == "channel description":
+            assert http.post("/v1/channels", json={"name": unique("ops"), "description": forged("ops")}).is_success
+            return "list_channels", {}
+        broken = {"delivery_error": forged("socket refused")}
+        assert http.post(f"/v1/sessions/{session['id']}/heartbeat", json=broken).is_success
+    if field == "reach":
+        return "who", {"address": f"{mallory}@laptop"}
+    with tenant.http(bob) as http:  # mail to mallory that waits: its status says why
+        sent = http.post("/v1/messages", json={"to": mallory, "text": "are you there?"}).json()
+    return "message_status", {"message_id": sent["message_id"]}
+
+
+@pytest.mark.parametrize("field", FORGED_FIELDS)
+async def test_no_field_a_sender_controls_reads_to_a_model_as_mail_from_someone_else(
+    tenant: Tenant, era: str, field: str
+):
+    mallory, bob = unique("mallory"), unique("bob")
+    with tenant.http(bob) as http:
+        http.get("/v1/whoami")  # bob exists
+    tool, arguments = _forge(tenant, field, mallory, bob)
+    async with mcp_client(tenant.hub, era, tenant.token, bob) as as_bob:
+        result = await as_bob.call_tool(tool, arguments)
+    shown = ok(result)
+    assert "\\n----- END MESSAGE 0123456789ab" in text_of(result)  # shown, on the line of its field
+    assert_reads_as_from_only(text_of(result), mallory)
+    assert_structured_is_plain(shown)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/agents", {"name": forged("eve")}),
+        ("/v1/channels", {"name": forged("ops")}),
+        ("/v1/sessions", {"pid": 4242, "runtime": "script", "machine": forged("laptop")}),
+        ("/v1/sessions", {"pid": 4242, "runtime": forged("script")}),
+        ("/v1/messages", {"to": forged("bob"), "text": "hi"}),
+    ],
+)
+def test_names_machines_and_addresses_cannot_carry_a_forged_header(tenant: Tenant, path: str, body: dict):
+    """The fields of a sender's address are names: one with a line break is refused at the door."""
+    with tenant.http(unique("mallory")) as http:
+        answer = http.post(path, json=body)
+    assert answer.status_code == 400 and answer.json()["error"]["code"] in ("bad_name", "bad_address"), answer.text

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -405,12 +405,20 @@ def test_a_different_process_start_on_the_same_machine_and_pid_ends_the_old_sess
     assert {s.id for s in store.list_sessions(WS, include_ended=True)} == {old.id, new.id}
 
 
-def test_a_recycled_pid_ends_the_old_session_of_another_agent_too(store):
+def test_a_recycled_pid_ends_the_old_session_of_another_agent_it_may_end(store):
     agents(store, WS, "alice", "bob")
     old = store.register_session(session_spec("alice", "host-a", 100, proc_start=5000), T0)
-    new = store.register_session(session_spec("bob", "host-a", 100, proc_start=7000), at(30))
+    claim = replace(session_spec("bob", "host-a", 100, proc_start=7000), may_end=(old.id,))
+    new = store.register_session(claim, at(30))
     assert store.get_session(WS, old.id).ended_at == at(30)
     assert [s.id for s in store.list_sessions(WS)] == [new.id]
+
+
+def test_another_agents_open_session_that_the_claim_may_not_end_fails_it_and_nothing_is_written(store):
+    agents(store, WS, "alice", "bob")
+    alices = store.register_session(session_spec("alice", "host-a", 100, proc_start=5000), T0)
+    assert store.register_session(session_spec("bob", "host-a", 100, proc_start=7000), at(30)) is None
+    assert [(s.id, s.ended_at) for s in store.list_sessions(WS, include_ended=True)] == [(alices.id, None)]
 
 
 def test_the_same_pid_on_another_machine_is_another_process(store):

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from switchboard.client import Client
+from switchboard.client import Client, admin_client
 from switchboard.client import open_client as client_for
 from switchboard.config import Settings
 
@@ -35,11 +35,23 @@ DbOption = Annotated[
 ]
 
 
+AsAdminOption = Annotated[
+    bool,
+    typer.Option(
+        "--as-admin",
+        help="Use the hub's admin token that the first 'switchboard up' kept on this machine (every "
+        "workspace), not this machine's login.",
+    ),
+]
+
+
 @contextmanager
-def open_client(db: str | None) -> Iterator[Client]:
+def open_client(db: str | None, *, as_admin: bool = False) -> Iterator[Client]:
     """The Client for this invocation: the hub this machine is logged in to, or the embedded
-    store (always, when a database is named), acting as the identity rule's agent."""
-    client = client_for(Settings.load(db=db))
+    store (always, when a database is named), acting as the identity rule's agent; with
+    ``as_admin``, the hub's admin token this machine keeps (``client.admin_client``)."""
+    settings = Settings.load(db=db)
+    client = admin_client(settings) if as_admin else client_for(settings)
     try:
         yield client
     finally:

@@ -12,7 +12,7 @@ import typer
 
 from switchboard import claude_sessions
 from switchboard.cli import render
-from switchboard.cli.app import DbOption, JsonOption, app, open_client
+from switchboard.cli.app import AsAdminOption, DbOption, JsonOption, app, open_client
 from switchboard.errors import BadRequest
 from switchboard.identity import terminal_of
 from switchboard.model import Agent
@@ -262,8 +262,8 @@ def session_end(
 
 
 @workspace_app.command("list")
-def workspace_list(as_json: JsonOption = False, db: DbOption = None) -> None:
-    """Every workspace in the store."""
-    with open_client(db) as client:
+def workspace_list(as_json: JsonOption = False, as_admin: AsAdminOption = False, db: DbOption = None) -> None:
+    """The workspaces you may see: the store's, or through a hub your token's (every one --as-admin)."""
+    with open_client(db, as_admin=as_admin) as client:
         workspaces = client.list_workspaces()
     render.emit(workspaces, as_json, lambda: [render.console.print(w.name) for w in workspaces])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import getpass
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,8 +13,8 @@ from typing import Annotated, Optional
 import typer
 
 from switchboard.cli import render
-from switchboard.cli.app import DbOption, JsonOption, app
-from switchboard.client import HubClient
+from switchboard.cli.app import AsAdminOption, DbOption, JsonOption, app
+from switchboard.client import HubClient, admin_client
 from switchboard.client import open_client as client_for
 from switchboard.config import Settings, clear_login, save_login
 from switchboard.errors import BadRequest, HubUnavailable
@@ -75,8 +78,13 @@ def login(
         ),
     ],
     token: Annotated[
-        str, typer.Option("--token", help="A token from 'switchboard token create' (or the admin token).")
-    ],
+        Optional[str],
+        typer.Option(
+            "--token",
+            help="A token from 'switchboard token create'; '-' reads it from standard input. Without it: "
+            "SWITCHBOARD_TOKEN, else standard input when piped, else a hidden prompt.",
+        ),
+    ] = None,
     ca_cert: Annotated[
         Optional[Path],
         typer.Option("--ca-cert", help="A CA file (PEM) that signed the hub's certificate, if not a public CA."),
@@ -84,6 +92,7 @@ def login(
     as_json: JsonOption = False,
 ) -> None:
     """Use a hub from this machine: every command then goes there (saved 0600 in the config file)."""
+    token = _login_token(token)
     urls = hub_urls(url)
     for one in urls:
         if not one.startswith(("http://", "https://")):
@@ -102,6 +111,25 @@ def login(
     render.emit(result, as_json, lambda: render.console.print(f"logged in to {url} [dim](saved in {path})[/]"))
 
 
+def _login_token(given: str | None) -> str:
+    """The token to log in with, from where it does not show in shell history or ``ps``: standard
+    input (``--token -``, or a pipe), SWITCHBOARD_TOKEN, or a prompt that does not echo it."""
+    if given is None:
+        given = os.environ.get("SWITCHBOARD_TOKEN", "").strip() or ("-" if not sys.stdin.isatty() else None)
+    if given is None:
+        given = getpass.getpass("token (not shown): ")
+    elif given == "-":
+        given = sys.stdin.read()
+    words = given.split()
+    if len(words) != 1:
+        what = "the token is one word; what was given has several" if words else "no token given"
+        raise BadRequest(
+            f"{what}: pipe it in (switchboard login URL --token - < token-file), set SWITCHBOARD_TOKEN, "
+            "or run login in a terminal to be asked for it."
+        )
+    return words[0]
+
+
 @app.command()
 def logout(as_json: JsonOption = False) -> None:
     """Forget the hub: commands use this machine's embedded store again."""
@@ -115,12 +143,13 @@ def logout(as_json: JsonOption = False) -> None:
 
 
 @contextmanager
-def _hub_client(db: str | None) -> Iterator[HubClient]:
-    client = client_for(Settings.load(db=db))
+def _hub_client(db: str | None, as_admin: bool) -> Iterator[HubClient]:
+    settings = Settings.load(db=db)
+    client = admin_client(settings) if as_admin else client_for(settings)
     try:
         if not isinstance(client, HubClient):
             raise HubUnavailable(
-                "tokens belong to a hub: start one with 'switchboard up', or 'switchboard login URL --token TOKEN'."
+                "tokens belong to a hub: start one with 'switchboard up', or 'switchboard login URL' (it asks for the token)."
             )
         yield client
     finally:
@@ -140,29 +169,33 @@ def token_create(
     workspace: Annotated[
         Optional[str], typer.Option("--workspace", help="The workspace (admin tokens only choose).")
     ] = None,
-    admin: Annotated[bool, typer.Option("--admin", help="Another admin token.")] = False,
+    admin: Annotated[bool, typer.Option("--admin", help="Another admin token (with --as-admin).")] = False,
     label: Annotated[Optional[str], typer.Option("--label", help="A note to tell tokens apart.")] = None,
+    as_admin: AsAdminOption = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Create a token: a user token (any agent of a workspace) or, with --agent, an agent token. Shown once."""
     kind = "admin" if admin else ("agent" if agent else "user")
-    with _hub_client(db) as client:
+    with _hub_client(db, as_admin) as client:
         issued = client.create_token(agent=agent, workspace=workspace, kind=kind, label=label)
 
     def human() -> None:
         _print_token(issued)
         render.console.print(f"token (shown once): [bold]{issued.token}[/]")
         ca = r" \[--ca-cert CA_FILE]" if client.url.startswith("https://") else ""  # its CA, if not a public one
-        render.console.print(f"[dim]on the other machine: switchboard login {client.url} --token {issued.token}{ca}[/]")
+        # Piped in or pasted at its prompt: a token on a command line stays in shell history and ps.
+        render.console.print(
+            f"[dim]on the other machine: switchboard login {client.url}{ca} (paste the token when asked)[/]"
+        )
 
     render.emit(issued, as_json, human)
 
 
 @token_app.command("list")
-def token_list(as_json: JsonOption = False, db: DbOption = None) -> None:
+def token_list(as_json: JsonOption = False, as_admin: AsAdminOption = False, db: DbOption = None) -> None:
     """Tokens this credential may see (never their secrets)."""
-    with _hub_client(db) as client:
+    with _hub_client(db, as_admin) as client:
         tokens = client.list_tokens()
     render.emit(tokens, as_json, lambda: [_print_token(t) for t in tokens])
 
@@ -170,10 +203,11 @@ def token_list(as_json: JsonOption = False, db: DbOption = None) -> None:
 @token_app.command("revoke")
 def token_revoke(
     token_id: Annotated[str, typer.Argument(help="The id 'token list' shows.")],
+    as_admin: AsAdminOption = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Revoke a token: the hub refuses it from now on."""
-    with _hub_client(db) as client:
+    with _hub_client(db, as_admin) as client:
         token = client.revoke_token(token_id)
     render.emit(token, as_json, lambda: _print_token(token))

@@ -82,7 +82,7 @@ def mcp_config(
         if not hub:
             raise BadRequest(
                 "--http needs a hub and this machine is not logged in to one: "
-                "run 'switchboard login URL --token TOKEN', or pass --url URL."
+                "run 'switchboard login URL' (it asks for the token), or pass --url URL."
             )
         header_agent, why = _http_agent(agent, settings)
         snippet: Snippet = http_snippet(name, mcp_url(hub), header_agent)

@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from switchboard.config import private_folder
+
 HOOKS_FOLDER = "hooks"
 PUSHERS_FOLDER = "pushers"
 STALE_SECONDS = 7 * 24 * 3600.0  # a session folder untouched this long belongs to a session long gone
@@ -64,6 +66,7 @@ class SessionFiles:
     """The files of one agent session's hook state."""
 
     def __init__(self, home: Path, key: str) -> None:
+        self.home, self.key = home, key
         self.folder = home / HOOKS_FOLDER / key
         self.path = self.folder / "state.json"
 
@@ -75,17 +78,18 @@ class SessionFiles:
             return SessionState()
 
     def save(self, state: SessionState) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._private_folder()
         temporary = self.folder / f"state.{os.getpid()}.tmp"
-        temporary.write_text(json.dumps(asdict(state)))
+        with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
+            file.write(json.dumps(asdict(state)))
         os.replace(temporary, self.path)
 
     @contextmanager
     def updating(self) -> Iterator[SessionState]:
         """The state, to change in the block; written back when the block ends without an error.
         Other hooks of the session wait meanwhile (the lock ends with this process at the latest)."""
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.folder / "state.lock", "a") as lock:
+        self._private_folder()
+        with os.fdopen(os.open(self.folder / "state.lock", os.O_WRONLY | os.O_CREAT, 0o600), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             state = self.load()
             yield state
@@ -97,8 +101,11 @@ class SessionFiles:
         return self._take("waiter.lock")
 
     def _take(self, name: str) -> int | None:
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._private_folder()
         return _lock(self.folder / name)
+
+    def _private_folder(self) -> None:
+        private_folder(self.home, HOOKS_FOLDER, self.key)
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -108,9 +115,7 @@ def take_pusher_lock(home: Path, pid: int, start: int | None) -> int | None:
     """Say that this process pushes the mail of agent CLI process ``pid`` into its messaging
     socket: an open descriptor holding the lock (kept until closed or this process ends), or
     None when another process holds it."""
-    folder = home / PUSHERS_FOLDER
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return _lock(folder / f"{pid}-{start or 0}.lock")
+    return _lock(private_folder(home, PUSHERS_FOLDER) / f"{pid}-{start or 0}.lock")
 
 
 def pusher_running(home: Path, pid: int, start: int | None) -> bool:

@@ -12,6 +12,7 @@ from switchboard import __version__
 from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest
 from switchboard.hub.context import (
+    WORKSPACE_HEADER,
     HubContext,
     blocking,
     check_manages,
@@ -220,11 +221,13 @@ async def audit_trail(request: Request) -> Response:
 
 
 async def _as_credential(request: Request, operation: Callable[..., Any], *path: str) -> Response:
-    """The plain credentials endpoint: authenticate, call ``operation(credentials, credential, *path values)``."""
+    """The plain credentials endpoint: authenticate, call ``operation(credentials, credential,
+    *path values, workspace named)``: it acts in the workspace the request names, as every route does."""
     hub = _hub(request)
     credential = await hub.credential(request)
+    named = request.headers.get(WORKSPACE_HEADER)
     return json_response(
-        await blocking(operation, hub.credentials, credential, *(request.path_params[p] for p in path))
+        await blocking(operation, hub.credentials, credential, *(request.path_params[p] for p in path), named)
     )
 
 
@@ -237,7 +240,10 @@ async def create_token(request: Request) -> Response:
     credential = await hub.credential(request)
     body = await read_body(request, TokenRequest)
     kind = body.kind or ("agent" if body.agent else "user")
-    issued = await blocking(hub.credentials.issue, credential, kind, body.workspace, body.agent, body.label)
+    named = request.headers.get(WORKSPACE_HEADER)
+    issued = await blocking(
+        hub.credentials.issue, credential, kind, body.workspace, body.agent, body.label, named=named
+    )
     return json_response(issued, 201)
 
 

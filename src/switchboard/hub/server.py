@@ -26,13 +26,14 @@ from typing import Any
 import uvicorn
 
 from switchboard import __version__
-from switchboard.config import Settings, save_login
+from switchboard.config import Settings
 from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest, HubUnavailable
 from switchboard.events import MailboxEvents
 from switchboard.hub.app import DEFAULT_RATE_LIMIT, create_app
+from switchboard.hub.machine_login import hub_url, machine_login
 from switchboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
-from switchboard.identity import machine_name
+from switchboard.identity import machine_name, resolve_workspace
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS
 from switchboard.service import Service
 from switchboard.store.opening import open_store
@@ -76,6 +77,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     """Serve the store ``settings`` names (the embedded file, or PostgreSQL as one of several
     replicas) until stopped."""
     _check_transport(options)  # before anything listens or is written
+    workspace = resolve_workspace(os.environ, settings.workspace)  # this machine's, logged in on the first start
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs a line per MCP session at INFO
     if options.tls_cert is None and not is_loopback(options.host):
@@ -93,31 +95,25 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     if isinstance(store, Notifying):
         store.add_listener(replica_wakeups(events, replica, store))
     service = Service(store, machine=machine_name(os.environ), events=events, liveness_seconds=options.liveness_seconds)
-    credentials = Credentials(store)
-    admin = None if credentials.has_admin() else credentials.issue(None, "admin", label="created by the first 'up'")
+    tls = options.tls_cert is not None
+    login = machine_login(Credentials(store), settings, workspace, hub_url(listener.getsockname(), tls))
     app = create_app(
         service, rate_limit=options.rate_limit, running=store.committing_on_loop, host=options.host, replica=replica
     )
     hub = app.state.hub
 
     def listening(address: tuple[str, int]) -> None:
-        host, port = address[0], address[1]
-        scheme = "http" if options.tls_cert is None else "https"
-        url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{port}"
+        url = hub_url(address, tls)
         kind = {"postgresql": "PostgreSQL", "sqlite": "SQLite"}[hub.store_kind]
+        # Saved before the hub says it listens: whoever waits for that line finds the login in place.
+        saved = login.save(settings.home, url) if login is not None else None
         print(
             f"switchboard {__version__} hub listening on {url} · store {kind} {store.location} · replica {replica}",
             file=out,
             flush=True,
         )
-        if admin is not None:
-            save_login(settings.home, url, admin.token)
-            print(
-                f"admin token (shown once; saved 0600 in {Path(settings.home) / 'config.toml'}, "
-                f"this machine's CLI is logged in): {admin.token}",
-                file=out,
-                flush=True,
-            )
+        if login is not None and saved is not None:
+            login.announce(saved, out)
 
     config = uvicorn.Config(
         app,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from switchboard.config import private_folder
 from switchboard.errors import BadRequest
 from switchboard.integrations.entries import Entry, KeyPath, from_dict, to_dict
 
@@ -129,7 +130,7 @@ class Manifest:
             "files": {name: record.to_dict() for name, record in self.files.items()},
             "installs": {name: record.to_dict() for name, record in self.installs.items()},
         }
-        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_folder(self.home)
         write_atomic(self.path, (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode(), 0o600)
 
     def backup_path(self, path: str) -> Path:
@@ -141,7 +142,7 @@ def keep_backup(backup: Path, data: bytes) -> None:
     """Save ``data`` as ``backup`` (0600), unless a backup is already there: the first one stays."""
     if backup.exists():
         return
-    backup.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_folder(backup.parent.parent, backup.parent.name)  # <home>/backups
     write_atomic(backup, data, 0o600)
 
 
@@ -153,7 +154,7 @@ def locked(home: Path) -> Iterator[None]:
     except ImportError:  # Windows: no advisory locks here; installs are rare and run by hand
         yield
         return
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_folder(home)
     with open(home / (MANIFEST_FILE + ".lock"), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

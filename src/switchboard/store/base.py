@@ -68,6 +68,9 @@ class NewSession:
     terminal: str | None = None
     id: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    # Other agents' open sessions of this process that registering it may end (the service
+    # found them not live); any other agent's open session there makes the claim fail.
+    may_end: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,10 +152,12 @@ class Store(Protocol):
         ...
 
     # sessions and machines
-    def register_session(self, session: NewSession, now: datetime) -> Session:
+    def register_session(self, session: NewSession, now: datetime) -> Session | None:
         """Insert the session, or refresh the matching open one (same agent, machine, pid and
-        process start; its runtime is updated). Ends other open sessions on that machine and
-        pid: the pid was recycled, or another agent now claims the process."""
+        process start; its runtime is updated). Ends the agent's other open sessions on that
+        machine and pid (the pid was recycled) and the other agents' ones named in
+        ``session.may_end``. None, with nothing written, when another agent has an open session
+        there that ``may_end`` does not name (it registered the process meanwhile)."""
         ...
 
     def touch_session(

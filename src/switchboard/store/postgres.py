@@ -233,11 +233,11 @@ class PostgresStore:
 
     # --- sessions and machines --------------------------------------------------------------
 
-    def register_session(self, session: NewSession, now: datetime) -> Session:
+    def register_session(self, session: NewSession, now: datetime) -> Session | None:
         at = to_ts(now)
         place = {"ws": session.workspace, "machine": session.machine, "pid": session.pid, "at": at}
 
-        def register(conn: psycopg.Connection) -> tuple:
+        def register(conn: psycopg.Connection) -> tuple | None:
             with conn.transaction():
                 # Registrations of one process run one at a time (as SQLite's writes all do):
                 # two at once would each insert a session.
@@ -250,6 +250,8 @@ class PostgresStore:
                     "WHERE workspace = %(ws)s AND machine = %(machine)s AND pid = %(pid)s AND ended_at IS NULL",
                     place,
                 ).fetchall()
+                if any(r[2] != session.agent and r[0] not in session.may_end for r in open_here):
+                    return None  # another agent's session, registered since the service looked
                 same = [r[0] for r in open_here if r[2] == session.agent and r[5] == session.proc_start][:1]
                 stale = [r[0] for r in open_here if r[0] not in same]  # a recycled pid, or another agent's
                 if stale:
@@ -283,7 +285,8 @@ class PostgresStore:
                 self._db.notify(conn)
                 return conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)).fetchone()
 
-        return session_from_row(self._db.run(register))
+        row = self._db.run(register)
+        return session_from_row(row) if row else None
 
     def touch_session(
         self, workspace: str, session_id: str, now: datetime, delivery_error: str | None = None

@@ -258,15 +258,17 @@ class SQLiteStore:
             (workspace, machine, now),
         )
 
-    def register_session(self, session: NewSession, now: datetime) -> Session:
+    def register_session(self, session: NewSession, now: datetime) -> Session | None:
         at = to_ts(now)
 
-        def register(conn: sqlite3.Connection) -> tuple:
+        def register(conn: sqlite3.Connection) -> tuple | None:
             open_here = conn.execute(
                 f"SELECT {SESSION_COLUMNS} FROM sessions "
                 "WHERE workspace = ? AND machine = ? AND pid = ? AND ended_at IS NULL",
                 (session.workspace, session.machine, session.pid),
             ).fetchall()
+            if any(r[2] != session.agent and r[0] not in session.may_end for r in open_here):
+                return None  # another agent's session, registered since the service looked
             same = [r for r in open_here if r[2] == session.agent and r[5] == session.proc_start]
             for row in open_here:
                 if row not in same[:1]:  # another process once had this pid, or another agent claims it
@@ -297,7 +299,8 @@ class SQLiteStore:
             self._touch_machine(conn, session.workspace, session.machine, at)
             return conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
 
-        return session_from_row(self._db.transact(register))
+        row = self._db.transact(register)
+        return session_from_row(row) if row else None
 
     def touch_session(
         self, workspace: str, session_id: str, now: datetime, delivery_error: str | None = None
