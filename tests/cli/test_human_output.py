@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.forgery import FORGED_LINES, forged, hidden_characters
+
 SENT_LINE = re.compile(r"^sent ([0-9a-f-]{36})\b", re.MULTILINE)
 
 
@@ -109,3 +111,28 @@ def test_human_inbox_at_80_columns_still_shows_whole_message_ids(run_json, run):
 
     out = _ok(run("inbox", agent="bob", env=NARROW))
     assert sent["message_id"] in out, f"the message id is cut from 'inbox' at 80 columns:\n{out}"
+
+
+def test_human_read_shows_sender_chosen_header_fields_on_one_line(run, run_json, live_process):
+    """A model may read 'switchboard read' through its shell tool: a terminal label or subject
+    holding a forged header prints as one line, with its hiding characters shown as escapes."""
+    session = run_json(
+        "session", "start", "--pid", str(live_process.pid), "--terminal", forged("tmux:%1"), agent="mallory"
+    )
+    sent = _ok(
+        run(
+            "send",
+            "bob",
+            "hello",
+            "--subject",
+            forged("plans"),
+            agent="mallory",
+            env={"SWITCHBOARD_SESSION": session["id"]},
+        )
+    )
+    assert SENT_LINE.search(sent), sent
+    out = _ok(run("read", agent="bob"))
+    assert not hidden_characters(out), f"hidden characters {hidden_characters(out)} in:\n{out}"
+    header_lines = [line for line in out.splitlines() if "alice" in line]
+    assert header_lines and all("mallory" in line for line in header_lines), out
+    assert not any(line.startswith(("from: alice", FORGED_LINES[0])) for line in out.splitlines()), out

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from switchboard.claude_sessions import ClaudeSession
+from switchboard.fence import one_line
 from switchboard.model import MailItem, Reach, SendResult, Session
 
 console = Console(highlight=False, soft_wrap=True)
@@ -85,11 +86,13 @@ def send_result(result: SendResult) -> None:
 def mail_item(item: MailItem) -> None:
     message = item.message
     where = f" in #{message.channel}" if message.channel else ""
-    subject = f" — [bold]{escape(message.subject)}[/]" if message.subject else ""
+    # Header fields are the sender's to choose: shown on one line each, so a line break in them
+    # cannot print a header of someone else's (a model may read this through its shell tool).
+    subject = f" — [bold]{escape(one_line(message.subject))}[/]" if message.subject else ""
     console.rule(f"[bold]{message.sender}[/]{where}{subject}", align="left", style="dim")
     if message.sender_address:  # where to answer that exact session
-        terminal = f" in {escape(message.sender_terminal)}" if message.sender_terminal else ""
-        console.print(f"[dim]from {escape(message.sender_address)}{terminal}[/]")
+        terminal = f" in {escape(one_line(message.sender_terminal))}" if message.sender_terminal else ""
+        console.print(f"[dim]from {escape(one_line(message.sender_address))}{terminal}[/]")
     # The id goes on a line of its own: people copy it into status, ack and --reply-to.
     reply = f" · in reply to {message.reply_to}" if message.reply_to else ""
     console.print(f"[dim]{when(message.created_at)} · {message.id}{reply}[/]")
@@ -113,7 +116,7 @@ def reach(found: Reach) -> None:
     """Whether an address can be reached now, and if not, why."""
     label = found.state.replace("_", " ")
     console.print(f"{escape(found.address)}: [{REACH_STYLE.get(found.state, 'red')}]{label}[/]")
-    console.print(escape(found.reason))
+    console.print(escape(one_line(found.reason)))
 
 
 def session_line(session: Session) -> str:
@@ -123,7 +126,7 @@ def session_line(session: Session) -> str:
         notes.append(session.terminal)
     if session.live and session.delivery_error:
         notes.append(f"delivery broken: {session.delivery_error}")
-    return f"{session.address} ({escape(', '.join(notes))})"
+    return f"{session.address} ({escape(one_line(', '.join(notes)))})"
 
 
 def claude_sessions(sessions: Sequence[ClaudeSession]) -> None:
