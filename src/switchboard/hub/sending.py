@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from switchboard.hub.asgi import Receive, Reply, Scope, bare_endpoint, headers_of, receive_body
+from switchboard.hub.asgi import Receive, Reply, Scope, bare_endpoint, client_of, headers_of, receive_body
 from switchboard.hub.context import MAX_BODY_BYTES, HubContext, blocking, check_declared_length, parse_body, settled
 from switchboard.hub.schemas import SendRequest
 
@@ -16,7 +16,7 @@ from switchboard.hub.schemas import SendRequest
 @bare_endpoint
 async def send_message(hub: HubContext, scope: Scope, receive: Receive, reply: Reply) -> None:
     headers = headers_of(scope)
-    caller = (await hub.identify_by(headers))[1]
+    caller = (await hub.identify_by(headers, client_of(scope)))[1]
     check_declared_length(headers)
     body = parse_body(await receive_body(receive, MAX_BODY_BYTES), SendRequest)
     send = functools.partial(
