@@ -12,7 +12,7 @@ import hashlib
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,6 +23,7 @@ from switchboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspa
 from switchboard.store.base import NewToken, Store
 
 TOKEN_PREFIX = "sb_"
+REVOKED = "this token was revoked; ask for a new one with 'switchboard token create'."
 
 
 def hash_secret(secret: str) -> str:
@@ -90,6 +91,7 @@ class Credentials:
         self._checked: dict[str, Credential] = {}  # secret hash -> credential
         self._checked_at: dict[str, float] = {}  # secret hash -> when (monotonic), with recheck_seconds
         self._revocations = 0  # a check that overlapped a revocation is not remembered
+        self._revoked: set[str] = set()  # secret hashes of revoked tokens (a revocation is for good)
         self._lock = threading.Lock()
 
     def cached(self, secret: str | None) -> Credential | None:
@@ -109,12 +111,20 @@ class Credentials:
         secret_hash = hash_secret(secret)
         if (known := self.cached(secret)) is not None:
             return known
+        if secret_hash in self._revoked:  # no need to ask the store again
+            raise Unauthorized(REVOKED)
         revocations = self._revocations
         token = self.store.token_by_hash(secret_hash)
         if token is None:
-            raise Unauthorized("this token is not known to the hub; ask for a new one with 'switchboard token create'.")
+            raise Unauthorized(
+                "this token is not known to the hub; ask for a new one with 'switchboard token create'.",
+                reason="unknown",
+            )
         if token.revoked_at is not None:
-            raise Unauthorized("this token was revoked; ask for a new one with 'switchboard token create'.")
+            with self._lock:
+                if len(self._revoked) < 100_000:
+                    self._revoked.add(secret_hash)
+            raise Unauthorized(REVOKED)
         credential = Credential(token.id, token.kind, token.workspace, token.agent)
         with self._lock:
             if len(self._checked) < 100_000 and revocations == self._revocations:
@@ -187,6 +197,20 @@ class Credentials:
                 f"this token can create tokens only for workspace {issuer.workspace}; the admin token "
                 "can for any (on the hub's machine: switchboard token create --workspace NAME --as-admin)."
             )
+
+    def revoked_among(self, secret_hashes: Iterable[str]) -> set[str]:
+        """Those of these secret hashes whose token is revoked (or gone) in the store: a hub asks
+        for the tokens of its open streams, which another replica may have revoked."""
+        gone = set()
+        for secret_hash in secret_hashes:
+            token = self.store.token_by_hash(secret_hash)
+            if token is None or token.revoked_at is not None:
+                gone.add(secret_hash)
+        if gone:
+            with self._lock:
+                self._revocations += 1
+                self._checked = {h: c for h, c in self._checked.items() if h not in gone}
+        return gone
 
     def has_admin(self) -> bool:
         return any(t.kind == "admin" and t.revoked_at is None for t in self.store.list_tokens(None))

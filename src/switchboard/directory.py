@@ -6,19 +6,27 @@ the directory that sending and reading consult.
 
 from __future__ import annotations
 
-import difflib
-import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from switchboard.address import AgentAddress, parse_address, parse_channel_name, parse_machine, parse_name
+from switchboard.address import (
+    AgentAddress,
+    ChannelAddress,
+    parse_address,
+    parse_addresses,
+    parse_channel_name,
+    parse_machine,
+    parse_name,
+)
 from switchboard.content import Limits
+from switchboard.directory_index import AgentNames, OpenSessions
 from switchboard.errors import (
     AlreadyExists,
     BadRequest,
     Forbidden,
     HasUnreadMail,
     NotMember,
+    SwitchboardError,
     TooLarge,
     UnknownAgent,
     UnknownChannel,
@@ -44,8 +52,6 @@ from switchboard.model import (
 from switchboard.reach import reach as reach_of
 from switchboard.store.base import NewSession, Store
 
-SESSIONS_FRESH_SECONDS = 1.0
-
 
 class Directory:
     store: Store
@@ -54,7 +60,8 @@ class Directory:
     limits: Limits
     clock: Callable[[], datetime]
     _known_agents: set[tuple[str, str]]
-    _sessions_read: dict[str, tuple[float, list[Session]]]
+    _sessions_read: dict[str, OpenSessions]
+    _agent_names: dict[str, AgentNames]
 
     def _agent_exists(self, workspace: str, name: str) -> bool:
         """Whether the agent exists; a yes is remembered (sends ask it for every recipient).
@@ -68,12 +75,44 @@ class Directory:
             self._known_agents.add((workspace, name))
         return exists
 
+    def decides_quickly(self, caller: Caller, to: str | Sequence[str]) -> bool:
+        """Whether a send to ``to`` can be decided from memory and a few point reads: each
+        recipient a channel or an agent known to exist, addressed by its name alone (no guess
+        to make, no machine's sessions to list), and the workspace's open sessions read
+        recently. A server decides such a send on its event loop, any other on a worker thread
+        (a thread per send costs the hub a third of its send rate). Bad input says yes: the
+        send refuses it at once."""
+        try:
+            addresses = parse_addresses(to if isinstance(to, str) else list(to))
+        except SwitchboardError:
+            return True
+        cached = self._sessions_read.get(caller.workspace)
+        if cached is None or cached.stale:
+            return False
+        return all(
+            isinstance(a, ChannelAddress) or (a.machine is None and (caller.workspace, a.name) in self._known_agents)
+            for a in addresses
+        )
+
     def _did_you_mean(self, workspace: str, name: str) -> str:
         """For a name that names no agent: " Did you mean 'backend'?" when agents of close names
-        exist (a typo would otherwise create an agent nobody reads), else nothing."""
-        known = [agent.name for agent in self.store.list_agents(workspace) if agent.name != name]
-        guesses = difflib.get_close_matches(name, known, n=2, cutoff=0.75)
+        exist (a typo would otherwise create an agent nobody reads), else nothing.
+
+        From the workspace's index of names (see ``name_index``), never by comparing the name
+        with every agent: a send to a hundred new names in a workspace of thousands of agents
+        costs milliseconds. The first guess in a workspace reads its names from the store."""
+        names = self._agent_names.get(workspace)
+        if names is None:
+            names = self._agent_names.setdefault(workspace, AgentNames())
+        guesses = names.closest(name, lambda: [agent.name for agent in self.store.list_agents(workspace)])
         return f" Did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else ""
+
+    def _agents_changed(self, workspace: str, names: Sequence[str], added: bool) -> None:
+        """Agents created (or deleted) through this service: the guesses know them at once."""
+        index = self._agent_names.get(workspace)
+        if index is not None:
+            for name in names:
+                index.noted(name, added)
 
     # --- agents --------------------------------------------------------------------------
 
@@ -84,6 +123,7 @@ class Directory:
         self._check_card(description, skills)
         if not self.store.create_agent(caller.workspace, name, description, list(skills), self.clock()):
             raise AlreadyExists(f"agent {name} already exists; use 'agent describe {name}' to change it.")
+        self._agents_changed(caller.workspace, [name], added=True)
         return self.describe_agent(caller, name)
 
     def describe_agent(self, caller: Caller, name: str) -> Agent:
@@ -122,6 +162,7 @@ class Directory:
                 unread=unread,
             )
         self._sessions_changed(caller.workspace)
+        self._agents_changed(caller.workspace, [name], added=False)
         return DeletedAgent(deleted=name, unread_dropped=unread)
 
     def _record(self, caller: Caller, action: str, target: str, **detail: object) -> AuditEntry:
@@ -275,9 +316,12 @@ class Directory:
         new = NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start, terminal, may_end=may_end)
         session = self.store.register_session(new, self.clock())
         if session is None:  # another agent registered the process meanwhile: say whose it is now
+            self._sessions_changed(caller.workspace)
             self._claimable(caller, machine, pid)
             raise AlreadyExists(f"process {pid} on {machine} was just registered by another agent; try again.")
-        self._sessions_changed(caller.workspace)
+        cached = self._sessions_read.get(caller.workspace)
+        if cached is not None:  # kept in place: a workspace of thousands is not listed again per session
+            cached.registered(session)
         return self.liveness.marked(session, self.clock())
 
     def _claimable(self, caller: Caller, machine: str, pid: int) -> tuple[str, ...]:
@@ -286,9 +330,11 @@ class Directory:
         claim gives (on another machine the start time cannot be checked, so anyone could give
         another); once it ended or went quiet past the liveness window, its pid may have been
         handed out again, and the new process's agent takes it."""
+        # From the open sessions this service keeps (re-read at most a second ago, or kept in
+        # place): the store refuses to end any other, so a stale look fails safe.
         now, others = self.clock(), []
-        for other in self.store.list_sessions(caller.workspace):
-            if other.machine == machine and other.pid == pid and other.agent != caller.agent:
+        for other in self._open(caller.workspace).of_process(machine, pid):
+            if other.agent != caller.agent:
                 if self.liveness.is_live(other, now):
                     raise AlreadyExists(
                         f"process {pid} on {machine} is a live session of {other.agent}; another agent cannot "
@@ -305,15 +351,15 @@ class Directory:
         if delivery_error is not None:
             delivery_error = delivery_error.strip()[:500] or None
         session = self.store.touch_session(caller.workspace, session_id, self.clock(), delivery_error)
-        self._sessions_changed(caller.workspace)
         assert session is not None
+        self._session_reported(session)
         return self.liveness.marked(session, self.clock())
 
     def end_session(self, caller: Caller, session_id: str) -> Session:
         self._own_session(caller, session_id)
         session = self.store.end_session(caller.workspace, session_id, self.clock())
-        self._sessions_changed(caller.workspace)
         assert session is not None
+        self._session_reported(session)
         return self.liveness.marked(session, self.clock())
 
     def _own_session(self, caller: Caller, session_id: str) -> Session:
@@ -324,10 +370,8 @@ class Directory:
 
     def session_by_id(self, workspace: str, session_id: str) -> Session | None:
         """A session by id: an open one from the cached list, else from the store."""
-        for session in self._open_sessions(workspace):
-            if session.id == session_id:
-                return session
-        return self.store.get_session(workspace, session_id)
+        session = self._open(workspace).by_id.get(session_id)
+        return session if session is not None else self.store.get_session(workspace, session_id)
 
     def session_address(self, caller: Caller) -> str | None:
         """agent@machine#pid of the session the caller acts in, if it acts in one."""
@@ -356,7 +400,7 @@ class Directory:
         if not lineage:
             return caller
         machine = parse_machine(machine) if machine else self.machine
-        mine = [s for s in self._open_sessions(caller.workspace) if s.agent == caller.agent and s.machine == machine]
+        mine = [s for s in self._open(caller.workspace).of(caller.agent) if s.machine == machine]
         for pid, start in lineage:
             for session in mine:
                 if session.pid == pid and (start is None or session.proc_start in (None, start)):
@@ -372,32 +416,44 @@ class Directory:
         now = self.clock()
         return tuple(
             s.id
-            for s in self._open_sessions(caller.workspace)
-            if s.agent == caller.agent and s.id != caller.session_id and self.liveness.is_live(s, now)
+            for s in self._open(caller.workspace).of(caller.agent)
+            if s.id != caller.session_id and self.liveness.is_live(s, now)
         )
 
     def _live_sessions_by_agent(self, caller: Caller, agents: Sequence[str], now: datetime) -> dict[str, list[Session]]:
         """Live sessions of these agents (liveness judged now, on the workspace's open sessions)."""
-        wanted, live = set(agents), {agent: [] for agent in agents}
-        for session in self._open_sessions(caller.workspace):
-            if session.agent in wanted and (marked := self.liveness.marked(session, now)).live:
-                live[session.agent].append(marked)
+        open_now = self._open(caller.workspace)
+        live: dict[str, list[Session]] = {}
+        for agent in agents:
+            marked = (self.liveness.marked(session, now) for session in open_now.of(agent))
+            live[agent] = [session for session in marked if session.live]
         return live
 
     def _open_sessions(self, workspace: str) -> list[Session]:
-        """The workspace's open sessions, read at most once a second: every send needs them.
+        """The workspace's open sessions (see ``_open``)."""
+        return list(self._open(workspace).by_id.values())
 
-        Sessions registered, reported or ended through this service refresh them at once (a
-        hub sees every change so); another process's change is seen within a second."""
+    def _open(self, workspace: str) -> OpenSessions:
+        """The workspace's open sessions by agent and id, read from the store at most once a
+        second (a large workspace less often: see ``OpenSessions``): every send needs them.
+
+        Sessions registered through this service are read again at once, reported or ended
+        ones updated in place (a hub sees every change so); another process's change is seen
+        within a second."""
         cached = self._sessions_read.get(workspace)
-        if cached is not None and time.monotonic() - cached[0] < SESSIONS_FRESH_SECONDS:
-            return cached[1]
-        sessions = self.store.list_sessions(workspace)
-        self._sessions_read[workspace] = (time.monotonic(), sessions)
-        return sessions
+        if cached is not None and not cached.stale:
+            return cached
+        fresh = OpenSessions.listed(lambda: self.store.list_sessions(workspace))
+        self._sessions_read[workspace] = fresh
+        return fresh
 
     def _sessions_changed(self, workspace: str) -> None:
         self._sessions_read.pop(workspace, None)
+
+    def _session_reported(self, session: Session) -> None:
+        cached = self._sessions_read.get(session.workspace)
+        if cached is not None:
+            cached.replace(session)
 
     # --- presence ------------------------------------------------------------------------
 
@@ -461,14 +517,16 @@ class Directory:
 
     def who(self, caller: Caller) -> WhoReport:
         now = self.clock()
-        sessions = [self.liveness.marked(s, now) for s in self.store.list_sessions(caller.workspace)]
+        sessions: dict[str, list[Session]] = {}  # by agent: a workspace may have thousands of each
+        for session in self.store.list_sessions(caller.workspace):
+            sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
         agents = [
             AgentPresence(
                 name=agent.name,
                 description=agent.description,
-                live=any(s.live for s in sessions if s.agent == agent.name),
+                live=any(s.live for s in sessions.get(agent.name, ())),
                 unread=self.store.unread_count(caller.workspace, agent.name),
-                sessions=[s for s in sessions if s.agent == agent.name],
+                sessions=sessions.get(agent.name, []),
             )
             for agent in self.store.list_agents(caller.workspace)
         ]

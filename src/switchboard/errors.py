@@ -134,6 +134,22 @@ class RateLimited(SwitchboardError):
     http_status = 429
 
 
+class TooManyStreams(RateLimited):
+    """Over the open streams and waiting long-polls one credential may hold (``up --max-streams``)."""
+
+    code = "too_many_streams"
+
+
+class HeadersTooLarge(SwitchboardError):
+    code = "headers_too_large"
+    http_status = 431
+
+
+class RequestTimeout(SwitchboardError):
+    code = "request_timeout"
+    http_status = 408
+
+
 class HubUnavailable(SwitchboardError):
     code = "hub_unavailable"
     http_status = 503

@@ -27,6 +27,7 @@ from switchboard.content import (
     request_hash,
 )
 from switchboard.directory import Directory
+from switchboard.directory_index import AgentNames, OpenSessions
 from switchboard.errors import (
     BadRequest,
     IdempotencyConflict,
@@ -99,7 +100,8 @@ class Service(Directory):
         self.limits = limits
         self.clock = clock
         self._known_agents: set[tuple[str, str]] = set()
-        self._sessions_read: dict[str, tuple[float, list[Session]]] = {}
+        self._sessions_read: dict[str, OpenSessions] = {}
+        self._agent_names: dict[str, AgentNames] = {}
 
     # --- callers -------------------------------------------------------------------------
 
@@ -117,6 +119,7 @@ class Service(Directory):
         self.store.ensure_workspace(caller.workspace, now)
         self.store.ensure_agent(caller.workspace, caller.agent, now)
         self._known_agents.add((caller.workspace, caller.agent))
+        self._agents_changed(caller.workspace, [caller.agent], added=True)
 
     def list_workspaces(self) -> list[Workspace]:
         return self.store.list_workspaces()
@@ -237,6 +240,7 @@ class Service(Directory):
                 answer.set_exception(error)
             else:
                 agents = [t.agent for t in targets]
+                self._agents_changed(caller.workspace, [t.agent for t in targets if t.new_agent], added=True)
                 if self.events.has_streams(caller.workspace, agents):  # serialise only for a reader
                     message_json = message.model_dump_json()
                     pushed = [

@@ -50,6 +50,13 @@ def up(
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Serve plain HTTP beyond loopback anyway (tokens and mail in clear).")
     ] = False,
+    max_streams: Annotated[
+        int,
+        typer.Option(
+            "--max-streams",
+            help="SSE streams and waiting reads (read/surface with wait) one token may hold open at once.",
+        ),
+    ] = 4000,
     db: DbOption = None,
 ) -> None:
     """Serve this machine's store as a hub: REST /v1, SSE, long-poll; other machines log in to it."""
@@ -65,6 +72,7 @@ def up(
         tls_key=tls_key,
         insecure=insecure,
         liveness_seconds=liveness_seconds,
+        max_streams=max_streams,
     )
     serve(Settings.load(db=db), options)
 

@@ -252,4 +252,8 @@ async def list_tokens(request: Request) -> Response:
 
 
 async def revoke_token(request: Request) -> Response:
-    return await _as_credential(request, Credentials.revoke, "token_id")
+    hub = _hub(request)
+    credential = await hub.credential(request)
+    token = await blocking(hub.credentials.revoke, credential, request.path_params["token_id"])
+    await hub.streams.revoke(token.id)  # its streams and waiting reads end before this answers
+    return json_response(token)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
@@ -14,9 +15,10 @@ from starlette.routing import Route as StarletteRoute
 
 from switchboard.credentials import Credentials
 from switchboard.errors import SwitchboardError
-from switchboard.hub.context import HubContext
+from switchboard.hub.context import HubContext, blocking
 from switchboard.hub.errors import on_client_gone, on_http_error, on_switchboard_error, on_unexpected
 from switchboard.hub.mcp_endpoint import MCP_PATH, McpEndpoint
+from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS
 from switchboard.hub.openapi import build_openapi
 from switchboard.hub.ratelimit import RateLimiter
 from switchboard.hub.replicas import SHARED_STORE_RECHECK_SECONDS, Notifying
@@ -33,13 +35,15 @@ def create_app(
     running: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     host: str = "127.0.0.1",
     replica: str | None = None,
+    max_streams: int = DEFAULT_MAX_STREAMS,
 ) -> HubApp:
     """The hub on ``service``, served on ``host``; ``running()`` is entered on the server's event
-    loop when it starts and left when it stops, after the last request (the store's group commit)."""
+    loop when it starts and left when it stops, after the last request (the store's group commit).
+    ``max_streams``: the SSE streams and waiting reads one credential may hold open at once."""
     # Replicas share their store: a token revoked through another one is refused within seconds.
     recheck = SHARED_STORE_RECHECK_SECONDS if isinstance(service.store, Notifying) else None
     credentials = Credentials(service.store, service.clock, recheck_seconds=recheck)
-    hub = HubContext(service, credentials, RateLimiter(rate_limit), replica)
+    hub = HubContext(service, credentials, RateLimiter(rate_limit), replica, max_streams)
     document = build_openapi()
     mcp = McpEndpoint(hub, host)
 
@@ -49,7 +53,17 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with running() if running is not None else nullcontext(), mcp.session_manager.run():
-            yield
+            # Open streams end within the recheck time when another replica revokes their token.
+            rechecking = (
+                asyncio.get_running_loop().create_task(hub.streams.recheck(credentials, recheck, blocking))
+                if recheck is not None
+                else None
+            )
+            try:
+                yield
+            finally:
+                if rechecking is not None:
+                    rechecking.cancel()
             hub.stop()
 
     routes = [

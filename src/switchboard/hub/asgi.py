@@ -143,6 +143,12 @@ def headers_of(scope: Scope) -> dict[str, str]:
     }
 
 
+def client_of(scope: Scope) -> str | None:
+    """The address the request comes from (the peer's: the hub trusts no forwarding proxy)."""
+    client = scope.get("client")
+    return client[0] if client else None
+
+
 def query_of(scope: Scope) -> dict[str, str]:
     return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
 

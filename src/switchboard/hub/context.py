@@ -18,9 +18,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from switchboard import headers
-from switchboard.credentials import Credential, Credentials
-from switchboard.errors import BadName, BadRequest, Forbidden, TooLarge
-from switchboard.hub.ratelimit import RateLimiter
+from switchboard.credentials import Credential, Credentials, hash_secret
+from switchboard.errors import BadName, BadRequest, Forbidden, TooLarge, Unauthorized
+from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS, OpenStreams
+from switchboard.hub.ratelimit import RateLimiter, bad_token_limiter
 from switchboard.model import Caller
 from switchboard.pending import Pending
 from switchboard.service import Service
@@ -78,13 +79,20 @@ class HubContext:
     """The hub's shared parts, handed to every endpoint through ``request.app.state.hub``."""
 
     def __init__(
-        self, service: Service, credentials: Credentials, limiter: RateLimiter, replica: str | None = None
+        self,
+        service: Service,
+        credentials: Credentials,
+        limiter: RateLimiter,
+        replica: str | None = None,
+        max_streams: int = DEFAULT_MAX_STREAMS,
     ) -> None:
         self.service = service
         self.replica = replica  # this hub's id among the replicas of one PostgreSQL store
         self.store_kind = store_kind(service.store)
         self.credentials = credentials
         self.limiter = limiter
+        self.bad_tokens = bad_token_limiter()  # per client address
+        self.streams = OpenStreams(max_streams)  # each credential's open streams and reads
         # (token id, agent asked for, workspace asked for) -> the caller those names make
         self._callers: dict[tuple[str, str | None, str | None], Caller] = {}
 
@@ -98,22 +106,33 @@ class HubContext:
         return self.service.events.closed
 
     async def credential(self, request: Request) -> Credential:
-        return await self.credential_of(request.headers)
+        return await self.credential_of(request.headers, request.client.host if request.client else None)
 
-    async def credential_of(self, headers: Headers) -> Credential:
-        """The request's bearer token checked (401 if it is missing, unknown or revoked), and rate-limited."""
-        scheme, _, secret = headers.get("authorization", "").partition(" ")
-        token = secret.strip() if scheme.lower() == "bearer" else None
-        credential = self.credentials.cached(token) or await blocking(self.credentials.authenticate, token)
+    async def credential_of(self, headers: Headers, client: str | None = None) -> Credential:
+        """The request's bearer token checked (401 if it is missing, unknown or revoked), and
+        rate-limited; a ``client`` address that sent too many unknown tokens gets 429 before the
+        store is asked about one more."""
+        token = bearer_token(headers)
+        credential = self.credentials.cached(token)
+        if credential is None:
+            if token and client is not None:
+                self.bad_tokens.check_room(client)
+            try:
+                credential = await blocking(self.credentials.authenticate, token)
+            except Unauthorized as error:
+                if client is not None and error.details.get("reason") == "unknown":
+                    self.bad_tokens.spend(client)
+                raise
         self.limiter.check(credential.token_id)
         return credential
 
     async def identify(self, request: Request) -> tuple[Credential, Caller]:
-        return await self.identify_by(request.headers)
+        return await self.identify_by(request.headers, request.client.host if request.client else None)
 
-    async def identify_by(self, headers: Headers) -> tuple[Credential, Caller]:
-        """Authenticate, rate-limit, and name the agent this request acts as (creating it on first use)."""
-        credential = await self.credential_of(headers)
+    async def identify_by(self, headers: Headers, client: str | None = None) -> tuple[Credential, Caller]:
+        """Authenticate, rate-limit, and name the agent this request acts as (creating it on first
+        use); ``client``: the address it comes from."""
+        credential = await self.credential_of(headers, client)
         asked = (credential.token_id, headers.get(AGENT_HEADER), headers.get(WORKSPACE_HEADER))
         caller = self._callers.get(asked)
         if caller is None:  # first request of this credential as this agent: check the names
@@ -147,6 +166,16 @@ class HubContext:
         credential, caller = await self.identify(request)
         check_manages(credential, caller, agent)
         return caller
+
+
+def bearer_token(headers: Headers) -> str | None:
+    scheme, _, secret = headers.get("authorization", "").partition(" ")
+    return secret.strip() if scheme.lower() == "bearer" else None
+
+
+def secret_hash_of(headers: Headers) -> str:
+    """The hash of the request's bearer token (as the store keeps it), for an open stream's recheck."""
+    return hash_secret(bearer_token(headers) or "")
 
 
 def check_manages(credential: Credential, caller: Caller, agent: str) -> None:

@@ -20,7 +20,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from switchboard.client import Client, LocalClient
 from switchboard.credentials import Credential
 from switchboard.errors import SwitchboardError, Unauthorized
-from switchboard.hub.asgi import Receive, Reply, Scope, Send, headers_of
+from switchboard.hub.asgi import Receive, Reply, Scope, Send, client_of, headers_of
 from switchboard.hub.context import HubContext
 from switchboard.hub.errors import error_document, error_headers
 from switchboard.mcp import call_in_thread, mailbox_server
@@ -56,7 +56,7 @@ class McpEndpoint:
             # keeps trailing ones, and the SDK compares Mcp-Name and Mcp-Method exactly.
             scope = {**scope, "headers": [(name, value.strip(b" \t")) for name, value in scope["headers"]]}
             try:
-                credential, caller = await self._hub.identify_by(headers_of(scope))
+                credential, caller = await self._hub.identify_by(headers_of(scope), client_of(scope))
             except SwitchboardError as error:
                 headers: dict[str, Any] = error_headers(error)
                 if error.http_status == 401:

@@ -31,7 +31,9 @@ from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest, HubUnavailable
 from switchboard.events import MailboxEvents
 from switchboard.hub.app import DEFAULT_RATE_LIMIT, create_app
+from switchboard.hub.http_limits import LimitedHttpProtocol
 from switchboard.hub.machine_login import hub_url, machine_login
+from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS
 from switchboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
 from switchboard.identity import machine_name, resolve_workspace
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS
@@ -52,6 +54,7 @@ class HubOptions:
     tls_key: Path | None = None
     insecure: bool = False  # serve plain HTTP beyond loopback, knowingly
     liveness_seconds: float = DEFAULT_WINDOW_SECONDS
+    max_streams: int = DEFAULT_MAX_STREAMS  # per credential: SSE streams and waiting reads open at once
 
 
 class _HubServer(uvicorn.Server):
@@ -98,7 +101,12 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     tls = options.tls_cert is not None
     login = machine_login(Credentials(store), settings, workspace, hub_url(listener.getsockname(), tls))
     app = create_app(
-        service, rate_limit=options.rate_limit, running=store.committing_on_loop, host=options.host, replica=replica
+        service,
+        rate_limit=options.rate_limit,
+        running=store.committing_on_loop,
+        host=options.host,
+        replica=replica,
+        max_streams=options.max_streams,
     )
     hub = app.state.hub
 
@@ -124,7 +132,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         lifespan="on",
         timeout_graceful_shutdown=30,
         loop="auto",
-        http="auto",
+        http=LimitedHttpProtocol,  # httptools, with limits on a request's head and on slow clients
         proxy_headers=False,  # the hub trusts no forwarding proxy; it names clients by token
         server_header=False,
         ssl_certfile=options.tls_cert,
@@ -167,6 +175,8 @@ def _check_transport(options: HubOptions) -> None:
     cert, key = options.tls_cert, options.tls_key
     if not 1 <= options.liveness_seconds <= 86_400:
         raise BadRequest("--liveness-seconds must be 1-86400: sessions heartbeat well inside it.")
+    if not 1 <= options.max_streams <= 1_000_000:
+        raise BadRequest("--max-streams must be 1-1000000 (SSE streams and waiting reads per credential).")
     if (cert is None) != (key is None):
         raise BadRequest("--tls-cert and --tls-key go together: give both (a certificate and its key), or neither.")
     if cert is not None and key is not None:

@@ -14,9 +14,10 @@ from collections.abc import Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
+from switchboard.credentials import Credential
 from switchboard.errors import BadRequest
 from switchboard.events import AsyncSubscription, PushedDelivery
-from switchboard.hub.asgi import Receive, Reply, Scope, bare_endpoint, headers_of, query_of
+from switchboard.hub.asgi import Receive, Reply, Scope, bare_endpoint, client_of, headers_of, query_of
 from switchboard.hub.context import (
     HubContext,
     blocking,
@@ -25,7 +26,9 @@ from switchboard.hub.context import (
     query_float,
     query_int,
     refuse_body,
+    secret_hash_of,
 )
+from switchboard.hub.open_streams import OpenStream
 from switchboard.model import Caller, ReadResult
 
 KEEPALIVE_SECONDS = 15.0
@@ -40,41 +43,62 @@ def _hub(request: Request) -> HubContext:
 async def read(request: Request) -> Response:
     """POST /v1/read?wait=&peek=&after=&limit= — drain (or peek) the caller's mail, waiting up to ``wait``."""
     hub = _hub(request)
-    caller = await hub.caller(request)
+    credential, caller = await hub.identify(request)
     await refuse_body(request)
     peek, wait = query_bool(request, "peek"), query_float(request, "wait", 0.0)
     after, limit = query_int(request, "after"), query_int(request, "limit", 100)
     assert limit is not None
     hub.service.check_read_options(limit=limit, after=after, wait=wait)
-    return await _long_poll(hub, caller, wait, lambda: hub.service.read(caller, peek=peek, after=after, limit=limit))
+    return await _long_poll(
+        hub, request, credential, caller, wait, lambda: hub.service.read(caller, peek=peek, after=after, limit=limit)
+    )
 
 
 async def surface(request: Request) -> Response:
     """POST /v1/surface?via=&urgent=&wait=&limit=&peek= — take the caller's mail not yet read nor
     put before the agent, marked surfaced by ``via`` (see Service.surface), waiting up to ``wait``."""
     hub = _hub(request)
-    caller = await hub.caller(request)
+    credential, caller = await hub.identify(request)
     await refuse_body(request)
     via, urgent, peek = request.query_params.get("via", ""), query_bool(request, "urgent"), query_bool(request, "peek")
     wait, limit = query_float(request, "wait", 0.0), query_int(request, "limit", 100)
     assert limit is not None
     hub.service.check_read_options(limit=limit, after=None, wait=wait)
     return await _long_poll(
-        hub, caller, wait, lambda: hub.service.surface(caller, via=via, urgent_only=urgent, limit=limit, peek=peek)
+        hub,
+        request,
+        credential,
+        caller,
+        wait,
+        lambda: hub.service.surface(caller, via=via, urgent_only=urgent, limit=limit, peek=peek),
     )
 
 
-async def _long_poll(hub: HubContext, caller: Caller, wait: float, take: Callable[[], ReadResult]) -> Response:
+async def _long_poll(
+    hub: HubContext,
+    request: Request,
+    credential: Credential,
+    caller: Caller,
+    wait: float,
+    take: Callable[[], ReadResult],
+) -> Response:
     """``take()`` on a worker thread, again at each signal of the caller's mailbox until it finds
-    mail or ``wait`` seconds pass; the loop holds no thread while it waits."""
+    mail or ``wait`` seconds pass; the loop holds no thread while it waits. A read that waits
+    counts against its credential's streams; any read ends (401) if its token is revoked."""
     deadline = time.monotonic() + wait
-    with hub.service.events.subscribe_async(caller.workspace, caller.agent) as subscription:
+    with (
+        hub.service.events.subscribe_async(caller.workspace, caller.agent) as subscription,
+        hub.streams.opened(
+            credential, secret_hash_of(request.headers), lambda: subscription.receive(None), counted=wait > 0
+        ) as stream,
+    ):
         while True:
-            result = await blocking(take)
+            async with stream.taking():  # refused once revoked; a revocation waits for it
+                result = await blocking(take)
             remaining = deadline - time.monotonic()
             if result.items or remaining <= 0 or hub.stopping:
                 return json_response(result)
-            await subscription.wait(remaining)  # shutdown wakes every waiter too
+            await subscription.wait(remaining)  # shutdown and revocation wake every waiter too
 
 
 def _resume_point(headers: dict[str, str], query: dict[str, str]) -> int | None:
@@ -94,14 +118,19 @@ async def events(hub: HubContext, scope: Scope, receive: Receive, reply: Reply) 
     Streaming marks nothing read: acknowledge with POST /v1/ack. Bare ASGI (see ``hub.asgi``):
     a channel post wakes every member's stream, and each event should cost little."""
     headers = headers_of(scope)
-    caller = (await hub.identify_by(headers))[1]
+    credential, caller = await hub.identify_by(headers, client_of(scope))
     after = _resume_point(headers, query_of(scope))
     cursor = after if after is not None else await blocking(hub.service.mailbox_position, caller)
-    with hub.service.events.subscribe_async(caller.workspace, caller.agent) as subscription:
+    with (
+        hub.service.events.subscribe_async(caller.workspace, caller.agent) as subscription,
+        hub.streams.opened(credential, secret_hash_of(headers), lambda: subscription.receive(None)) as stream,
+    ):
         gone = asyncio.get_running_loop().create_task(_disconnect(receive, subscription))
         try:
             await reply.start(200, b"text/event-stream", {"cache-control": "no-cache", "x-accel-buffering": "no"})
-            await _stream(hub, caller, cursor, subscription, gone, reply)
+            await _stream(hub, caller, cursor, subscription, gone, reply, stream)
+            if stream.revoked:  # a comment, for whoever reads the stream by hand; clients see its end
+                await reply.body(b": this token was revoked\n\n", more=True)
             await reply.body(b"")
         finally:
             gone.cancel()
@@ -121,18 +150,22 @@ async def _stream(
     subscription: AsyncSubscription,
     gone: asyncio.Task[None],
     reply: Reply,
+    stream: OpenStream,
 ) -> None:
-    """Write the caller's deliveries after ``cursor`` as they come, until the hub stops or the client goes."""
+    """Write the caller's deliveries after ``cursor`` as they come, until the hub stops, the client
+    goes or the token is revoked (checked before every write: no event goes out after it)."""
     await reply.body(f"retry: 1000\n: stream of {caller.agent}, after {cursor}\n\n".encode(), more=True)
-    direct = _Direct(reply, cursor)
+    direct = _Direct(reply, cursor, stream)
     look = True
-    while not hub.stopping and not gone.done():
+    while not hub.stopping and not gone.done() and not stream.revoked:
         # A stream of one session skips what is pushed to its agent's other live sessions (as the
         # store's reads do): which those are is asked once per wake-up, for the look and the wait.
         hidden = tuple(await blocking(hub.service.hidden_targets, caller)) if caller.session_id else ()
         if look:
             items = await blocking(hub.service.deliveries_since, caller, cursor, STREAM_BATCH, hidden)
             for item in items:
+                if stream.revoked:
+                    return
                 await reply.body(_event(item.seq, item.model_dump_json()), more=True)
                 cursor = item.seq
             subscription.take_pushed()  # what was pushed meanwhile was just read, or comes next read
@@ -151,6 +184,8 @@ async def _stream(
         if direct.in_flight is not None:  # a write the client was slow to take: let it finish first
             await direct.in_flight
             direct.in_flight = None
+        if stream.revoked:
+            return
         if not signalled:
             await reply.body(b": keepalive\n\n", more=True)
             look = False
@@ -161,6 +196,8 @@ async def _stream(
         look = not pushed or pushed[0].seq != cursor + 1 or pushed[-1].seq != cursor + len(pushed)
         if not look:
             for delivery in pushed:
+                if stream.revoked:
+                    return
                 if delivery.target_session not in direct.hidden:
                     await reply.body(_event(delivery.seq, delivery.mail_item_json()), more=True)
             cursor = pushed[-1].seq
@@ -171,16 +208,17 @@ class _Direct:
     with nothing left to write: a channel post then costs its members' streams no wake-up each
     (the event goes out in order, right after the stream's cursor, or not at all)."""
 
-    __slots__ = ("reply", "cursor", "in_flight", "hidden")
+    __slots__ = ("reply", "cursor", "in_flight", "hidden", "stream")
 
-    def __init__(self, reply: Reply, cursor: int) -> None:
+    def __init__(self, reply: Reply, cursor: int, stream: OpenStream) -> None:
         self.reply = reply
         self.cursor = cursor
         self.in_flight: asyncio.Future[None] | None = None
         self.hidden: frozenset[str | None] = _NONE  # sessions whose deliveries this stream skips
+        self.stream = stream
 
     def __call__(self, delivery: PushedDelivery) -> bool:
-        if self.in_flight is not None or delivery.seq != self.cursor + 1:
+        if self.in_flight is not None or delivery.seq != self.cursor + 1 or self.stream.revoked:
             return False  # the stream wakes and sorts it out
         if delivery.target_session in self.hidden:
             self.cursor = delivery.seq
