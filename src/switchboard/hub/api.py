@@ -254,6 +254,7 @@ async def list_tokens(request: Request) -> Response:
 async def revoke_token(request: Request) -> Response:
     hub = _hub(request)
     credential = await hub.credential(request)
-    token = await blocking(hub.credentials.revoke, credential, request.path_params["token_id"])
+    named = request.headers.get(WORKSPACE_HEADER)
+    token = await blocking(hub.credentials.revoke, credential, request.path_params["token_id"], named)
     await hub.streams.revoke(token.id)  # its streams and waiting reads end before this answers
     return json_response(token)
