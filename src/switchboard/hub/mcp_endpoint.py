@@ -10,6 +10,8 @@ it: the SDK answers a request naming it with any other "Session not found", a DE
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -21,13 +23,15 @@ from switchboard.client import Client, LocalClient
 from switchboard.credentials import Credential
 from switchboard.errors import SwitchboardError, Unauthorized
 from switchboard.hub.asgi import Receive, Reply, Scope, Send, client_of, headers_of
-from switchboard.hub.context import HubContext
+from switchboard.hub.context import HubContext, bearer_token
 from switchboard.hub.errors import error_document, error_headers
 from switchboard.mcp import call_in_thread, mailbox_server
-from switchboard.model import Caller
+from switchboard.model import Caller, ReadResult
+from switchboard.service import Service
 
 MCP_PATH = "/mcp"
 CALLER_KEY = "switchboard.caller"  # in the ASGI scope: who the request acts as, once authenticated
+REVOCATION_CHECK_SECONDS = 1.0  # a waiting read_messages looks at its token this often
 
 
 class McpEndpoint:
@@ -42,7 +46,8 @@ class McpEndpoint:
             caller = getattr(request, "scope", {}).get(CALLER_KEY)
             if caller is None:  # never over HTTP: only a request that passed the door gets here
                 raise Unauthorized("no credential came with this call.")
-            return LocalClient(hub.service, caller, "the token")
+            secret = bearer_token(headers_of(request.scope))
+            return CredentialBound(hub.service, caller, lambda: hub.credentials.authenticate(secret))
 
         server = mailbox_server(client_of, run=call_in_thread)
         # On a loopback address the SDK refuses any Host but a loopback one (DNS rebinding);
@@ -66,6 +71,27 @@ class McpEndpoint:
             scope[CALLER_KEY] = caller
             scope["user"] = _principal(credential, caller)
         await self._app(scope, receive, send)
+
+
+class CredentialBound(LocalClient):
+    """A tool call's client: a read that waits for mail ends once its token is revoked (looked at
+    every REVOCATION_CHECK_SECONDS; on another replica, within the credentials' recheck), and
+    takes nothing after the revocation, as the REST long-poll does."""
+
+    def __init__(self, service: Service, caller: Caller, still_valid: Callable[[], object]) -> None:
+        super().__init__(service, caller, "the token")
+        self._still_valid = still_valid  # raises Unauthorized once the token is revoked
+
+    def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
+        self.service.check_read_options(limit=limit, after=after, wait=wait)
+        deadline = time.monotonic() + wait
+        while (left := deadline - time.monotonic()) > 0 and not self.service.events.closed:
+            self._still_valid()
+            look = super().read(peek=True, after=after, limit=1, wait=min(left, REVOCATION_CHECK_SECONDS))
+            if look.items:
+                break
+        self._still_valid()
+        return super().read(peek=peek, after=after, limit=limit)
 
 
 def _principal(credential: Credential, caller: Caller) -> AuthenticatedUser:
