@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from switchboard.address import parse_name
+from switchboard.bounds import TOKEN_LABEL_CHARS
+from switchboard.content import check_text
 from switchboard.errors import Forbidden, Unauthorized, UnknownAgent, UnknownToken
 from switchboard.identity import DEFAULT_WORKSPACE
 from switchboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspace, new_id, utcnow
@@ -120,6 +122,7 @@ class Credentials:
         label: str | None = None,
     ) -> IssuedToken:
         """Create a token. ``issuer`` None is the hub itself (its first admin token)."""
+        check_text(label, TOKEN_LABEL_CHARS, "the label")
         workspace = parse_name(workspace, "workspace name") if workspace else None
         agent = parse_name(agent, "agent name") if agent else None
         if kind == "admin":

@@ -11,8 +11,9 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from switchboard.address import AgentAddress, parse_address, parse_channel_name, parse_machine, parse_name
-from switchboard.content import Limits
+from switchboard.address import AgentAddress, parse_address, parse_channel_name, parse_machine, parse_name, shown
+from switchboard.bounds import DELIVERY_ERROR_CHARS, PID_MAX, PROC_START_MAX, SKILL_CHARS, TERMINAL_CHARS
+from switchboard.content import Limits, check_text, is_id
 from switchboard.errors import (
     AlreadyExists,
     BadRequest,
@@ -111,15 +112,12 @@ class Directory:
             self.describe_agent(caller, name)
 
     def _check_card(self, description: str | None, skills: Sequence[str]) -> None:
-        if description is not None and len(description) > self.limits.description_chars:
-            raise TooLarge(
-                f"the description has {len(description)} characters; the limit is {self.limits.description_chars}."
-            )
+        if description is not None and description.strip():  # a blank description clears it
+            check_text(description, self.limits.description_chars, "the description")
         if len(skills) > self.limits.skills:
             raise TooLarge(f"{len(skills)} skills given; the limit is {self.limits.skills}.")
         for skill in skills:
-            if not skill.strip() or len(skill) > 100:
-                raise BadRequest(f"skill {skill!r} must be 1-100 characters.")
+            check_text(skill, SKILL_CHARS, f"skill {shown(skill, 40)!r}")
 
     # --- channels ------------------------------------------------------------------------
 
@@ -171,10 +169,14 @@ class Directory:
         proc_start: int | None = None,
         terminal: str | None = None,
     ) -> Session:
-        if pid <= 0:
-            raise BadRequest(f"pid {pid} is not a process id.")
-        if terminal is not None and not 0 < len(terminal) <= 200:
-            raise BadRequest("terminal must be 1-200 characters (e.g. tmux:%3 or tty:/dev/pts/4).")
+        if not 1 <= pid <= PID_MAX:
+            raise BadRequest(f"pid {shown(str(pid), 30)} is not a process id: pids are 1-{PID_MAX}.")
+        if proc_start is not None and not 0 <= proc_start <= PROC_START_MAX:
+            raise BadRequest(
+                f"proc_start {shown(str(proc_start), 30)} is not a process start time: "
+                f"it is 0-{PROC_START_MAX} clock ticks since boot, as /proc/PID/stat has it."
+            )
+        check_text(terminal, TERMINAL_CHARS, "terminal", hint=" (e.g. tmux:%3 or tty:/dev/pts/4)")
         runtime = parse_name(runtime, "runtime name")
         machine = parse_machine(machine) if machine else self.machine
         now = self.clock()
@@ -197,8 +199,9 @@ class Directory:
         """The session is still there; ``delivery_error`` says what its delivery path reports
         broken (a socket gone, a stream refused), None when it works."""
         self._own_session(caller, session_id)
-        if delivery_error is not None:
-            delivery_error = delivery_error.strip()[:500] or None
+        if delivery_error is not None and delivery_error.strip():
+            check_text(delivery_error, DELIVERY_ERROR_CHARS, "delivery_error")
+        delivery_error = (delivery_error or "").strip() or None
         session = self.store.touch_session(caller.workspace, session_id, self.clock(), delivery_error)
         self._sessions_changed(caller.workspace)
         assert session is not None
@@ -212,7 +215,7 @@ class Directory:
         return self.liveness.marked(session, self.clock())
 
     def _own_session(self, caller: Caller, session_id: str) -> Session:
-        session = self.store.get_session(caller.workspace, session_id)
+        session = self.store.get_session(caller.workspace, session_id) if is_id(session_id) else None
         if session is None or session.agent != caller.agent:
             raise UnknownSession(f"no session {session_id} of agent {caller.agent}; 'switchboard who' lists sessions.")
         return session
@@ -222,7 +225,7 @@ class Directory:
         for session in self._open_sessions(workspace):
             if session.id == session_id:
                 return session
-        return self.store.get_session(workspace, session_id)
+        return self.store.get_session(workspace, session_id) if is_id(session_id) else None
 
     def session_address(self, caller: Caller) -> str | None:
         """agent@machine#pid of the session the caller acts in, if it acts in one."""

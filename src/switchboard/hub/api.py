@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from switchboard import __version__
+from switchboard.bounds import INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
 from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest
 from switchboard.hub.context import (
@@ -76,7 +77,10 @@ async def inbox(request: Request) -> Response:
     hub = _hub(request)
     caller = await hub.caller(request)
     items = await blocking(
-        hub.service.inbox, caller, include_acked=query_bool(request, "all"), limit=query_int(request, "limit", 50)
+        hub.service.inbox,
+        caller,
+        include_acked=query_bool(request, "all"),
+        limit=query_int(request, "limit", INBOX_LIMIT_DEFAULT, 1, READ_LIMIT_MAX),
     )
     return json_response(items)
 
