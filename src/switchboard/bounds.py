@@ -77,5 +77,9 @@ AGENT_ADDRESS_PATTERN = f"^{AGENT_ADDRESS_REGEX}$"
 ADDRESS_PATTERN = f"^{ADDRESS_REGEX}$"
 ADDRESS_LIST_PATTERN = f"^{ADDRESS_REGEX}(?:,{ADDRESS_REGEX})*$"  # to: "alice,bob,#team"
 CHANNEL_PATTERN = f"^#?{NAME_REGEX}$"  # a channel's name, with or without its '#'
+# Free text a store keeps as it is: no NUL (PostgreSQL's text cannot hold one); where the service
+# refuses blank text, some character that is not white space.
+TEXT_PATTERN = r"^[^\x00]*$"
+NON_BLANK_TEXT_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 SEQ_PATTERN = rf"^[0-9]{{1,{SEQ_DIGITS}}}$"

@@ -26,6 +26,15 @@ def _described(pattern: str, most: int, description: str | None = None) -> dict[
     return stated if description is None else {**stated, "description": description}
 
 
+def _text(most: int, *, blank: bool = True) -> object:
+    """Free text of at most ``most`` characters (checked here), with no NUL and — unless ``blank``
+    — not blank (stated here; the service checks it, as for every face)."""
+    pattern = bounds.TEXT_PATTERN if blank else bounds.NON_BLANK_TEXT_PATTERN
+    return Field(max_length=most, json_schema_extra={"pattern": pattern})
+
+
+Subject = Annotated[str, _text(bounds.SUBJECT_CHARS)]
+Description = Annotated[str, _text(bounds.DESCRIPTION_CHARS)]
 Name = Annotated[str, Field(json_schema_extra=_described(bounds.NAME_PATTERN, bounds.NAME_CHARS))]
 MachineName = Annotated[str, Field(json_schema_extra=_described(bounds.MACHINE_PATTERN, bounds.MACHINE_CHARS))]
 MessageId = Annotated[
@@ -76,12 +85,12 @@ class SendRequest(Body):
         | Annotated[list[Address], Field(json_schema_extra={"minItems": 1, "maxItems": bounds.RECIPIENTS_MAX})]
     ) = Field(description="name, name@machine, name@machine#pid or #channel; several as a list")
     text: str | None = Field(default=None, max_length=bounds.MESSAGE_BYTES)
-    subject: str | None = Field(default=None, max_length=bounds.SUBJECT_CHARS)
+    subject: Subject | None = None
     parts: list[Part] = Field(default_factory=list, max_length=bounds.PARTS_MAX)
     thread_id: MessageId | None = None
     reply_to: MessageId | None = None
     require_live: bool = False
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=bounds.IDEMPOTENCY_KEY_CHARS)
+    idempotency_key: Annotated[str, _text(bounds.IDEMPOTENCY_KEY_CHARS, blank=False)] | None = None
     urgent: bool = Field(default=False, description="may reach a busy agent between tool calls")
 
 
@@ -106,41 +115,34 @@ class SessionRequest(Body):
         le=bounds.PROC_START_MAX,
         description="the process's start time (clock ticks since boot), to tell a recycled pid apart",
     )
-    terminal: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=bounds.TERMINAL_CHARS,
-        description="the terminal window or pane, e.g. tmux:%3",
+    terminal: Annotated[str, _text(bounds.TERMINAL_CHARS, blank=False)] | None = Field(
+        default=None, description="the terminal window or pane, e.g. tmux:%3"
     )
 
 
 class HeartbeatRequest(Body):
-    delivery_error: str | None = Field(
-        default=None,
-        max_length=bounds.DELIVERY_ERROR_CHARS,
-        description="what the session's delivery path reports broken",
+    delivery_error: Annotated[str, _text(bounds.DELIVERY_ERROR_CHARS)] | None = Field(
+        default=None, description="what the session's delivery path reports broken"
     )
 
 
-Skills = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=bounds.SKILL_CHARS)]], Field(max_length=bounds.SKILLS_MAX)
-]
+Skills = Annotated[list[Annotated[str, _text(bounds.SKILL_CHARS, blank=False)]], Field(max_length=bounds.SKILLS_MAX)]
 
 
 class AgentRequest(Body):
     name: Name
-    description: str | None = Field(default=None, max_length=bounds.DESCRIPTION_CHARS)
+    description: Description | None = None
     skills: Skills = Field(default_factory=list)
 
 
 class AgentUpdate(Body):
-    description: str | None = Field(default=None, max_length=bounds.DESCRIPTION_CHARS)
+    description: Description | None = None
     skills: Skills | None = None
 
 
 class ChannelRequest(Body):
     name: Annotated[str, Field(json_schema_extra=_described(bounds.CHANNEL_PATTERN, bounds.NAME_CHARS + 1))]
-    description: str | None = Field(default=None, max_length=bounds.DESCRIPTION_CHARS)
+    description: Description | None = None
 
 
 class TokenRequest(Body):
@@ -149,4 +151,4 @@ class TokenRequest(Body):
     )
     agent: Name | None = None
     workspace: Name | None = None
-    label: str | None = Field(default=None, max_length=bounds.TOKEN_LABEL_CHARS)
+    label: Annotated[str, _text(bounds.TOKEN_LABEL_CHARS, blank=False)] | None = None
