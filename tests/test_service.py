@@ -888,6 +888,52 @@ BAD_INPUTS = [
         TooLarge,
         "too_large",
     ),
+    # Values JSON cannot carry: stored, they came back as null, and the mailbox stopped reading.
+    *(
+        _case(label, lambda w, part=part: w.alice.send("newbie", parts=[part]), BadRequest, "bad_request")
+        for label, part in [
+            ("NaN in a data part", {"data": {"x": float("nan")}}),
+            ("Infinity in a data part", {"data": [float("inf")]}),
+            ("1e400 as a data part", {"data": json.loads("1e400")}),
+            ("NaN in a part's metadata", {"text": "t", "metadata": {"m": float("nan")}}),
+            ("a data part JSON has no form for", {"data": {"when": object()}}),
+        ]
+    ),
+    # Numbers and text past their bounds (bounds.py), refused before anything is stored.
+    *(
+        _case(
+            f"pid {pid}",
+            lambda w, pid=pid: w.bob.register_session(runtime="codex", machine="far", pid=pid),
+            BadRequest,
+            "bad_request",
+        )
+        for pid in (2**31, 2**63, 2**70)
+    ),
+    _case(
+        "a process start time past 2**63-1",
+        lambda w: w.bob.service.register_session(
+            Caller(workspace=WS, agent="bob"), pid=5, runtime="codex", machine="far", proc_start=2**64
+        ),
+        BadRequest,
+        "bad_request",
+    ),
+    _case(
+        "too long terminal",
+        lambda w: w.bob.register_session(runtime="codex", machine="far", pid=5, terminal="t" * 201),
+        TooLarge,
+        "too_large",
+    ),
+    _case(
+        "terminal with a NUL",
+        lambda w: w.bob.register_session(runtime="codex", machine="far", pid=5, terminal="tmux:\x00"),
+        BadRequest,
+        "bad_request",
+    ),
+    _case("too long delivery error", lambda w: w.bob.heartbeat(w.bob_session, "e" * 501), TooLarge, "too_large"),
+    _case("read after past 2**63-1", lambda w: w.bob.read(after=2**63), BadRequest, "bad_request"),
+    _case("ack of 1001 ids", lambda w: w.bob.ack([new_id() for _ in range(1001)]), TooLarge, "too_large"),
+    _case("subject with a NUL", lambda w: w.alice.send("newbie", "hi", subject="a\x00b"), BadRequest, "bad_request"),
+    _case("too long skill", lambda w: w.alice.create_agent("helper", skills=["s" * 101]), TooLarge, "too_large"),
     _case("malformed id to ack", lambda w: w.bob.ack(["not-an-id"]), UnknownMessage, "unknown_message"),
     _case("unknown id to ack", lambda w: w.bob.ack([new_id()]), UnknownMessage, "unknown_message"),
     _case("malformed id for status", lambda w: w.alice.message_status("42"), UnknownMessage, "unknown_message"),

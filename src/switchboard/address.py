@@ -5,7 +5,7 @@
     name@machine#pid     one exact session of that agent
     #channel             every member of a channel
 
-Names are case-insensitive and stored in lower case. Pure: no I/O, imports only ``errors``.
+Names are case-insensitive and stored in lower case. Pure: no I/O, imports only ``bounds`` and ``errors``.
 """
 
 from __future__ import annotations
@@ -14,16 +14,17 @@ import functools
 import re
 from dataclasses import dataclass
 
+from switchboard import bounds
 from switchboard.errors import BadAddress, BadName
 
-NAME_MAX = 64
-MACHINE_MAX = 253
+NAME_MAX = bounds.NAME_CHARS
+MACHINE_MAX = bounds.MACHINE_CHARS
 
 # A name starts and ends with a letter or digit; inside, it may also use . _ and -.
-_NAME = r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?"
+_NAME = bounds.NAME_REGEX
 # Host names as the machine reports them (lower-cased); underscores appear in the wild.
-_MACHINE = r"[a-z0-9](?:[a-z0-9._-]{0,251}[a-z0-9])?"
-_PID = r"[1-9][0-9]{0,9}"
+_MACHINE = bounds.MACHINE_REGEX
+_PID = bounds.PID_REGEX  # 1..2**31-1: no process has another id
 
 _NAME_RE = re.compile(_NAME)
 _MACHINE_RE = re.compile(_MACHINE)
@@ -63,6 +64,11 @@ class ChannelAddress:
 Address = AgentAddress | ChannelAddress
 
 
+def shown(text: str, most: int = 80) -> str:
+    """``text`` as an error message quotes it: cut short, so a megabyte of junk is not echoed back."""
+    return text if len(text) <= most else text[:most] + "…"
+
+
 def is_valid_name(text: str) -> bool:
     return _NAME_RE.fullmatch(text) is not None
 
@@ -71,7 +77,7 @@ def parse_name(text: str, what: str = "name") -> str:
     """Validate an agent, channel or workspace name; return its canonical (lower-case) form."""
     canonical = text.strip().lower()
     if not is_valid_name(canonical):
-        raise BadName(f"{what} {text!r} is not valid: use {NAME_RULE}.", name=text)
+        raise BadName(f"{what} {shown(text)!r} is not valid: use {NAME_RULE}.", name=shown(text))
     return canonical
 
 
@@ -84,7 +90,7 @@ def parse_channel_name(text: str) -> str:
 def parse_machine(text: str) -> str:
     canonical = text.strip().lower()
     if _MACHINE_RE.fullmatch(canonical) is None:
-        raise BadName(f"machine name {text!r} is not valid: use a host name.", name=text)
+        raise BadName(f"machine name {shown(text)!r} is not valid: use a host name.", name=shown(text))
     return canonical
 
 
@@ -94,9 +100,9 @@ def parse_address(text: str) -> Address:
     canonical = text.strip().lower()
     if canonical.startswith("a2a:"):
         raise BadAddress(
-            f"{text!r} is an external A2A address; those are not supported yet. "
+            f"{shown(text)!r} is an external A2A address; those are not supported yet. "
             "Send to an agent name, name@machine, name@machine#pid or #channel.",
-            address=text,
+            address=shown(text),
         )
     if match := _CHANNEL_ADDRESS_RE.fullmatch(canonical):
         return ChannelAddress(match["name"])
@@ -104,8 +110,9 @@ def parse_address(text: str) -> Address:
         pid = match["pid"]
         return AgentAddress(match["name"], match["machine"], int(pid) if pid else None)
     raise BadAddress(
-        f"{text!r} is not an address: use name, name@machine, name@machine#pid or #channel (names are {NAME_RULE}).",
-        address=text,
+        f"{shown(text)!r} is not an address: use name, name@machine, name@machine#pid or #channel "
+        f"(names are {NAME_RULE}; a pid is 1-{bounds.PID_MAX}).",
+        address=shown(text),
     )
 
 

@@ -9,8 +9,8 @@ On the machine that first ran ``up`` the config also keeps the hub's admin token
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -20,6 +20,7 @@ from pathlib import Path
 import platformdirs
 
 from switchboard.errors import BadRequest
+from switchboard.json_values import is_utf8
 
 CONFIG_FILE = "config.toml"
 DATABASE_FILE = "switchboard.db"
@@ -82,8 +83,10 @@ def read_config(path: Path) -> dict[str, str]:
             data = tomllib.load(file)
     except FileNotFoundError:
         return {}
-    except (tomllib.TOMLDecodeError, OSError) as error:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as error:
         raise BadRequest(f"the config file {path} cannot be read ({error}); fix or remove it.") from None
+    except RecursionError:  # arrays nested past Python's stack: no settings file of ours looks so
+        raise BadRequest(f"the config file {path} cannot be read (it nests too deep); fix or remove it.") from None
     return {k: v for k, v in data.items() if isinstance(v, str)}
 
 
@@ -100,11 +103,10 @@ def write_config(home: Path, updates: Mapping[str, str | None]) -> Path:
         else:
             config[key] = value
     private_folder(home)
-    # JSON string syntax is valid TOML basic-string syntax for every string json.dumps writes.
-    text = "".join(f"{key} = {json.dumps(value)}\n" for key, value in sorted(config.items()))
+    text = "".join(f"{key} = {toml_string(value)}\n" for key, value in sorted(config.items()))
     temporary = path.with_suffix(".tmp")
     fd = os.open(temporary, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as file:
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
         file.write(text)
         file.flush()
         os.fsync(file.fileno())
@@ -135,6 +137,20 @@ def _tighten(folder: Path) -> None:
             folder.chmod(mode & 0o700)
     except OSError:  # another user's folder, or gone: what uses it next says what is wrong
         pass
+
+
+def toml_string(value: str) -> str:
+    """``value`` as a TOML basic string that reads back as the same text.
+
+    (json.dumps does not do: it writes a character past U+FFFF as a surrogate pair of escapes,
+    which TOML refuses, and leaves DEL unescaped.)"""
+    if not is_utf8(value):
+        raise BadRequest("a setting holds undecodable bytes (lone surrogates); give it as text.")
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def save_login(home: Path, hub: str, token: str, ca_cert: str | None = None) -> Path:

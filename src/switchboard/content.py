@@ -12,8 +12,10 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from switchboard.address import Address
+from switchboard import bounds
+from switchboard.address import Address, shown
 from switchboard.errors import BadRequest, TooLarge, UnknownMessage
+from switchboard.json_values import is_utf8, json_problem
 from switchboard.model import Part, built, parts_json
 
 
@@ -21,15 +23,15 @@ from switchboard.model import Part, built, parts_json
 class Limits:
     """Bounds on what one request may carry; past them a request fails with ``too_large``."""
 
-    message_bytes: int = 256 * 1024  # all parts, JSON-encoded
-    parts: int = 32
-    recipients: int = 100
-    subject_chars: int = 256
-    description_chars: int = 2000
-    skills: int = 64
-    idempotency_key_chars: int = 200
-    read_limit: int = 1000
-    wait_seconds: float = 3600.0
+    message_bytes: int = bounds.MESSAGE_BYTES  # all parts, JSON-encoded
+    parts: int = bounds.PARTS_MAX
+    recipients: int = bounds.RECIPIENTS_MAX
+    subject_chars: int = bounds.SUBJECT_CHARS
+    description_chars: int = bounds.DESCRIPTION_CHARS
+    skills: int = bounds.SKILLS_MAX
+    idempotency_key_chars: int = bounds.IDEMPOTENCY_KEY_CHARS
+    read_limit: int = bounds.READ_LIMIT_MAX
+    wait_seconds: float = bounds.WAIT_SECONDS_MAX
 
 
 def message_parts(text: str | None, parts: Sequence[Part | dict], limits: Limits) -> list[Part]:
@@ -43,11 +45,12 @@ def message_parts(text: str | None, parts: Sequence[Part | dict], limits: Limits
         except ValueError as error:
             raise BadRequest(f"a message part is not valid: {_first_error(error)}") from None
     texts_only, text_chars, empty = True, 0, True
-    for part in content:
+    for index, part in enumerate(content):
+        check_part_values(part, index)
         if part.text is None:
             texts_only = empty = False
             continue
-        if not _is_utf8(part.text):
+        if not is_utf8(part.text):
             raise BadRequest("the message text is not valid UTF-8 (it holds undecodable bytes); send text.")
         text_chars += len(part.text)
         empty = empty and not part.text.strip()
@@ -66,17 +69,56 @@ def message_parts(text: str | None, parts: Sequence[Part | dict], limits: Limits
     return content
 
 
+def check_part_values(part: Part, index: int = 0) -> None:
+    """Refuse a part holding a value JSON cannot carry (NaN, an infinity, 1e400, …) in its data
+    or metadata: stored, it would come back as something else, or not at all."""
+    for field in ("url", "raw", "filename", "media_type"):
+        value = getattr(part, field)
+        if value is not None and not is_utf8(value):
+            raise BadRequest(f"part {index + 1}'s {field} is not valid UTF-8 (it holds undecodable bytes).")
+    for field, value in (("data", part.data), ("metadata", part.metadata)):
+        if value is None:
+            continue
+        problem = json_problem(value, field)
+        if problem is not None:
+            raise BadRequest(
+                f"part {index + 1} cannot be sent: its {problem}. Send only what JSON can carry "
+                "(finite numbers; a value JSON has no number for as text)."
+            )
+
+
 def clean_subject(subject: str | None, limits: Limits) -> str | None:
     if subject is None or not subject.strip():
         return None
-    if len(subject) > limits.subject_chars:
-        raise TooLarge(f"the subject has {len(subject)} characters; the limit is {limits.subject_chars}.")
+    check_text(subject, limits.subject_chars, "the subject")
     return subject.strip()
 
 
 def check_idempotency_key(key: str | None, limits: Limits) -> None:
-    if key is not None and not (0 < len(key) <= limits.idempotency_key_chars):
-        raise BadRequest(f"an idempotency key is 1-{limits.idempotency_key_chars} characters.")
+    check_text(key, limits.idempotency_key_chars, "an idempotency key")
+
+
+def check_text(value: str | None, most: int, what: str, *, hint: str = "") -> None:
+    """A piece of free text a store keeps as it is (a subject, a label, a terminal): not blank,
+    at most ``most`` characters (too_large past it), and text every store can hold — no NUL
+    (PostgreSQL's text has none) and no undecodable bytes. None passes."""
+    if value is None:
+        return
+    if len(value) > most:
+        raise TooLarge(f"{what} has {len(value)} characters; the limit is {most}.{hint}")
+    if not value.strip():
+        raise BadRequest(f"{what} is blank: give 1-{most} characters, or leave it out.{hint}")
+    if "\x00" in value or not is_utf8(value):
+        raise BadRequest(f"{what} holds a NUL character or undecodable bytes; send plain text.{hint}")
+
+
+def is_id(value: str) -> bool:
+    """Whether ``value`` has the form of the mailbox's ids (messages, sessions, tokens: UUIDs)."""
+    try:
+        uuid.UUID(value)
+    except (ValueError, TypeError, AttributeError):
+        return False
+    return True
 
 
 def check_message_id(value: str, what: str = "message id") -> None:
@@ -84,7 +126,7 @@ def check_message_id(value: str, what: str = "message id") -> None:
         uuid.UUID(value)
     except (ValueError, TypeError, AttributeError):
         raise UnknownMessage(
-            f"{value!r} is not a {what}: ids look like 0193a6f0-7c1e-7b3a-9d2e-5f4a3b2c1d0e."
+            f"{shown(str(value))!r} is not a {what}: ids look like 0193a6f0-7c1e-7b3a-9d2e-5f4a3b2c1d0e."
         ) from None
 
 
@@ -103,15 +145,6 @@ def request_hash(
         fields.append("urgent")
     canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _is_utf8(text: str) -> bool:
-    """False for text holding lone surrogates, which is how Python carries undecodable bytes."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _first_error(error: ValueError) -> str:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from switchboard.address import parse_name
+from switchboard.bounds import TOKEN_LABEL_CHARS
+from switchboard.content import check_text
 from switchboard.errors import BadRequest, Forbidden, Unauthorized, UnknownAgent, UnknownToken
 from switchboard.identity import DEFAULT_WORKSPACE
 from switchboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspace, new_id, utcnow
@@ -146,6 +148,7 @@ class Credentials:
         """Create a token. ``issuer`` None is the hub itself (its first admin token). ``named``:
         the workspace the request names (its workspace header): the token's, unless
         ``workspace`` names one."""
+        check_text(label, TOKEN_LABEL_CHARS, "the label")
         workspace = parse_name(workspace, "workspace name") if workspace else None
         agent = parse_name(agent, "agent name") if agent else None
         if kind == "admin":

@@ -17,8 +17,10 @@ from switchboard.address import (
     parse_channel_name,
     parse_machine,
     parse_name,
+    shown,
 )
-from switchboard.content import Limits
+from switchboard.bounds import AUDIT_LIMIT_DEFAULT, DELIVERY_ERROR_CHARS, PID_MAX, PROC_START_MAX, SKILL_CHARS, TERMINAL_CHARS
+from switchboard.content import Limits, check_text, is_id
 from switchboard.directory_index import AgentNames, OpenSessions
 from switchboard.errors import (
     AlreadyExists,
@@ -179,7 +181,7 @@ class Directory:
             detail=detail,
         )
 
-    def audit_trail(self, caller: Caller, limit: int = 50) -> list[AuditEntry]:
+    def audit_trail(self, caller: Caller, limit: int = AUDIT_LIMIT_DEFAULT) -> list[AuditEntry]:
         """The workspace's audit trail, newest first: for persons, not agent tokens."""
         if not caller.person:
             raise Forbidden("the audit trail is for persons: an agent token cannot read it; use a user or admin token.")
@@ -188,15 +190,12 @@ class Directory:
         return self.store.audit_trail(caller.workspace, limit)
 
     def _check_card(self, description: str | None, skills: Sequence[str]) -> None:
-        if description is not None and len(description) > self.limits.description_chars:
-            raise TooLarge(
-                f"the description has {len(description)} characters; the limit is {self.limits.description_chars}."
-            )
+        if description is not None and description.strip():  # a blank description clears it
+            check_text(description, self.limits.description_chars, "the description")
         if len(skills) > self.limits.skills:
             raise TooLarge(f"{len(skills)} skills given; the limit is {self.limits.skills}.")
         for skill in skills:
-            if not skill.strip() or len(skill) > 100:
-                raise BadRequest(f"skill {skill!r} must be 1-100 characters.")
+            check_text(skill, SKILL_CHARS, f"skill {shown(skill, 40)!r}")
 
     # --- channels ------------------------------------------------------------------------
 
@@ -306,10 +305,14 @@ class Directory:
         proc_start: int | None = None,
         terminal: str | None = None,
     ) -> Session:
-        if pid <= 0:
-            raise BadRequest(f"pid {pid} is not a process id.")
-        if terminal is not None and not 0 < len(terminal) <= 200:
-            raise BadRequest("terminal must be 1-200 characters (e.g. tmux:%3 or tty:/dev/pts/4).")
+        if not 1 <= pid <= PID_MAX:
+            raise BadRequest(f"pid {shown(str(pid), 30)} is not a process id: pids are 1-{PID_MAX}.")
+        if proc_start is not None and not 0 <= proc_start <= PROC_START_MAX:
+            raise BadRequest(
+                f"proc_start {shown(str(proc_start), 30)} is not a process start time: "
+                f"it is 0-{PROC_START_MAX} clock ticks since boot, as /proc/PID/stat has it."
+            )
+        check_text(terminal, TERMINAL_CHARS, "terminal", hint=" (e.g. tmux:%3 or tty:/dev/pts/4)")
         runtime = parse_name(runtime, "runtime name")
         machine = parse_machine(machine) if machine else self.machine
         may_end = self._claimable(caller, machine, pid)
@@ -348,8 +351,9 @@ class Directory:
         """The session is still there; ``delivery_error`` says what its delivery path reports
         broken (a socket gone, a stream refused), None when it works."""
         self._own_session(caller, session_id)
-        if delivery_error is not None:
-            delivery_error = delivery_error.strip()[:500] or None
+        if delivery_error is not None and delivery_error.strip():
+            check_text(delivery_error, DELIVERY_ERROR_CHARS, "delivery_error")
+        delivery_error = (delivery_error or "").strip() or None
         session = self.store.touch_session(caller.workspace, session_id, self.clock(), delivery_error)
         assert session is not None
         self._session_reported(session)
@@ -363,7 +367,7 @@ class Directory:
         return self.liveness.marked(session, self.clock())
 
     def _own_session(self, caller: Caller, session_id: str) -> Session:
-        session = self.store.get_session(caller.workspace, session_id)
+        session = self.store.get_session(caller.workspace, session_id) if is_id(session_id) else None
         if session is None or session.agent != caller.agent:
             raise UnknownSession(f"no session {session_id} of agent {caller.agent}; 'switchboard who' lists sessions.")
         return session
@@ -371,7 +375,9 @@ class Directory:
     def session_by_id(self, workspace: str, session_id: str) -> Session | None:
         """A session by id: an open one from the cached list, else from the store."""
         session = self._open(workspace).by_id.get(session_id)
-        return session if session is not None else self.store.get_session(workspace, session_id)
+        if session is not None:
+            return session
+        return self.store.get_session(workspace, session_id) if is_id(session_id) else None
 
     def session_address(self, caller: Caller) -> str | None:
         """agent@machine#pid of the session the caller acts in, if it acts in one."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from switchboard.bounds import PID_MAX, PROC_START_MAX
+
 AGENT_HEADER = "X-Switchboard-Agent"
 WORKSPACE_HEADER = "X-Switchboard-Workspace"
 # The session a request acts in, by id (SWITCHBOARD_SESSION) ...
@@ -29,7 +31,12 @@ def parse_process_header(value: str) -> tuple[str, list[tuple[int, int | None]]]
     lineage: list[tuple[int, int | None]] = []
     for pair in pairs[:16]:
         pid, _, start = pair.partition(":")
-        if not pid.isdigit() or not (start == "-" or start.isdigit()):
+        if not _number_up_to(pid, PID_MAX) or not (start == "-" or _number_up_to(start, PROC_START_MAX)):
             return None
         lineage.append((int(pid), None if start == "-" else int(start)))
     return machine, lineage
+
+
+def _number_up_to(text: str, most: int) -> bool:
+    """ASCII digits (isdigit() alone also takes '²', which int() refuses) of a number 0..most."""
+    return 0 < len(text) <= len(str(most)) and text.isascii() and text.isdigit() and int(text) <= most

@@ -119,6 +119,17 @@ class Part(Model):
 
     Only the fields that are set are serialised, as A2A does: ``{"text": "hi"}``."""
 
+    # The JSON schema says "exactly one of" too, so that a client generated from it agrees.
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {"required": [k], "properties": {k: {"not": {"type": "null"}}}} for k in ("text", "data", "url", "raw")
+            ]
+        },
+    )
+
     text: str | None = Field(default=None, exclude_if=_unset)
     data: Any = Field(default=None, exclude_if=_unset)
     url: str | None = Field(default=None, exclude_if=_unset)

@@ -18,6 +18,7 @@ from switchboard.address import (
     ChannelAddress,
     parse_addresses,
 )
+from switchboard.bounds import MESSAGE_IDS_MAX, SEQ_MAX
 from switchboard.content import (
     Limits,
     check_idempotency_key,
@@ -446,12 +447,15 @@ class Service(Directory):
         return ReadResult(items=items, cursor=cursor, unread=unread)
 
     def check_read_options(self, *, limit: int, after: int | None, wait: float) -> None:
+        self._check_limit(limit)
+        if after is not None and not 0 <= after <= SEQ_MAX:
+            raise BadRequest(f"after is a sequence number, 0-{SEQ_MAX}.")
+        if not 0 <= wait <= self.limits.wait_seconds:  # False for NaN too
+            raise BadRequest(f"wait must be 0-{self.limits.wait_seconds:g} seconds.")
+
+    def _check_limit(self, limit: int) -> None:
         if not 1 <= limit <= self.limits.read_limit:
             raise BadRequest(f"limit must be 1-{self.limits.read_limit}.")
-        if after is not None and after < 0:
-            raise BadRequest("after is a sequence number, 0 or more.")
-        if not 0 <= wait <= self.limits.wait_seconds:
-            raise BadRequest(f"wait must be 0-{self.limits.wait_seconds:g} seconds.")
 
     def deliveries_since(
         self, caller: Caller, cursor: int, limit: int = 100, hidden: Sequence[str] | None = None
@@ -494,8 +498,7 @@ class Service(Directory):
 
     def inbox(self, caller: Caller, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
         """The newest messages of the caller's mailbox (unacked unless asked), without marking."""
-        if not 1 <= limit <= self.limits.read_limit:
-            raise BadRequest(f"limit must be 1-{self.limits.read_limit}.")
+        self._check_limit(limit)
         return self.store.mailbox(caller.workspace, caller.agent, include_acked, limit)
 
     def ack(self, caller: Caller, message_ids: Sequence[str]) -> AckResult:
@@ -517,6 +520,8 @@ class Service(Directory):
         """``mark`` these messages, all or (when any is not in the mailbox) none; the ids marked."""
         if not message_ids:
             raise BadRequest(f"name at least one message id to {verb}.")
+        if len(message_ids) > MESSAGE_IDS_MAX:
+            raise TooLarge(f"{len(message_ids)} message ids; name at most {MESSAGE_IDS_MAX} at once.")
         for message_id in message_ids:
             check_message_id(message_id)
         missing = mark(caller.workspace, caller.agent, message_ids, self.clock())

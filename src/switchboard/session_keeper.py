@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from switchboard.bounds import DELIVERY_ERROR_CHARS
 from switchboard.errors import SwitchboardError, UnknownSession
 from switchboard.identity import parent_of, process_alive, process_start_time
 
@@ -158,6 +159,8 @@ class SessionKeeper:
         if session is None:
             return True
         problem = self._delivery_problem() if self._delivery_problem else None
+        if problem is not None:  # whatever the path reports, cut to what the hub takes
+            problem = problem.replace("\x00", "")[:DELIVERY_ERROR_CHARS]
         try:
             self._client.heartbeat(session.id, problem)
         except UnknownSession:  # the hub lost it (its store was reset): register anew

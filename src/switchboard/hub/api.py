@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from switchboard import __version__
+from switchboard.bounds import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
 from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest
 from switchboard.hub.context import (
@@ -78,7 +79,10 @@ async def inbox(request: Request) -> Response:
     hub = _hub(request)
     caller = await hub.caller(request)
     items = await blocking(
-        hub.service.inbox, caller, include_acked=query_bool(request, "all"), limit=query_int(request, "limit", 50)
+        hub.service.inbox,
+        caller,
+        include_acked=query_bool(request, "all"),
+        limit=query_int(request, "limit", INBOX_LIMIT_DEFAULT, 1, READ_LIMIT_MAX),
     )
     return json_response(items)
 
@@ -217,7 +221,7 @@ async def remove_from_channel(request: Request) -> Response:
 async def audit_trail(request: Request) -> Response:
     hub = _hub(request)
     caller = await hub.caller(request)
-    return json_response(await blocking(hub.service.audit_trail, caller, query_int(request, "limit", 50)))
+    return json_response(await blocking(hub.service.audit_trail, caller, query_int(request, "limit", AUDIT_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)))
 
 
 async def _as_credential(request: Request, operation: Callable[..., Any], *path: str) -> Response:

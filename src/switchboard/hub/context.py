@@ -19,6 +19,7 @@ from starlette.responses import Response
 
 from switchboard import headers
 from switchboard.credentials import Credential, Credentials, hash_secret
+from switchboard.cursors import decimal_number, whole_number
 from switchboard.errors import BadName, BadRequest, Forbidden, TooLarge, Unauthorized
 from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS, OpenStreams
 from switchboard.hub.ratelimit import RateLimiter, bad_token_limiter
@@ -206,7 +207,8 @@ async def read_body(request: Request, model: type[M]) -> M:
 
 def check_declared_length(headers: Headers) -> None:
     declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    # isascii: isdigit() also takes '²', which int() refuses; the server checked its form already.
+    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise TooLarge(f"the request body is {declared} bytes; the limit is {MAX_BODY_BYTES}.")
 
 
@@ -214,31 +216,28 @@ def parse_body(raw: bytes, model: type[M]) -> M:
     try:  # pydantic parses and checks the JSON in one pass
         return model.model_validate_json(raw if raw.strip() else b"{}")
     except ValidationError as error:
-        first = error.errors()[0]
+        first = error.errors(include_url=False)[0]
         if first.get("type") == "json_invalid":
             raise BadRequest(f"the request body is not JSON ({first.get('msg')}).") from None
         where = ".".join(str(x) for x in first.get("loc", ())) or "body"
-        raise BadRequest(f"{where}: {first.get('msg')}.") from None
+        # Text or a list past its bound is too large, as the service says of it (bounds.py).
+        refusal = TooLarge if first.get("type") in _TOO_LARGE else BadRequest
+        raise refusal(f"{where}: {first.get('msg')}.") from None
 
 
-def query_int(request: Request, name: str, default: int | None = None) -> int | None:
+_TOO_LARGE = frozenset({"string_too_long", "too_long"})
+
+
+def query_int(request: Request, name: str, default: int | None, least: int, most: int) -> int | None:
+    """The whole-number query parameter ``name`` (ASCII digits, ``least..most``), or ``default``."""
     raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise BadRequest(f"query parameter {name}={raw!r} is not a whole number.") from None
+    return default if raw is None or raw == "" else whole_number(raw, name, least, most)
 
 
-def query_float(request: Request, name: str, default: float) -> float:
+def query_float(request: Request, name: str, default: float, least: float, most: float) -> float:
+    """The number query parameter ``name`` (finite, ``least..most``), or ``default``."""
     raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise BadRequest(f"query parameter {name}={raw!r} is not a number.") from None
+    return default if raw is None or raw == "" else decimal_number(raw, name, least, most)
 
 
 def query_bool(request: Request, name: str) -> bool:

@@ -7,6 +7,7 @@ import logging
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match
 
 from switchboard.errors import RateLimited, SwitchboardError
 
@@ -41,11 +42,24 @@ async def on_switchboard_error(request: Request, error: Exception) -> JSONRespon
 async def on_http_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, HTTPException)
     code = _HTTP_CODES.get(error.status_code, "bad_request")
+    headers = dict(error.headers or {})
+    if error.status_code == 405:  # every method the path takes, not only one route's (RFC 9110 15.5.6)
+        headers["Allow"] = ", ".join(allowed_methods(request))
     message = {
         404: f"no such endpoint: {request.url.path}; GET /openapi.json lists them.",
-        405: f"{request.method} is not allowed on {request.url.path}; GET /openapi.json lists the methods.",
+        405: f"{request.method} is not allowed on {request.url.path}; it takes {headers.get('Allow')}.",
     }.get(error.status_code, str(error.detail))
-    return error_response(code, message, error.status_code)
+    return error_response(code, message, error.status_code, headers)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods the routes matching the request's path take (GET brings HEAD)."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        matched, _ = route.matches(request.scope)
+        if matched != Match.NONE:
+            methods.update(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 async def on_client_gone(request: Request, error: Exception) -> Response:

@@ -10,8 +10,10 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
+from switchboard import bounds
 from switchboard.hub import api, schemas, sending, streams
 from switchboard.model import (
+    SURFACE_PATHS,
     AckResult,
     Agent,
     AuditEntry,
@@ -45,13 +47,26 @@ class Route:
     body: type[BaseModel] | None = None
     answer: type[BaseModel] | None = None
     many: bool = False  # the answer is a list of ``answer``
-    query: dict[str, str] = field(default_factory=dict)  # name -> "integer" | "number" | "boolean" | "string"
+    query: dict[str, Param] = field(default_factory=dict)  # name -> its JSON schema, as /openapi.json states it
     public: bool = False
     stream: bool = False
     asgi: bool = False  # endpoint is bare ASGI, served ahead of Starlette (the hottest path)
 
 
-READ_QUERY = {"wait": "number", "peek": "boolean", "after": "integer", "limit": "integer"}
+# Query parameters, with the bounds the hub keeps (bounds.py): ``required`` marks one that must be given.
+Param = dict[str, Any]
+BOOLEAN: Param = {"type": "boolean"}
+AFTER: Param = {"type": "integer", "minimum": 0, "maximum": bounds.SEQ_MAX}
+LIMIT: Param = {"type": "integer", "minimum": 1, "maximum": bounds.READ_LIMIT_MAX}
+WAIT: Param = {"type": "number", "minimum": 0, "maximum": bounds.WAIT_SECONDS_MAX}
+VIA: Param = {"type": "string", "enum": list(SURFACE_PATHS), "required": True}
+ADDRESS: Param = {
+    "type": "string",
+    "pattern": bounds.AGENT_ADDRESS_PATTERN,
+    "maxLength": bounds.ADDRESS_CHARS,
+    "required": True,
+}
+READ_QUERY = {"wait": WAIT, "peek": BOOLEAN, "after": AFTER, "limit": LIMIT}
 
 ROUTES: list[Route] = [
     Route("GET", "/health", api.health, "Liveness of the hub itself.", public=True),
@@ -85,7 +100,7 @@ ROUTES: list[Route] = [
         "/v1/events",
         streams.events,
         "Your deliveries as Server-Sent Events; resumes from Last-Event-ID.",
-        query={"after": "integer"},
+        query={"after": AFTER},
         stream=True,
         asgi=True,
     ),
@@ -96,7 +111,7 @@ ROUTES: list[Route] = [
         "Your mailbox without marking anything.",
         answer=MailItem,
         many=True,
-        query={"all": "boolean", "limit": "integer"},
+        query={"all": BOOLEAN, "limit": LIMIT},
     ),
     Route("POST", "/v1/ack", api.ack, "Acknowledge handled messages.", schemas.AckRequest, AckResult),
     Route(
@@ -113,7 +128,7 @@ ROUTES: list[Route] = [
         streams.surface,
         "Take mail not yet read nor put before your agent, marked surfaced by via= (socket, hook, waiter).",
         answer=ReadResult,
-        query={"via": "string", "urgent": "boolean", "wait": "number", "limit": "integer", "peek": "boolean"},
+        query={"via": VIA, "urgent": BOOLEAN, "wait": WAIT, "limit": LIMIT, "peek": BOOLEAN},
     ),
     Route("GET", "/v1/who", api.who, "Agents, sessions and machines of your workspace.", answer=WhoReport),
     Route(
@@ -123,7 +138,7 @@ ROUTES: list[Route] = [
         "Whether an agent address can be reached now, and if not, why (unknown agent, no live "
         "session, machine down, delivery path broken).",
         answer=Reach,
-        query={"address": "string"},
+        query={"address": ADDRESS},
     ),
     Route(
         "POST",
@@ -159,7 +174,7 @@ ROUTES: list[Route] = [
         api.delete_agent,
         "Delete an agent and its mailbox (recorded); refused while it has unread mail unless force=true.",
         answer=DeletedAgent,
-        query={"force": "boolean"},
+        query={"force": BOOLEAN},
     ),
     Route("GET", "/v1/channels", api.list_channels, "Channels of your workspace.", answer=Channel, many=True),
     Route(
@@ -202,7 +217,7 @@ ROUTES: list[Route] = [
         "The workspace's audit trail, newest first (user and admin tokens).",
         answer=AuditEntry,
         many=True,
-        query={"limit": "integer"},
+        query={"limit": LIMIT},
     ),
     Route(
         "GET", "/v1/workspaces", api.list_workspaces, "Workspaces this credential may see.", answer=Workspace, many=True

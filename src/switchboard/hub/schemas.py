@@ -1,11 +1,18 @@
-"""Request bodies of the REST API. Unknown fields are refused, so a typo is an error, not ignored."""
+"""Request bodies of the REST API. Unknown fields are refused, so a typo is an error, not ignored.
+
+Every bound comes from ``switchboard.bounds``, as the service's own checks do, so /openapi.json
+states the limits the hub keeps. Numbers and lengths are checked here too (a request past them
+fails before it reaches the service); names and addresses are only described here — the service
+parses them, and also takes upper case and surrounding blanks, which it folds.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from switchboard import bounds
 from switchboard.model import Part
 
 
@@ -13,63 +20,146 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _described(pattern: str, most: int, description: str | None = None) -> dict[str, object]:
+    """A string field's pattern and length as the schema states them (the service checks them)."""
+    stated: dict[str, object] = {"pattern": pattern, "maxLength": most}
+    return stated if description is None else {**stated, "description": description}
+
+
+def _text(most: int, *, blank: bool = True) -> object:
+    """Free text of at most ``most`` characters (checked here), with no NUL and — unless ``blank``
+    — not blank (stated here; the service checks it, as for every face)."""
+    pattern = bounds.TEXT_PATTERN if blank else bounds.NON_BLANK_TEXT_PATTERN
+    return Field(max_length=most, json_schema_extra={"pattern": pattern})
+
+
+Subject = Annotated[str, _text(bounds.SUBJECT_CHARS)]
+Description = Annotated[str, _text(bounds.DESCRIPTION_CHARS)]
+Name = Annotated[str, Field(json_schema_extra=_described(bounds.NAME_PATTERN, bounds.NAME_CHARS))]
+MachineName = Annotated[str, Field(json_schema_extra=_described(bounds.MACHINE_PATTERN, bounds.MACHINE_CHARS))]
+MessageId = Annotated[
+    str, Field(json_schema_extra=_described(bounds.UUID_PATTERN, bounds.MESSAGE_ID_CHARS, "a message id"))
+]
+Address = Annotated[
+    str,
+    Field(
+        json_schema_extra=_described(
+            bounds.ADDRESS_PATTERN, bounds.ADDRESS_CHARS, "name, name@machine, name@machine#pid or #channel"
+        )
+    ),
+]
+# No maxLength: the bound is the number of recipients, which the service counts (a schema
+# length of tens of thousands would also be more than property-based fuzzers can generate past).
+AddressList = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "pattern": bounds.ADDRESS_LIST_PATTERN,
+            "description": f"one address, or up to {bounds.RECIPIENTS_MAX} separated by commas",
+        }
+    ),
+]
+
+
 class SendRequest(Body):
-    to: str | list[str] = Field(description="name, name@machine, name@machine#pid or #channel; several as a list")
-    text: str | None = None
-    subject: str | None = None
-    parts: list[Part] = Field(default_factory=list)
-    thread_id: str | None = None
-    reply_to: str | None = None
+    # Some text, or a part that is not blank text: the service refuses an empty message.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["text"], "properties": {"text": {"type": "string", "pattern": r"\S"}}},
+                {
+                    "required": ["parts"],
+                    "properties": {
+                        "parts": {
+                            "contains": {"not": {"required": ["text"], "properties": {"text": {"pattern": r"^\s*$"}}}}
+                        }
+                    },
+                },
+            ]
+        },
+    )
+
+    # The service counts the recipients (too_large past the bound); the schema states the bound.
+    to: (
+        AddressList
+        | Annotated[list[Address], Field(json_schema_extra={"minItems": 1, "maxItems": bounds.RECIPIENTS_MAX})]
+    ) = Field(description="name, name@machine, name@machine#pid or #channel; several as a list")
+    text: str | None = Field(
+        default=None,
+        description=f"the message's text; with its parts at most {bounds.MESSAGE_BYTES} bytes as JSON (else too_large)",
+    )
+    subject: Subject | None = None
+    parts: list[Part] = Field(default_factory=list, max_length=bounds.PARTS_MAX)
+    thread_id: MessageId | None = None
+    reply_to: MessageId | None = None
     require_live: bool = False
-    idempotency_key: str | None = None
+    idempotency_key: Annotated[str, _text(bounds.IDEMPOTENCY_KEY_CHARS, blank=False)] | None = None
     urgent: bool = Field(default=False, description="may reach a busy agent between tool calls")
 
 
+MessageIds = Annotated[list[MessageId], Field(min_length=1, max_length=bounds.MESSAGE_IDS_MAX)]
+
+
 class AckRequest(Body):
-    message_ids: list[str]
+    message_ids: MessageIds
 
 
 class MarkReadRequest(Body):
-    message_ids: list[str]
+    message_ids: MessageIds
 
 
 class SessionRequest(Body):
-    pid: int
-    runtime: str = "script"
-    machine: str | None = Field(default=None, description="default: the hub's machine")
-    proc_start: int | None = Field(default=None, description="the process's start time, to tell a recycled pid apart")
-    terminal: str | None = Field(default=None, description="the terminal window or pane, e.g. tmux:%3")
+    pid: int = Field(ge=1, le=bounds.PID_MAX, description="the session's process id")
+    runtime: Name = "script"
+    machine: MachineName | None = Field(default=None, description="default: the hub's machine")
+    proc_start: int | None = Field(
+        default=None,
+        ge=0,
+        le=bounds.PROC_START_MAX,
+        description="the process's start time (clock ticks since boot), to tell a recycled pid apart",
+    )
+    terminal: Annotated[str, _text(bounds.TERMINAL_CHARS, blank=False)] | None = Field(
+        default=None, description="the terminal window or pane, e.g. tmux:%3"
+    )
 
 
 class HeartbeatRequest(Body):
-    delivery_error: str | None = Field(default=None, description="what the session's delivery path reports broken")
+    delivery_error: Annotated[str, _text(bounds.DELIVERY_ERROR_CHARS)] | None = Field(
+        default=None, description="what the session's delivery path reports broken"
+    )
+
+
+Skills = Annotated[list[Annotated[str, _text(bounds.SKILL_CHARS, blank=False)]], Field(max_length=bounds.SKILLS_MAX)]
 
 
 class AgentRequest(Body):
-    name: str
-    description: str | None = None
-    skills: list[str] = Field(default_factory=list)
+    name: Name
+    description: Description | None = None
+    skills: Skills = Field(default_factory=list)
 
 
 class AgentUpdate(Body):
-    description: str | None = None
-    skills: list[str] | None = None
+    description: Description | None = None
+    skills: Skills | None = None
 
 
 class ChannelRequest(Body):
-    name: str
-    description: str | None = None
+    name: Annotated[str, Field(json_schema_extra=_described(bounds.CHANNEL_PATTERN, bounds.NAME_CHARS + 1))]
+    description: Description | None = None
     invite_only: bool = Field(default=False, description="members are added by its creator or a person's token")
 
 
 class InviteRequest(Body):
-    agents: list[str] = Field(description="existing agents to add to the channel")
+    agents: list[Name] = Field(
+        min_length=1, max_length=bounds.RECIPIENTS_MAX, description="existing agents to add to the channel"
+    )
 
 
 class TokenRequest(Body):
     kind: Literal["admin", "user", "agent"] | None = Field(
         default=None, description="default: agent if agent is given, else user"
     )
-    agent: str | None = None
-    workspace: str | None = None
-    label: str | None = None
+    agent: Name | None = None
+    workspace: Name | None = None
+    label: Annotated[str, _text(bounds.TOKEN_LABEL_CHARS, blank=False)] | None = None

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
+from switchboard.bounds import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
 from switchboard.credentials import Credential
-from switchboard.errors import BadRequest
+from switchboard.cursors import resume_point
 from switchboard.events import AsyncSubscription, PushedDelivery
 from switchboard.hub.asgi import Receive, Reply, Scope, bare_endpoint, client_of, headers_of, query_of
 from switchboard.hub.context import (
@@ -45,8 +46,9 @@ async def read(request: Request) -> Response:
     hub = _hub(request)
     credential, caller = await hub.identify(request)
     await refuse_body(request)
-    peek, wait = query_bool(request, "peek"), query_float(request, "wait", 0.0)
-    after, limit = query_int(request, "after"), query_int(request, "limit", 100)
+    peek, wait = query_bool(request, "peek"), query_float(request, "wait", 0.0, 0.0, WAIT_SECONDS_MAX)
+    after = query_int(request, "after", None, 0, SEQ_MAX)
+    limit = query_int(request, "limit", READ_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
     assert limit is not None
     hub.service.check_read_options(limit=limit, after=after, wait=wait)
     return await _long_poll(
@@ -61,7 +63,8 @@ async def surface(request: Request) -> Response:
     credential, caller = await hub.identify(request)
     await refuse_body(request)
     via, urgent, peek = request.query_params.get("via", ""), query_bool(request, "urgent"), query_bool(request, "peek")
-    wait, limit = query_float(request, "wait", 0.0), query_int(request, "limit", 100)
+    wait = query_float(request, "wait", 0.0, 0.0, WAIT_SECONDS_MAX)
+    limit = query_int(request, "limit", READ_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
     assert limit is not None
     hub.service.check_read_options(limit=limit, after=None, wait=wait)
     return await _long_poll(
@@ -103,11 +106,7 @@ async def _long_poll(
 
 def _resume_point(headers: dict[str, str], query: dict[str, str]) -> int | None:
     raw = query.get("after") or headers.get("last-event-id")
-    if raw is None or raw == "":
-        return None
-    if not raw.isdigit():
-        raise BadRequest(f"resume point {raw!r} is not a sequence number (use the id of the last event received).")
-    return int(raw)
+    return None if raw is None or raw.strip() == "" else resume_point(raw.strip())
 
 
 @bare_endpoint

@@ -4,9 +4,14 @@ mailbox's models, and times to and from Unix seconds."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
+import pydantic_core
+
+from switchboard.json_values import json_problem
 from switchboard.model import (
     Agent,
     AuditEntry,
@@ -14,11 +19,15 @@ from switchboard.model import (
     DeliveryState,
     MailItem,
     Message,
+    Part,
     RecipientStatus,
     Session,
     TokenInfo,
+    built,
 )
 from switchboard.store.base import NewToken
+
+log = logging.getLogger("switchboard.store")
 
 
 def to_ts(moment: datetime) -> float:
@@ -40,24 +49,98 @@ SESSION_COLUMNS = (
 
 
 def message_from_row(row: Sequence) -> Message:
-    return Message.model_validate(
-        {
-            "id": row[0],
-            "workspace": row[1],
-            "sender": row[2],
-            "sender_session": row[3],
-            "recipients": json.loads(row[4]),
-            "channel": row[5],
-            "subject": row[6],
-            "parts": json.loads(row[7]),
-            "thread_id": row[8],
-            "reply_to": row[9],
-            "created_at": from_ts(row[10]),
-            "urgent": bool(row[11]),
-            "sender_address": row[12],
-            "sender_terminal": row[13],
-        }
+    """The stored message, or — when the row cannot be rendered (written by hand, by an older
+    version, or damaged) — a stand-in that says so: one bad row must not stop its recipient's
+    whole mailbox from reading."""
+    try:
+        message = Message.model_validate(
+            {
+                "id": row[0],
+                "workspace": row[1],
+                "sender": row[2],
+                "sender_session": row[3],
+                "recipients": _json(row[4]),
+                "channel": row[5],
+                "subject": row[6],
+                "parts": _json(row[7]),
+                "thread_id": row[8],
+                "reply_to": row[9],
+                "created_at": from_ts(row[10]),
+                "urgent": bool(row[11]),
+                "sender_address": row[12],
+                "sender_terminal": row[13],
+            }
+        )
+    except (ValueError, TypeError, OverflowError) as error:  # pydantic's ValidationError is a ValueError
+        return unreadable_message(row, _first_line(error))
+    problem = next(filter(None, (_part_problem(part) for part in message.parts)), None)
+    return message if problem is None else unreadable_message(row, problem)
+
+
+def _json(text: Any) -> Any:
+    """Stored JSON text, read strictly: NaN and infinities are refused, as JSON has none."""
+    return pydantic_core.from_json(text, allow_inf_nan=False)
+
+
+def _part_problem(part: Part) -> str | None:
+    """What keeps a stored part from being rendered (a number like 1e400 reads as infinity)."""
+    if part.text is not None and part.metadata is None:
+        return None  # the usual part: nothing in it can be out of JSON's reach
+    for field, value in (("data", part.data), ("metadata", part.metadata)):
+        problem = None if value is None else json_problem(value, field)
+        if problem is not None:
+            return f"its {problem}"
+    return None
+
+
+UNREADABLE_NOTE = "[switchboard] message {id} from {sender} cannot be shown: its stored content is damaged ({reason})."
+
+
+def unreadable_message(row: Sequence, reason: str) -> Message:
+    """A stand-in for a stored message that cannot be rendered: its id, sender, thread and time
+    where the row still has them, and one text part that says what happened (its metadata says
+    so to a program: ``{"unreadable": reason}``)."""
+    message_id, sender = _text(row[0], "unknown"), _text(row[2], "unknown")
+    reason = reason[:200]
+    log.warning("message %s of workspace %s cannot be rendered: %s", message_id, _text(row[1], "?"), reason)
+    note = UNREADABLE_NOTE.format(id=message_id, sender=sender, reason=reason)
+    return built(
+        Message,
+        id=message_id,
+        workspace=_text(row[1], ""),
+        sender=sender,
+        sender_session=None,
+        sender_address=None,
+        sender_terminal=None,
+        recipients=[],
+        channel=_text(row[5], None),
+        subject=None,
+        parts=[built(Part, text=note, metadata={"unreadable": reason})],
+        thread_id=_text(row[8], message_id),
+        reply_to=None,
+        created_at=_time(row[10]),
+        urgent=False,
     )
+
+
+def _text(value: Any, default: Any) -> Any:
+    return value if isinstance(value, str) and json_problem(value) is None else default
+
+
+def _time(value: Any) -> datetime:
+    try:
+        return datetime.fromtimestamp(float(value), UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return datetime.fromtimestamp(0, UTC)
+
+
+def _first_line(error: BaseException) -> str:
+    """The gist of why a row did not make a Message: pydantic's first complaint, or the error's first line."""
+    if isinstance(error, pydantic_core.ValidationError):
+        first = error.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        return f"{where + ': ' if where else ''}{first.get('msg', '')}"[:200]
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
 def mail_item_from_row(row: Sequence) -> MailItem:
