@@ -19,7 +19,14 @@ from switchboard.address import (
     parse_name,
     shown,
 )
-from switchboard.bounds import AUDIT_LIMIT_DEFAULT, DELIVERY_ERROR_CHARS, PID_MAX, PROC_START_MAX, SKILL_CHARS, TERMINAL_CHARS
+from switchboard.bounds import (
+    AUDIT_LIMIT_DEFAULT,
+    DELIVERY_ERROR_CHARS,
+    PID_MAX,
+    PROC_START_MAX,
+    SKILL_CHARS,
+    TERMINAL_CHARS,
+)
 from switchboard.content import Limits, check_text, is_id
 from switchboard.directory_index import AgentNames, OpenSessions
 from switchboard.errors import (

@@ -221,7 +221,11 @@ async def remove_from_channel(request: Request) -> Response:
 async def audit_trail(request: Request) -> Response:
     hub = _hub(request)
     caller = await hub.caller(request)
-    return json_response(await blocking(hub.service.audit_trail, caller, query_int(request, "limit", AUDIT_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)))
+    return json_response(
+        await blocking(
+            hub.service.audit_trail, caller, query_int(request, "limit", AUDIT_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
+        )
+    )
 
 
 async def _as_credential(request: Request, operation: Callable[..., Any], *path: str) -> Response:
