@@ -134,6 +134,7 @@ _PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "session_id": _ID,
     "token_id": _ID,
     "name": {"type": "string", "pattern": bounds.NAME_PATTERN, "maxLength": bounds.NAME_CHARS},
+    "agent": {"type": "string", "pattern": bounds.NAME_PATTERN, "maxLength": bounds.NAME_CHARS},
 }
 _PROCESS = rf"^{bounds.MACHINE_REGEX}(?: {bounds.PID_REGEX}:(?:[0-9]{{1,{bounds.SEQ_DIGITS}}}|-)){{0,16}}$"
 # The headers with which a request names who it acts as (headers.py); a user or admin token needs the agent's.
