@@ -239,10 +239,33 @@ class MailItem(Model):
     message: Message
 
 
+GuardReason = Literal["echo_loop", "flood"]
+
+
+class Held(Model):
+    """Why, and until when, a loop or flood guard holds a delivery back from being surfaced
+    (guard.py). It stays stored and unread; at ``until`` it is let through by itself."""
+
+    reason: GuardReason = Field(description="echo_loop (the same pair bouncing) or flood (one sender's storm)")
+    until: datetime = Field(description="when it is let through")
+    why: str = Field(default="", description="one sentence on why")
+
+
+class HeldMail(Held):
+    """One message a guard holds now, in a recipient's mailbox."""
+
+    message_id: str
+    sender: str
+    recipient: str
+
+
 class ReadResult(Model):
     items: list[MailItem]
     cursor: int = Field(description="the highest sequence number returned (or passed in) — resume after it")
     unread: int = Field(description="unread messages left in the mailbox after this read")
+    held: list[HeldMail] = Field(
+        default_factory=list, description="mail a loop or flood guard holds back from being surfaced until its time"
+    )
 
 
 class AckResult(Model):
@@ -255,9 +278,12 @@ class MarkResult(Model):
 
 class RecipientStatus(Model):
     address: str
-    state: DeliveryState | Literal["unknown_recipient"]
+    state: DeliveryState | Literal["unknown_recipient", "held"] = Field(
+        description="held: a loop or flood guard holds it back from being surfaced until held.until"
+    )
     agent: str | None = None
     channel: str | None = None
+    held: Held | None = Field(default=None, description="a guard held it back (or holds it now: state held)")
     queued_at: datetime | None = None
     delivered_at: datetime | None = None
     surfaced_at: datetime | None = None
@@ -355,6 +381,7 @@ class AgentPresence(Model):
     live: bool
     unread: int
     sessions: list[Session]
+    held: list[HeldMail] = Field(default_factory=list, description="its mail a loop or flood guard holds now")
 
 
 class WhoReport(Model):
