@@ -210,35 +210,6 @@ _STATE_ORDER = list(DeliveryState)
 SendState = Literal["unknown_recipient", "queued", "delivered"]
 
 
-class RecipientOutcome(Model):
-    """What a send did for one address, decided when the send committed."""
-
-    address: str
-    state: SendState
-    agent: str | None = None
-    channel: str | None = Field(default=None, description="the channel this recipient was reached through")
-    sessions: list[str] = Field(default_factory=list, description="live sessions that can read it now")
-    session: str | None = Field(default=None, description="the live session it is pushed to")
-    new_agent: bool = Field(default=False, description="no agent of this name existed; the send created it")
-    reason: str | None = None
-
-
-class SendResult(Model):
-    message_id: str
-    thread_id: str
-    created_at: datetime
-    recipients: list[RecipientOutcome]
-    duplicate: bool = Field(default=False, description="an earlier send with this idempotency key")
-
-
-class MailItem(Model):
-    """One message in one recipient's mailbox."""
-
-    seq: int = Field(description="this recipient's delivery sequence number, the resume cursor")
-    state: DeliveryState
-    message: Message
-
-
 GuardReason = Literal["echo_loop", "flood"]
 
 
@@ -257,6 +228,36 @@ class HeldMail(Held):
     message_id: str
     sender: str
     recipient: str
+
+
+class RecipientOutcome(Model):
+    """What a send did for one address, decided when the send committed."""
+
+    address: str
+    state: SendState
+    agent: str | None = None
+    channel: str | None = Field(default=None, description="the channel this recipient was reached through")
+    sessions: list[str] = Field(default_factory=list, description="live sessions that can read it now")
+    session: str | None = Field(default=None, description="the live session it is pushed to")
+    new_agent: bool = Field(default=False, description="no agent of this name existed; the send created it")
+    held: Held | None = Field(default=None, description="a loop or flood guard holds it back until held.until")
+    reason: str | None = None
+
+
+class SendResult(Model):
+    message_id: str
+    thread_id: str
+    created_at: datetime
+    recipients: list[RecipientOutcome]
+    duplicate: bool = Field(default=False, description="an earlier send with this idempotency key")
+
+
+class MailItem(Model):
+    """One message in one recipient's mailbox."""
+
+    seq: int = Field(description="this recipient's delivery sequence number, the resume cursor")
+    state: DeliveryState
+    message: Message
 
 
 class ReadResult(Model):

@@ -249,9 +249,9 @@ class Store(Protocol):
         from ``b`` to ``a``: one list, newest first, each with what a guard decided for it."""
         ...
 
-    def held_mail(self, workspace: str, agents: Sequence[str], now: datetime) -> list[HeldMail]:
-        """The mail of these mailboxes a guard holds at ``now`` (neither surfaced nor read), in
-        the order it is let through."""
+    def held_mail(self, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
+        """The mail of these mailboxes (None: all of the workspace's) a guard holds at ``now``
+        (neither surfaced nor read), in the order it is let through."""
         ...
 
     # the audit trail

@@ -484,14 +484,14 @@ class PostgresStore:
         )
         return [exchange_from_row(r) for r in rows]
 
-    def held_mail(self, workspace: str, agents: Sequence[str], now: datetime) -> list[HeldMail]:
-        if not agents:
+    def held_mail(self, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
+        if agents is not None and not agents:
             return []
+        mailboxes = "" if agents is None else " AND d.recipient = ANY(%(agents)s::text[])"
         rows = self._db.all(
             f"SELECT {HELD_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id "
-            f"WHERE d.workspace = %(ws)s AND d.recipient = ANY(%(agents)s::text[]) AND {held('%(now)s')} "
-            "ORDER BY d.held_until, d.seq",
-            {"ws": workspace, "agents": list(agents), "now": to_ts(now)},
+            f"WHERE d.workspace = %(ws)s{mailboxes} AND {held('%(now)s')} ORDER BY d.held_until, d.seq",
+            {"ws": workspace, "agents": list(agents or ()), "now": to_ts(now)},
         )
         return [held_mail_from_row(r) for r in rows]
 

@@ -603,17 +603,16 @@ class SQLiteStore:
             ).fetchall()
         return [exchange_from_row(r) for r in rows]
 
-    def held_mail(self, workspace: str, agents: Sequence[str], now: datetime) -> list[HeldMail]:
-        if not agents:
+    def held_mail(self, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
+        if agents is not None and not agents:
             return []
         self._deliveries_written()
-        names = ",".join("?" * len(agents))
+        mailboxes = "" if agents is None else f" AND d.recipient IN ({','.join('?' * len(agents))})"
         with self._db.read() as conn:
             rows = conn.execute(
                 f"SELECT {HELD_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id "
-                f"WHERE d.workspace = ? AND d.recipient IN ({names}) AND {held('?')} "
-                "ORDER BY d.held_until, d.seq",
-                (workspace, *agents, to_ts(now)),
+                f"WHERE d.workspace = ?{mailboxes} AND {held('?')} ORDER BY d.held_until, d.seq",
+                (workspace, *(agents or ()), to_ts(now)),
             ).fetchall()
         return [held_mail_from_row(r) for r in rows]
 
