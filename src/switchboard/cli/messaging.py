@@ -153,6 +153,8 @@ def read(
             render.console.print(f"[dim]peeked: nothing marked read; {result.unread} unread[/]")
         elif result.unread:
             render.console.print(f"[dim]{result.unread} more unread — read again for more[/]")
+        for held in result.held:
+            render.console.print(render.held_line(f"{held.message_id} from {held.sender}", held))
 
     render.emit(result, as_json, human)
 
@@ -235,6 +237,9 @@ def status(
                 render.when(row.acked_at),
             )
         render.console.print(grid)
+        for row in report.recipients:
+            if row.held is not None and row.state == "held":
+                render.console.print(render.held_line(row.agent or row.address, row.held))
         for row in report.recipients:
             if row.reach is not None and row.reach.state != "live":
                 render.console.print(

@@ -11,12 +11,15 @@ from typing import Any
 
 import pydantic_core
 
+from switchboard.guard import Exchange
 from switchboard.json_values import json_problem
 from switchboard.model import (
     Agent,
     AuditEntry,
     Channel,
     DeliveryState,
+    Held,
+    HeldMail,
     MailItem,
     Message,
     Part,
@@ -148,7 +151,8 @@ def mail_item_from_row(row: Sequence) -> MailItem:
 
 
 STATUS_COLUMNS = (
-    "recipient, state, channel, queued_at, delivered_at, surfaced_at, read_at, acked_at, sessions, surfaced_via"
+    "recipient, state, channel, queued_at, delivered_at, surfaced_at, read_at, acked_at, sessions, surfaced_via, "
+    "held_until, held_reason"
 )
 
 
@@ -165,7 +169,20 @@ def status_from_row(row: Sequence) -> RecipientStatus:
         acked_at=from_ts(row[7]),
         sessions=json.loads(row[8]),
         via=row[9],
+        held=Held(until=from_ts(row[10]), reason=row[11]) if row[10] is not None else None,
     )
+
+
+HELD_COLUMNS = "d.message_id, m.sender, d.recipient, d.held_reason, d.held_until"
+
+
+def held_mail_from_row(row: Sequence) -> HeldMail:
+    return HeldMail(message_id=row[0], sender=row[1], recipient=row[2], reason=row[3], until=from_ts(row[4]))
+
+
+def exchange_from_row(row: Sequence) -> Exchange:
+    """(sender, created_at, held_until, held_reason) as the guard reads it."""
+    return Exchange(sender=row[0], at=row[1], held_until=row[2], held_reason=row[3])
 
 
 def session_from_row(row: Sequence) -> Session:

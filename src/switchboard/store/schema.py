@@ -167,6 +167,15 @@ MIGRATIONS: list[str] = [
     CREATE INDEX audit_by_workspace ON audit (workspace, at, id);
     CREATE INDEX messages_by_thread ON messages (workspace, thread_id);
     """,
+    # 8: (reserved for the delivery states of issue 15; empty here)
+    "",
+    # 9: the loop and flood guards (guard.py): until when, and why, a guard holds a delivery
+    # back from being surfaced; a sender's messages by time, for the pair's recent traffic.
+    """
+    ALTER TABLE deliveries ADD COLUMN held_until REAL;
+    ALTER TABLE deliveries ADD COLUMN held_reason TEXT;
+    CREATE INDEX messages_by_sender ON messages (workspace, sender, created_at);
+    """,
 ]
 
 
