@@ -16,6 +16,7 @@ from switchboard.model import (
     Agent,
     AuditEntry,
     Channel,
+    DeliveryEvent,
     DeliveryState,
     MailItem,
     Message,
@@ -148,8 +149,11 @@ def mail_item_from_row(row: Sequence) -> MailItem:
 
 
 STATUS_COLUMNS = (
-    "recipient, state, channel, queued_at, delivered_at, surfaced_at, read_at, acked_at, sessions, surfaced_via"
+    "recipient, state, channel, queued_at, delivered_at, surfaced_at, read_at, acked_at, sessions, surfaced_via, "
+    "handed_at, handed_session"
 )
+# A delivery's stored history, oldest first (``delivery_events``).
+EVENT_COLUMNS = "recipient, at, event, session, via, detail"
 
 
 def status_from_row(row: Sequence) -> RecipientStatus:
@@ -165,7 +169,23 @@ def status_from_row(row: Sequence) -> RecipientStatus:
         acked_at=from_ts(row[7]),
         sessions=json.loads(row[8]),
         via=row[9],
+        handed_at=from_ts(row[10]),
+        handed_to=row[11],  # the session's id: the service names it agent@machine#pid
     )
+
+
+def with_history(statuses: list[RecipientStatus], events: Sequence[Sequence]) -> list[RecipientStatus]:
+    """Each recipient's status with its stored events (rows of EVENT_COLUMNS, oldest first)."""
+    if not events:
+        return statuses
+    by_recipient: dict[str, list[DeliveryEvent]] = {}
+    for row in events:
+        by_recipient.setdefault(row[0], []).append(event_from_row(row))
+    return [s.model_copy(update={"history": by_recipient.get(s.agent or "", [])}) for s in statuses]
+
+
+def event_from_row(row: Sequence) -> DeliveryEvent:
+    return DeliveryEvent(at=from_ts(row[1]), event=row[2], session=row[3], via=row[4], detail=row[5])
 
 
 def session_from_row(row: Sequence) -> Session:
