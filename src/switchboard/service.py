@@ -18,11 +18,12 @@ from switchboard.address import (
     ChannelAddress,
     parse_addresses,
 )
-from switchboard.bounds import MESSAGE_IDS_MAX, SEQ_MAX
+from switchboard.bounds import DELIVERY_ERROR_CHARS, MESSAGE_IDS_MAX, SEQ_MAX
 from switchboard.content import (
     Limits,
     check_idempotency_key,
     check_message_id,
+    check_text,
     clean_subject,
     message_parts,
     request_hash,
@@ -40,6 +41,17 @@ from switchboard.errors import (
     listed,
 )
 from switchboard.events import MailboxEvents, PushedDelivery
+from switchboard.handing import (
+    EVIDENCE,
+    RECEIPT_EVENTS,
+    RECEIPTS,
+    RETURNING_RECEIPTS,
+    Handover,
+    hands,
+    named_sessions,
+    returned_state,
+    with_derived_history,
+)
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
 from switchboard.model import (
     SURFACE_PATHS,
@@ -103,6 +115,7 @@ class Service(Directory):
         self._known_agents: set[tuple[str, str]] = set()
         self._sessions_read: dict[str, OpenSessions] = {}
         self._agent_names: dict[str, AgentNames] = {}
+        self.handover = Handover(self)
 
     # --- callers -------------------------------------------------------------------------
 
@@ -426,19 +439,35 @@ class Service(Directory):
     ) -> ReadResult:
         """Take the caller's mail that is neither read nor yet put before the agent, and mark it
         surfaced by ``via`` (a SurfacePath): what a hook, a waiter or a session's messaging
-        socket puts into a coding agent's context, each message once. It stays unread, so
+        socket puts into a coding agent's context, each message once. A hook's output is in the
+        model's context once the hook returns: surfaced. A socket frame or a waiter's wake
+        hands the mail to the caller's session, to be confirmed surfaced by the session's
+        transcript (``confirm_surfaced``), or returned if the session ends first (``handing``).
+        It stays unread, so
         ``read`` still returns it. With ``urgent_only``, only mail sent urgent; with ``wait``,
         block up to that many seconds until some arrives; with ``peek``, mark nothing (a look
         before deciding to surface)."""
         if via not in SURFACE_PATHS:
             raise BadRequest(f"via must be one of {', '.join(SURFACE_PATHS)}.")
         self.check_read_options(limit=limit, after=None, wait=wait)
+        # Mail a gone session held comes back first, so this take can have it (once).
+        self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
         position = self.store.last_seq(caller.workspace, caller.agent)
         hidden = self.hidden_targets(caller)
+        hand = hands(via)
         items = self._wait_for(
             caller,
             lambda: self.store.surface(
-                caller.workspace, caller.agent, via, urgent_only, limit, self.clock(), peek, hidden
+                caller.workspace,
+                caller.agent,
+                via,
+                urgent_only,
+                limit,
+                self.clock(),
+                peek,
+                hidden,
+                session=caller.session_id if hand else None,
+                hand=hand,
             ),
             wait,
         )
@@ -537,6 +566,10 @@ class Service(Directory):
         The sender sees every recipient; a recipient sees only its own row."""
         message = self._visible_message(caller, message_id)
         statuses = self.store.delivery_statuses(caller.workspace, message_id)
+        handed = [s.agent for s in statuses if s.state == DeliveryState.handed and s.agent]
+        if handed and any([self.handover.return_stranded(caller.workspace, agent, self.clock()) for agent in handed]):
+            statuses = self.store.delivery_statuses(caller.workspace, message_id)
+        statuses = [self._named(caller.workspace, s) for s in statuses]
         if message.sender == caller.agent:
             result = self.store.send_result(caller.workspace, message_id)
             by_agent = {o.agent: o.address for o in result.recipients} if result else {}
@@ -556,6 +589,85 @@ class Service(Directory):
             created_at=message.created_at,
             recipients=self._with_reach(caller, statuses),
         )
+
+    def _named(self, workspace: str, status: RecipientStatus) -> RecipientStatus:
+        """The status with its whole history, and sessions named agent@machine#pid."""
+        ids = {e.session for e in status.history if e.session} | ({status.handed_to} if status.handed_to else set())
+        names = {i: s.address for i in ids if (s := self.session_by_id(workspace, i)) is not None}
+        status = status.model_copy(
+            update={
+                "handed_to": names.get(status.handed_to, status.handed_to)
+                if status.state == DeliveryState.handed
+                else None,
+                "history": named_sessions(status.history, names),
+            }
+        )
+        return with_derived_history(status)
+
+    # --- handed mail ------------------------------------------------------------------------
+
+    def confirm_surfaced(self, caller: Caller, message_ids: Sequence[str], evidence: str) -> MarkResult:
+        """Those of these messages handed to a session of the caller's agent are in its model's
+        context now: ``evidence`` says how that is known ("transcript": the session's transcript
+        recorded a turn carrying them). Ids not handed (surfaced already, read, another agent's)
+        are passed over. The ids marked surfaced."""
+        if evidence not in EVIDENCE:
+            raise BadRequest(f"evidence must be one of {', '.join(EVIDENCE)}.")
+        self._check_ids(message_ids, "confirm")
+        marked = self.store.confirm_surfaced(caller.workspace, caller.agent, message_ids, evidence, self.clock())
+        if marked:
+            self.events.publish_many(caller.workspace, [(caller.agent, None)])
+        return MarkResult(marked=marked)
+
+    def record_receipt(
+        self, caller: Caller, message_ids: Sequence[str], status: str, reason: str | None = None
+    ) -> MarkResult:
+        """What the caller's session's client reported about mail handed to it (Claude Code's
+        ``peer_message_status``): recorded in each message's history; mail the model will never
+        see (expired, refused, denied, dropped) goes back to the mailbox. The ids recorded."""
+        if status not in RECEIPTS:
+            raise BadRequest(f"status must be one of {', '.join(RECEIPTS)}.")
+        self._check_ids(message_ids, "record")
+        if reason is not None:
+            check_text(reason, DELIVERY_ERROR_CHARS, "reason")
+        now, session = self.clock(), caller.session_id
+        recorded = [
+            m
+            for m in dict.fromkeys(message_ids)
+            if self.store.record_delivery_event(
+                caller.workspace, caller.agent, m, RECEIPT_EVENTS[status], now, session, "socket", reason
+            )
+        ]
+        if status in RETURNING_RECEIPTS and session is not None and recorded:
+            others = sum(
+                1 for s in self._live_sessions_by_agent(caller, [caller.agent], now)[caller.agent] if s.id != session
+            )
+            why = f"the session's client reported it {status}" + (f": {reason}" if reason else "")
+            if self.store.return_handed(
+                caller.workspace, caller.agent, session, returned_state(others), why, now, recorded
+            ):
+                self.events.publish_many(caller.workspace, [(caller.agent, None)])
+        return MarkResult(marked=recorded)
+
+    def _check_ids(self, message_ids: Sequence[str], verb: str) -> None:
+        if not message_ids:
+            raise BadRequest(f"name at least one message id to {verb}.")
+        if len(message_ids) > MESSAGE_IDS_MAX:
+            raise TooLarge(f"{len(message_ids)} message ids; name at most {MESSAGE_IDS_MAX} at once.")
+        for message_id in message_ids:
+            check_message_id(message_id)
+
+    def end_session(self, caller: Caller, session_id: str) -> Session:
+        """End the session; mail handed to it and not surfaced goes back to the mailbox."""
+        session = super().end_session(caller, session_id)
+        self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
+        return session
+
+    def register_session(self, caller: Caller, **options: Any) -> Session:
+        """Register (see Directory); a session this one replaced gives back its handed mail."""
+        session = super().register_session(caller, **options)
+        self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
+        return session
 
     def _visible_message(self, caller: Caller, message_id: str) -> Message:
         check_message_id(message_id)

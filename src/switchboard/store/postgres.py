@@ -493,9 +493,19 @@ class PostgresStore:
         return [r[0] for r in self._db.all(handing.HANDED_SESSIONS, {"ws": workspace, "agent": agent})]
 
     def return_handed(
-        self, workspace: str, agent: str, session_id: str, state: DeliveryState, reason: str, now: datetime
+        self,
+        workspace: str,
+        agent: str,
+        session_id: str,
+        state: DeliveryState,
+        reason: str,
+        now: datetime,
+        message_ids: Sequence[str] | None = None,
     ) -> list[str]:
-        args = self._mailbox_args(workspace, agent, session=session_id, state=state.value, at=to_ts(now), detail=reason)
+        ids = None if message_ids is None else list(message_ids)
+        args = self._mailbox_args(
+            workspace, agent, session=session_id, state=state.value, at=to_ts(now), detail=reason, ids=ids
+        )
         rows = self._db.run(lambda conn: conn.execute(handing.RETURN_HANDED, args).fetchall())
         return [r[0] for r in rows]
 

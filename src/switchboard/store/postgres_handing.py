@@ -53,6 +53,7 @@ RETURN_HANDED = f"""
 WITH marked AS (
     UPDATE deliveries d SET state = %(state)s, handed_at = NULL, handed_session = NULL, surfaced_via = NULL
     WHERE d.workspace = %(ws)s AND d.recipient = %(agent)s AND d.state = 'handed' AND d.handed_session = %(session)s
+        AND (%(ids)s::text[] IS NULL OR d.message_id = ANY(%(ids)s::text[]))
     RETURNING d.message_id
 ), recorded AS (
     INSERT INTO {EVENTS}

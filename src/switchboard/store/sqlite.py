@@ -596,11 +596,18 @@ class SQLiteStore:
             return sqlite_handing.handed_sessions(conn, workspace, agent)
 
     def return_handed(
-        self, workspace: str, agent: str, session_id: str, state: DeliveryState, reason: str, now: datetime
+        self,
+        workspace: str,
+        agent: str,
+        session_id: str,
+        state: DeliveryState,
+        reason: str,
+        now: datetime,
+        message_ids: Sequence[str] | None = None,
     ) -> list[str]:
         return self._db.transact(
             lambda conn: sqlite_handing.return_handed(
-                conn, workspace, agent, session_id, state.value, reason, to_ts(now)
+                conn, workspace, agent, session_id, state.value, reason, to_ts(now), message_ids
             )
         )
 

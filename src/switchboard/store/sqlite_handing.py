@@ -48,14 +48,22 @@ def confirm_surfaced(
 
 
 def return_handed(
-    conn: sqlite3.Connection, workspace: str, agent: str, session_id: str, state: str, reason: str, at: float
+    conn: sqlite3.Connection,
+    workspace: str,
+    agent: str,
+    session_id: str,
+    state: str,
+    reason: str,
+    at: float,
+    message_ids: Sequence[str] | None = None,
 ) -> list[str]:
-    """Mail of ``agent`` handed to ``session_id`` and not surfaced, back to ``state`` (unread,
-    handed to nobody); the ids returned."""
+    """Mail of ``agent`` handed to ``session_id`` (only these messages, when given) and not
+    surfaced, back to ``state`` (unread, handed to nobody); the ids returned."""
+    only = "" if message_ids is None else f" AND message_id IN ({','.join('?' * len(message_ids))})"
     rows = conn.execute(
         "UPDATE deliveries SET state = ?, handed_at = NULL, handed_session = NULL, surfaced_via = NULL "
-        "WHERE workspace = ? AND recipient = ? AND state = 'handed' AND handed_session = ? RETURNING message_id",
-        (state, workspace, agent, session_id),
+        f"WHERE workspace = ? AND recipient = ? AND state = 'handed' AND handed_session = ?{only} RETURNING message_id",
+        (state, workspace, agent, session_id, *(message_ids or ())),
     ).fetchall()
     ids = [r[0] for r in rows]
     record_events(conn, workspace, agent, ids, at, "returned", session_id, None, reason)
