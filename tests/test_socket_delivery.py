@@ -74,10 +74,10 @@ def contents(listener: FrameListener) -> list[str]:
 
 def status_of(client: LocalClient, message_id: str, recipient: str) -> tuple[str, str | None, bool]:
     (row,) = [r for r in client.message_status(message_id).recipients if r.agent == recipient]
-    return row.state, row.via, row.surfaced_at is not None
+    return row.state, row.via, row.handed_at is not None
 
 
-def test_new_mail_is_written_into_the_session_fenced_once_and_marked_surfaced_by_socket(agents, session, pushers):
+def test_new_mail_is_written_into_the_session_fenced_once_and_marked_handed_by_socket(agents, session, pushers):
     listener, target = session
     alice, bob = agents("alice"), agents("bob")
     pushers(alice, target)
@@ -90,7 +90,8 @@ def test_new_mail_is_written_into_the_session_fenced_once_and_marked_surfaced_by
     text = frame[1]["message"]["content"]
     assert text == render(alice.read(peek=True).items)  # the fenced rendering, nothing else
     assert "from: bob" in text and "Can you review PR 12?" in text and "BEGIN MESSAGE" in text
-    assert status_of(bob, sent.message_id, "alice") == ("surfaced", "socket", True)
+    # The frame was taken, not yet the model's: handed, until the transcript shows the turn.
+    assert status_of(bob, sent.message_id, "alice") == ("handed", "socket", True)
     assert alice.surface(via="hook").items == []  # the hooks will not put it before the agent again
     assert alice.read(peek=True).items[0].message.id == sent.message_id  # still unread
 

@@ -57,7 +57,7 @@ def test_mail_wakes_the_session(hooks: Hooks) -> None:
     assert err.startswith("Switchboard: 1 new message") and PREAMBLE in err
     assert "from: reviewer" in err and "-----\nthe build is red\n----- END MESSAGE" in err
     status = hooks.status(message)
-    assert (status["state"], status["via"], status["read_at"]) == ("surfaced", "waiter", None)
+    assert (status["state"], status["via"], status["read_at"]) == ("handed", "waiter", None)
     assert hooks.context("prompt") is None  # surfaced once: the prompt hook does not repeat it
 
 
