@@ -258,6 +258,11 @@ class HubClient:
     def mark_read(self, message_ids: Sequence[str]) -> MarkResult:
         return self._model(MarkResult, "POST", "/v1/mark-read", json={"message_ids": list(message_ids)})
 
+    def confirm_surfaced(self, message_ids: Sequence[str], evidence: str = "transcript") -> MarkResult:
+        return self._model(
+            MarkResult, "POST", "/v1/surfaced", json={"message_ids": list(message_ids), "evidence": evidence}
+        )
+
     def surface(
         self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
     ) -> ReadResult:

@@ -28,6 +28,7 @@ from switchboard.hub.schemas import (
     AgentRequest,
     AgentUpdate,
     ChannelRequest,
+    ConfirmSurfacedRequest,
     HeartbeatRequest,
     InviteRequest,
     MarkReadRequest,
@@ -92,6 +93,13 @@ async def mark_read(request: Request) -> Response:
     caller = await hub.caller(request)
     body = await read_body(request, MarkReadRequest)
     return json_response(await blocking(hub.service.mark_read, caller, body.message_ids))
+
+
+async def confirm_surfaced(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    body = await read_body(request, ConfirmSurfacedRequest)
+    return json_response(await blocking(hub.service.confirm_surfaced, caller, body.message_ids, body.evidence))
 
 
 async def ack(request: Request) -> Response:

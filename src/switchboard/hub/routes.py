@@ -124,6 +124,14 @@ ROUTES: list[Route] = [
     ),
     Route(
         "POST",
+        "/v1/surfaced",
+        api.confirm_surfaced,
+        "Mail handed to your session is in its model's context now (its transcript shows the turn).",
+        schemas.ConfirmSurfacedRequest,
+        MarkResult,
+    ),
+    Route(
+        "POST",
         "/v1/surface",
         streams.surface,
         "Take mail not yet read nor put before your agent, marked surfaced by via= (socket, hook, waiter).",

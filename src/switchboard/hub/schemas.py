@@ -109,6 +109,13 @@ class MarkReadRequest(Body):
     message_ids: MessageIds
 
 
+class ConfirmSurfacedRequest(Body):
+    message_ids: MessageIds
+    evidence: Literal["transcript", "hook"] = Field(
+        default="transcript", description="how the model's context is known to hold them"
+    )
+
+
 class SessionRequest(Body):
     pid: int = Field(ge=1, le=bounds.PID_MAX, description="the session's process id")
     runtime: Name = "script"
