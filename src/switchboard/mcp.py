@@ -29,7 +29,7 @@ from switchboard import __version__, session_push
 from switchboard.client import Client
 from switchboard.errors import SwitchboardError
 from switchboard.fence import PREAMBLE, fenced_mail, fenced_words, one_line
-from switchboard.model import MailItem, Reach
+from switchboard.model import DeliveryEvent, MailItem, Reach
 from switchboard.session_push import PushReport
 
 log = logging.getLogger("switchboard.push")
@@ -124,8 +124,14 @@ class Channels(BaseModel):
 class Delivery(BaseModel):
     address: str
     agent: str | None = None
-    state: str = Field(description="queued, delivered, surfaced, read, acked, or unknown_recipient")
+    state: str = Field(
+        description="queued; delivered (a live session can take it); handed (given to a live session, waiting "
+        "for its turn); surfaced (in the agent's context); read; acked; or unknown_recipient"
+    )
+    handed_to: str | None = Field(default=None, description="while handed: the session holding it")
     delivered_at: datetime | None = None
+    handed_at: datetime | None = None
+    surfaced_at: datetime | None = None
     read_at: datetime | None = None
     acked_at: datetime | None = None
     reachable: str | None = Field(
@@ -133,6 +139,7 @@ class Delivery(BaseModel):
         description="for mail not read yet: live, path_broken, no_live_session, machine_down or unknown_address",
     )
     why: str | None = Field(default=None, description="for mail not read yet: whether and how it can reach them now")
+    history: list[str] = Field(default_factory=list, description="what happened to it, oldest first")
 
 
 class Status(BaseModel):
@@ -352,6 +359,14 @@ def _channels(client: Client) -> CallToolResult:
     return _result(result, "\n".join([*(lines or ["no channels"]), _unread_line(result.unread)]))
 
 
+def _step(event: DeliveryEvent) -> str:
+    """One step of a delivery's history, in one line."""
+    where = f" {'from' if event.event == 'returned' else 'to'} {one_line(event.session)}" if event.session else ""
+    how = f" by {event.via}" if event.via else ""
+    why = f" ({one_line(event.detail)})" if event.detail else ""
+    return f"{event.at.isoformat(timespec='seconds').replace('+00:00', 'Z')} {event.event}{where}{how}{why}"
+
+
 def _status(client: Client, message_id: str) -> CallToolResult:
     status = _acting(lambda: client.message_status(message_id))
     recipients = [
@@ -359,11 +374,15 @@ def _status(client: Client, message_id: str) -> CallToolResult:
             address=r.address,
             agent=r.agent,
             state=str(getattr(r.state, "value", r.state)),
+            handed_to=r.handed_to,
             delivered_at=r.delivered_at,
+            handed_at=r.handed_at,
+            surfaced_at=r.surfaced_at,
             read_at=r.read_at,
             acked_at=r.acked_at,
             reachable=r.reach.state if r.reach else None,
             why=one_line(r.reach.reason) if r.reach else None,
+            history=[_step(e) for e in r.history],
         )
         for r in status.recipients
     ]
@@ -379,7 +398,11 @@ def _status(client: Client, message_id: str) -> CallToolResult:
     )
     lines = [f"{status.message_id}: read by {', '.join(read_by) or 'nobody yet'}"]
     lines += [
-        f"- {r.address}: {r.state}" + (f" ({r.why})" if r.why and r.reachable != "live" else "") for r in recipients
+        f"- {r.address}: {r.state}"
+        + (f" to {r.handed_to}, waiting for its turn" if r.handed_to else "")
+        + (f" ({r.why})" if r.why and r.reachable != "live" else "")
+        + (f"; history: {'; '.join(r.history)}" if r.history else "")
+        for r in recipients
     ]
     return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
 

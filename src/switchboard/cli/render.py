@@ -16,7 +16,7 @@ from rich.table import Table
 
 from switchboard.claude_sessions import ClaudeSession
 from switchboard.fence import one_line
-from switchboard.model import MailItem, Reach, SendResult, Session
+from switchboard.model import DeliveryEvent, MailItem, Reach, SendResult, Session
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -63,6 +63,7 @@ STATE_STYLE = {
     "unknown_recipient": "red",
     "queued": "yellow",
     "delivered": "green",
+    "handed": "green",
     "surfaced": "green",
     "read": "cyan",
     "acked": "blue",
@@ -71,6 +72,19 @@ STATE_STYLE = {
 
 def state(text: str) -> str:
     return f"[{STATE_STYLE.get(text, '')}]{text}[/]"
+
+
+def history_line(event: DeliveryEvent) -> str:
+    """One step of a delivery's history, as a person reads it."""
+    parts = [state(event.event) if event.event in STATE_STYLE else f"[yellow]{event.event}[/]"]
+    if event.session:
+        parts.append(("from " if event.event == "returned" else "to ") + escape(event.session))
+    if event.via:
+        parts.append(f"by {escape(event.via)}")
+    if event.detail:
+        seen = event.event == "surfaced" and event.detail == "transcript"
+        parts.append("(seen in the session's transcript)" if seen else f"({escape(one_line(event.detail))})")
+    return " ".join(parts)
 
 
 def send_result(result: SendResult) -> None:
