@@ -5,9 +5,13 @@ Claude Code gives each stdio MCP server it starts its session's messaging socket
 from the session's own child is taken as the session's own: an idle session starts a turn
 with it, a busy one gets it after its current tool call. So while the server runs, a pusher
 thread waits on the agent's mailbox and writes each new message there, fenced as another
-agent's words, and marks it surfaced by "socket" — once: the hooks and the waiter then leave it.
+agent's words, and marks it handed to the session by "socket" — once: the hooks and the waiter
+then leave it. The session took the frame, its model has not seen it yet (a busy session keeps
+it until its tool call ends): ``transcript_watch`` marks it surfaced when the session's
+transcript records the turn that carried it, and mail the session never got to its model goes
+back to the mailbox when the session ends (``handing``).
 
-The socket is connected before any mail is taken, so mail is never marked surfaced for a
+The socket is connected before any mail is taken, so mail is never marked handed to a
 session that is gone: when the socket cannot be reached the pusher logs one line and stops,
 and the hooks carry the mail. When the session's ``crossSessionInbound`` setting holds or
 refuses peer messages, it leaves the mail to them too. Without a socket (an older Claude Code,
@@ -161,13 +165,13 @@ class SocketPusher:
                     peek=True, after=position, limit=BATCH, wait=0.0 if position is None else self._wait
                 )
                 position = seen.cursor
-                fresh = any(item.state.rank < DeliveryState.surfaced.rank for item in seen.items)
+                fresh = any(item.state.rank < DeliveryState.handed.rank for item in seen.items)
                 # A session whose setting holds or refuses peer messages: its hooks carry the
                 # mail (Claude Code reloads the setting live, so it is read each time).
                 if fresh and self.target.takes_peer_messages():
                     self._push_waiting()
                 elif fresh:
-                    self.left_to_hooks += sum(item.state.rank < DeliveryState.surfaced.rank for item in seen.items)
+                    self.left_to_hooks += sum(item.state.rank < DeliveryState.handed.rank for item in seen.items)
             except MessagingSocketUnavailable as error:
                 log.warning("stopped pushing mail into the Claude Code session: %s", error.message)
                 self.problem = f"its messaging socket failed ({error.message}); mail reaches it only through its hooks"
@@ -204,10 +208,10 @@ def write_batch(
     session_id: str | None,
     timeout: float = claude_sessions.CONNECT_TIMEOUT_SECONDS,
 ) -> list[MailItem]:
-    """Write up to BATCH of the agent's mail, neither read nor surfaced yet, into the session
-    listening on ``socket_path`` as one frame, marked surfaced by "socket"; the messages written
-    (none: nothing was waiting). The socket is connected before the mail is taken: mail is
-    marked surfaced only for a session that is there to get it."""
+    """Write up to BATCH of the agent's mail, neither read, handed nor surfaced yet, into the
+    session listening on ``socket_path`` as one frame, marked handed by "socket"; the messages
+    written (none: nothing was waiting). The socket is connected before the mail is taken: mail
+    is marked handed only to a session that is there to get it."""
     connection = claude_sessions.connect(socket_path, timeout=timeout)
     try:
         taken = client.surface(via="socket", limit=BATCH)

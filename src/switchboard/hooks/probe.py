@@ -18,14 +18,15 @@ from urllib.parse import quote
 _ANY = (
     "SELECT EXISTS (SELECT 1 FROM fanout_parts) OR EXISTS ("
     "SELECT 1 FROM deliveries d JOIN messages m ON m.id = d.message_id "
-    "WHERE d.workspace = ? AND d.recipient = ? AND d.read_at IS NULL AND d.surfaced_at IS NULL{urgent})"
+    "WHERE d.workspace = ? AND d.recipient = ? AND d.read_at IS NULL AND d.surfaced_at IS NULL "
+    "AND d.state != 'handed'{urgent})"
 )
 _QUERIES = {urgent: _ANY.format(urgent=" AND m.urgent = 1" if urgent else "") for urgent in (False, True)}
 
 
 def may_have_mail(db_path: Path, workspace: str, agent: str, *, urgent_only: bool = False) -> bool:
     """False only when the embedded store at ``db_path`` surely holds no mail for ``agent`` that
-    is neither read nor surfaced (only urgent mail with ``urgent_only``)."""
+    is neither read, handed to a session nor surfaced (only urgent mail with ``urgent_only``)."""
     if not db_path.exists():
         return False
     try:
