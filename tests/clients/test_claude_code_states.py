@@ -17,6 +17,7 @@ import pytest
 from switchboard.model import RecipientStatus
 from tests.clients.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env
 from tests.clients.mock_model import MockModel
+from tests.clients.test_claude_code_wake import start_waiting_session
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
@@ -118,3 +119,35 @@ def test_mail_handed_to_a_session_stopped_mid_tool_returns_and_reaches_the_next_
     sessions = [e.session for e in done.history if e.event in ("handed", "returned")]
     assert sessions[0] == sessions[1] != sessions[2], done.history
     assert second.close() == 0
+
+
+def test_through_the_waiter_a_busy_sessions_mail_is_handed_then_surfaced(
+    claude_code_current: Path, machine: Machine, quiet_model: MockModel, socket_tmp: Path
+):
+    # -p runs only the tools it is told to allow (the project's allow list needs a trusted folder).
+    session, _ = start_waiting_session(
+        claude_code_current, machine, quiet_model, socket_tmp, ("--allowedTools", "Bash")
+    )
+    marks = machine.root / "marks"
+    marks.mkdir()
+    go, started = marks / "go", marks / "started"
+    wait = f"for i in $(seq 600); do [ -e {shlex.quote(str(go))} ] && break; sleep 0.1; done"
+    session.say(f"RUN_BASH: touch {shlex.quote(str(started))} && {wait}")
+    session.wait_for(started.exists, "the Bash call to start")
+    body = "The nightly build is red; look before you merge."
+    with machine.client("bob") as bob:
+        sent = bob.send("alice", body)
+    handed = session.wait_for(
+        lambda: (s := alice_status(machine, sent.message_id)).state == "handed" and s, "the waiter's wake", WAKE_TIMEOUT
+    )
+    assert handed.via == "waiter" and handed.handed_to and handed.handed_to.endswith(f"#{session.pid}")
+    assert not quiet_model.requests_mentioning(body), "the model has it already: the test shows nothing"
+    go.touch()
+    surfaced = session.wait_for(
+        lambda: (s := alice_status(machine, sent.message_id)).state == "surfaced" and s, "surfaced", WAKE_TIMEOUT
+    )
+    assert quiet_model.requests_mentioning(body), "surfaced, but no model request carried it"
+    assert [(e.event, e.via) for e in surfaced.history][-2:] == [("handed", "waiter"), ("surfaced", "waiter")]
+    assert surfaced.history[-1].detail == "transcript"
+    session.wait_for(lambda: session.results(), "the turn to finish")
+    assert session.close() == 0
