@@ -26,11 +26,13 @@ import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchboard import claude_sessions
-from switchboard.client import Client
 from switchboard.errors import SwitchboardError
+
+if TYPE_CHECKING:  # the hooks read transcripts too, and must stay light
+    from switchboard.client import Client
 
 log = logging.getLogger("switchboard.transcript")
 
@@ -63,6 +65,32 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for inner in value:
             yield from _strings(inner)
+
+
+TAIL_BYTES = 512 * 1024  # what a hook reads of a transcript: the last turns, not the whole of it
+
+
+def ids_in_tail(path: Path, size: int = TAIL_BYTES) -> list[str]:
+    """The fenced messages the last ``size`` bytes of a transcript show carried to the model."""
+    try:
+        with path.open("rb") as file:
+            file.seek(0, os.SEEK_END)
+            start = max(0, file.tell() - size)
+            file.seek(start)
+            data = file.read()
+    except OSError:
+        return []
+    lines = data.split(b"\n")
+    if start:
+        lines = lines[1:]  # cut in the middle of a record
+    found: list[str] = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        found += [i for i in fenced_ids(record) if i not in found]
+    return found
 
 
 def transcript_of(session_id: str, env: dict[str, str] | None = None) -> Path | None:
