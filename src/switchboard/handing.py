@@ -21,8 +21,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
+from switchboard.bounds import DELIVERY_ERROR_CHARS, MESSAGE_IDS_MAX
+from switchboard.content import check_message_id, check_text
+from switchboard.errors import BadRequest, TooLarge
 from switchboard.identity import process_alive
-from switchboard.model import SURFACE_PATHS, DeliveryEvent, DeliveryState, RecipientStatus
+from switchboard.model import SURFACE_PATHS, Caller, DeliveryEvent, DeliveryState, MarkResult, RecipientStatus
 
 if TYPE_CHECKING:
     from switchboard.service import Service
@@ -80,10 +83,56 @@ def named_sessions(events: Sequence[DeliveryEvent], names: dict[str, str]) -> li
 
 
 class Handover:
-    """The service's side of handed mail: sweeping back what dead sessions held."""
+    """The service's side of handed mail: confirming it, receipts, sweeping back what dead
+    sessions held, and naming it in a status."""
 
     def __init__(self, service: Service) -> None:
         self.service = service
+
+    def confirm_surfaced(self, caller: Caller, message_ids: Sequence[str], evidence: str) -> MarkResult:
+        """See Service.confirm_surfaced."""
+        if evidence not in EVIDENCE:
+            raise BadRequest(f"evidence must be one of {', '.join(EVIDENCE)}.")
+        _check_ids(message_ids, "confirm")
+        service = self.service
+        marked = service.store.confirm_surfaced(caller.workspace, caller.agent, message_ids, evidence, service.clock())
+        if marked:
+            service.events.publish_many(caller.workspace, [(caller.agent, None)])
+        return MarkResult(marked=marked)
+
+    def record_receipt(
+        self, caller: Caller, message_ids: Sequence[str], status: str, reason: str | None = None
+    ) -> MarkResult:
+        """See Service.record_receipt."""
+        if status not in RECEIPTS:
+            raise BadRequest(f"status must be one of {', '.join(RECEIPTS)}.")
+        _check_ids(message_ids, "record")
+        if reason is not None:
+            check_text(reason, DELIVERY_ERROR_CHARS, "reason")
+        service, store = self.service, self.service.store
+        now, session = service.clock(), caller.session_id
+        recorded = [
+            m
+            for m in dict.fromkeys(message_ids)
+            if store.record_delivery_event(
+                caller.workspace, caller.agent, m, RECEIPT_EVENTS[status], now, session, "socket", reason
+            )
+        ]
+        if status in RETURNING_RECEIPTS and session is not None and recorded:
+            live = service.store.list_sessions(caller.workspace, caller.agent)
+            others = sum(1 for s in live if s.id != session and service.liveness.is_live(s, now))
+            why = f"the session's client reported it {status}" + (f": {reason}" if reason else "")
+            if store.return_handed(caller.workspace, caller.agent, session, returned_state(others), why, now, recorded):
+                service.events.publish_many(caller.workspace, [(caller.agent, None)])
+        return MarkResult(marked=recorded)
+
+    def named(self, workspace: str, status: RecipientStatus) -> RecipientStatus:
+        """The status with its whole history, and sessions named agent@machine#pid."""
+        ids = {e.session for e in status.history if e.session} | ({status.handed_to} if status.handed_to else set())
+        names = {i: s.address for i in ids if (s := self.service.session_by_id(workspace, i)) is not None}
+        handed_to = names.get(status.handed_to, status.handed_to) if status.state == DeliveryState.handed else None
+        status = status.model_copy(update={"handed_to": handed_to, "history": named_sessions(status.history, names)})
+        return with_derived_history(status)
 
     def return_stranded(self, workspace: str, agent: str, now: datetime) -> list[str]:
         """Return to the mailbox the agent's mail handed to sessions that are gone: ended, not
@@ -120,3 +169,12 @@ class Handover:
                 return None  # quiet, but there: a hooks-only session reports only on its turns
             return "its session's process is gone"
         return "its session stopped reporting"
+
+
+def _check_ids(message_ids: Sequence[str], verb: str) -> None:
+    if not message_ids:
+        raise BadRequest(f"name at least one message id to {verb}.")
+    if len(message_ids) > MESSAGE_IDS_MAX:
+        raise TooLarge(f"{len(message_ids)} message ids; name at most {MESSAGE_IDS_MAX} at once.")
+    for message_id in message_ids:
+        check_message_id(message_id)

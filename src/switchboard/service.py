@@ -18,12 +18,11 @@ from switchboard.address import (
     ChannelAddress,
     parse_addresses,
 )
-from switchboard.bounds import DELIVERY_ERROR_CHARS, MESSAGE_IDS_MAX, SEQ_MAX
+from switchboard.bounds import MESSAGE_IDS_MAX, SEQ_MAX
 from switchboard.content import (
     Limits,
     check_idempotency_key,
     check_message_id,
-    check_text,
     clean_subject,
     message_parts,
     request_hash,
@@ -42,15 +41,8 @@ from switchboard.errors import (
 )
 from switchboard.events import MailboxEvents, PushedDelivery
 from switchboard.handing import (
-    EVIDENCE,
-    RECEIPT_EVENTS,
-    RECEIPTS,
-    RETURNING_RECEIPTS,
     Handover,
     hands,
-    named_sessions,
-    returned_state,
-    with_derived_history,
 )
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
 from switchboard.model import (
@@ -569,7 +561,7 @@ class Service(Directory):
         handed = [s.agent for s in statuses if s.state == DeliveryState.handed and s.agent]
         if handed and any([self.handover.return_stranded(caller.workspace, agent, self.clock()) for agent in handed]):
             statuses = self.store.delivery_statuses(caller.workspace, message_id)
-        statuses = [self._named(caller.workspace, s) for s in statuses]
+        statuses = [self.handover.named(caller.workspace, s) for s in statuses]
         if message.sender == caller.agent:
             result = self.store.send_result(caller.workspace, message_id)
             by_agent = {o.agent: o.address for o in result.recipients} if result else {}
@@ -590,34 +582,14 @@ class Service(Directory):
             recipients=self._with_reach(caller, statuses),
         )
 
-    def _named(self, workspace: str, status: RecipientStatus) -> RecipientStatus:
-        """The status with its whole history, and sessions named agent@machine#pid."""
-        ids = {e.session for e in status.history if e.session} | ({status.handed_to} if status.handed_to else set())
-        names = {i: s.address for i in ids if (s := self.session_by_id(workspace, i)) is not None}
-        status = status.model_copy(
-            update={
-                "handed_to": names.get(status.handed_to, status.handed_to)
-                if status.state == DeliveryState.handed
-                else None,
-                "history": named_sessions(status.history, names),
-            }
-        )
-        return with_derived_history(status)
-
-    # --- handed mail ------------------------------------------------------------------------
+    # --- handed mail (the rule: ``handing``) ----------------------------------------------------
 
     def confirm_surfaced(self, caller: Caller, message_ids: Sequence[str], evidence: str) -> MarkResult:
         """Those of these messages handed to a session of the caller's agent are in its model's
         context now: ``evidence`` says how that is known ("transcript": the session's transcript
         recorded a turn carrying them). Ids not handed (surfaced already, read, another agent's)
         are passed over. The ids marked surfaced."""
-        if evidence not in EVIDENCE:
-            raise BadRequest(f"evidence must be one of {', '.join(EVIDENCE)}.")
-        self._check_ids(message_ids, "confirm")
-        marked = self.store.confirm_surfaced(caller.workspace, caller.agent, message_ids, evidence, self.clock())
-        if marked:
-            self.events.publish_many(caller.workspace, [(caller.agent, None)])
-        return MarkResult(marked=marked)
+        return self.handover.confirm_surfaced(caller, message_ids, evidence)
 
     def record_receipt(
         self, caller: Caller, message_ids: Sequence[str], status: str, reason: str | None = None
@@ -625,37 +597,7 @@ class Service(Directory):
         """What the caller's session's client reported about mail handed to it (Claude Code's
         ``peer_message_status``): recorded in each message's history; mail the model will never
         see (expired, refused, denied, dropped) goes back to the mailbox. The ids recorded."""
-        if status not in RECEIPTS:
-            raise BadRequest(f"status must be one of {', '.join(RECEIPTS)}.")
-        self._check_ids(message_ids, "record")
-        if reason is not None:
-            check_text(reason, DELIVERY_ERROR_CHARS, "reason")
-        now, session = self.clock(), caller.session_id
-        recorded = [
-            m
-            for m in dict.fromkeys(message_ids)
-            if self.store.record_delivery_event(
-                caller.workspace, caller.agent, m, RECEIPT_EVENTS[status], now, session, "socket", reason
-            )
-        ]
-        if status in RETURNING_RECEIPTS and session is not None and recorded:
-            others = sum(
-                1 for s in self._live_sessions_by_agent(caller, [caller.agent], now)[caller.agent] if s.id != session
-            )
-            why = f"the session's client reported it {status}" + (f": {reason}" if reason else "")
-            if self.store.return_handed(
-                caller.workspace, caller.agent, session, returned_state(others), why, now, recorded
-            ):
-                self.events.publish_many(caller.workspace, [(caller.agent, None)])
-        return MarkResult(marked=recorded)
-
-    def _check_ids(self, message_ids: Sequence[str], verb: str) -> None:
-        if not message_ids:
-            raise BadRequest(f"name at least one message id to {verb}.")
-        if len(message_ids) > MESSAGE_IDS_MAX:
-            raise TooLarge(f"{len(message_ids)} message ids; name at most {MESSAGE_IDS_MAX} at once.")
-        for message_id in message_ids:
-            check_message_id(message_id)
+        return self.handover.record_receipt(caller, message_ids, status, reason)
 
     def end_session(self, caller: Caller, session_id: str) -> Session:
         """End the session; mail handed to it and not surfaced goes back to the mailbox."""
