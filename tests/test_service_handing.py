@@ -76,7 +76,7 @@ def test_a_refused_receipt_returns_the_mail_and_a_held_one_is_recorded(service, 
     first = row(alice.message_status(held.message_id), "bob")
     assert first.state == "handed" and first.history[-1].event == "held"
     second = row(alice.message_status(refused.message_id), "bob")
-    assert second.state == "queued" or second.state == "delivered"
+    assert second.state == "delivered"  # the session lives on: its hooks can take it
     assert [e.event for e in second.history][-2:] == ["expired", "returned"]
 
 

@@ -96,6 +96,10 @@ class Client(Protocol):
         """Mail handed to this session is in its model's context now (Service.confirm_surfaced)."""
         ...
 
+    def record_receipt(self, message_ids: Sequence[str], status: str, reason: str | None = None) -> MarkResult:
+        """What this session's client reported about a frame of its mail (Service.record_receipt)."""
+        ...
+
     def message_status(self, message_id: str) -> MessageStatus: ...
 
     # presence and sessions

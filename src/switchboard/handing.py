@@ -119,8 +119,9 @@ class Handover:
             )
         ]
         if status in RETURNING_RECEIPTS and session is not None and recorded:
+            # The session lives on (only its socket refused): its hooks can still take the mail.
             live = service.store.list_sessions(caller.workspace, caller.agent)
-            others = sum(1 for s in live if s.id != session and service.liveness.is_live(s, now))
+            others = sum(1 for s in live if service.liveness.is_live(s, now))
             why = f"the session's client reported it {status}" + (f": {reason}" if reason else "")
             if store.return_handed(caller.workspace, caller.agent, session, returned_state(others), why, now, recorded):
                 service.events.publish_many(caller.workspace, [(caller.agent, None)])

@@ -151,3 +151,39 @@ def test_through_the_waiter_a_busy_sessions_mail_is_handed_then_surfaced(
     assert surfaced.history[-1].detail == "transcript"
     session.wait_for(lambda: session.results(), "the turn to finish")
     assert session.close() == 0
+
+
+@pytest.mark.parametrize("policy", ["refuse", "hold"])
+def test_a_session_that_refuses_or_holds_the_frame_says_so_and_refused_mail_comes_back(
+    claude_code_current: Path, machine: Machine, quiet_model: MockModel, socket_tmp: Path, policy: str
+):
+    # Set on the command line, where the server cannot read it: the frame is written, and the
+    # session's receipt is all that tells what became of it.
+    config = {"mcpServers": {SERVER: {"type": "stdio", **machine.mcp_server("alice")}}}
+    argv = [claude_code_current, *HEADLESS, "--mcp-config", json.dumps(config), "--strict-mcp-config"]
+    argv += ["--settings", json.dumps({"crossSessionInbound": policy})]
+    session = machine.start(argv, claude_code_env(machine, quiet_model, {"TMPDIR": str(socket_tmp)}))
+    session.say("Hello. Nothing to do yet.")
+    session.wait_for(lambda: len(session.results()) == 1, "the first turn to finish")
+    with machine.client("bob") as bob:
+        sent = bob.send("alice", "Is the release tagged?")
+    event = "refused" if policy == "refuse" else "held"
+    status = session.wait_for(
+        lambda: (
+            (s := alice_status(machine, sent.message_id)).history and s.history[-1].event in (event, "returned") and s
+        ),
+        f"the {event} receipt",
+        WAKE_TIMEOUT,
+    )
+    if policy == "refuse":
+        status = session.wait_for(
+            lambda: (s := alice_status(machine, sent.message_id)).history[-1].event == "returned" and s,
+            "the mail to come back",
+            WAKE_TIMEOUT,
+        )
+        assert status.state == "delivered"  # the session lives on: its hooks can take it
+        assert [e.event for e in status.history][-3:] == ["handed", "refused", "returned"], status.history
+    else:
+        assert (status.state, status.history[-1].event) == ("handed", "held")  # waiting on the user
+    assert not quiet_model.requests_mentioning("Is the release tagged?")
+    session.kill()

@@ -132,6 +132,14 @@ ROUTES: list[Route] = [
     ),
     Route(
         "POST",
+        "/v1/receipts",
+        api.record_receipt,
+        "What your session's client reported about a frame of mail (held, expired, refused, ...).",
+        schemas.ReceiptRequest,
+        MarkResult,
+    ),
+    Route(
+        "POST",
         "/v1/surface",
         streams.surface,
         "Take mail not yet read nor put before your agent, marked surfaced by via= (socket, hook, waiter).",

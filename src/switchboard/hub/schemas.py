@@ -116,6 +116,14 @@ class ConfirmSurfacedRequest(Body):
     )
 
 
+class ReceiptRequest(Body):
+    message_ids: MessageIds
+    status: Literal["held", "delivered", "expired", "refused", "denied", "dropped"] = Field(
+        description="what the session's client reported about the frame that carried them"
+    )
+    reason: str | None = Field(default=None, max_length=bounds.DELIVERY_ERROR_CHARS)
+
+
 class SessionRequest(Body):
     pid: int = Field(ge=1, le=bounds.PID_MAX, description="the session's process id")
     runtime: Name = "script"
