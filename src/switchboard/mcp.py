@@ -361,7 +361,8 @@ def _channels(client: Client) -> CallToolResult:
 
 def _step(event: DeliveryEvent) -> str:
     """One step of a delivery's history, in one line."""
-    where = f" {'from' if event.event == 'returned' else 'to'} {one_line(event.session)}" if event.session else ""
+    word = {"handed": "to", "returned": "from"}.get(event.event, "in")
+    where = f" {word} {one_line(event.session)}" if event.session else ""
     how = f" by {event.via}" if event.via else ""
     why = f" ({one_line(event.detail)})" if event.detail else ""
     return f"{event.at.isoformat(timespec='seconds').replace('+00:00', 'Z')} {event.event}{where}{how}{why}"

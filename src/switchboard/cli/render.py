@@ -74,11 +74,14 @@ def state(text: str) -> str:
     return f"[{STATE_STYLE.get(text, '')}]{text}[/]"
 
 
+_SESSION_WORD = {"handed": "to", "returned": "from"}  # otherwise "in" (surfaced in, held in, …)
+
+
 def history_line(event: DeliveryEvent) -> str:
     """One step of a delivery's history, as a person reads it."""
     parts = [state(event.event) if event.event in STATE_STYLE else f"[yellow]{event.event}[/]"]
     if event.session:
-        parts.append(("from " if event.event == "returned" else "to ") + escape(event.session))
+        parts.append(_SESSION_WORD.get(event.event, "in") + " " + escape(event.session))
     if event.via:
         parts.append(f"by {escape(event.via)}")
     if event.detail:
