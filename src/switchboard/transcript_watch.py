@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from switchboard import claude_sessions
 from switchboard.errors import SwitchboardError
+from switchboard.session_keeper import runtime_of
 
 if TYPE_CHECKING:  # the hooks read transcripts too, and must stay light
     from switchboard.client import Client
@@ -126,6 +127,10 @@ class TranscriptWatcher:
         env = dict(os.environ) if env is None else env
         parent = os.getppid()
         session = claude_sessions.session_of(parent, env)
+        # Not registered (yet): only Claude Code itself as our parent, not a program that
+        # inherited a Claude Code session's environment (a Codex run from its shell).
+        if session is None and runtime_of(parent) != "claude-code":
+            return None
         session_id = session.session_id if session else env.get(claude_sessions.SESSION_ID_ENV)
         if not session_id:
             return None
