@@ -140,9 +140,15 @@ class TranscriptWatcher:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop watching, after one last look: the session's last turn may be on disk already,
+        and mail it carried must not go back to the mailbox when the session ends next."""
         self._stopping.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=self._every + 5)
+        try:
+            self.check()
+        except Exception as error:  # stopping anyway
+            log.warning("could not confirm surfaced mail on the way out: %r", error)
 
     def _run(self) -> None:
         while not self._stopping.wait(self._every):
