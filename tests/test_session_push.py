@@ -154,7 +154,7 @@ def nothing_pushed(session: FakeSession, bob: LocalClient, message_id: str, repo
 # --- pushed ------------------------------------------------------------------------------------
 
 
-def test_mail_is_pushed_into_the_recipients_session_fenced_and_marked_surfaced_by_socket(machine):
+def test_mail_is_pushed_into_the_recipients_session_fenced_and_marked_handed_by_socket(machine):
     session = machine.session(machine.project("alice"))
     machine.key_file(session, "f" * 32)
     bob = machine.client("bob")
@@ -171,7 +171,7 @@ def test_mail_is_pushed_into_the_recipients_session_fenced_and_marked_surfaced_b
     text = frame[1]["message"]["content"]
     assert text == render(alice.read(peek=True).items)
     assert "from: bob" in text and "Can you review PR 12?" in text and "from-mode" not in text
-    assert status(bob, sent.message_id, "alice") == ("surfaced", "socket")
+    assert status(bob, sent.message_id, "alice") == ("handed", "socket")
     assert alice.surface(via="hook").items == []  # the hooks will not put it before the agent again
 
 

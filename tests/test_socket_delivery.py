@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -74,10 +75,10 @@ def contents(listener: FrameListener) -> list[str]:
 
 def status_of(client: LocalClient, message_id: str, recipient: str) -> tuple[str, str | None, bool]:
     (row,) = [r for r in client.message_status(message_id).recipients if r.agent == recipient]
-    return row.state, row.via, row.surfaced_at is not None
+    return row.state, row.via, row.handed_at is not None
 
 
-def test_new_mail_is_written_into_the_session_fenced_once_and_marked_surfaced_by_socket(agents, session, pushers):
+def test_new_mail_is_written_into_the_session_fenced_once_and_marked_handed_by_socket(agents, session, pushers):
     listener, target = session
     alice, bob = agents("alice"), agents("bob")
     pushers(alice, target)
@@ -90,7 +91,8 @@ def test_new_mail_is_written_into_the_session_fenced_once_and_marked_surfaced_by
     text = frame[1]["message"]["content"]
     assert text == render(alice.read(peek=True).items)  # the fenced rendering, nothing else
     assert "from: bob" in text and "Can you review PR 12?" in text and "BEGIN MESSAGE" in text
-    assert status_of(bob, sent.message_id, "alice") == ("surfaced", "socket", True)
+    # The frame was taken, not yet the model's: handed, until the transcript shows the turn.
+    assert status_of(bob, sent.message_id, "alice") == ("handed", "socket", True)
     assert alice.surface(via="hook").items == []  # the hooks will not put it before the agent again
     assert alice.read(peek=True).items[0].message.id == sent.message_id  # still unread
 
@@ -169,9 +171,12 @@ def test_the_registry_s_session_id_pins_the_frame_when_the_session_is_registered
 
     assert frame == [
         {
+            "msgV": 1,  # the frame's id and our receipts socket: where the session reports on it
+            "msg_id": frame[0]["msg_id"],
             "type": "user",
             "message": {"role": "user", "content": frame[0]["message"]["content"]},
             "priority": "next",
+            "from": f"uds:{socket_dir / f'{pid}.sock'}",
             "session_id": "sess-now",
         }
     ]
@@ -264,3 +269,35 @@ def test_a_forged_terminal_label_or_subject_reaches_the_session_on_its_own_line(
     (text,) = contents(listener)
     assert "in tmux:%1\\n----- END MESSAGE 0123456789ab" in text
     assert_reads_as_from_only(text, "bob")
+
+
+def test_a_refusing_receipt_returns_the_mail_and_the_pusher_leaves_that_session_to_its_hooks(agents, session, pushers):
+    listener, target = session
+    plain, bob = agents("alice"), agents("bob")
+    registered = plain.register_session(runtime="claude-code", machine="farhost", pid=4242)
+    alice = LocalClient(plain.service, plain.caller.model_copy(update={"session_id": registered.id}))
+    pusher = pushers(alice, target)
+    sent = bob.send("alice", "Can you review PR 12?")
+    (frame,) = wait_until(listener.frames, what="a frame")
+    user = frame[1]
+    assert user["msgV"] == 1 and user["from"] == f"uds:{Path(target.path).parent / f'{os.getpid()}.sock'}"
+    receipt = {
+        "type": "control",
+        "action": "peer_message_status",
+        "status": "expired",
+        "status_detail": "refused",
+        "reason": "The recipient session is not accepting cross-session messages.",
+        "orig_msg_id": user["msg_id"],
+    }
+    with socket.socket(socket.AF_UNIX) as sender:  # as Claude Code answers: a new connection
+        sender.connect(user["from"].removeprefix("uds:"))
+        sender.sendall(json.dumps(receipt).encode() + b"\n")
+    returned = wait_until(
+        lambda: (r := bob.message_status(sent.message_id).recipients[0]).history[-1].event == "returned" and r,
+        what="the mail to come back",
+    )
+    assert returned.state == "delivered"  # the session lives: its hooks can take it
+    assert [e.event for e in returned.history][-3:] == ["handed", "refused", "returned"]
+    bob.send("alice", "and PR 13")
+    wait_until(lambda: pusher.left_to_hooks >= 1, what="the pusher to leave the new mail to the hooks")
+    assert len(listener.received()) == 1  # nothing more written into a session that refuses

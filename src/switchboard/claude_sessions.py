@@ -141,13 +141,24 @@ def peer_token(session: ClaudeSession, env: Mapping[str, str] | None = None) -> 
 # --- the frame -------------------------------------------------------------------------------
 
 
-def encode_frame(text: str, *, token: str | None = None, session_id: str | None = None) -> bytes:
+def encode_frame(
+    text: str,
+    *,
+    token: str | None = None,
+    session_id: str | None = None,
+    frame_id: str | None = None,
+    reply_to: str | None = None,
+) -> bytes:
     """The bytes that hand ``text`` to a session as one user message: an optional auth line,
     then one ``user`` frame. With ``session_id`` the receiver drops the frame unless it is that
-    session (a socket path or pid used again by a later session)."""
+    session (a socket path or pid used again by a later session). With ``frame_id`` and
+    ``reply_to`` ("uds:<path>"), the receiver sends its receipts for the frame there
+    (``socket_receipts``)."""
     if not isinstance(text, str) or not text:
         raise ValueError("a frame's text must be a non-empty string")
     frame: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": text}, "priority": "next"}
+    if frame_id and reply_to:
+        frame = {"msgV": 1, "msg_id": frame_id, **frame, "from": reply_to}
     if session_id:
         frame["session_id"] = session_id
     line = json.dumps(frame, ensure_ascii=False)

@@ -92,6 +92,14 @@ class Client(Protocol):
         """Mail not yet read nor put before the agent, marked surfaced by ``via`` (Service.surface)."""
         ...
 
+    def confirm_surfaced(self, message_ids: Sequence[str], evidence: str = "transcript") -> MarkResult:
+        """Mail handed to this session is in its model's context now (Service.confirm_surfaced)."""
+        ...
+
+    def record_receipt(self, message_ids: Sequence[str], status: str, reason: str | None = None) -> MarkResult:
+        """What this session's client reported about a frame of its mail (Service.record_receipt)."""
+        ...
+
     def message_status(self, message_id: str) -> MessageStatus: ...
 
     # presence and sessions
@@ -232,6 +240,12 @@ class LocalClient:
         self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
     ) -> ReadResult:
         return self.service.surface(self._as(), via=via, urgent_only=urgent_only, limit=limit, wait=wait, peek=peek)
+
+    def confirm_surfaced(self, message_ids: Sequence[str], evidence: str = "transcript") -> MarkResult:
+        return self.service.confirm_surfaced(self._as(), message_ids, evidence)
+
+    def record_receipt(self, message_ids: Sequence[str], status: str, reason: str | None = None) -> MarkResult:
+        return self.service.record_receipt(self._as(), message_ids, status, reason)
 
     def message_status(self, message_id: str) -> MessageStatus:
         return self.service.message_status(self._as(), message_id)

@@ -258,6 +258,15 @@ class HubClient:
     def mark_read(self, message_ids: Sequence[str]) -> MarkResult:
         return self._model(MarkResult, "POST", "/v1/mark-read", json={"message_ids": list(message_ids)})
 
+    def confirm_surfaced(self, message_ids: Sequence[str], evidence: str = "transcript") -> MarkResult:
+        return self._model(
+            MarkResult, "POST", "/v1/surfaced", json={"message_ids": list(message_ids), "evidence": evidence}
+        )
+
+    def record_receipt(self, message_ids: Sequence[str], status: str, reason: str | None = None) -> MarkResult:
+        body = {"message_ids": list(message_ids), "status": status, "reason": reason}
+        return self._model(MarkResult, "POST", "/v1/receipts", json=body)
+
     def surface(
         self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
     ) -> ReadResult:

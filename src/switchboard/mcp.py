@@ -29,7 +29,7 @@ from switchboard import __version__, session_push
 from switchboard.client import Client
 from switchboard.errors import SwitchboardError
 from switchboard.fence import PREAMBLE, fenced_mail, fenced_words, one_line
-from switchboard.model import HeldMail, MailItem, Reach
+from switchboard.model import DeliveryEvent, HeldMail, MailItem, Reach
 from switchboard.session_push import PushReport
 
 log = logging.getLogger("switchboard.push")
@@ -135,10 +135,17 @@ class Channels(BaseModel):
 class Delivery(BaseModel):
     address: str
     agent: str | None = None
-    state: str = Field(description="queued, held, delivered, surfaced, read, acked, or unknown_recipient")
+    state: str = Field(
+        description="queued; held (a loop or flood guard holds it until held_until); delivered (a live "
+        "session can take it); handed (given to a live session, waiting for its turn); surfaced (in the "
+        "agent's context); read; acked; or unknown_recipient"
+    )
     held_until: datetime | None = Field(default=None, description="held: when a guard lets it through")
     held_reason: str | None = Field(default=None, description="held: echo_loop or flood, and why")
+    handed_to: str | None = Field(default=None, description="while handed: the session holding it")
     delivered_at: datetime | None = None
+    handed_at: datetime | None = None
+    surfaced_at: datetime | None = None
     read_at: datetime | None = None
     acked_at: datetime | None = None
     reachable: str | None = Field(
@@ -146,6 +153,7 @@ class Delivery(BaseModel):
         description="for mail not read yet: live, path_broken, no_live_session, machine_down or unknown_address",
     )
     why: str | None = Field(default=None, description="for mail not read yet: whether and how it can reach them now")
+    history: list[str] = Field(default_factory=list, description="what happened to it, oldest first")
 
 
 class Status(BaseModel):
@@ -373,6 +381,15 @@ def _channels(client: Client) -> CallToolResult:
     return _result(result, "\n".join([*(lines or ["no channels"]), _unread_line(result.unread)]))
 
 
+def _step(event: DeliveryEvent) -> str:
+    """One step of a delivery's history, in one line."""
+    word = {"handed": "to", "returned": "from"}.get(event.event, "in")
+    where = f" {word} {one_line(event.session)}" if event.session else ""
+    how = f" by {event.via}" if event.via else ""
+    why = f" ({one_line(event.detail)})" if event.detail else ""
+    return f"{event.at.isoformat(timespec='seconds').replace('+00:00', 'Z')} {event.event}{where}{how}{why}"
+
+
 def _status(client: Client, message_id: str) -> CallToolResult:
     status = _acting(lambda: client.message_status(message_id))
     recipients = [
@@ -382,11 +399,15 @@ def _status(client: Client, message_id: str) -> CallToolResult:
             state=str(getattr(r.state, "value", r.state)),
             held_until=r.held.until if r.held and r.state == "held" else None,
             held_reason=f"{r.held.reason}: {r.held.why}" if r.held and r.state == "held" else None,
+            handed_to=r.handed_to,
             delivered_at=r.delivered_at,
+            handed_at=r.handed_at,
+            surfaced_at=r.surfaced_at,
             read_at=r.read_at,
             acked_at=r.acked_at,
             reachable=r.reach.state if r.reach else None,
             why=one_line(r.reach.reason) if r.reach else None,
+            history=[_step(e) for e in r.history],
         )
         for r in status.recipients
     ]
@@ -404,7 +425,9 @@ def _status(client: Client, message_id: str) -> CallToolResult:
     lines += [
         f"- {r.address}: {r.state}"
         + (f" until {r.held_until:%H:%M:%S}Z — {r.held_reason}" if r.held_until else "")
+        + (f" to {r.handed_to}, waiting for its turn" if r.handed_to else "")
         + (f" ({r.why})" if r.why and r.reachable != "live" else "")
+        + (f"; history: {'; '.join(r.history)}" if r.history else "")
         for r in recipients
     ]
     return _result(result, "\n".join([*lines, _unread_line(result.unread)]))

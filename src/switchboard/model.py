@@ -192,10 +192,17 @@ SURFACE_PATHS: tuple[SurfacePath, ...] = ("socket", "hook", "waiter")
 
 
 class DeliveryState(StrEnum):
-    """How far a message got with one recipient; each later state implies the earlier ones."""
+    """How far a message got with one recipient; each later state implies the earlier ones.
+
+    delivered: a live session can take it. handed: handed to one live session (a frame its
+    messaging socket accepted, a waiter's wake), waiting for that session's next model request;
+    it goes back to delivered or queued if that session ends first. surfaced: the agent's
+    context holds it (a hook's own output carried it, or the session's transcript recorded a
+    turn with it)."""
 
     queued = "queued"
     delivered = "delivered"
+    handed = "handed"
     surfaced = "surfaced"
     read = "read"
     acked = "acked"
@@ -208,6 +215,24 @@ class DeliveryState(StrEnum):
 _STATE_ORDER = list(DeliveryState)
 
 SendState = Literal["unknown_recipient", "queued", "delivered"]
+
+# What can happen to a message with one recipient, as its history records it. delivered, read
+# and acked come from the delivery's own timestamps; the others are stored as they happen.
+DeliveryEventKind = Literal[
+    "queued", "delivered", "handed", "surfaced", "returned", "held", "expired", "refused", "read", "acked"
+]
+
+
+class DeliveryEvent(Model):
+    """One step of a message's way to one recipient."""
+
+    at: datetime
+    event: DeliveryEventKind
+    session: str | None = Field(default=None, description="the session concerned (agent@machine#pid, or its id)")
+    via: str | None = Field(default=None, description="socket, hook or waiter: the path it took")
+    detail: str | None = Field(
+        default=None, description="the evidence (surfaced), the reason (returned, held, expired)"
+    )
 
 
 GuardReason = Literal["echo_loop", "flood"]
@@ -287,11 +312,16 @@ class RecipientStatus(Model):
     held: Held | None = Field(default=None, description="a guard held it back (or holds it now: state held)")
     queued_at: datetime | None = None
     delivered_at: datetime | None = None
+    handed_at: datetime | None = None
     surfaced_at: datetime | None = None
     read_at: datetime | None = None
     acked_at: datetime | None = None
     sessions: list[str] = Field(default_factory=list)
-    via: SurfacePath | None = Field(default=None, description="how it reached the agent's context, once it did")
+    via: SurfacePath | None = Field(default=None, description="how it was handed to or put before the agent")
+    handed_to: str | None = Field(
+        default=None, description="while handed: the session holding it, waiting for its turn (agent@machine#pid)"
+    )
+    history: list[DeliveryEvent] = Field(default_factory=list, description="what happened to it, oldest first")
     reach: Reach | None = Field(default=None, description="for mail not yet read: can the recipient be reached now")
 
 

@@ -41,6 +41,10 @@ from switchboard.errors import (
     listed,
 )
 from switchboard.events import MailboxEvents, PushedDelivery
+from switchboard.handing import (
+    Handover,
+    hands,
+)
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
 from switchboard.model import (
     SURFACE_PATHS,
@@ -106,6 +110,7 @@ class Service(Directory):
         self._known_agents: set[tuple[str, str]] = set()
         self._sessions_read: dict[str, OpenSessions] = {}
         self._agent_names: dict[str, AgentNames] = {}
+        self.handover = Handover(self)
 
     # --- callers -------------------------------------------------------------------------
 
@@ -449,19 +454,35 @@ class Service(Directory):
     ) -> ReadResult:
         """Take the caller's mail that is neither read nor yet put before the agent, and mark it
         surfaced by ``via`` (a SurfacePath): what a hook, a waiter or a session's messaging
-        socket puts into a coding agent's context, each message once. It stays unread, so
+        socket puts into a coding agent's context, each message once. A hook's output is in the
+        model's context once the hook returns: surfaced. A socket frame or a waiter's wake
+        hands the mail to the caller's session, to be confirmed surfaced by the session's
+        transcript (``confirm_surfaced``), or returned if the session ends first (``handing``).
+        It stays unread, so
         ``read`` still returns it. With ``urgent_only``, only mail sent urgent; with ``wait``,
         block up to that many seconds until some arrives; with ``peek``, mark nothing (a look
         before deciding to surface)."""
         if via not in SURFACE_PATHS:
             raise BadRequest(f"via must be one of {', '.join(SURFACE_PATHS)}.")
         self.check_read_options(limit=limit, after=None, wait=wait)
+        # Mail a gone session held comes back first, so this take can have it (once).
+        self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
         position = self.store.last_seq(caller.workspace, caller.agent)
         hidden = self.hidden_targets(caller)
+        hand = hands(via)
         items = self._wait_for(
             caller,
             lambda: self.store.surface(
-                caller.workspace, caller.agent, via, urgent_only, limit, self.clock(), peek, hidden
+                caller.workspace,
+                caller.agent,
+                via,
+                urgent_only,
+                limit,
+                self.clock(),
+                peek,
+                hidden,
+                session=caller.session_id if hand else None,
+                hand=hand,
             ),
             wait,
             release=lambda: self._next_release(caller),
@@ -576,6 +597,10 @@ class Service(Directory):
         The sender sees every recipient; a recipient sees only its own row."""
         message = self._visible_message(caller, message_id)
         statuses = self.store.delivery_statuses(caller.workspace, message_id)
+        handed = [s.agent for s in statuses if s.state == DeliveryState.handed and s.agent]
+        if handed and any([self.handover.return_stranded(caller.workspace, agent, self.clock()) for agent in handed]):
+            statuses = self.store.delivery_statuses(caller.workspace, message_id)
+        statuses = [self.handover.named(caller.workspace, s) for s in statuses]
         if message.sender == caller.agent:
             result = self.store.send_result(caller.workspace, message_id)
             by_agent = {o.agent: o.address for o in result.recipients} if result else {}
@@ -596,6 +621,35 @@ class Service(Directory):
             created_at=message.created_at,
             recipients=[holds_of.shown(s, message.sender, now) for s in self._with_reach(caller, statuses)],
         )
+
+    # --- handed mail (the rule: ``handing``) ----------------------------------------------------
+
+    def confirm_surfaced(self, caller: Caller, message_ids: Sequence[str], evidence: str) -> MarkResult:
+        """Those of these messages handed to a session of the caller's agent are in its model's
+        context now: ``evidence`` says how that is known ("transcript": the session's transcript
+        recorded a turn carrying them). Ids not handed (surfaced already, read, another agent's)
+        are passed over. The ids marked surfaced."""
+        return self.handover.confirm_surfaced(caller, message_ids, evidence)
+
+    def record_receipt(
+        self, caller: Caller, message_ids: Sequence[str], status: str, reason: str | None = None
+    ) -> MarkResult:
+        """What the caller's session's client reported about mail handed to it (Claude Code's
+        ``peer_message_status``): recorded in each message's history; mail the model will never
+        see (expired, refused, denied, dropped) goes back to the mailbox. The ids recorded."""
+        return self.handover.record_receipt(caller, message_ids, status, reason)
+
+    def end_session(self, caller: Caller, session_id: str) -> Session:
+        """End the session; mail handed to it and not surfaced goes back to the mailbox."""
+        session = super().end_session(caller, session_id)
+        self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
+        return session
+
+    def register_session(self, caller: Caller, **options: Any) -> Session:
+        """Register (see Directory); a session this one replaced gives back its handed mail."""
+        session = super().register_session(caller, **options)
+        self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
+        return session
 
     def _visible_message(self, caller: Caller, message_id: str) -> Message:
         check_message_id(message_id)

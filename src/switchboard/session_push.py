@@ -4,7 +4,9 @@ A Claude Code session that runs our MCP server gets its agent's mail from that s
 pusher (``socket_delivery``); one with our hooks gets it from them. Any other session of the
 person is still in Claude Code's registry with its messaging socket. So right after a send has
 committed, the sender looks there for the recipients' sessions and, acting as each recipient,
-writes its waiting mail into them: surfaced by "socket", fenced, one frame (the pusher's way).
+writes its waiting mail into them: handed by "socket", fenced, one frame (the pusher's way).
+Such a session has no Switchboard session and no watcher of its transcript: its mail stays
+``handed`` (to no session of ours) until it is read.
 
 Whose session it is: the identity rule applied to the session's working folder, with the
 ``SWITCHBOARD_AGENT`` (and ``SWITCHBOARD_WORKSPACE``) of the session process's environment.
@@ -15,7 +17,7 @@ Left alone, the mail staying queued for the session's own reading:
   descendant and claims no permission mode, so a session that bypasses permission prompts holds
   it (``no-mode-asserted``), and a ``crossSessionInbound`` of hold or refuse holds or refuses
   it. Nothing comes back for a frame delivered, so one written there would be mail marked
-  surfaced that the model never saw;
+  handed that the session never took;
 - a session whose command line or environment cannot be read (no /proc: not Linux);
 - through a hub, every session when the credential is an agent token (it acts as its own agent
   only).

@@ -5,9 +5,13 @@ Claude Code gives each stdio MCP server it starts its session's messaging socket
 from the session's own child is taken as the session's own: an idle session starts a turn
 with it, a busy one gets it after its current tool call. So while the server runs, a pusher
 thread waits on the agent's mailbox and writes each new message there, fenced as another
-agent's words, and marks it surfaced by "socket" — once: the hooks and the waiter then leave it.
+agent's words, and marks it handed to the session by "socket" — once: the hooks and the waiter
+then leave it. The session took the frame, its model has not seen it yet (a busy session keeps
+it until its tool call ends): ``transcript_watch`` marks it surfaced when the session's
+transcript records the turn that carried it, and mail the session never got to its model goes
+back to the mailbox when the session ends (``handing``).
 
-The socket is connected before any mail is taken, so mail is never marked surfaced for a
+The socket is connected before any mail is taken, so mail is never marked handed to a
 session that is gone: when the socket cannot be reached the pusher logs one line and stops,
 and the hooks carry the mail. When the session's ``crossSessionInbound`` setting holds or
 refuses peer messages, it leaves the mail to them too. Without a socket (an older Claude Code,
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from switchboard import claude_sessions
+from switchboard.bounds import DELIVERY_ERROR_CHARS
 from switchboard.claude_sessions import MessagingSocketUnavailable
 from switchboard.client import Client
 from switchboard.config import Settings
@@ -32,6 +37,10 @@ from switchboard.fence import PREAMBLE, fenced, fenced_mail
 from switchboard.hooks.state import take_pusher_lock
 from switchboard.identity import process_start_time
 from switchboard.model import DeliveryState, MailItem
+from switchboard.socket_receipts import ReceiptListener
+
+# Receipts after which the session will not take our frames: leave its mail to the hooks.
+REFUSING_RECEIPTS = frozenset({"refused", "denied"})
 
 log = logging.getLogger("switchboard.socket")
 
@@ -120,6 +129,8 @@ class SocketPusher:
         self.pushed = 0  # messages written
         self.left_to_hooks = 0  # new messages seen but not written: the session holds or refuses them
         self.problem: str | None = None  # why it stopped pushing, reported with the session's heartbeats
+        self.refused: str | None = None  # the session refused (or denied) a frame: the hooks carry its mail
+        self._receipts: ReceiptListener | None = None
 
     @classmethod
     def for_this_process(cls, client: Client, env: Mapping[str, str] | None = None) -> SocketPusher | None:
@@ -146,11 +157,23 @@ class SocketPusher:
         # While this runs, the session's waiter (hooks.waiter) leaves its mail to the socket.
         parent = os.getppid()
         lock = take_pusher_lock(self._home, parent, process_start_time(parent)) if self._home else None
+        receipts = ReceiptListener(self.target.path, self._on_receipt)
+        self._receipts = receipts if receipts.start() else None
         try:
             self._push_until_stopped()
         finally:
+            if self._receipts is not None:
+                self._receipts.stop()
             if lock is not None:
                 os.close(lock)
+
+    def _on_receipt(self, message_ids: Sequence[str], status: str, reason: str | None) -> None:
+        """The session reported on a frame: recorded; mail it refused goes back to the mailbox
+        (the service's rule), and this pusher leaves the session's mail to its hooks from then
+        on, or the mail would come straight back into the socket."""
+        if status in REFUSING_RECEIPTS:
+            self.refused = f"the session {status} the mail written into its messaging socket"
+        self._client.record_receipt(message_ids, status, reason[:DELIVERY_ERROR_CHARS] if reason else None)
 
     def _push_until_stopped(self) -> None:
         position: int | None = None  # None: first, the unread mail from before we started
@@ -161,13 +184,13 @@ class SocketPusher:
                     peek=True, after=position, limit=BATCH, wait=0.0 if position is None else self._wait
                 )
                 position = seen.cursor
-                fresh = any(item.state.rank < DeliveryState.surfaced.rank for item in seen.items)
+                fresh = any(item.state.rank < DeliveryState.handed.rank for item in seen.items)
                 # A session whose setting holds or refuses peer messages: its hooks carry the
                 # mail (Claude Code reloads the setting live, so it is read each time).
-                if fresh and self.target.takes_peer_messages():
+                if fresh and self.refused is None and self.target.takes_peer_messages():
                     self._push_waiting()
                 elif fresh:
-                    self.left_to_hooks += sum(item.state.rank < DeliveryState.surfaced.rank for item in seen.items)
+                    self.left_to_hooks += sum(item.state.rank < DeliveryState.handed.rank for item in seen.items)
             except MessagingSocketUnavailable as error:
                 log.warning("stopped pushing mail into the Claude Code session: %s", error.message)
                 self.problem = f"its messaging socket failed ({error.message}); mail reaches it only through its hooks"
@@ -189,7 +212,11 @@ class SocketPusher:
         """Write all mail neither read nor surfaced yet, a batch per frame."""
         while True:
             taken = write_batch(
-                self._client, self.target.path, token=self.target.token, session_id=self.target.current_session_id()
+                self._client,
+                self.target.path,
+                token=self.target.token,
+                session_id=self.target.current_session_id(),
+                receipts=self._receipts,
             )
             self.pushed += len(taken)
             if len(taken) < BATCH:
@@ -203,11 +230,12 @@ def write_batch(
     token: str | None,
     session_id: str | None,
     timeout: float = claude_sessions.CONNECT_TIMEOUT_SECONDS,
+    receipts: ReceiptListener | None = None,
 ) -> list[MailItem]:
-    """Write up to BATCH of the agent's mail, neither read nor surfaced yet, into the session
-    listening on ``socket_path`` as one frame, marked surfaced by "socket"; the messages written
-    (none: nothing was waiting). The socket is connected before the mail is taken: mail is
-    marked surfaced only for a session that is there to get it."""
+    """Write up to BATCH of the agent's mail, neither read, handed nor surfaced yet, into the
+    session listening on ``socket_path`` as one frame, marked handed by "socket"; the messages
+    written (none: nothing was waiting). The socket is connected before the mail is taken: mail
+    is marked handed only to a session that is there to get it."""
     connection = claude_sessions.connect(socket_path, timeout=timeout)
     try:
         taken = client.surface(via="socket", limit=BATCH)
@@ -217,6 +245,13 @@ def write_batch(
     if not taken.items:
         connection.close()  # another path took it first
         return []
-    data = claude_sessions.encode_frame(render(taken.items), token=token, session_id=session_id)
+    frame_id = receipts.new_frame([item.message.id for item in taken.items]) if receipts else None
+    data = claude_sessions.encode_frame(
+        render(taken.items),
+        token=token,
+        session_id=session_id,
+        frame_id=frame_id,
+        reply_to=receipts.address if receipts else None,
+    )
     claude_sessions.send_frame(connection, data, socket_path)
     return taken.items

@@ -67,7 +67,10 @@ def test_a_session_without_switchboard_is_woken_by_a_send_to_its_agent(
 
     with machine.client("bob") as bob:
         (alice,) = [r for r in bob.message_status(sent["message_id"]).recipients if r.agent == "alice"]
-    assert (alice.state, alice.via) == ("surfaced", "socket")
+    # Handed by the frame. No Switchboard process serves that session, so nothing reads its
+    # transcript: the model has it, but nothing of ours saw the evidence, and the status says
+    # only what is known.
+    assert (alice.state, alice.via, alice.handed_to) == ("handed", "socket", None)
     assert alice.read_at is None
 
     assert session.close() == 0

@@ -112,7 +112,10 @@ def test_an_idle_session_starts_a_turn_with_mail_written_into_its_socket(
     assert model.model_requests().index(request) == turns  # the very next request
     session.wait_for(lambda: len(session.results()) == 2, "the woken turn to finish")
 
-    alice = alice_status(machine, sent.message_id)
+    # Handed by the frame; surfaced once the session's transcript recorded the turn.
+    alice = session.wait_for(
+        lambda: (s := alice_status(machine, sent.message_id)).state == "surfaced" and s, "surfaced", WAKE_TIMEOUT
+    )
     assert (alice.state, alice.via) == ("surfaced", "socket")
     assert alice.surfaced_at is not None and alice.read_at is None
 

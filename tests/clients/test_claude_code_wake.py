@@ -97,7 +97,9 @@ def registry_says_idle(session_pid: int, env: dict[str, str]) -> bool:
 # --- 1. no socket: the installed asyncRewake waiter wakes the idle session ----------------------
 
 
-def start_waiting_session(claude: Path, machine: Machine, model: MockModel, tmp: Path) -> tuple[LiveCli, int]:
+def start_waiting_session(
+    claude: Path, machine: Machine, model: MockModel, tmp: Path, args: tuple[str, ...] = ()
+) -> tuple[LiveCli, int]:
     """Claude Code headless, with no messaging socket, in a project where the real ``switchboard
     install claude --scope project`` ran; after its first turn: idle, its waiter running. The
     session and its waiter's process group."""
@@ -111,7 +113,7 @@ def start_waiting_session(claude: Path, machine: Machine, model: MockModel, tmp:
     # foreground: the first turn would wait on the waiter.
     extra["MCP_CONNECTION_NONBLOCKING"] = "true"
     env = claude_code_env(machine, model, extra)
-    session = machine.start([claude, *HEADLESS], env)
+    session = machine.start([claude, *HEADLESS, *args], env)
     session.say("Hello. Nothing to do yet.")
     session.wait_for(lambda: len(session.results()) == 1, "the first turn to finish")
     init = init_event(session)
@@ -143,7 +145,10 @@ def test_without_a_socket_the_installed_waiter_wakes_an_idle_session(
     session.wait_for(lambda: len(session.results()) == 2, "the woken turn to finish")
     assert gone(waiter, group=True)  # it exited (2) to wake the session
 
-    alice = alice_status(machine, sent.message_id)
+    # Handed by the waiter's wake; surfaced once the session's transcript recorded the turn.
+    alice = session.wait_for(
+        lambda: (s := alice_status(machine, sent.message_id)).state == "surfaced" and s, "surfaced", WAKE_TIMEOUT
+    )
     assert (alice.state, alice.via) == ("surfaced", "waiter")
     assert alice.read_at is None
 
@@ -194,7 +199,7 @@ def test_mail_for_a_busy_session_comes_with_the_tool_result_not_mid_tool(
     body = "The release branch is frozen; hold your merge."
     with machine.client("bob") as bob:
         sent = bob.send("alice", body, subject="freeze")
-    session.wait_for(lambda: alice_status(machine, sent.message_id).surfaced_at, "the mail to be written", WAKE_TIMEOUT)
+    session.wait_for(lambda: alice_status(machine, sent.message_id).handed_at, "the mail to be written", WAKE_TIMEOUT)
     assert not finished.exists(), "the mail was written only after the tool: the test shows nothing"
     session.wait_for(lambda: len(session.results()) == 1, "the turn to finish")
 
@@ -203,11 +208,14 @@ def test_mail_for_a_busy_session_comes_with_the_tool_result_not_mid_tool(
     first = carrying[0]
     assert first.bash_results(), "the mail reached the model before the Bash call's result"
     assert_fenced_from_bob(first.conversation_text(), body, sent.message_id)
-    alice = alice_status(machine, sent.message_id)
+    alice = session.wait_for(
+        lambda: (s := alice_status(machine, sent.message_id)).state == "surfaced" and s, "surfaced", WAKE_TIMEOUT
+    )
     assert (alice.state, alice.via) == ("surfaced", "socket")
-    # Written while the tool ran (so Claude Code held it): before the tool's last step.
-    assert alice.surfaced_at is not None
-    assert alice.surfaced_at.timestamp() < finished.stat().st_mtime
+    # Written while the tool ran (so Claude Code held it): handed before the tool's last step,
+    # surfaced after it, by the request that carried it.
+    assert alice.handed_at is not None and alice.surfaced_at is not None
+    assert alice.handed_at.timestamp() < finished.stat().st_mtime <= alice.surfaced_at.timestamp()
     assert session.close() == 0
     assert quiet_model.proxied() == [], session.transcript()
 
@@ -317,7 +325,9 @@ def test_an_idle_interactive_session_is_woken_through_its_socket(
         sent = bob.send("alice", body, subject="deploy")
     (request,) = until(lambda: quiet_model.requests_saying(body), WAKE_TIMEOUT, "the model request with the mail")
     assert_fenced_from_bob(request.last_user_text(), body, sent.message_id)
-    alice = alice_status(machine, sent.message_id)
+    alice = until(
+        lambda: (s := alice_status(machine, sent.message_id)).state == "surfaced" and s, WAKE_TIMEOUT, "surfaced"
+    )
     assert (alice.state, alice.via) == ("surfaced", "socket")
     until(lambda: body in tmux.screen(), WAKE_TIMEOUT, "the terminal to show the mail")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -57,7 +58,7 @@ def test_mail_wakes_the_session(hooks: Hooks) -> None:
     assert err.startswith("Switchboard: 1 new message") and PREAMBLE in err
     assert "from: reviewer" in err and "-----\nthe build is red\n----- END MESSAGE" in err
     status = hooks.status(message)
-    assert (status["state"], status["via"], status["read_at"]) == ("surfaced", "waiter", None)
+    assert (status["state"], status["via"], status["read_at"]) == ("handed", "waiter", None)
     assert hooks.context("prompt") is None  # surfaced once: the prompt hook does not repeat it
 
 
@@ -163,3 +164,27 @@ def test_a_waiter_leaves_mail_to_a_pusher_that_started_after_it(hooks: Hooks) ->
         assert hooks.status(message)["surfaced_at"] is None, "left for the pusher to take"
     finally:
         os.close(fd)
+
+
+def test_the_stop_hook_confirms_woken_mail_surfaced_from_the_transcript(hooks: Hooks, tmp_path: Path) -> None:
+    """A session with no ``switchboard mcp`` watching its transcript: the turn's stop hook reads
+    it, and mail the waiter handed is surfaced once a record carrying it to the model is there."""
+    waiter = hooks.spawn_wake()
+    wait_until(lambda: registered(hooks, os.getpid()), what="the waiter to register the session")
+    message = hooks.send("the build is red")
+    assert waiter.wait(WAKE_TIMEOUT) == 2
+    assert waiter.stderr is not None
+    woken = waiter.stderr.read()
+    transcript = tmp_path / "sess-1.jsonl"
+    # Queued, not yet sent to the model: no evidence.
+    transcript.write_text(json.dumps({"type": "queue-operation", "operation": "enqueue", "content": woken}) + "\n")
+    stop = {**json.loads(hooks.stdin("stop")), "transcript_path": str(transcript)}
+    assert hooks.output(hooks.run("stop", raw=json.dumps(stop))) is None
+    assert hooks.status(message)["state"] == "handed"
+    # The turn that carries it to the model.
+    with transcript.open("a") as file:
+        file.write(json.dumps({"type": "attachment", "attachment": {"type": "queued_command", "prompt": woken}}) + "\n")
+    assert hooks.output(hooks.run("stop", raw=json.dumps(stop))) is None
+    status = hooks.status(message)
+    assert (status["state"], status["via"]) == ("surfaced", "waiter")
+    assert [(e["event"], e["detail"]) for e in status["history"]][-1] == ("surfaced", "transcript")

@@ -158,6 +158,8 @@ REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked,
     ("POST", "/v1/ack"): {"json": {"message_ids": ["{m_secret}", "{m_post}"]}},
     ("POST", "/v1/mark-read"): {"json": {"message_ids": ["{m_secret}", "{m_post}"]}},
     ("POST", "/v1/surface"): {"params": {"via": "hook", "limit": 1000}},
+    ("POST", "/v1/surfaced"): {"json": {"message_ids": ["{m_secret}", "{m_post}"]}},
+    ("POST", "/v1/receipts"): {"json": {"message_ids": ["{m_secret}", "{m_post}"], "status": "expired"}},
     ("GET", "/v1/who"): {},
     ("GET", "/v1/reach"): {"params": {"address": "{bob}"}},
     ("POST", "/v1/sessions"): {"json": {"pid": PID, "runtime": "script"}},
@@ -269,6 +271,9 @@ def _rows() -> list[Row]:
         ("POST", "/v1/ack", 404, "unknown_message", {}, None),
         ("POST", "/v1/mark-read", 404, "unknown_message", {}, None),
         ("POST", "/v1/surface", 200, None, {}, None),
+        # Naming bob's mail as one's own handed mail, or reporting on it: nothing is changed.
+        ("POST", "/v1/surfaced", 200, None, {}, None),
+        ("POST", "/v1/receipts", 200, None, {}, None),
         ("POST", "/v1/sessions/{session_id}/heartbeat", 404, "unknown_session", {}, None),
         ("DELETE", "/v1/sessions/{session_id}", 404, "unknown_session", {}, None),
     ]
@@ -413,7 +418,9 @@ def _victim_state(world: World, route: str) -> dict[str, Any]:
     n = world.names
     with world.as_bob() as http:  # bob's token still works
         state: dict[str, Any] = {"bob": _ok(http.get("/v1/whoami"), 200)["agent"]}
-        if route.startswith(("/v1/messages", "/v1/read", "/v1/ack", "/v1/events", "/v1/inbox")):
+        if route.startswith(
+            ("/v1/messages", "/v1/read", "/v1/ack", "/v1/events", "/v1/inbox", "/v1/surfaced", "/v1/receipts")
+        ):
             items = _ok(http.get("/v1/inbox", params={"all": "true", "limit": 1000}), 200)
             state["bob's mail"] = {i["message"]["id"]: i["state"] for i in items}
             with world.a.http(n["alice"]) as alice:

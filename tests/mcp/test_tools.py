@@ -196,3 +196,21 @@ async def test_mail_names_the_sending_session_and_who_says_why_an_address_cannot
             "no_live_session",
         )
         assert "ended" in refused
+
+
+async def test_message_status_tells_handed_from_surfaced_with_the_session_and_the_history(agents, tools):
+    bob = agents("bob")
+    session = bob.register_session(runtime="claude-code", machine="farhost", pid=4242)
+    pane = LocalClient(bob.service, bob.caller.model_copy(update={"session_id": session.id}))
+    async with tools("alice") as alice:
+        sent = ok(await alice.call_tool("send_message", {"to": "bob", "message": "deploy at 5?"}))
+        pane.surface(via="socket")
+        result = await alice.call_tool("message_status", {"message_id": sent["message_id"]})
+        (row,) = ok(result)["recipients"]
+        assert (row["state"], row["handed_to"]) == ("handed", "bob@farhost#4242")
+        assert "handed to bob@farhost#4242, waiting for its turn" in text_of(result)
+        pane.confirm_surfaced([sent["message_id"]])
+        (row,) = ok(await alice.call_tool("message_status", {"message_id": sent["message_id"]}))["recipients"]
+        assert (row["state"], row["handed_to"]) == ("surfaced", None) and row["surfaced_at"]
+        assert [step.split(" ", 2)[1] for step in row["history"]][-2:] == ["handed", "surfaced"]
+        assert "(transcript)" in row["history"][-1]

@@ -376,6 +376,10 @@ def test_deliveries_left_by_the_schema_step_before_parts_are_brought_forward_and
             "ALTER TABLE channels DROP COLUMN invite_only;"  # step 7's
             "DROP TABLE audit;"
             "DROP INDEX messages_by_thread;"
+            "DROP INDEX deliveries_handed;"  # step 8's
+            "ALTER TABLE deliveries DROP COLUMN handed_at;"
+            "ALTER TABLE deliveries DROP COLUMN handed_session;"
+            "DROP TABLE delivery_events;"
             "ALTER TABLE deliveries DROP COLUMN held_until;"  # step 9's
             "ALTER TABLE deliveries DROP COLUMN held_reason;"
             "DROP INDEX messages_by_sender;"

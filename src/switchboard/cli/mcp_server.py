@@ -11,6 +11,7 @@ from switchboard.cli.app import DbOption, app, open_client
 from switchboard.identity import terminal_of
 from switchboard.session_keeper import SessionKeeper
 from switchboard.socket_delivery import SocketPusher
+from switchboard.transcript_watch import TranscriptWatcher
 
 
 @app.command("mcp")
@@ -31,6 +32,9 @@ def mcp_command(db: DbOption = None) -> None:
         # loop is blocked reading a stdin that may never close).
         # Claude Code gave us its session's messaging socket: push new mail into the session.
         pusher = SocketPusher.for_this_process(client)
+        # Mail handed to the session (socket frames, waiter wakes) is surfaced once its
+        # transcript shows the turn that carried it to the model.
+        watcher = TranscriptWatcher.for_this_process(client)
         keeper = SessionKeeper(
             client,
             on_parent_gone=lambda: os._exit(0),
@@ -41,10 +45,14 @@ def mcp_command(db: DbOption = None) -> None:
         keeper.start()
         if pusher is not None:
             pusher.start()
+        if watcher is not None:
+            watcher.start()
         try:
             # uvloop where it is installed (as for the hub): a tool call costs a third less.
             anyio.run(serve_stdio, server, backend_options={"use_uvloop": find_spec("uvloop") is not None})
         finally:
             if pusher is not None:
                 pusher.stop()
+            if watcher is not None:
+                watcher.stop()
             keeper.stop()

@@ -216,7 +216,8 @@ def status(
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """Where a message is, per recipient: queued, delivered, read, acked — and when."""
+    """Where a message is, per recipient: queued, delivered, handed (to a live session, waiting
+    for its turn), surfaced (in the model's context), read, acked — when, and its history."""
     with open_client(db) as client:
         report = client.message_status(message_id)
 
@@ -225,14 +226,19 @@ def status(
         render.console.print(
             f"[bold]{report.message_id}[/] from {report.sender}{subject}  [dim]{render.when(report.created_at)}[/]"
         )
-        grid = render.table("to", "state", "queued", "delivered", "read", "acked")
+        grid = render.table("to", "state", "queued", "delivered", "handed", "surfaced", "read", "acked")
         for row in report.recipients:
             name = row.address if row.agent in (None, row.address) else f"{row.agent} ({row.address})"
+            shown = render.state(row.state)
+            if row.handed_to:
+                shown += f" [dim]to {render.escape(row.handed_to)}[/]"
             grid.add_row(
                 render.escape(name),
-                render.state(row.state),
+                shown,
                 render.when(row.queued_at),
                 render.when(row.delivered_at),
+                render.when(row.handed_at),
+                render.when(row.surfaced_at),
                 render.when(row.read_at),
                 render.when(row.acked_at),
             )
@@ -240,6 +246,10 @@ def status(
         for row in report.recipients:
             if row.held is not None and row.state == "held":
                 render.console.print(render.held_line(row.agent or row.address, row.held))
+            if len(report.recipients) > 1 and row.history:
+                render.console.print(f"[bold]{render.escape(row.agent or row.address)}[/]")
+            for event in row.history:
+                render.console.print(f"  [dim]{render.when(event.at)}[/] {render.history_line(event)}")
         for row in report.recipients:
             if row.reach is not None and row.reach.state != "live":
                 render.console.print(

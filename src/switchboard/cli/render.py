@@ -16,7 +16,7 @@ from rich.table import Table
 
 from switchboard.claude_sessions import ClaudeSession
 from switchboard.fence import one_line
-from switchboard.model import Held, MailItem, Reach, SendResult, Session
+from switchboard.model import DeliveryEvent, Held, MailItem, Reach, SendResult, Session
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -64,6 +64,7 @@ STATE_STYLE = {
     "held": "magenta",
     "queued": "yellow",
     "delivered": "green",
+    "handed": "green",
     "surfaced": "green",
     "read": "cyan",
     "acked": "blue",
@@ -77,6 +78,22 @@ def state(text: str) -> str:
 def held_line(who: str, held: Held) -> str:
     """A held delivery in one line: whose, until when, and why."""
     return f"{escape(who)}: [magenta]held[/] until {when(held.until)} — {escape(held.why)}"
+
+
+_SESSION_WORD = {"handed": "to", "returned": "from"}  # otherwise "in" (surfaced in, held in, …)
+
+
+def history_line(event: DeliveryEvent) -> str:
+    """One step of a delivery's history, as a person reads it."""
+    parts = [state(event.event) if event.event in STATE_STYLE else f"[yellow]{event.event}[/]"]
+    if event.session:
+        parts.append(_SESSION_WORD.get(event.event, "in") + " " + escape(event.session))
+    if event.via:
+        parts.append(f"by {escape(event.via)}")
+    if event.detail:
+        seen = event.event == "surfaced" and event.detail == "transcript"
+        parts.append("(seen in the session's transcript)" if seen else f"({escape(one_line(event.detail))})")
+    return " ".join(parts)
 
 
 def send_result(result: SendResult) -> None:

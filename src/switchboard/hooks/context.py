@@ -86,6 +86,16 @@ class HookContext:
         workspace = resolve_workspace(self.env, self.settings.workspace)
         return probe.may_have_mail(self.settings.db_path, workspace, agent, urgent_only=urgent_only)
 
+    def may_have_handed(self) -> bool:
+        """False when surely no mail of the agent waits, handed to a session, to be confirmed
+        surfaced. Only the embedded store is looked into: with a hub or PostgreSQL the session's
+        own ``switchboard mcp`` watches its transcript (``transcript_watch``)."""
+        if self.settings.uses_hub or self.settings.db_url is not None:
+            return False
+        agent = resolve_agent(self.env, self.payload.cwd, self.settings.agent).name
+        workspace = resolve_workspace(self.env, self.settings.workspace)
+        return probe.has_handed(self.settings.db_path, workspace, agent)
+
     def client(self) -> Client:
         """The mailbox as the agent the identity rule names for the session's folder."""
         if self._client is None:

@@ -55,6 +55,7 @@ def post_tool(ctx: HookContext) -> Output:
 
 def stop(ctx: HookContext) -> Output:
     """While mail is waiting, keep the agent going to handle it, within the budget (``budget``)."""
+    confirm_from_transcript(ctx)
     now, active = time.time(), ctx.payload.stop_hook_active
     with ctx.files.updating() as state:
         if budget.cooling(state, now):
@@ -79,6 +80,23 @@ HANDLERS: dict[str, Callable[[HookContext], Output]] = {
     "post-tool": post_tool,
     "stop": stop,
 }
+
+
+def confirm_from_transcript(ctx: HookContext) -> None:
+    """The fallback for a session whose ``switchboard mcp`` does not watch its transcript: at
+    the end of each turn, mail handed to the session that the turn's records show carried to
+    the model is confirmed surfaced (the rule is the service's: ``handing``)."""
+    path = ctx.payload.transcript_path
+    if path is None or not ctx.may_have_handed():
+        return
+    from switchboard.transcript_watch import ids_in_tail
+
+    ids = ids_in_tail(path)
+    if ids:
+        try:
+            ctx.client().confirm_surfaced(ids, "transcript")
+        except SwitchboardError as error:
+            ctx.warn(error)
 
 
 def register(ctx: HookContext) -> None:

@@ -23,6 +23,7 @@ class HookInput:
     session_id: str | None  # the agent CLI's own id for its session (conversation)
     cwd: Path  # the session's working folder: the identity rule names the agent from it
     stop_hook_active: bool  # this stop follows one a stop hook blocked
+    transcript_path: Path | None = None  # the session's transcript (Claude Code, Codex, Gemini)
 
 
 def parse(raw: bytes) -> HookInput:
@@ -36,10 +37,12 @@ def parse(raw: bytes) -> HookInput:
     session_id = _first(data, "session_id", "sessionId")
     cwd = _first(data, "cwd")
     active = _first(data, "stop_hook_active", "stopHookActive")
+    transcript = _first(data, "transcript_path", "transcriptPath")
     return HookInput(
         session_id=str(session_id) if isinstance(session_id, str | int) and str(session_id) else None,
         cwd=Path(cwd) if isinstance(cwd, str) and cwd else Path(os.getcwd()),
         stop_hook_active=active is True,
+        transcript_path=Path(transcript) if isinstance(transcript, str) and transcript else None,
     )
 
 

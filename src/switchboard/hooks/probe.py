@@ -26,9 +26,30 @@ _ANY = (
 _QUERIES = {urgent: _ANY.format(urgent=" AND m.urgent = 1" if urgent else "") for urgent in (False, True)}
 
 
+_HANDED = "SELECT EXISTS (SELECT 1 FROM deliveries WHERE workspace = ? AND recipient = ? AND state = 'handed')"
+
+
+def has_handed(db_path: Path, workspace: str, agent: str) -> bool:
+    """False only when the embedded store surely holds no mail of ``agent`` handed to a
+    session and waiting to be confirmed surfaced."""
+    if not db_path.exists():
+        return False
+    try:
+        connection = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return True
+    try:
+        return bool(connection.execute(_HANDED, (workspace, agent)).fetchone()[0])
+    except sqlite3.Error:
+        return True
+    finally:
+        connection.close()
+
+
 def may_have_mail(db_path: Path, workspace: str, agent: str, *, urgent_only: bool = False) -> bool:
     """False only when the embedded store at ``db_path`` surely holds no mail for ``agent`` that
-    waits to be surfaced (``waiting``; only urgent mail with ``urgent_only``)."""
+    waits to be surfaced (``waiting``: neither read, surfaced nor handed to a session, and not held;
+    only urgent mail with ``urgent_only``)."""
     if not db_path.exists():
         return False
     try:

@@ -28,9 +28,11 @@ from switchboard.hub.schemas import (
     AgentRequest,
     AgentUpdate,
     ChannelRequest,
+    ConfirmSurfacedRequest,
     HeartbeatRequest,
     InviteRequest,
     MarkReadRequest,
+    ReceiptRequest,
     SessionRequest,
     TokenRequest,
 )
@@ -92,6 +94,20 @@ async def mark_read(request: Request) -> Response:
     caller = await hub.caller(request)
     body = await read_body(request, MarkReadRequest)
     return json_response(await blocking(hub.service.mark_read, caller, body.message_ids))
+
+
+async def confirm_surfaced(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    body = await read_body(request, ConfirmSurfacedRequest)
+    return json_response(await blocking(hub.service.confirm_surfaced, caller, body.message_ids, body.evidence))
+
+
+async def record_receipt(request: Request) -> Response:
+    hub = _hub(request)
+    caller = await hub.caller(request)
+    body = await read_body(request, ReceiptRequest)
+    return json_response(await blocking(hub.service.record_receipt, caller, body.message_ids, body.status, body.reason))
 
 
 async def ack(request: Request) -> Response:

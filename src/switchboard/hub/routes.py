@@ -124,6 +124,22 @@ ROUTES: list[Route] = [
     ),
     Route(
         "POST",
+        "/v1/surfaced",
+        api.confirm_surfaced,
+        "Mail handed to your session is in its model's context now (its transcript shows the turn).",
+        schemas.ConfirmSurfacedRequest,
+        MarkResult,
+    ),
+    Route(
+        "POST",
+        "/v1/receipts",
+        api.record_receipt,
+        "What your session's client reported about a frame of mail (held, expired, refused, ...).",
+        schemas.ReceiptRequest,
+        MarkResult,
+    ),
+    Route(
+        "POST",
         "/v1/surface",
         streams.surface,
         "Take mail not yet read nor put before your agent, marked surfaced by via= (socket, hook, waiter).",

@@ -109,6 +109,21 @@ class MarkReadRequest(Body):
     message_ids: MessageIds
 
 
+class ConfirmSurfacedRequest(Body):
+    message_ids: MessageIds
+    evidence: Literal["transcript", "hook"] = Field(
+        default="transcript", description="how the model's context is known to hold them"
+    )
+
+
+class ReceiptRequest(Body):
+    message_ids: MessageIds
+    status: Literal["held", "delivered", "expired", "refused", "denied", "dropped"] = Field(
+        description="what the session's client reported about the frame that carried them"
+    )
+    reason: str | None = Field(default=None, max_length=bounds.DELIVERY_ERROR_CHARS)
+
+
 class SessionRequest(Body):
     pid: int = Field(ge=1, le=bounds.PID_MAX, description="the session's process id")
     runtime: Name = "script"

@@ -234,10 +234,54 @@ class Store(Protocol):
         now: datetime,
         peek: bool = False,
         hidden: Sequence[str] = (),
+        session: str | None = None,
+        hand: bool = False,
     ) -> list[MailItem]:
         """Return and mark surfaced (by ``via``), in one transaction, the agent's deliveries that
-        are neither surfaced nor read yet, in sequence order; with ``urgent_only``, urgent ones.
-        With ``peek``, return them and mark nothing."""
+        are neither handed, surfaced nor read yet, in sequence order; with ``urgent_only``,
+        urgent ones. With ``hand``, mark them handed to ``session`` instead. Each is recorded in
+        its history. With ``peek``, return them and mark nothing."""
+        ...
+
+    def confirm_surfaced(
+        self, workspace: str, agent: str, message_ids: Sequence[str], evidence: str, now: datetime
+    ) -> list[str]:
+        """Mark surfaced those of these messages that are handed (to any session of ``agent``),
+        recording ``evidence``; their ids."""
+        ...
+
+    def handed_sessions(self, workspace: str, agent: str) -> list[str]:
+        """The sessions holding mail of ``agent`` handed to them and not surfaced yet."""
+        ...
+
+    def return_handed(
+        self,
+        workspace: str,
+        agent: str,
+        session_id: str,
+        state: DeliveryState,
+        reason: str,
+        now: datetime,
+        message_ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Put the mail handed to ``session_id`` (only these messages, when given) and not
+        surfaced back in the mailbox, unread, in ``state`` (delivered or queued), recording
+        ``reason``; the ids returned."""
+        ...
+
+    def record_delivery_event(
+        self,
+        workspace: str,
+        agent: str,
+        message_id: str,
+        event: str,
+        now: datetime,
+        session: str | None = None,
+        via: str | None = None,
+        detail: str | None = None,
+    ) -> bool:
+        """Append an event to the history of the message's delivery to ``agent``; False when
+        there is no such delivery (nothing is written)."""
         ...
 
     def unread_count(self, workspace: str, agent: str, hidden: Sequence[str] = ()) -> int: ...

@@ -40,6 +40,7 @@ from switchboard.model import (
 )
 from switchboard.pending import Pending
 from switchboard.store import postgres_audit
+from switchboard.store import postgres_handing as handing
 from switchboard.store import postgres_queries as q
 from switchboard.store.base import (
     IdempotentSend,
@@ -52,6 +53,7 @@ from switchboard.store.postgres_connection import POOL_SIZE, PostgresDatabase
 from switchboard.store.postgres_listener import Callback
 from switchboard.store.postgres_messages import store_message, submit_args
 from switchboard.store.rows import (
+    EVENT_COLUMNS,
     HELD_COLUMNS,
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
@@ -70,6 +72,7 @@ from switchboard.store.rows import (
     status_from_row,
     to_ts,
     token_from_row,
+    with_history,
 )
 from switchboard.waiting import held, waiting_to_surface
 
@@ -392,7 +395,16 @@ class PostgresStore:
             f"SELECT {STATUS_COLUMNS} FROM deliveries WHERE workspace = %s AND message_id = %s ORDER BY recipient",
             (workspace, message_id),
         )
-        return [status_from_row(r) for r in rows]
+        events = (
+            self._db.all(
+                f"SELECT {EVENT_COLUMNS} FROM delivery_events WHERE workspace = %s AND message_id = %s "
+                "ORDER BY at, ctid",
+                (workspace, message_id),
+            )
+            if rows
+            else []
+        )
+        return with_history([status_from_row(r) for r in rows], events)
 
     def _mailbox_args(self, workspace: str, agent: str, **more: object) -> dict[str, object]:
         """Parameters of a statement on one mailbox, whose notification names that mailbox."""
@@ -455,20 +467,76 @@ class PostgresStore:
         now: datetime,
         peek: bool = False,
         hidden: Sequence[str] = (),
+        session: str | None = None,
+        hand: bool = False,
     ) -> list[MailItem]:
         unread, args = q.window(None, hidden)
         where, args = f"{waiting_to_surface('%(now)s')} AND {unread}", {**args, "now": to_ts(now)}
         if peek:
             urgent = " AND m.urgent" if urgent_only else ""
             rows = self._db.all(
-                f"SELECT {q.MAIL_COLUMNS} {q.MAILBOX} AND {where} AND d.surfaced_at IS NULL{urgent} "
-                "ORDER BY d.seq LIMIT %(limit)s",
+                f"SELECT {q.MAIL_COLUMNS} {q.MAILBOX} AND {where}{urgent} ORDER BY d.seq LIMIT %(limit)s",
                 {"ws": workspace, "agent": agent, "limit": limit, **args},
             )
             return [mail_item_from_row(r) for r in rows]
-        args = self._mailbox_args(workspace, agent, via=via, limit=limit, at=to_ts(now), **args)
-        rows = self._db.run(lambda conn: conn.execute(q.surface(where, urgent_only), args).fetchall())
-        return [MailItem(seq=r[0], state=DeliveryState.surfaced, message=message_from_row(r[2:])) for r in rows]
+        args = self._mailbox_args(workspace, agent, via=via, limit=limit, at=to_ts(now), session=session, **args)
+        statement = handing.surface(where, urgent_only, hand)
+        rows = self._db.run(lambda conn: conn.execute(statement, args).fetchall())  # type: ignore[call-overload]
+        state = DeliveryState.handed if hand else DeliveryState.surfaced
+        return [MailItem(seq=r[0], state=state, message=message_from_row(r[2:])) for r in rows]
+
+    def confirm_surfaced(
+        self, workspace: str, agent: str, message_ids: Sequence[str], evidence: str, now: datetime
+    ) -> list[str]:
+        wanted = list(dict.fromkeys(message_ids))
+        if not wanted:
+            return []
+        args = self._mailbox_args(workspace, agent, ids=wanted, at=to_ts(now), detail=evidence)
+        rows = self._db.run(lambda conn: conn.execute(handing.CONFIRM_SURFACED, args).fetchall())
+        return [r[0] for r in rows]
+
+    def handed_sessions(self, workspace: str, agent: str) -> list[str]:
+        return [r[0] for r in self._db.all(handing.HANDED_SESSIONS, {"ws": workspace, "agent": agent})]
+
+    def return_handed(
+        self,
+        workspace: str,
+        agent: str,
+        session_id: str,
+        state: DeliveryState,
+        reason: str,
+        now: datetime,
+        message_ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        ids = None if message_ids is None else list(message_ids)
+        args = self._mailbox_args(
+            workspace, agent, session=session_id, state=state.value, at=to_ts(now), detail=reason, ids=ids
+        )
+        rows = self._db.run(lambda conn: conn.execute(handing.RETURN_HANDED, args).fetchall())
+        return [r[0] for r in rows]
+
+    def record_delivery_event(
+        self,
+        workspace: str,
+        agent: str,
+        message_id: str,
+        event: str,
+        now: datetime,
+        session: str | None = None,
+        via: str | None = None,
+        detail: str | None = None,
+    ) -> bool:
+        args = {
+            "ws": workspace,
+            "agent": agent,
+            "message_id": message_id,
+            "event": event,
+            "at": to_ts(now),
+            "session": session,
+            "via": via,
+            "detail": detail,
+        }
+        return bool(self._db.run(lambda conn: conn.execute(handing.RECORD_EVENT, args).fetchall()))
 
     def pair_traffic(self, workspace: str, a: str, b: str, since: datetime, limit: int) -> list[Exchange]:
         one_way = (

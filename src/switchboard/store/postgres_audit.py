@@ -11,7 +11,13 @@ from switchboard.model import AuditEntry
 from switchboard.store import postgres_queries as q
 from switchboard.store.rows import audit_values
 
-_MAILBOX_ROWS = (("agents", "name"), ("deliveries", "recipient"), ("channel_members", "agent"), ("sessions", "agent"))
+_MAILBOX_ROWS = (
+    ("agents", "name"),
+    ("deliveries", "recipient"),
+    ("delivery_events", "recipient"),
+    ("channel_members", "agent"),
+    ("sessions", "agent"),
+)
 
 
 def delete_agent(

@@ -92,34 +92,13 @@ WITH picked AS (
 ), marked AS (
     UPDATE deliveries d SET state = 'read', read_at = %(at)s, delivered_at = coalesce(d.delivered_at, %(at)s)
     WHERE d.workspace = %(ws)s AND d.recipient = %(agent)s
-        AND d.seq = ANY(ARRAY(SELECT seq FROM picked WHERE state IN ('queued', 'delivered', 'surfaced')))
+        AND d.seq = ANY(ARRAY(SELECT seq FROM picked WHERE state IN ('queued', 'delivered', 'handed', 'surfaced')))
     RETURNING d.seq
 )
 SELECT p.seq, CASE WHEN k.seq IS NULL THEN p.state ELSE 'read' END, {MESSAGE_COLUMNS},
     (SELECT {NOTIFY} WHERE EXISTS (SELECT FROM marked))
 FROM picked p JOIN messages m ON m.id = p.message_id LEFT JOIN marked k ON k.seq = p.seq
 ORDER BY p.seq
-"""
-
-
-def surface(where: str, urgent_only: bool) -> str:
-    """Lock the first ``limit`` deliveries neither surfaced nor read, mark them surfaced by
-    ``via``, and return them."""
-    urgent = " AND EXISTS (SELECT FROM messages m WHERE m.id = d.message_id AND m.urgent)" if urgent_only else ""
-    return f"""
-WITH picked AS (
-    SELECT d.seq FROM deliveries d
-    WHERE d.workspace = %(ws)s AND d.recipient = %(agent)s AND {where} AND d.surfaced_at IS NULL{urgent}
-    ORDER BY d.seq LIMIT %(limit)s FOR UPDATE
-), marked AS (
-    UPDATE deliveries d SET state = 'surfaced', surfaced_at = %(at)s, surfaced_via = %(via)s,
-        delivered_at = coalesce(d.delivered_at, %(at)s)
-    WHERE d.workspace = %(ws)s AND d.recipient = %(agent)s AND d.seq = ANY(ARRAY(SELECT seq FROM picked))
-    RETURNING d.seq, d.message_id
-)
-SELECT d.seq, 'surfaced', {MESSAGE_COLUMNS}, (SELECT {NOTIFY})
-FROM marked d JOIN messages m ON m.id = d.message_id
-ORDER BY d.seq
 """
 
 

@@ -147,8 +147,25 @@ MIGRATIONS: list[str] = [
     CREATE INDEX audit_by_workspace ON audit (workspace, at, id);
     CREATE INDEX messages_by_thread ON messages (workspace, thread_id);
     """,
-    # 4: (reserved for the delivery states of issue 15; empty here)
-    "",
+    # 4: delivery states that say what is known (SQLite's step 8): a delivery handed to one
+    # live session waits there for its turn, and goes back to the mailbox if that session
+    # ends first; each delivery's history of what happened to it.
+    """
+    ALTER TABLE deliveries ADD COLUMN handed_at DOUBLE PRECISION;
+    ALTER TABLE deliveries ADD COLUMN handed_session TEXT;
+    CREATE INDEX deliveries_handed ON deliveries (workspace, recipient) WHERE state = 'handed';
+    CREATE TABLE delivery_events (
+        workspace   TEXT NOT NULL,
+        message_id  TEXT NOT NULL,
+        recipient   TEXT NOT NULL,
+        at          DOUBLE PRECISION NOT NULL,
+        event       TEXT NOT NULL,      -- handed, surfaced, returned, held, expired, refused
+        session     TEXT,               -- the session's id
+        via         TEXT,               -- socket, hook, waiter
+        detail      TEXT                -- the evidence or the reason
+    );
+    CREATE INDEX delivery_events_by_message ON delivery_events (workspace, message_id, recipient, at);
+    """,
     # 5: the loop and flood guards (guard.py): until when, and why, a guard holds a delivery
     # back from being surfaced; a sender's messages by time, for the pair's recent traffic.
     """

@@ -17,6 +17,7 @@ from switchboard.model import (
     Agent,
     AuditEntry,
     Channel,
+    DeliveryEvent,
     DeliveryState,
     Held,
     HeldMail,
@@ -152,8 +153,10 @@ def mail_item_from_row(row: Sequence) -> MailItem:
 
 STATUS_COLUMNS = (
     "recipient, state, channel, queued_at, delivered_at, surfaced_at, read_at, acked_at, sessions, surfaced_via, "
-    "held_until, held_reason"
+    "held_until, held_reason, handed_at, handed_session"
 )
+# A delivery's stored history, oldest first (``delivery_events``).
+EVENT_COLUMNS = "recipient, at, event, session, via, detail"
 
 
 def status_from_row(row: Sequence) -> RecipientStatus:
@@ -170,6 +173,8 @@ def status_from_row(row: Sequence) -> RecipientStatus:
         sessions=json.loads(row[8]),
         via=row[9],
         held=Held(until=from_ts(row[10]), reason=row[11]) if row[10] is not None else None,
+        handed_at=from_ts(row[12]),
+        handed_to=row[13],  # the session's id: the service names it agent@machine#pid
     )
 
 
@@ -183,6 +188,20 @@ def held_mail_from_row(row: Sequence) -> HeldMail:
 def exchange_from_row(row: Sequence) -> Exchange:
     """(sender, created_at, held_until, held_reason) as the guard reads it."""
     return Exchange(sender=row[0], at=row[1], held_until=row[2], held_reason=row[3])
+
+
+def with_history(statuses: list[RecipientStatus], events: Sequence[Sequence]) -> list[RecipientStatus]:
+    """Each recipient's status with its stored events (rows of EVENT_COLUMNS, oldest first)."""
+    if not events:
+        return statuses
+    by_recipient: dict[str, list[DeliveryEvent]] = {}
+    for row in events:
+        by_recipient.setdefault(row[0], []).append(event_from_row(row))
+    return [s.model_copy(update={"history": by_recipient.get(s.agent or "", [])}) for s in statuses]
+
+
+def event_from_row(row: Sequence) -> DeliveryEvent:
+    return DeliveryEvent(at=from_ts(row[1]), event=row[2], session=row[3], via=row[4], detail=row[5])
 
 
 def session_from_row(row: Sequence) -> Session:

@@ -167,8 +167,26 @@ MIGRATIONS: list[str] = [
     CREATE INDEX audit_by_workspace ON audit (workspace, at, id);
     CREATE INDEX messages_by_thread ON messages (workspace, thread_id);
     """,
-    # 8: (reserved for the delivery states of issue 15; empty here)
-    "",
+    # 8: delivery states that say what is known. A delivery handed to one live session (a
+    # frame its messaging socket accepted, a waiter's wake) waits there for the session's turn:
+    # when and to which session; it goes back to the mailbox if that session ends first. And
+    # each delivery's history: what happened to it, when, in which session, by which path.
+    """
+    ALTER TABLE deliveries ADD COLUMN handed_at REAL;
+    ALTER TABLE deliveries ADD COLUMN handed_session TEXT;
+    CREATE INDEX deliveries_handed ON deliveries (workspace, recipient) WHERE state = 'handed';
+    CREATE TABLE delivery_events (
+        workspace   TEXT NOT NULL,
+        message_id  TEXT NOT NULL,
+        recipient   TEXT NOT NULL,
+        at          REAL NOT NULL,
+        event       TEXT NOT NULL,      -- handed, surfaced, returned, held, expired, refused
+        session     TEXT,               -- the session's id
+        via         TEXT,               -- socket, hook, waiter
+        detail      TEXT                -- the evidence or the reason
+    );
+    CREATE INDEX delivery_events_by_message ON delivery_events (workspace, message_id, recipient, at);
+    """,
     # 9: the loop and flood guards (guard.py): until when, and why, a guard holds a delivery
     # back from being surfaced; a sender's messages by time, for the pair's recent traffic.
     """

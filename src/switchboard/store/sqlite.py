@@ -35,7 +35,7 @@ from switchboard.model import (
     new_id,
 )
 from switchboard.pending import Pending
-from switchboard.store import sqlite_audit, sqlite_tokens
+from switchboard.store import sqlite_audit, sqlite_handing, sqlite_tokens
 from switchboard.store.base import (
     IdempotentSend,
     NewDelivery,
@@ -63,6 +63,7 @@ from switchboard.store.rows import (
     status_from_row,
     to_ts,
     token_from_row,
+    with_history,
 )
 from switchboard.store.sqlite_connection import SQLiteDatabase
 from switchboard.store.sqlite_messages import NewMessage, expand_fanouts, has_fanouts, insert_messages, write_out_step
@@ -414,7 +415,8 @@ class SQLiteStore:
                 f"SELECT {STATUS_COLUMNS} FROM deliveries WHERE workspace = ? AND message_id = ? ORDER BY recipient",
                 (workspace, message_id),
             ).fetchall()
-        return [status_from_row(r) for r in rows]
+            events = sqlite_handing.history(conn, workspace, message_id) if rows else []
+        return with_history([status_from_row(r) for r in rows], events)
 
     @staticmethod
     def _window(after: int | None, hidden: Sequence[str] = ()) -> tuple[str, list[object]]:
@@ -544,6 +546,8 @@ class SQLiteStore:
         now: datetime,
         peek: bool = False,
         hidden: Sequence[str] = (),
+        session: str | None = None,
+        hand: bool = False,
     ) -> list[MailItem]:
         self._deliveries_written()
         unread, args = self._window(None, hidden)
@@ -556,21 +560,83 @@ class SQLiteStore:
             return [mail_item_from_row(r) for r in looked]
         at = to_ts(now)
 
+        state = DeliveryState.handed if hand else DeliveryState.surfaced
+        changes = "handed_at = ?1, handed_session = ?3" if hand else "surfaced_at = ?1"
+
         def take(conn: sqlite3.Connection) -> list:
             rows = conn.execute(query, (workspace, agent, *args, limit)).fetchall()
             if rows:
                 conn.execute(
-                    "UPDATE deliveries SET state = 'surfaced', surfaced_at = ?, surfaced_via = ?, "
-                    "delivered_at = coalesce(delivered_at, ?) "
-                    f"WHERE workspace = ? AND recipient = ? AND seq IN ({','.join('?' * len(rows))})",
-                    (at, via, at, workspace, agent, *(r[0] for r in rows)),
+                    f"UPDATE deliveries SET state = ?4, {changes}, surfaced_via = ?2, "
+                    "delivered_at = coalesce(delivered_at, ?1) "
+                    f"WHERE workspace = ?5 AND recipient = ?6 AND seq IN ({','.join('?' * len(rows))})",
+                    (at, via, session, state.value, workspace, agent, *(r[0] for r in rows)),
                 )
+                ids = [message_from_row(r[2:]).id for r in rows]
+                sqlite_handing.record_events(conn, workspace, agent, ids, at, state.value, session, via)
             return rows
 
-        return [
-            MailItem(seq=r[0], state=DeliveryState.surfaced, message=message_from_row(r[2:]))
-            for r in self._db.transact(take)
-        ]
+        return [MailItem(seq=r[0], state=state, message=message_from_row(r[2:])) for r in self._db.transact(take)]
+
+    def confirm_surfaced(
+        self, workspace: str, agent: str, message_ids: Sequence[str], evidence: str, now: datetime
+    ) -> list[str]:
+        wanted = list(dict.fromkeys(message_ids))
+        if not wanted:
+            return []
+        marks = ",".join("?" * len(wanted))
+        with self._db.read() as conn:  # most looks (a transcript line naming surfaced mail) find nothing
+            if not conn.execute(
+                "SELECT 1 FROM deliveries WHERE workspace = ? AND recipient = ? AND state = 'handed' "
+                f"AND message_id IN ({marks}) LIMIT 1",
+                (workspace, agent, *wanted),
+            ).fetchone():
+                return []
+        return self._db.transact(
+            lambda conn: sqlite_handing.confirm_surfaced(conn, workspace, agent, wanted, evidence, to_ts(now))
+        )
+
+    def handed_sessions(self, workspace: str, agent: str) -> list[str]:
+        with self._db.read() as conn:
+            return sqlite_handing.handed_sessions(conn, workspace, agent)
+
+    def return_handed(
+        self,
+        workspace: str,
+        agent: str,
+        session_id: str,
+        state: DeliveryState,
+        reason: str,
+        now: datetime,
+        message_ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        return self._db.transact(
+            lambda conn: sqlite_handing.return_handed(
+                conn, workspace, agent, session_id, state.value, reason, to_ts(now), message_ids
+            )
+        )
+
+    def record_delivery_event(
+        self,
+        workspace: str,
+        agent: str,
+        message_id: str,
+        event: str,
+        now: datetime,
+        session: str | None = None,
+        via: str | None = None,
+        detail: str | None = None,
+    ) -> bool:
+        def record(conn: sqlite3.Connection) -> bool:
+            if not conn.execute(
+                "SELECT 1 FROM deliveries WHERE workspace = ? AND recipient = ? AND message_id = ?",
+                (workspace, agent, message_id),
+            ).fetchone():
+                return False
+            sqlite_handing.record_events(conn, workspace, agent, [message_id], to_ts(now), event, session, via, detail)
+            return True
+
+        return self._db.transact(record)
 
     def unread_count(self, workspace: str, agent: str, hidden: Sequence[str] = ()) -> int:
         self._deliveries_written()

@@ -36,7 +36,12 @@ def delete_agent(
     if unread and keep_unread:
         return unread
     conn.execute("DELETE FROM agents WHERE workspace = ? AND name = ?", (workspace, name))
-    for table, column in (("deliveries", "recipient"), ("channel_members", "agent"), ("sessions", "agent")):
+    for table, column in (
+        ("deliveries", "recipient"),
+        ("delivery_events", "recipient"),
+        ("channel_members", "agent"),
+        ("sessions", "agent"),
+    ):
         conn.execute(f"DELETE FROM {table} WHERE workspace = ? AND {column} = ?", (workspace, name))
     append(conn, record, unread=unread)
     return unread

@@ -1,0 +1,91 @@
+# ruff: noqa: F811  (the fixtures imported from test_service are parameters of the tests)
+"""The service's rule for handed mail (``handing``), on every store: which path hands and which
+surfaces, what confirms, and how mail a session held comes back when the session is gone."""
+
+from __future__ import annotations
+
+import pytest
+
+from switchboard.client import LocalClient
+from switchboard.errors import BadRequest
+from switchboard.model import Caller
+from switchboard.service import Service
+from tests.test_service import WS, alice, bob, clock, db, row, service  # noqa: F401  (fixtures)
+
+
+def in_session(service: Service, agent: str, pid: int) -> tuple[LocalClient, str]:
+    """A client of ``agent`` acting in a new session on another machine (its pid is not checked here)."""
+    plain = LocalClient(service, Caller(workspace=WS, agent=agent))
+    session = plain.register_session(runtime="claude-code", machine="farhost", pid=pid)
+    return LocalClient(service, Caller(workspace=WS, agent=agent, session_id=session.id)), session.address
+
+
+def test_socket_and_waiter_hand_hooks_surface(service, alice, bob):
+    pane, address = in_session(service, "bob", 4242)
+    first = alice.send("bob", "one")
+    assert [i.state for i in pane.surface(via="socket").items] == ["handed"]
+    status = row(alice.message_status(first.message_id), "bob")
+    assert (status.state, status.handed_to, status.via) == ("handed", address, "socket")
+    assert [(e.event, e.session) for e in status.history][-1] == ("handed", address)
+    second = alice.send("bob", "two")
+    assert [i.state for i in pane.surface(via="hook").items] == ["surfaced"]
+    assert row(alice.message_status(second.message_id), "bob").state == "surfaced"
+    third = alice.send("bob", "three")
+    assert [i.state for i in pane.surface(via="waiter").items] == ["handed"]
+    assert pane.confirm_surfaced([first.message_id, third.message_id]).marked == [first.message_id, third.message_id]
+    done = row(alice.message_status(third.message_id), "bob")
+    assert done.state == "surfaced" and done.handed_to is None
+    assert [e.event for e in done.history] == ["queued", "delivered", "handed", "surfaced"]
+    assert done.history[-1].detail == "transcript"
+
+
+def test_mail_handed_to_a_session_that_ends_returns_once(service, alice, bob):
+    pane, address = in_session(service, "bob", 4242)
+    sent = alice.send("bob", "hello")
+    pane.surface(via="socket")
+    pane.end_session(pane.caller.session_id or "")
+    status = row(alice.message_status(sent.message_id), "bob")
+    assert (status.state, status.handed_to) == ("queued", None)  # no live session of bob is left
+    returned = status.history[-1]
+    assert (returned.event, returned.session) == ("returned", address) and "ended" in (returned.detail or "")
+    nxt, _ = in_session(service, "bob", 4343)
+    assert [i.message.id for i in nxt.surface(via="socket").items] == [sent.message_id]
+    assert nxt.surface(via="socket").items == []  # once
+    assert [e.event for e in row(alice.message_status(sent.message_id), "bob").history][-3:] == [
+        "handed",
+        "returned",
+        "handed",
+    ]
+
+
+def test_mail_returns_delivered_when_another_live_session_can_take_it(service, alice, bob):
+    pane, _ = in_session(service, "bob", 4242)
+    in_session(service, "bob", 5151)
+    sent = alice.send("bob", "hello")
+    pane.surface(via="waiter")
+    pane.end_session(pane.caller.session_id or "")
+    assert row(alice.message_status(sent.message_id), "bob").state == "delivered"
+
+
+def test_a_refused_receipt_returns_the_mail_and_a_held_one_is_recorded(service, alice, bob):
+    pane, _ = in_session(service, "bob", 4242)
+    held, refused = alice.send("bob", "one"), alice.send("bob", "two")
+    pane.surface(via="socket")
+    pane.record_receipt([held.message_id], "held", "waiting for the user's approval")
+    pane.record_receipt([refused.message_id], "expired", "the session refuses peer messages")
+    first = row(alice.message_status(held.message_id), "bob")
+    assert first.state == "handed" and first.history[-1].event == "held"
+    second = row(alice.message_status(refused.message_id), "bob")
+    assert second.state == "delivered"  # the session lives on: its hooks can take it
+    assert [e.event for e in second.history][-2:] == ["expired", "returned"]
+
+
+def test_bad_evidence_and_receipts_are_refused(service, alice, bob):
+    pane, _ = in_session(service, "bob", 4242)
+    sent = alice.send("bob", "one")
+    with pytest.raises(BadRequest):
+        pane.confirm_surfaced([sent.message_id], "rumour")
+    with pytest.raises(BadRequest):
+        pane.record_receipt([sent.message_id], "lost")
+    with pytest.raises(BadRequest):
+        pane.confirm_surfaced([])
