@@ -115,7 +115,11 @@ def test_mail_handed_to_a_session_stopped_mid_tool_returns_and_reaches_the_next_
     # Each request carries the whole conversation: the mail is in it once, and came in one turn.
     assert all(r.conversation_text().count(f"id: {sent.message_id}") == 1 for r in carrying), "delivered twice"
     events = [e.event for e in done.history]
-    assert events[-4:] == ["handed", "returned", "handed", "surfaced"], done.history
+    back = events.index("returned")
+    assert events[back - 1 : back + 2] == ["handed", "returned", "handed"] and events[-1] == "surfaced", done.history
+    # A session just started may hold a frame until its permission mode is known, then release
+    # it ("mode-unknown", then "mode-changed"): its receipts say so in between.
+    assert set(events[back + 2 : -1]) <= {"held", "handed"}, done.history
     sessions = [e.session for e in done.history if e.event in ("handed", "returned")]
     assert sessions[0] == sessions[1] != sessions[2], done.history
     assert second.close() == 0
