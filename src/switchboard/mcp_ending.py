@@ -1,7 +1,8 @@
 """How ``switchboard mcp`` ends: at once, once, with its agent session ended on the way out.
 
-An agent CLI ends its MCP server by closing the server's stdin, then (after a grace of a few
-seconds) SIGTERM, then SIGKILL; a server whose CLI died is nobody's. Whichever comes first —
+An agent CLI ends its MCP server by closing its stdin or with signals: Claude Code 2.1.332, as
+its session ends, sends SIGINT, SIGTERM 0.1 s later, and SIGKILL soon after (measured); a server
+whose CLI died is nobody's. Whichever comes first —
 stdin's end, SIGTERM, SIGINT or SIGHUP, the parent's death (seen by the session keeper's poll
 and, on Linux, by the kernel's parent-death signal) — starts the same ending on a thread of its
 own: stop pushing, end the session (its end time recorded), exit. Nothing it waits for may hold

@@ -39,9 +39,11 @@ def mcp_command(db: DbOption = None) -> None:
             terminal=terminal_of(os.environ, os.getppid()),
             delivery_problem=(lambda: pusher.problem) if pusher is not None else None,
         )
+        # The session's end first: Claude Code sends SIGINT, then SIGTERM 0.1 s later, then
+        # SIGKILL; stopping the pusher may wait out its current wait.
+        ending.then(keeper.stop)
         if pusher is not None:
             ending.then(pusher.stop)
-        ending.then(keeper.stop)  # the session ends, with its end time
         keeper.start()
         if pusher is not None:
             pusher.start()
