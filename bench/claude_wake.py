@@ -18,7 +18,8 @@ Then, one message at a time, rotating through four paths:
 - ``installed``: the same raw frame into the installed session: what our hooks add to a turn;
 - ``socket``: ``switchboard send alice …`` as a whole CLI process (as an agent's Bash tool runs
   it, bob on the installed session's machine) → the installed session's model request;
-- ``waiter``: the same CLI send on the waiter session's machine → the waiter wakes the session.
+- ``waiter``: the same CLI send on the waiter session's machine → the waiter wakes the session
+  (quietly: it prints nothing; the woken turn's UserPromptSubmit hook brings the mail).
 
 Latency: just before the write or the CLI's start → the mock model reading the request that
 carries the message. Before each message the previous turn of that session has finished, its
@@ -268,12 +269,13 @@ def run(params: Params, folder: Path) -> dict[str, object]:
                     claude_sessions.write_frame(sockets[path], text)
                 else:
                     sent[path].append(cli_send(lane.machine, "bob", "alice", text))
-                (request,) = wait(
-                    lambda nonce=nonce: model.requests_saying(nonce),
+                # The first request that carries it (the waiter's turn has it as the prompt hook's context).
+                request = wait(
+                    lambda nonce=nonce: model.requests_mentioning(nonce),
                     WAKE_TIMEOUT_S,
                     f"the request for {nonce}",
                     lane.session,
-                )
+                )[0]
                 lane.turns += 1
                 latency = request.at - began
                 if path == "waiter":  # before the next waiter (the woken turn's Stop starts it) looks
