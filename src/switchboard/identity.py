@@ -108,6 +108,16 @@ def acting_pid() -> int:
     return _acting_pid if _acting_pid is not None else os.getpid()
 
 
+def acting_parent() -> int:
+    """The parent of the process this command acts for: the shell or agent CLI that ran it."""
+    if _acting_pid is None:
+        return os.getppid()
+    try:
+        return parent_of(_acting_pid)
+    except (OSError, ValueError, IndexError):
+        return os.getppid()
+
+
 def act_for(pid: int) -> None:
     """Make ``pid`` the process this command acts for (the warm server's forked command)."""
     global _acting_pid

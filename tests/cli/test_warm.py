@@ -138,7 +138,9 @@ def test_a_following_read_and_the_rarer_commands_are_not_served():
     assert not warm_client.served(["send", "bob", "x"], {"SWITCHBOARD_WARM": "0"})
     assert not warm_client.served(["read", "--follow"], {}) and not warm_client.served(["read", "-nf", "3"], {})
     assert warm_client.served(["read", "--wait", "5"], {})
-    assert not any(warm_client.served([name], {}) for name in ("install", "up", "mcp", "hook", "channel"))
+    assert warm_client.served(["hook", "prompt", "--client", "claude"], {})
+    assert not warm_client.served(["hook", "wake", "--client", "claude"], {})  # the waiter: a process of its own
+    assert not any(warm_client.served([name], {}) for name in ("install", "up", "mcp", "channel"))
 
 
 def test_each_command_is_registered_by_the_module_the_table_names():

@@ -52,19 +52,24 @@ def _report(code: str, message: str, as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    from switchboard.cli import warm_client
+
+    # The everyday commands and the hooks go to the warm server (started on first use) when it
+    # runs: this process then loads nothing of the package beyond the thin client.
+    if (code := warm_client.run(args)) is not None:
+        sys.exit(code)
+    run_command(args)
+
+
+def run_command(args: list[str]) -> None:
+    """Run one command in this process (the warm server's fork runs it for a thin client)."""
     if args[:1] == ["hook"]:
         # Hooks run on every prompt and tool call: they start before typer and the commands load,
         # and never fail their host (see switchboard.hooks.entry).
         from switchboard.hooks.entry import run
 
         sys.exit(run(args[1:]))
-    from switchboard.cli import warm_client
-
-    # The everyday commands go to the warm server (started on first use) when it runs: this
-    # process then loads nothing of the package beyond the thin client.
-    if (code := warm_client.run(args)) is not None:
-        sys.exit(code)
-    run_command(args)
+    run_typer_command(args)
 
 
 _command = None  # the click command, built once: the warm server builds it before it forks
@@ -89,8 +94,7 @@ def command_for(args: list[str]):  # type: ignore[no-untyped-def]
     return _command
 
 
-def run_command(args: list[str]) -> None:
-    """Run one command in this process (the warm server's fork runs it for a thin client)."""
+def run_typer_command(args: list[str]) -> None:
     import typer
 
     from switchboard.errors import SwitchboardError

@@ -24,8 +24,9 @@ import marshal
 import os
 import sys
 
-# The everyday commands; the rest (install, up, mcp, …) run in their own process as before.
-COMMANDS = frozenset({"send", "read", "status", "who", "inbox", "ack"})
+# The everyday commands and the agent CLIs' hooks (which run on every prompt, tool call and
+# stop); the rest (install, up, mcp, …) run in their own process as before.
+COMMANDS = frozenset({"send", "read", "status", "who", "inbox", "ack", "hook"})
 SOCKET_FILE = "warm.sock"
 LOCK_FILE = "warm.lock"
 SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux
@@ -45,6 +46,10 @@ def served(args: list[str], env: os._Environ[str] | dict[str, str]) -> bool:
         return False
     if not hasattr(_socket, "AF_UNIX") or not hasattr(_socket, "SCM_RIGHTS") or not hasattr(os, "fork"):
         return False
+    # The waiter lives as long as its session idles, and is known by its command line (one per
+    # session): it stays a process of its own.
+    if args[0] == "hook":
+        return args[1:2] != ["wake"]
     # A following read lives as long as its user wants, with a session of its own: it stays a
     # process of its own.
     return args[0] != "read" or not any(

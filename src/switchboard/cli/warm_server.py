@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import gc
+import importlib
 import marshal
 import os
 import select
@@ -76,6 +77,12 @@ def preload() -> None:
     from switchboard.cli import main
 
     main.command_for([])  # every command module, and the click group
+    # The hooks' modules (the waiter's too): a hook loads them lazily, each fork would again.
+    for module in ("entry", "handlers", "context", "probe", "hub_probe", "state", "output", "payload"):
+        try:
+            importlib.import_module(f"switchboard.hooks.{module}")
+        except ImportError:  # renamed or gone: a hook then loads what it needs itself
+            pass
     saved = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="switchboard-warm-") as folder:
         os.environ.clear()
