@@ -150,8 +150,10 @@ def _outcome(conn: _socket.socket, home: str) -> int | None:
             start_server(home)
         return None  # the command never began: run it here
     child = int(first[1:])
+    forwarded: list[int] = []
 
     def forward(signum: int, _frame: object) -> None:
+        forwarded.append(signum)
         try:
             os.kill(child, signum)
         except OSError:
@@ -162,6 +164,8 @@ def _outcome(conn: _socket.socket, home: str) -> int | None:
     last = reader.readline()
     if last.startswith(EXITED):
         return int(last[1:])
+    if forwarded:  # ended by the signal this process was sent, as it would have been
+        return 128 + forwarded[-1]
     sys.stderr.write("error: internal: the command's process ended without an exit status\n")
     return EXIT_INTERNAL
 
@@ -195,6 +199,8 @@ def start_server(home: str) -> None:
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         os.closerange(3, 65536)
-        os.execv(sys.executable, [sys.executable, "-m", "switchboard.cli.warm_server", home])
+        # -P: not the working folder on the import path (a module planted there is never loaded,
+        # and the folder's changes do not make the server think its code changed).
+        os.execv(sys.executable, [sys.executable, "-P", "-m", "switchboard.cli.warm_server", home])
     finally:
         os._exit(0)
