@@ -72,26 +72,29 @@ def run_command(args: list[str]) -> None:
     run_typer_command(args)
 
 
-_command = None  # the click command, built once: the warm server builds it before it forks
+_built: tuple[frozenset[str], object] | None = None  # the click group, and the modules it was built from
 
 
 def command_for(args: list[str]):  # type: ignore[no-untyped-def]
     """The click command that runs ``args``; importing a command module registers its commands on
-    the app, so a known command loads only its own module (typer builds every registered one)."""
-    global _command
-    if _command is None:
-        import importlib
+    the app, so a known command loads only its own module (typer builds every registered one).
+    Built once per set of loaded modules: the warm server builds it with all of them before it
+    forks; a process that runs several commands (tests) rebuilds it when one loads another module."""
+    global _built
+    import importlib
 
-        import typer.main
+    import typer.main
 
-        from switchboard.cli.app import app
+    from switchboard.cli.app import app
 
-        wanted = (COMMAND_MODULES[args[0]],) if args and args[0] in COMMAND_MODULES else ALL_MODULES
-        for module in wanted:
-            importlib.import_module(f"switchboard.cli.{module}")
+    wanted = (COMMAND_MODULES[args[0]],) if args and args[0] in COMMAND_MODULES else ALL_MODULES
+    for module in wanted:
+        importlib.import_module(f"switchboard.cli.{module}")
+    loaded = frozenset(m for m in ALL_MODULES if f"switchboard.cli.{m}" in sys.modules)
+    if _built is None or _built[0] != loaded:
         # Always the group (get_command would make an app of one registered command that command).
-        _command = typer.main.get_group(app)
-    return _command
+        _built = (loaded, typer.main.get_group(app))
+    return _built[1]
 
 
 def run_typer_command(args: list[str]) -> None:
