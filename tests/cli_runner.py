@@ -41,6 +41,9 @@ def isolated_env(home: Path, switchboard_home: Path, extra: Mapping[str, str | N
         SWITCHBOARD_HOME=str(switchboard_home),
         COLUMNS="200",  # human output: wide enough that rich never wraps a fact in two
         PYTHONDONTWRITEBYTECODE="1",
+        # The warm server a first command starts (cli/warm_server.py) ends soon after a test's
+        # last command, not 15 minutes later with hundreds of others.
+        SWITCHBOARD_WARM_IDLE="5",
     )
     for key, value in (extra or {}).items():
         if value is None:

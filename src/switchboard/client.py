@@ -19,6 +19,7 @@ from switchboard.errors import NoIdentity, Unauthorized
 from switchboard.http_client import SEND_RETRY_SECONDS, TIMEOUT_SECONDS, HubClient
 from switchboard.identity import (
     SessionHint,
+    acting_pid,
     machine_name,
     process_start_time,
     resolve_agent,
@@ -259,7 +260,7 @@ class LocalClient:
     def register_session(
         self, *, runtime: str, pid: int | None = None, machine: str | None = None, terminal: str | None = None
     ) -> Session:
-        pid = pid if pid is not None else os.getpid()
+        pid = pid if pid is not None else acting_pid()
         machine = parse_machine(machine) if machine else self.service.machine
         # Only a process on this machine can be checked for its start time.
         proc_start = process_start_time(pid) if machine == self.service.machine else None

@@ -21,7 +21,7 @@ from pydantic import BaseModel, TypeAdapter
 from switchboard.backoff import Backoff
 from switchboard.errors import BadRequest, HubUnavailable, SwitchboardError, error_class
 from switchboard.headers import AGENT_HEADER, PROCESS_HEADER, SESSION_HEADER, WORKSPACE_HEADER, process_header
-from switchboard.identity import SessionHint, machine_name, process_start_time
+from switchboard.identity import SessionHint, acting_pid, machine_name, process_start_time
 from switchboard.model import (
     AckResult,
     Agent,
@@ -287,7 +287,7 @@ class HubClient:
     def register_session(
         self, *, runtime: str, pid: int | None = None, machine: str | None = None, terminal: str | None = None
     ) -> Session:
-        pid = pid if pid is not None else os.getpid()
+        pid = pid if pid is not None else acting_pid()
         here = machine_name(os.environ)
         machine = machine or here
         body = {

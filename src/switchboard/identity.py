@@ -97,6 +97,33 @@ def machine_name(env: Mapping[str, str]) -> str:
         return slug(raw) or "localhost"
 
 
+# The process a command acts for. Normally this one; a command the warm server runs for a thin
+# client (cli/warm_server.py) acts for the client's process: its lineage finds the agent CLI's
+# session, its life bounds a session a waiting read registers.
+_acting_pid: int | None = None
+
+
+def acting_pid() -> int:
+    """The process this command acts for (see ``act_for``)."""
+    return _acting_pid if _acting_pid is not None else os.getpid()
+
+
+def acting_parent() -> int:
+    """The parent of the process this command acts for: the shell or agent CLI that ran it."""
+    if _acting_pid is None:
+        return os.getppid()
+    try:
+        return parent_of(_acting_pid)
+    except (OSError, ValueError, IndexError):
+        return os.getppid()
+
+
+def act_for(pid: int) -> None:
+    """Make ``pid`` the process this command acts for (the warm server's forked command)."""
+    global _acting_pid
+    _acting_pid = pid
+
+
 def process_start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (Linux), to tell a recycled pid apart.
 
@@ -138,7 +165,7 @@ LINEAGE_DEPTH = 12  # an agent CLI's command runs under a shell or two, rarely d
 def process_lineage(pid: int | None = None) -> list[tuple[int, int | None]]:
     """This process (or ``pid``) and its ancestors, nearest first, each with its start time: a
     command an agent CLI runs finds that CLI's session by it. Without /proc: just the process."""
-    pid = os.getpid() if pid is None else pid
+    pid = acting_pid() if pid is None else pid
     lineage: list[tuple[int, int | None]] = []
     while pid > 1 and len(lineage) < LINEAGE_DEPTH:
         lineage.append((pid, process_start_time(pid)))
@@ -170,7 +197,7 @@ def terminal_of(env: Mapping[str, str], pid: int | None = None) -> str | None:
         if value := env.get(variable, "").strip():
             return f"{kind}:{value}"[:200]
     try:
-        tty = os.readlink(f"/proc/{pid if pid is not None else os.getpid()}/fd/0")
+        tty = os.readlink(f"/proc/{pid if pid is not None else acting_pid()}/fd/0")
     except OSError:
         return None
     return f"tty:{tty}" if tty.startswith("/dev/pts/") or tty.startswith("/dev/tty") else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from mcp.server import MCPServer
 from mcp.server.stdio import stdio_server
@@ -23,8 +23,9 @@ from mcp.server.stdio import stdio_server
 class _LineReader:
     """The protocol's input: UTF-8 lines, as the SDK iterates an async text file."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, on_end: Callable[[], None] | None = None) -> None:
         self._reader = reader
+        self._on_end = on_end
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
@@ -32,6 +33,9 @@ class _LineReader:
     async def _lines(self) -> AsyncIterator[str]:
         while line := await self._reader.readline():
             yield line.decode("utf-8", errors="replace")
+        # The client closed our stdin: it is done with us, whatever calls are still running.
+        if self._on_end is not None:
+            self._on_end()
 
 
 class _Writer:
@@ -65,8 +69,9 @@ def _take_standard_fds() -> tuple[int, int]:
     return protocol_in, protocol_out
 
 
-async def serve_stdio(server: MCPServer) -> None:
-    """Serve ``server`` on stdin/stdout until stdin closes."""
+async def serve_stdio(server: MCPServer, on_input_end: Callable[[], None] | None = None) -> None:
+    """Serve ``server`` on stdin/stdout until stdin closes; ``on_input_end`` is called as soon
+    as it does (calls still running may keep the serving going after it)."""
     if not (_is_pipe(0) and _is_pipe(1)):
         await server.run_stdio_async()
         return
@@ -78,7 +83,10 @@ async def serve_stdio(server: MCPServer) -> None:
         asyncio.streams.FlowControlMixin, os.fdopen(protocol_out, "wb", 0)
     )
     try:
-        async with stdio_server(stdin=_LineReader(reader), stdout=_Writer(transport, protocol)) as (incoming, outgoing):  # type: ignore[arg-type]
+        async with stdio_server(stdin=_LineReader(reader, on_input_end), stdout=_Writer(transport, protocol)) as (
+            incoming,
+            outgoing,
+        ):  # type: ignore[arg-type]
             lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on these streams
             await lowlevel.run(incoming, outgoing, lowlevel.create_initialization_options())
     finally:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from switchboard.bounds import DELIVERY_ERROR_CHARS
 from switchboard.errors import SwitchboardError, UnknownSession
-from switchboard.identity import parent_of, process_alive, process_start_time
+from switchboard.identity import acting_parent, parent_of, process_alive, process_start_time
 
 if TYPE_CHECKING:  # annotations only: the hooks import this module and must stay light
     from switchboard.client import Client
@@ -52,7 +52,7 @@ def agent_process(pid: int | None = None) -> int:
     ``switchboard mcp`` is the agent CLI's own child; a hook command runs under a shell (or two)
     under it. Without /proc the answer is ``pid`` itself.
     """
-    pid = os.getppid() if pid is None else pid
+    pid = acting_parent() if pid is None else pid
     for _ in range(_MAX_LAUNCHERS):
         try:
             name = Path(f"/proc/{pid}/comm").read_text().strip()

@@ -34,7 +34,7 @@ from switchboard.client import Client
 from switchboard.config import Settings
 from switchboard.errors import SwitchboardError
 from switchboard.fence import PREAMBLE, fenced, fenced_mail
-from switchboard.hooks.state import take_pusher_lock
+from switchboard.hooks.state import DeliveryClaim, take_pusher_lock
 from switchboard.identity import process_start_time
 from switchboard.model import DeliveryState, MailItem
 from switchboard.socket_receipts import ReceiptListener
@@ -156,14 +156,19 @@ class SocketPusher:
     def _run(self) -> None:
         # While this runs, the session's waiter (hooks.waiter) leaves its mail to the socket.
         parent = os.getppid()
-        lock = take_pusher_lock(self._home, parent, process_start_time(parent)) if self._home else None
+        start = process_start_time(parent)
+        lock = take_pusher_lock(self._home, parent, start) if self._home else None
+        # Held while every new message goes into the socket: the per-turn hooks then exit at once.
+        claim = DeliveryClaim(self._home, parent, start) if lock is not None and self._home else None
         receipts = ReceiptListener(self.target.path, self._on_receipt)
         self._receipts = receipts if receipts.start() else None
         try:
-            self._push_until_stopped()
+            self._push_until_stopped(claim)
         finally:
             if self._receipts is not None:
                 self._receipts.stop()
+            if claim is not None:
+                claim.hold(False)
             if lock is not None:
                 os.close(lock)
 
@@ -175,7 +180,9 @@ class SocketPusher:
             self.refused = f"the session {status} the mail written into its messaging socket"
         self._client.record_receipt(message_ids, status, reason[:DELIVERY_ERROR_CHARS] if reason else None)
 
-    def _push_until_stopped(self) -> None:
+    def _push_until_stopped(self, claim: DeliveryClaim | None = None) -> None:
+        if claim is not None:
+            claim.hold(self.refused is None and self.target.takes_peer_messages())
         position: int | None = None  # None: first, the unread mail from before we started
         while not self._stopping.is_set():
             try:
@@ -187,7 +194,12 @@ class SocketPusher:
                 fresh = any(item.state.rank < DeliveryState.handed.rank for item in seen.items)
                 # A session whose setting holds or refuses peer messages: its hooks carry the
                 # mail (Claude Code reloads the setting live, so it is read each time).
-                if fresh and self.refused is None and self.target.takes_peer_messages():
+                takes = self.refused is None and (
+                    self.target.takes_peer_messages() if fresh or claim is not None else False
+                )
+                if claim is not None:
+                    claim.hold(takes)  # a session that holds or refuses peer messages needs its hooks
+                if fresh and takes:
                     self._push_waiting()
                 elif fresh:
                     self.left_to_hooks += sum(item.state.rank < DeliveryState.handed.rank for item in seen.items)

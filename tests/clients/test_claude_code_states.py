@@ -17,7 +17,7 @@ import pytest
 from switchboard.model import RecipientStatus
 from tests.clients.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env
 from tests.clients.mock_model import MockModel
-from tests.clients.test_claude_code_wake import start_waiting_session
+from tests.clients.test_claude_code_wake import start_waiting_session, waiters
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
@@ -125,7 +125,7 @@ def test_mail_handed_to_a_session_stopped_mid_tool_returns_and_reaches_the_next_
     assert second.close() == 0
 
 
-def test_through_the_waiter_a_busy_sessions_mail_is_handed_then_surfaced(
+def test_through_the_waiter_a_busy_sessions_mail_stays_delivered_until_a_hook_carries_it(
     claude_code_current: Path, machine: Machine, quiet_model: MockModel, socket_tmp: Path
 ):
     # -p runs only the tools it is told to allow (the project's allow list needs a trusted folder).
@@ -141,18 +141,18 @@ def test_through_the_waiter_a_busy_sessions_mail_is_handed_then_surfaced(
     body = "The nightly build is red; look before you merge."
     with machine.client("bob") as bob:
         sent = bob.send("alice", body)
-    handed = session.wait_for(
-        lambda: (s := alice_status(machine, sent.message_id)).state == "handed" and s, "the waiter's wake", WAKE_TIMEOUT
-    )
-    assert handed.via == "waiter" and handed.handed_to and handed.handed_to.endswith(f"#{session.pid}")
+    # The waiter sees the mail and asks for a turn (exit 2), taking nothing: while the tool runs
+    # the mail is delivered (a live session can take it), and no state claims the model has it.
+    session.wait_for(lambda: not waiters(machine), "the waiter's wake", WAKE_TIMEOUT)
+    during = alice_status(machine, sent.message_id)
+    assert during.state == "delivered" and during.surfaced_at is None, during
     assert not quiet_model.requests_mentioning(body), "the model has it already: the test shows nothing"
     go.touch()
     surfaced = session.wait_for(
         lambda: (s := alice_status(machine, sent.message_id)).state == "surfaced" and s, "surfaced", WAKE_TIMEOUT
     )
-    assert quiet_model.requests_mentioning(body), "surfaced, but no model request carried it"
-    assert [(e.event, e.via) for e in surfaced.history][-2:] == [("handed", "waiter"), ("surfaced", "waiter")]
-    assert surfaced.history[-1].detail == "transcript"
+    assert surfaced.via == "hook"  # the hook's own output carried it, into the request after the tool
+    session.wait_for(lambda: quiet_model.requests_mentioning(body), "a model request carrying it")
     session.wait_for(lambda: session.results(), "the turn to finish")
     assert session.close() == 0
 

@@ -88,7 +88,8 @@ def install_command(
     """Set up an agent CLI so the mailbox reaches its sessions: MCP server, hooks (and for Claude
     Code the wake-up hook, tool permissions and /inbox). Merges into your settings; undo with
     'switchboard uninstall CLIENT'."""
-    folders = install_plans.Folders(home=Path.home(), project=_project(), env=os.environ)
+    # The hooks' shell finds Switchboard's home in SWITCHBOARD_HOME, or else where it is by default.
+    folders = install_plans.Folders(home=Path.home(), project=_project(), env=os.environ, switchboard_home=home_dir({}))
     switchboard = server_command()[:-1]  # the command that runs switchboard, without "mcp"
     plan = install_plans.plan(client.value, scope.value, folders, switchboard, _tool_names())
     report = install(plan, home_dir(os.environ), dry_run=dry_run, secrets=_secrets())

@@ -6,16 +6,45 @@ object on stdout) and exit 2. No traceback is shown unless SWITCHBOARD_DEBUG is 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL = 1
 
+# The module that registers each top-level command: a command loads only its own module, not all
+# of them (tests/cli/test_lean_start.py checks this table against the app).
+COMMAND_MODULES = {
+    "send": "messaging",
+    "read": "messaging",
+    "inbox": "messaging",
+    "ack": "messaging",
+    "status": "messaging",
+    "audit": "audit",
+    "demo": "demo",
+    "whoami": "directory",
+    "who": "directory",
+    "agent": "directory",
+    "session": "directory",
+    "workspace": "directory",
+    "up": "hub",
+    "login": "hub",
+    "logout": "hub",
+    "token": "hub",
+    "import-inbox": "import_inbox",
+    "mcp-config": "mcp_config",
+    "install": "install",
+    "uninstall": "install",
+    "mcp": "mcp_server",
+    "channel": "channels",
+}
+ALL_MODULES = tuple(dict.fromkeys(COMMAND_MODULES.values()))
+
 
 def _report(code: str, message: str, as_json: bool) -> None:
     if as_json:
+        import json
+
         sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
     else:
         sys.stderr.write(f"error: {code}: {message}\n")
@@ -23,38 +52,60 @@ def _report(code: str, message: str, as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    from switchboard.cli import warm_client
+
+    # The everyday commands and the hooks go to the warm server (started on first use) when it
+    # runs: this process then loads nothing of the package beyond the thin client.
+    if (code := warm_client.run(args)) is not None:
+        sys.exit(code)
+    run_command(args)
+
+
+def run_command(args: list[str]) -> None:
+    """Run one command in this process (the warm server's fork runs it for a thin client)."""
     if args[:1] == ["hook"]:
         # Hooks run on every prompt and tool call: they start before typer and the commands load,
         # and never fail their host (see switchboard.hooks.entry).
         from switchboard.hooks.entry import run
 
         sys.exit(run(args[1:]))
-    _run_command(args)
+    run_typer_command(args)
 
 
-def _run_command(args: list[str]) -> None:
+_built: tuple[frozenset[str], object] | None = None  # the click group, and the modules it was built from
+
+
+def command_for(args: list[str]):  # type: ignore[no-untyped-def]
+    """The click command that runs ``args``; importing a command module registers its commands on
+    the app, so a known command loads only its own module (typer builds every registered one).
+    Built once per set of loaded modules: the warm server builds it with all of them before it
+    forks; a process that runs several commands (tests) rebuilds it when one loads another module."""
+    global _built
+    import importlib
+
+    import typer.main
+
+    from switchboard.cli.app import app
+
+    wanted = (COMMAND_MODULES[args[0]],) if args and args[0] in COMMAND_MODULES else ALL_MODULES
+    for module in wanted:
+        importlib.import_module(f"switchboard.cli.{module}")
+    loaded = frozenset(m for m in ALL_MODULES if f"switchboard.cli.{m}" in sys.modules)
+    if _built is None or _built[0] != loaded:
+        # Always the group (get_command would make an app of one registered command that command).
+        _built = (loaded, typer.main.get_group(app))
+    return _built[1]
+
+
+def run_typer_command(args: list[str]) -> None:
     import typer
 
-    # Importing the command modules registers their commands on the app.
-    from switchboard.cli import (  # noqa: F401
-        audit,
-        channels,
-        demo,
-        directory,
-        hub,
-        import_inbox,
-        install,
-        mcp_config,
-        mcp_server,
-        messaging,
-    )
-    from switchboard.cli.app import app
     from switchboard.errors import SwitchboardError
 
     as_json = "--json" in args
     try:
         # Outside standalone mode click hands back a command's typer.Exit code instead of exiting.
-        code = app(args=args, prog_name="switchboard", standalone_mode=False)
+        code = command_for(args).main(args=args, prog_name="switchboard", standalone_mode=False)
         if isinstance(code, int) and code != 0:
             sys.exit(code)
     except SwitchboardError as error:

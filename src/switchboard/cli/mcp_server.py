@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import signal
-import sys
 from importlib.util import find_spec
 
 from switchboard.cli.app import DbOption, app, open_client
 from switchboard.identity import terminal_of
+from switchboard.mcp_ending import Ending
 from switchboard.session_keeper import SessionKeeper
 from switchboard.socket_delivery import SocketPusher
 from switchboard.transcript_watch import TranscriptWatcher
@@ -25,11 +24,14 @@ def mcp_command(db: DbOption = None) -> None:
     from switchboard.mcp import mailbox_server, one_client  # the MCP SDK loads only for this command
     from switchboard.mcp_stdio import serve_stdio
 
+    # Before any thread starts (the store's among them): the threads made after it leave the
+    # ending signals to the one that waits for them.
+    ending = Ending()
+    ending.take_signals(parent=os.getppid())
     with open_client(db) as client:
         client.whoami()  # a bad identity or an unreachable hub fails here, on stderr, before any protocol
         server = mailbox_server(one_client(client), push_to_claude_code=True)
-        # The agent CLI that started us is the session; when it dies, so do we (os._exit: the
-        # loop is blocked reading a stdin that may never close).
+        # The agent CLI that started us is the session; when it dies, so do we.
         # Claude Code gave us its session's messaging socket: push new mail into the session.
         pusher = SocketPusher.for_this_process(client)
         # Mail handed to the session (socket frames, waiter wakes) is surfaced once its
@@ -37,11 +39,17 @@ def mcp_command(db: DbOption = None) -> None:
         watcher = TranscriptWatcher.for_this_process(client)
         keeper = SessionKeeper(
             client,
-            on_parent_gone=lambda: os._exit(0),
+            on_parent_gone=lambda: ending.begin("parent gone"),
             terminal=terminal_of(os.environ, os.getppid()),
             delivery_problem=(lambda: pusher.problem) if pusher is not None else None,
         )
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # unwind, so the session ends
+        # The session's end first: Claude Code sends SIGINT, then SIGTERM 0.1 s later, then
+        # SIGKILL; stopping the pusher may wait out its current wait.
+        if watcher is not None:  # its last look before the session ends: mail the last turn
+            ending.then(watcher.stop)  # carried is surfaced, not returned to the mailbox
+        ending.then(keeper.stop)
+        if pusher is not None:
+            ending.then(pusher.stop)
         keeper.start()
         if pusher is not None:
             pusher.start()
@@ -49,10 +57,11 @@ def mcp_command(db: DbOption = None) -> None:
             watcher.start()
         try:
             # uvloop where it is installed (as for the hub): a tool call costs a third less.
-            anyio.run(serve_stdio, server, backend_options={"use_uvloop": find_spec("uvloop") is not None})
+            anyio.run(
+                serve_stdio,
+                server,
+                lambda: ending.begin("stdin closed"),
+                backend_options={"use_uvloop": find_spec("uvloop") is not None},
+            )
         finally:
-            if pusher is not None:
-                pusher.stop()
-            if watcher is not None:
-                watcher.stop()
-            keeper.stop()
+            ending.end_here()

@@ -18,8 +18,14 @@ from switchboard.claude_sessions import ClaudeSession
 from switchboard.fence import one_line
 from switchboard.model import DeliveryEvent, Held, MailItem, Reach, SendResult, Session
 
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+def make_consoles() -> tuple[Console, Console]:
+    """The consoles for standard output and error; they note the terminal when made (the warm
+    server's forked command makes them anew on its caller's descriptors and environment)."""
+    return Console(highlight=False, soft_wrap=True), Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+console, err_console = make_consoles()
 
 
 def jsonable(value: Any) -> Any:

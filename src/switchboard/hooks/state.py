@@ -5,7 +5,11 @@ never sees half of one), ``state.lock`` (held while a hook reads, changes and wr
 and ``waiter.lock`` (held by the session's one waiter for as long as it runs). Beside them,
 ``pushers/<pid>-<start>.lock`` is held by the ``switchboard mcp`` of the agent CLI process ``pid``
 while it pushes that session's mail into its messaging socket (see socket_delivery): its waiter
-then leaves the mail to it. By process, not session id: a session's id changes on /clear.
+then leaves the mail to it. ``pushers/<pid>-<start>.delivering`` is held while that server
+actually delivers every new message (the session takes peer messages): the per-turn hooks, which
+would only find nothing, then exit in their shell without starting Python (see
+integrations/install_plans.fast_hook_command). By process, not session id: a session's id
+changes on /clear.
 """
 
 from __future__ import annotations
@@ -113,6 +117,40 @@ def take_pusher_lock(home: Path, pid: int, start: int | None) -> int | None:
     socket: an open descriptor holding the lock (kept until closed or this process ends), or
     None when another process holds it."""
     return _lock(private_folder(home, PUSHERS_FOLDER) / f"{pid}-{start or 0}.lock")
+
+
+DELIVERING_SUFFIX = ".delivering"
+
+
+class DeliveryClaim:
+    """Held while this process delivers every new message of agent CLI process ``pid`` into its
+    socket; released as soon as it leaves one to the hooks (the session holds or refuses peer
+    messages) or stops. Cheap to set again and again: it only takes or drops a lock."""
+
+    def __init__(self, home: Path, pid: int, start: int | None) -> None:
+        self.path = home / PUSHERS_FOLDER / f"{pid}-{start or 0}{DELIVERING_SUFFIX}"
+        self._fd: int | None = None
+
+    def hold(self, delivering: bool) -> None:
+        if delivering and self._fd is None:
+            private_folder(self.path.parent.parent, PUSHERS_FOLDER)
+            self._fd = _lock(self.path)
+        elif not delivering and self._fd is not None:
+            fd, self._fd = self._fd, None
+            self.path.unlink(missing_ok=True)  # while still held: a hook never sees a claim without a holder
+            os.close(fd)
+
+
+def delivering(home: Path, pid: int, start: int | None) -> bool:
+    """Whether a process delivers every new message of agent CLI process ``pid`` (DeliveryClaim)."""
+    path = home / PUSHERS_FOLDER / f"{pid}-{start or 0}{DELIVERING_SUFFIX}"
+    if not path.exists():
+        return False
+    fd = _lock(path)
+    if fd is None:
+        return True
+    os.close(fd)
+    return False
 
 
 def pusher_running(home: Path, pid: int, start: int | None) -> bool:

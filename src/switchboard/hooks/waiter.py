@@ -1,9 +1,15 @@
 """``hook wake``: the background waiter that wakes an idle Claude Code session when mail arrives.
 
 Installed as a command hook with ``"asyncRewake": true`` on SessionStart and on Stop: Claude Code
-runs it in the background and, when it exits 2, starts a turn with its stderr, even in an idle
-session. So the waiter blocks on the mailbox (``surface(via="waiter", wait=…)``, in rounds that
-also heartbeat the session) and, when mail comes, prints it fenced to stderr and exits 2.
+runs it in the background and, when it exits 2, starts a turn, even in an idle session. So the
+waiter blocks on the mailbox (a look that takes nothing, ``surface(via="waiter", wait=…,
+peek=True)``, in rounds that also heartbeat the session) and, when mail comes, exits 2 printing
+nothing: the woken turn starts with the hook's ``rewakeMessage`` and, as every turn does, runs the
+UserPromptSubmit hook, which takes the mail into the model's context (``hook prompt``). The quiet
+form because Claude Code 2.1.332 logs every asyncRewake exit 2 as an ``[ERROR]`` hook failure
+with the hook's whole stdout and stderr (its ``Hook <name> (<event>) error: status code 2``
+line); printed there, each message body would land in the client's error log. Printing nothing,
+that line says only ``status code 2``, and no body is in any log line.
 
 - One per session: every Stop starts another, so each takes the session's ``waiter.lock`` first;
   one that finds it held exits 0 at once.
@@ -31,7 +37,7 @@ from pathlib import Path
 from typing import TextIO
 
 from switchboard.hooks.context import HookContext
-from switchboard.hooks.handlers import mail_text, register
+from switchboard.hooks.handlers import register
 from switchboard.hooks.state import pusher_running
 from switchboard.identity import process_alive
 from switchboard.session_keeper import HEARTBEAT_SECONDS, runtime_of
@@ -39,7 +45,6 @@ from switchboard.session_keeper import HEARTBEAT_SECONDS, runtime_of
 WAIT_SECONDS = HEARTBEAT_SECONDS  # one round of waiting on the mailbox; each round heartbeats
 WATCH_SECONDS = 0.2  # how soon the end of the agent CLI is noticed
 EXIT_WAKE = 2
-WAKE_ASK = "Handle this mail (answer it if it needs an answer), then carry on with what you were doing."
 
 
 class AgentWatch:
@@ -67,7 +72,7 @@ class AgentWatch:
 
 
 def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
-    """Wait until mail arrives (exit 2, the mail on stderr); ``watch`` ends the wait (exit 0)
+    """Wait until mail arrives (exit 2, printing nothing); ``watch`` ends the wait (exit 0)
     when the agent CLI ends. SwitchboardError when the mailbox cannot be reached."""
     if not wakeable(ctx.agent_pid):
         return 0
@@ -77,16 +82,12 @@ def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
     watch.cleanups.append(files.remove)  # the session is over: its hook state goes with it
     register(ctx)
     while True:
-        # A look that marks nothing first: the socket pusher may have started since.
+        # A look that marks nothing: the woken turn's UserPromptSubmit hook takes the mail.
         if ctx.client().surface(via="waiter", wait=WAIT_SECONDS, peek=True).items:
             if pusher_running(ctx.settings.home, ctx.agent_pid, ctx.agent_start):
-                return 0
-            items = ctx.client().surface(via="waiter").items
-            if items:
-                with watch.finish:
-                    stderr.write(mail_text(items, WAKE_ASK) + "\n")
-                    stderr.flush()
-                    return EXIT_WAKE
+                return 0  # the socket pusher started meanwhile: the mail is its
+            with watch.finish:
+                return EXIT_WAKE  # quiet: nothing printed (see the module's docstring)
         register(ctx)  # the heartbeat: registering again only refreshes the session
 
 

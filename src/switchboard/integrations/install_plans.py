@@ -26,6 +26,8 @@ HOOK_TIMEOUT_SECONDS = 10  # a hook that finds no mail answers in milliseconds; 
 # for a command hook is 600 s, after which an idle session would no longer be woken.
 WAKE_TIMEOUT_SECONDS = 7 * 24 * 3600
 WAKE_MESSAGE = "New Switchboard mail:"
+# Claude Code hooks that run on every prompt, tool call and stop (and the waiter every Stop starts).
+PER_TURN_EVENTS = frozenset({"prompt", "post-tool", "stop", "wake"})
 WAKE_SUMMARY = "Switchboard mail"
 
 INBOX_COMMAND = f"""---
@@ -74,6 +76,7 @@ class Folders:
     home: Path
     project: Path
     env: Mapping[str, str]
+    switchboard_home: Path | None = None  # Switchboard's home when SWITCHBOARD_HOME is unset (the hooks' shell)
 
     def _env_dir(self, name: str, default: Path) -> Path:
         raw = self.env.get(name, "").strip()
@@ -107,6 +110,30 @@ def hook_command(switchboard: Sequence[str], event: str, client: str) -> str:
     return shlex.join([*switchboard, "hook", event, "--client", client])
 
 
+# Claude Code's per-turn hooks, in the shell before any Python: when the session's own
+# ``switchboard mcp`` delivers every new message into its messaging socket (it holds
+# ``pushers/<pid>-<start>.delivering``, hooks/state.DeliveryClaim), they would find nothing, so they
+# exit at once. The session's pid is the name of its socket (``cc-socks/<pid>.sock``, which its
+# children get in CLAUDE_CODE_MESSAGING_SOCKET); ``flock -n`` exits 1 only while the claim is held.
+# Anything else — no socket, another socket name, no claim, no flock — runs the hook as before.
+_FAST_HOOK = (
+    "s=${CLAUDE_CODE_MESSAGING_SOCKET##*/}; p=${s%.sock}; "
+    'case $p in ""|*[!0-9]*) ;; *) '
+    'for f in "${SWITCHBOARD_HOME:-$1}"/pushers/"$p"-*.delivering; do '
+    '[ -e "$f" ] && { flock -n "$f" true 2>/dev/null; [ $? -eq 1 ] && exit 0; }; '
+    "done;; esac; "
+    'shift; exec "$0" "$@"'
+)
+
+
+def fast_hook_command(switchboard: Sequence[str], event: str, client: str, home: Path) -> str:
+    """A per-turn hook that costs a shell, not a Python start, while the session's server
+    delivers its mail: ``/bin/sh -c <check> /abs/switchboard <home> hook <event> --client <client>``
+    (``home``: Switchboard's home when SWITCHBOARD_HOME is not set)."""
+    program, *rest = switchboard
+    return shlex.join(["/bin/sh", "-c", _FAST_HOOK, program, str(home), *rest, "hook", event, "--client", client])
+
+
 def plan(client: str, scope: str, folders: Folders, switchboard: Sequence[str], tools: Sequence[str]) -> InstallPlan:
     """What ``switchboard install <client> --scope <scope>`` writes. ``switchboard`` is the
     command that runs switchboard (absolute); ``tools`` are the MCP tool names."""
@@ -129,7 +156,11 @@ def _mcp_command(switchboard: list[str]) -> list[str]:
 
 def _claude(project: bool, f: Folders, switchboard: list[str], tools: list[str]) -> tuple[list[FilePlan], list[str]]:
     def hook(event: str, **options: object) -> dict[str, object]:
-        return {"type": "command", "command": hook_command(switchboard, event, "claude"), **options}
+        if event in PER_TURN_EVENTS and f.switchboard_home is not None and Path("/bin/sh").is_file():
+            command = fast_hook_command(switchboard, event, "claude", f.switchboard_home)
+        else:
+            command = hook_command(switchboard, event, "claude")
+        return {"type": "command", "command": command, **options}
 
     wake = hook(
         "wake", asyncRewake=True, rewakeMessage=WAKE_MESSAGE, rewakeSummary=WAKE_SUMMARY, timeout=WAKE_TIMEOUT_SECONDS

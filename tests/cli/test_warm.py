@@ -1,0 +1,161 @@
+"""Everyday commands start like a small tool: the ``switchboard`` process of a send, read,
+status or who imports no typer, rich, pydantic, httpx nor the service — the warm server it
+started on first use (cli/warm_server.py) runs the command — and says and exits exactly what
+the command run in its own process says and exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from switchboard.cli import warm_client
+from switchboard.cli.main import ALL_MODULES, COMMAND_MODULES
+from tests.cli_runner import CLI, describe
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+HEAVY = ("typer", "click", "rich", "pydantic", "httpx", "switchboard.service", "switchboard.store", "switchboard.model")
+COLD = {"SWITCHBOARD_WARM": "0"}  # the command in its own process, as before
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> CLI:
+    return CLI(tmp_path)
+
+
+def imported(cli: CLI, *args: str, agent: str = "alice") -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``switchboard <args>`` under ``-X importtime``: the process and the modules it imported."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "switchboard", *args],
+        env=cli.env(agent),
+        cwd=cli.workdir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    modules = {m.group(1) for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", proc.stderr, re.M)}
+    proc.stderr = "".join(line for line in proc.stderr.splitlines(keepends=True) if not line.startswith("import time:"))
+    return proc, modules
+
+
+def heavy(modules: set[str]) -> set[str]:
+    return {m for m in modules if m.split(".")[0] in HEAVY or any(m.startswith(h) for h in HEAVY if "." in h)}
+
+
+def warmed(cli: CLI) -> None:
+    """The first command starts the warm server; wait until a send is served by it (lean)."""
+    assert cli.run("read", agent="bob").returncode == 0
+
+    def lean_send() -> bool:
+        proc, modules = imported(cli, "send", "bob", "warming")
+        assert proc.returncode == 0, describe(proc)
+        return not heavy(modules)
+
+    wait_until(lean_send, timeout=60, what="a send served by the warm server", interval=0.2)
+
+
+def test_a_send_imports_nothing_heavy_and_says_what_a_cold_send_says(cli: CLI):
+    warmed(cli)
+    for args in (["send", "bob", "hello there"], ["read", "--peek"], ["status", "nope"], ["who"], ["inbox"]):
+        proc, modules = imported(cli, *args)
+        assert heavy(modules) == set(), (args, sorted(heavy(modules)))
+        cold = cli.run(*args, agent="alice", env=COLD)
+        if args[0] == "send":  # a new id each time
+            proc.stdout, cold.stdout = (re.sub(r"[0-9a-f-]{36}", "<id>", p.stdout) for p in (proc, cold))
+        assert (proc.returncode, proc.stdout, proc.stderr) == (cold.returncode, cold.stdout, cold.stderr), args
+    texts = [m["message"]["parts"][0]["text"] for m in cli.run_json("read", agent="bob")["items"]]
+    assert texts.count("hello there") == 2 and set(texts) == {"warming", "hello there"}  # sent warm and cold
+
+
+def test_errors_exit_codes_stdin_and_the_callers_folder_are_the_callers(cli: CLI):
+    warmed(cli)
+    project = cli.workdir / "webapp"
+    project.mkdir()
+    (project / ".switchboard-agent").write_text("carol\n")
+    env = cli.env()  # no SWITCHBOARD_AGENT: the agent file of the working folder names carol
+    for extra in ({}, COLD):
+        sent = subprocess.run(
+            [sys.executable, "-m", "switchboard", "send", "bob", "-", "--json"],
+            env={**env, **extra},
+            cwd=project,
+            input="from stdin\n",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert sent.returncode == 0, describe(sent)
+    items = cli.run_json("read", agent="bob")["items"]
+    assert [(m["message"]["sender"], m["message"]["parts"][0]["text"]) for m in items[-2:]] == [
+        ("carol", "from stdin\n")
+    ] * 2
+    for args in (["status", "not-an-id"], ["send", "", "x"], ["read", "--limit", "many"]):
+        warm, cold = cli.run(*args, agent="alice"), cli.run(*args, agent="alice", env=COLD)
+        assert warm.returncode == cold.returncode == 2, describe(warm)
+        assert (warm.stdout, warm.stderr) == (cold.stdout, cold.stderr)
+        assert warm.stderr.startswith("error: ") and "Traceback" not in warm.stderr
+
+
+def test_the_server_ends_when_its_socket_is_removed(cli: CLI):
+    warmed(cli)
+    socket_path = cli.switchboard_home / warm_client.SOCKET_FILE
+    (pid,) = [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit()
+        and b"switchboard.cli.warm_server" in _cmdline(p)
+        and str(cli.switchboard_home).encode() in _cmdline(p)
+    ]
+    socket_path.unlink()
+    wait_until(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), timeout=10, what="the server to end")
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] == "Z"
+
+
+def test_a_following_read_and_the_rarer_commands_are_not_served():
+    assert warm_client.served(["send", "bob", "x"], {})
+    assert not warm_client.served(["send", "bob", "x"], {"SWITCHBOARD_WARM": "0"})
+    assert not warm_client.served(["read", "--follow"], {}) and not warm_client.served(["read", "-nf", "3"], {})
+    assert warm_client.served(["read", "--wait", "5"], {})
+    assert warm_client.served(["hook", "prompt", "--client", "claude"], {})
+    assert not warm_client.served(["hook", "wake", "--client", "claude"], {})  # the waiter: a process of its own
+    assert not any(warm_client.served([name], {}) for name in ("install", "up", "mcp", "channel"))
+
+
+def test_each_command_is_registered_by_the_module_the_table_names():
+    code = (
+        "import importlib, json, typer.main\n"
+        "from switchboard.cli.app import app\n"
+        "from switchboard.cli.main import ALL_MODULES\n"
+        "found = {}\n"
+        "for module in ALL_MODULES:\n"
+        "    before = set(typer.main.get_group(app).commands)\n"
+        "    importlib.import_module(f'switchboard.cli.{module}')\n"
+        "    found.update({name: module for name in set(typer.main.get_group(app).commands) - before})\n"
+        "print(json.dumps(found))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == COMMAND_MODULES
+    assert set(ALL_MODULES) == set(COMMAND_MODULES.values())
