@@ -24,11 +24,14 @@ from tests.hooks.test_waiter import WAKE_TIMEOUT, ended, registered, start_agent
 from tests.waiting import wait_until
 
 
-def woken_with(waiter: subprocess.Popen[str], timeout: float = WAKE_TIMEOUT) -> list[str]:
-    """The texts of the messages a waiter that exited 2 put on its stderr."""
+def woken_with(hooks: Hooks, waiter: subprocess.Popen[str], timeout: float = WAKE_TIMEOUT) -> list[str]:
+    """The texts of the messages the turn a waiter woke takes: the waiter exits 2 printing
+    nothing (quiet), and the woken turn's prompt hook brings the mail."""
     assert waiter.wait(timeout) == 2
-    assert waiter.stderr is not None
-    return re.findall(r"----- BEGIN MESSAGE \S+ -----\n(.*?)\n----- END MESSAGE", waiter.stderr.read(), re.S)
+    assert waiter.stderr is not None and waiter.stderr.read() == ""  # no mail in the client's log
+    context = hooks.context("prompt")
+    text = context["hookSpecificOutput"]["additionalContext"] if context else ""
+    return re.findall(r"----- BEGIN MESSAGE \S+ -----\n(.*?)\n----- END MESSAGE", text, re.S)
 
 
 def test_armed_it_waits_then_fires_on_mail(hooks: Hooks) -> None:
@@ -36,7 +39,7 @@ def test_armed_it_waits_then_fires_on_mail(hooks: Hooks) -> None:
     wait_until(lambda: registered(hooks, os.getpid()), what="the waiter to be armed (session registered)")
     assert waiter.poll() is None  # armed: no mail, no exit
     hooks.send("first")
-    assert woken_with(waiter) == ["first"]
+    assert woken_with(hooks, waiter) == ["first"]
 
 
 def test_re_arming_after_a_wake_misses_nothing_sent_in_between_or_in_a_rush(hooks: Hooks) -> None:
@@ -47,15 +50,15 @@ def test_re_arming_after_a_wake_misses_nothing_sent_in_between_or_in_a_rush(hook
     wait_until(lambda: registered(hooks, os.getpid()), what="the first waiter to be armed")
     for text in sent:  # rapid successive mail while one waiter fires and the next starts
         hooks.send(text)
-    seen = woken_with(first)
+    seen = woken_with(hooks, first)
     while len(seen) < len(sent):  # re-arm: a new waiter for the next turn, as the Stop hook does
-        seen += woken_with(hooks.spawn_wake())
+        seen += woken_with(hooks, hooks.spawn_wake())
     assert seen == sent  # each once, in order
     again = hooks.spawn_wake()  # and the next waiter is armed, with nothing left to take
     wait_until(lambda: registered(hooks, os.getpid()), what="the next waiter to be armed")
     assert again.poll() is None
     hooks.send("after the rush")
-    assert woken_with(again) == ["after the rush"]
+    assert woken_with(hooks, again) == ["after the rush"]
 
 
 @contextmanager
@@ -75,7 +78,7 @@ def test_held_mail_wakes_the_waiter_when_its_hold_ends_without_another_send(
     hooks: Hooks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hooks.send("before the flood")
-    assert woken_with(hooks.spawn_wake()) == ["before the flood"]
+    assert woken_with(hooks, hooks.spawn_wake()) == ["before the flood"]
     with sender_service(hooks, monkeypatch) as sender:
         sent = sender.send(AGENT, "held back")
     (outcome,) = sent.recipients
@@ -87,11 +90,11 @@ def test_held_mail_wakes_the_waiter_when_its_hold_ends_without_another_send(
     (webapp,) = [a for a in held["agents"] if a["name"] == AGENT]
     assert [h["message_id"] for h in webapp["held"]] == [sent.message_id]
     waiter = hooks.spawn_wake()  # armed while the mail is held: it does not fire before its time …
-    assert woken_with(waiter, WAKE_TIMEOUT + 20.0) == ["held back"]  # … and fires then, with no other send
+    assert woken_with(hooks, waiter, WAKE_TIMEOUT + 20.0) == ["held back"]  # … and fires then, with no other send
     after = hooks.status(sent.message_id)
-    # handed to the session by the waiter's wake (surfaced once its transcript shows the turn)
-    assert (after["state"], after["via"], after["held"]["reason"]) == ("handed", "waiter", "flood")
-    assert after["handed_at"] >= after["held"]["until"]
+    # surfaced by the woken turn's prompt hook, not before the hold's end
+    assert (after["state"], after["via"], after["held"]["reason"]) == ("surfaced", "hook", "flood")
+    assert after["surfaced_at"] >= after["held"]["until"]
 
 
 def test_when_the_session_ends_the_waiter_leaves_and_the_mail_waits_for_the_next(hooks: Hooks) -> None:
