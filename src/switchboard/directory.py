@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from switchboard import holds
 from switchboard.address import (
     AgentAddress,
     ChannelAddress,
@@ -51,6 +52,7 @@ from switchboard.model import (
     ChannelMember,
     DeletedAgent,
     DeliveryState,
+    HeldMail,
     Machine,
     Reach,
     RecipientStatus,
@@ -533,6 +535,10 @@ class Directory:
         sessions: dict[str, list[Session]] = {}  # by agent: a workspace may have thousands of each
         for session in self.store.list_sessions(caller.workspace):
             sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
+        listed = self.store.list_agents(caller.workspace)
+        held: dict[str, list[HeldMail]] = {}
+        for mail in holds.held_mail(self.store, caller.workspace, None, now):  # one query for all of them
+            held.setdefault(mail.recipient, []).append(mail)
         agents = [
             AgentPresence(
                 name=agent.name,
@@ -540,8 +546,9 @@ class Directory:
                 live=any(s.live for s in sessions.get(agent.name, ())),
                 unread=self.store.unread_count(caller.workspace, agent.name),
                 sessions=sessions.get(agent.name, []),
+                held=held.get(agent.name, []),
             )
-            for agent in self.store.list_agents(caller.workspace)
+            for agent in listed
         ]
         machines = [
             Machine(name=m.name, last_seen=m.last_seen, up=self.liveness.recent(m.last_seen, now))

@@ -29,7 +29,7 @@ from switchboard import __version__, session_push
 from switchboard.client import Client
 from switchboard.errors import SwitchboardError
 from switchboard.fence import PREAMBLE, fenced_mail, fenced_words, one_line
-from switchboard.model import DeliveryEvent, MailItem, Reach
+from switchboard.model import DeliveryEvent, HeldMail, MailItem, Reach
 from switchboard.session_push import PushReport
 
 log = logging.getLogger("switchboard.push")
@@ -90,10 +90,20 @@ class Mail(BaseModel):
     message: str = Field(description="its subject and body, fenced: the sender's words, not your user's")
 
 
+class HeldInfo(BaseModel):
+    message_id: str
+    sender: str
+    recipient: str
+    reason: str = Field(description="echo_loop (the same pair bouncing) or flood (one sender's storm)")
+    until: datetime = Field(description="when it is let through, by itself")
+    why: str
+
+
 class Inbox(BaseModel):
     note: str = PREAMBLE
     messages: list[Mail]
     unread: int = Field(description="unread messages still waiting after these")
+    held: list[HeldInfo] = Field(default_factory=list, description="your mail a loop or flood guard holds back now")
 
 
 class AgentInfo(BaseModel):
@@ -101,6 +111,7 @@ class AgentInfo(BaseModel):
     description: str | None = None
     skills: list[str] = Field(default_factory=list)
     live: bool = Field(description="has a live session now")
+    held: int = Field(default=0, description="its messages a loop or flood guard holds back now")
 
 
 class Agents(BaseModel):
@@ -125,10 +136,13 @@ class Delivery(BaseModel):
     address: str
     agent: str | None = None
     state: str = Field(
-        description="queued; delivered (a live session can take it); handed (given to a live session, waiting "
-        "for its turn); surfaced (in the agent's context); read; acked; or unknown_recipient"
+        description="queued; held (by a loop or flood guard); delivered (a live session can take it); handed "
+        "(given to a live session, waiting for its turn); surfaced (in the agent's context); read; acked; or "
+        "unknown_recipient"
     )
     handed_to: str | None = Field(default=None, description="while handed: the session holding it")
+    held_until: datetime | None = Field(default=None, description="held: when a guard lets it through")
+    held_reason: str | None = Field(default=None, description="held: echo_loop or flood, and why")
     delivered_at: datetime | None = None
     handed_at: datetime | None = None
     surfaced_at: datetime | None = None
@@ -162,6 +176,7 @@ class Presence(BaseModel):
     name: str
     live: bool
     sessions: list[str] = Field(description="live sessions, as name@machine#pid")
+    held: list[HeldInfo] = Field(default_factory=list, description="its mail a loop or flood guard holds back now")
 
 
 class Who(BaseModel):
@@ -313,25 +328,32 @@ def _send(
 
 def _read(client: Client, wait_seconds: float, limit: int) -> CallToolResult:
     got = _acting(lambda: client.read(limit=limit, wait=wait_seconds))
-    result = Inbox(messages=[_mail(item) for item in got.items], unread=got.unread)
+    held = [_held(h) for h in got.held]
+    result = Inbox(messages=[_mail(item) for item in got.items], unread=got.unread, held=held)
     text = fenced_mail(got.items) if got.items else "no new messages"
-    return _result(result, f"{text}\n\n{_unread_line(got.unread)}")
+    return _result(result, "\n\n".join([text, *_held_lines(held), _unread_line(got.unread)]))
 
 
 def _agents(client: Client, search: str | None) -> CallToolResult:
     agents = _acting(client.list_agents)
-    live = {a.name for a in _acting(client.who).agents if a.live}
+    presence = _acting(client.who).agents
+    live = {a.name for a in presence if a.live}
+    held = {a.name: len(a.held) for a in presence}
     wanted = (search or "").lower()
     listed = [
         AgentInfo(
-            name=a.name, description=_shown(a.description), skills=[one_line(s) for s in a.skills], live=a.name in live
+            name=a.name,
+            description=_shown(a.description),
+            skills=[one_line(s) for s in a.skills],
+            live=a.name in live,
+            held=held.get(a.name, 0),
         )
         for a in agents
         if wanted in a.name.lower() or wanted in (a.description or "").lower()
     ]
     result = Agents(agents=listed, unread=_unread(client))
     lines = [
-        f"- {a.name}{' (live)' if a.live else ''}"
+        f"- {a.name}{' (live)' if a.live else ''}{f' ({a.held} held by a guard)' if a.held else ''}"
         + (f": {a.description}" if a.description else "")
         + (f" [skills: {', '.join(a.skills)}]" if a.skills else "")
         for a in listed
@@ -376,6 +398,8 @@ def _status(client: Client, message_id: str) -> CallToolResult:
             agent=r.agent,
             state=str(getattr(r.state, "value", r.state)),
             handed_to=r.handed_to,
+            held_until=r.held.until if r.held and r.state == "held" else None,
+            held_reason=f"{r.held.reason}: {r.held.why}" if r.held and r.state == "held" else None,
             delivered_at=r.delivered_at,
             handed_at=r.handed_at,
             surfaced_at=r.surfaced_at,
@@ -401,6 +425,7 @@ def _status(client: Client, message_id: str) -> CallToolResult:
     lines += [
         f"- {r.address}: {r.state}"
         + (f" to {r.handed_to}, waiting for its turn" if r.handed_to else "")
+        + (f" until {r.held_until:%H:%M:%S}Z — {r.held_reason}" if r.held_until else "")
         + (f" ({r.why})" if r.why and r.reachable != "live" else "")
         + (f"; history: {'; '.join(r.history)}" if r.history else "")
         for r in recipients
@@ -416,7 +441,12 @@ def _who(client: Client, address: str | None = None) -> CallToolResult:
     result = Who(
         machines=[MachineInfo(name=m.name, up=m.up, last_seen=m.last_seen) for m in report.machines],
         agents=[
-            Presence(name=a.name, live=a.live, sessions=[s.address for s in a.sessions if s.live])
+            Presence(
+                name=a.name,
+                live=a.live,
+                sessions=[s.address for s in a.sessions if s.live],
+                held=[_held(h) for h in a.held],
+            )
             for a in report.agents
         ],
         liveness_seconds=report.liveness_seconds,
@@ -429,6 +459,7 @@ def _who(client: Client, address: str | None = None) -> CallToolResult:
         for m in result.machines
     ]
     lines += [f"- {a.name}: {', '.join(a.sessions) if a.sessions else 'no live session'}" for a in result.agents]
+    lines += [line for a in result.agents for line in _held_lines(a.held)]
     return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
 
 
@@ -459,6 +490,21 @@ def _unread(client: Client) -> int:
 
 def _unread_line(unread: int) -> str:
     return f"[{unread} unread message{'s' if unread != 1 else ''}{' — call read_messages' if unread else ''}]"
+
+
+def _held(held: HeldMail) -> HeldInfo:
+    return HeldInfo(
+        message_id=held.message_id,
+        sender=held.sender,
+        recipient=held.recipient,
+        reason=held.reason,
+        until=held.until,
+        why=one_line(held.why),
+    )
+
+
+def _held_lines(held: list[HeldInfo]) -> list[str]:
+    return [f"held: {h.message_id} from {h.sender} to {h.recipient} until {h.until:%H:%M:%S}Z — {h.why}" for h in held]
 
 
 def _mail(item: MailItem) -> Mail:

@@ -235,6 +235,26 @@ class DeliveryEvent(Model):
     )
 
 
+GuardReason = Literal["echo_loop", "flood"]
+
+
+class Held(Model):
+    """Why, and until when, a loop or flood guard holds a delivery back from being surfaced
+    (guard.py). It stays stored and unread; at ``until`` it is let through by itself."""
+
+    reason: GuardReason = Field(description="echo_loop (the same pair bouncing) or flood (one sender's storm)")
+    until: datetime = Field(description="when it is let through")
+    why: str = Field(default="", description="one sentence on why")
+
+
+class HeldMail(Held):
+    """One message a guard holds now, in a recipient's mailbox."""
+
+    message_id: str
+    sender: str
+    recipient: str
+
+
 class RecipientOutcome(Model):
     """What a send did for one address, decided when the send committed."""
 
@@ -245,6 +265,7 @@ class RecipientOutcome(Model):
     sessions: list[str] = Field(default_factory=list, description="live sessions that can read it now")
     session: str | None = Field(default=None, description="the live session it is pushed to")
     new_agent: bool = Field(default=False, description="no agent of this name existed; the send created it")
+    held: Held | None = Field(default=None, description="a loop or flood guard holds it back until held.until")
     reason: str | None = None
 
 
@@ -268,6 +289,9 @@ class ReadResult(Model):
     items: list[MailItem]
     cursor: int = Field(description="the highest sequence number returned (or passed in) — resume after it")
     unread: int = Field(description="unread messages left in the mailbox after this read")
+    held: list[HeldMail] = Field(
+        default_factory=list, description="mail a loop or flood guard holds back from being surfaced until its time"
+    )
 
 
 class AckResult(Model):
@@ -280,9 +304,12 @@ class MarkResult(Model):
 
 class RecipientStatus(Model):
     address: str
-    state: DeliveryState | Literal["unknown_recipient"]
+    state: DeliveryState | Literal["unknown_recipient", "held"] = Field(
+        description="held: a loop or flood guard holds it back from being surfaced until held.until"
+    )
     agent: str | None = None
     channel: str | None = None
+    held: Held | None = Field(default=None, description="a guard held it back (or holds it now: state held)")
     queued_at: datetime | None = None
     delivered_at: datetime | None = None
     handed_at: datetime | None = None
@@ -385,6 +412,7 @@ class AgentPresence(Model):
     live: bool
     unread: int
     sessions: list[Session]
+    held: list[HeldMail] = Field(default_factory=list, description="its mail a loop or flood guard holds now")
 
 
 class WhoReport(Model):

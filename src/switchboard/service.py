@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
+from switchboard import holds as holds_of
 from switchboard.address import (
     AgentAddress,
     ChannelAddress,
@@ -50,6 +51,8 @@ from switchboard.model import (
     AckResult,
     Caller,
     DeliveryState,
+    Held,
+    HeldMail,
     MailItem,
     MarkResult,
     Message,
@@ -188,6 +191,7 @@ class Service(Directory):
                     recipients=[t.agent for t in unreachable],
                 )
 
+        holds = holds_of.decide(self.store, caller.workspace, caller.agent, [t.agent for t in targets], now)
         message_id = new_id()
         sender = self.session_by_id(caller.workspace, caller.session_id) if caller.session_id else None
         # Every field was checked above: build the models without validating them again.
@@ -208,7 +212,7 @@ class Service(Directory):
             created_at=now,
             urgent=urgent,
         )
-        outcomes = [self._outcome(t) for t in targets] + unknown
+        outcomes = [self._outcome(t, holds.get(t.agent)) for t in targets] + unknown
         result = built(
             SendResult,
             message_id=message.id,
@@ -225,6 +229,8 @@ class Service(Directory):
                 sessions=[s.address for s in t.sessions],
                 target_session=t.target.id if t.target else None,
                 create_agent=t.new_agent,
+                held_until=holds[t.agent].until.timestamp() if t.agent in holds else None,
+                held_reason=holds[t.agent].reason if t.agent in holds else None,
             )
             for t in targets
         ]
@@ -373,7 +379,20 @@ class Service(Directory):
         return [m for m in self.store.channel_member_names(caller.workspace, address.name) if m != caller.agent]
 
     @staticmethod
-    def _outcome(target: _Target) -> RecipientOutcome:
+    def _outcome(target: _Target, held: Held | None = None) -> RecipientOutcome:
+        if held is not None:  # stored and queued, and said so: it is not surfaced before its time
+            return built(
+                RecipientOutcome,
+                address=target.address,
+                agent=target.agent,
+                channel=target.channel,
+                state="delivered" if target.sessions else "queued",
+                sessions=[s.address for s in target.sessions],
+                session=target.target.address if target.target else None,
+                new_agent=target.new_agent,
+                held=held,
+                reason=f"held until {held.until:%H:%M:%S}Z: {held.why}",
+            )
         return built(
             RecipientOutcome,
             address=target.address,
@@ -417,7 +436,11 @@ class Service(Directory):
         items = self._wait_for(caller, lambda: self._take(caller, peek, after, limit, hidden), wait)
         cursor = items[-1].seq if items else position
         unread = self.store.unread_count(caller.workspace, caller.agent, hidden)
-        return ReadResult(items=items, cursor=cursor, unread=unread)
+        return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
+
+    def held_mail(self, caller: Caller) -> list[HeldMail]:
+        """The caller's mail a loop or flood guard holds now, and why (see holds)."""
+        return holds_of.held_mail(self.store, caller.workspace, [caller.agent], self.clock())
 
     def surface(
         self,
@@ -435,10 +458,9 @@ class Service(Directory):
         model's context once the hook returns: surfaced. A socket frame or a waiter's wake
         hands the mail to the caller's session, to be confirmed surfaced by the session's
         transcript (``confirm_surfaced``), or returned if the session ends first (``handing``).
-        It stays unread, so
-        ``read`` still returns it. With ``urgent_only``, only mail sent urgent; with ``wait``,
-        block up to that many seconds until some arrives; with ``peek``, mark nothing (a look
-        before deciding to surface)."""
+        It stays unread, so ``read`` still returns it. With ``urgent_only``, only mail sent
+        urgent; with ``wait``, block up to that many seconds until some arrives; with ``peek``,
+        mark nothing (a look before deciding to surface)."""
         if via not in SURFACE_PATHS:
             raise BadRequest(f"via must be one of {', '.join(SURFACE_PATHS)}.")
         self.check_read_options(limit=limit, after=None, wait=wait)
@@ -462,10 +484,18 @@ class Service(Directory):
                 hand=hand,
             ),
             wait,
+            release=lambda: self._next_release(caller),
         )
         cursor = items[-1].seq if items else position
         unread = self.store.unread_count(caller.workspace, caller.agent, hidden)
-        return ReadResult(items=items, cursor=cursor, unread=unread)
+        return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
+
+    def _next_release(self, caller: Caller) -> float | None:
+        """Seconds until the first of the caller's held mail is let through (None: none held)."""
+        held = self.store.held_mail(caller.workspace, [caller.agent], self.clock())
+        if not held:
+            return None
+        return max(0.0, (held[0].until - self.clock()).total_seconds())
 
     def check_read_options(self, *, limit: int, after: int | None, wait: float) -> None:
         self._check_limit(limit)
@@ -497,9 +527,16 @@ class Service(Directory):
         """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
         return self.store.last_seq(caller.workspace, caller.agent)
 
-    def _wait_for(self, caller: Caller, take: Callable[[], list[MailItem]], wait: float) -> list[MailItem]:
+    def _wait_for(
+        self,
+        caller: Caller,
+        take: Callable[[], list[MailItem]],
+        wait: float,
+        release: Callable[[], float | None] | None = None,
+    ) -> list[MailItem]:
         """``take()`` now, or, with ``wait``, again each time the caller's mailbox changes until
-        it finds something or the wait ends."""
+        it finds something or the wait ends. ``release``: seconds until held mail is let through
+        (no send marks that moment, so the wait looks again then by itself)."""
         if wait <= 0:
             return take()
         deadline = time.monotonic() + wait
@@ -510,7 +547,8 @@ class Service(Directory):
                 remaining = deadline - time.monotonic()
                 if items or remaining <= 0 or self.events.closed:  # closed: the hub is stopping
                     return items
-                subscription.wait(remaining)
+                due = release() if release is not None else None
+                subscription.wait(remaining if due is None else min(remaining, due + 0.01))
 
     def _take(self, caller: Caller, peek: bool, after: int | None, limit: int, hidden: Sequence[str]) -> list[MailItem]:
         if peek:
@@ -573,13 +611,14 @@ class Service(Directory):
             ]
         else:
             statuses = [s for s in statuses if s.agent == caller.agent]
+        now = self.clock()
         return MessageStatus(
             message_id=message.id,
             sender=message.sender,
             subject=message.subject,
             thread_id=message.thread_id,
             created_at=message.created_at,
-            recipients=self._with_reach(caller, statuses),
+            recipients=[holds_of.shown(s, message.sender, now) for s in self._with_reach(caller, statuses)],
         )
 
     # --- handed mail (the rule: ``handing``) ----------------------------------------------------

@@ -1,4 +1,4 @@
-"""The loop guard's rules (hooks/budget.py) on their own, with time given."""
+"""The stop hook's loop guard (hooks/budget.py) on its own, with time given."""
 
 from __future__ import annotations
 
@@ -32,27 +32,8 @@ def test_stop_hook_active_is_a_streak_of_at_least_one() -> None:
     assert state.stop_streak == 2
 
 
-def test_wakes_are_limited_per_window() -> None:
-    state, now = SessionState(), 5000.0
-    for i in range(budget.MAX_WAKES):
-        assert budget.wake_delay(state, now + i) == 0
-        budget.woke(state, now + i)
-    later = now + budget.MAX_WAKES
-    assert (
-        budget.wake_delay(state, later) == budget.WAKE_WINDOW_SECONDS - budget.MAX_WAKES
-    )  # until the first leaves the window
-    assert budget.wake_delay(state, now + budget.WAKE_WINDOW_SECONDS) == 0
-    budget.woke(state, now + budget.WAKE_WINDOW_SECONDS)
-    assert len(state.wakes) == budget.MAX_WAKES  # old wakes are forgotten
-
-
-def test_no_wake_during_a_cool_down() -> None:
-    state = SessionState()
-    budget.cool_down(state, 100.0)
-    assert budget.wake_delay(state, 110.0) == budget.COOLDOWN_SECONDS - 10
-
-
 def test_a_damaged_state_file_reads_as_defaults() -> None:
+    # "wakes" was the old wake budget's: a state file an older version wrote still reads.
     state = SessionState.from_json({"session": 5, "stop_streak": "x", "cooldown_until": 12, "wakes": [1, "a", 2.5]})
-    assert (state.session, state.stop_streak, state.cooldown_until, state.wakes) == (None, 0, 12.0, [1.0, 2.5])
+    assert (state.session, state.stop_streak, state.cooldown_until) == (None, 0, 12.0)
     assert SessionState.from_json([1, 2]) == SessionState()

@@ -71,10 +71,12 @@ def who(
         grid = render.table("agent", "live", "unread", "sessions")
         for agent in report.agents:
             sessions = ", ".join(render.session_line(s) for s in agent.sessions)
-            grid.add_row(
-                agent.name, "[green]yes[/]" if agent.live else "[dim]no[/]", str(agent.unread), sessions or "[dim]-[/]"
-            )
+            unread = str(agent.unread) + (f" [magenta]({len(agent.held)} held)[/]" if agent.held else "")
+            grid.add_row(agent.name, "[green]yes[/]" if agent.live else "[dim]no[/]", unread, sessions or "[dim]-[/]")
         render.console.print(grid)
+        for agent in report.agents:
+            for held in agent.held:
+                render.console.print(render.held_line(f"{agent.name} ← {held.sender} ({held.message_id})", held))
         if report.machines:
             render.console.print()
             machines = render.table("machine", "state", "last seen")

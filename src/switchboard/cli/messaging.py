@@ -153,6 +153,8 @@ def read(
             render.console.print(f"[dim]peeked: nothing marked read; {result.unread} unread[/]")
         elif result.unread:
             render.console.print(f"[dim]{result.unread} more unread — read again for more[/]")
+        for held in result.held:
+            render.console.print(render.held_line(f"{held.message_id} from {held.sender}", held))
 
     render.emit(result, as_json, human)
 
@@ -242,6 +244,8 @@ def status(
             )
         render.console.print(grid)
         for row in report.recipients:
+            if row.held is not None and row.state == "held":
+                render.console.print(render.held_line(row.agent or row.address, row.held))
             if len(report.recipients) > 1 and row.history:
                 render.console.print(f"[bold]{render.escape(row.agent or row.address)}[/]")
             for event in row.history:

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from switchboard.claude_sessions import ClaudeSession
 from switchboard.fence import one_line
-from switchboard.model import DeliveryEvent, MailItem, Reach, SendResult, Session
+from switchboard.model import DeliveryEvent, Held, MailItem, Reach, SendResult, Session
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -61,6 +61,7 @@ def table(*columns: str, keep_whole: tuple[str, ...] = ("id",)) -> Table:
 
 STATE_STYLE = {
     "unknown_recipient": "red",
+    "held": "magenta",
     "queued": "yellow",
     "delivered": "green",
     "handed": "green",
@@ -90,12 +91,19 @@ def history_line(event: DeliveryEvent) -> str:
     return " ".join(parts)
 
 
+def held_line(who: str, held: Held) -> str:
+    """A held delivery in one line: whose, until when, and why."""
+    return f"{escape(who)}: [magenta]held[/] until {when(held.until)} — {escape(held.why)}"
+
+
 def send_result(result: SendResult) -> None:
     duplicate = " [dim](an earlier send with this idempotency key)[/]" if result.duplicate else ""
     console.print(f"sent [bold]{result.message_id}[/]{duplicate}")
     grid = table("to", "agent", "state", "")
     for outcome in result.recipients:
-        detail = f"pushed to {outcome.session}" if outcome.session else (outcome.reason or "")
+        # A hold says why and until when; otherwise where it went, or why it only waits.
+        pushed = f"pushed to {outcome.session}" if outcome.session and not outcome.held else None
+        detail = pushed or outcome.reason or ""
         grid.add_row(escape(outcome.address), outcome.agent or "-", state(outcome.state), f"[dim]{escape(detail)}[/]")
     console.print(grid)
 

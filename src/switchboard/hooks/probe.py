@@ -12,14 +12,16 @@ does not know, deliveries a large send has not written out yet (``fanout_parts``
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from urllib.parse import quote
+
+from switchboard.waiting import waiting_to_surface
 
 _ANY = (
     "SELECT EXISTS (SELECT 1 FROM fanout_parts) OR EXISTS ("
     "SELECT 1 FROM deliveries d JOIN messages m ON m.id = d.message_id "
-    "WHERE d.workspace = ? AND d.recipient = ? AND d.read_at IS NULL AND d.surfaced_at IS NULL "
-    "AND d.state != 'handed'{urgent})"
+    f"WHERE d.workspace = ? AND d.recipient = ? AND {waiting_to_surface('?')}{{urgent}})"
 )
 _QUERIES = {urgent: _ANY.format(urgent=" AND m.urgent = 1" if urgent else "") for urgent in (False, True)}
 
@@ -46,7 +48,8 @@ def has_handed(db_path: Path, workspace: str, agent: str) -> bool:
 
 def may_have_mail(db_path: Path, workspace: str, agent: str, *, urgent_only: bool = False) -> bool:
     """False only when the embedded store at ``db_path`` surely holds no mail for ``agent`` that
-    is neither read, handed to a session nor surfaced (only urgent mail with ``urgent_only``)."""
+    waits to be surfaced (``waiting``: neither read, handed to a session, surfaced nor held;
+    only urgent mail with ``urgent_only``)."""
     if not db_path.exists():
         return False
     try:
@@ -54,7 +57,7 @@ def may_have_mail(db_path: Path, workspace: str, agent: str, *, urgent_only: boo
     except sqlite3.Error:
         return True
     try:
-        row = connection.execute(_QUERIES[urgent_only], (workspace, agent)).fetchone()
+        row = connection.execute(_QUERIES[urgent_only], (workspace, agent, time.time())).fetchone()
     except sqlite3.Error:
         return True
     finally:

@@ -19,7 +19,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from switchboard.config import private_folder
@@ -35,8 +35,7 @@ class SessionState:
     session: str | None = None  # the switchboard session registered for it
     last_beat: float = 0.0  # when that session was last registered or heartbeat (epoch seconds)
     stop_streak: int = 0  # stop hooks blocked in a row (see budget)
-    cooldown_until: float = 0.0  # no stop blocks and no wakes before this time
-    wakes: list[float] = field(default_factory=list)  # when the waiter woke the session lately
+    cooldown_until: float = 0.0  # no stop blocks before this time
 
     @classmethod
     def from_json(cls, data: object) -> SessionState:
@@ -48,8 +47,6 @@ class SessionState:
             value, default = data.get(spec.name), getattr(state, spec.name)
             if spec.name == "session" and isinstance(value, str):
                 state.session = value
-            elif spec.name == "wakes" and isinstance(value, list):
-                state.wakes = [float(w) for w in value if isinstance(w, int | float)]
             elif isinstance(default, int | float) and isinstance(value, int | float) and not isinstance(value, bool):
                 setattr(state, spec.name, type(default)(value))
         return state

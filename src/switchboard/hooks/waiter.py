@@ -12,7 +12,9 @@ also heartbeat the session) and, when mail comes, prints it fenced to stderr and
 - None left behind: ``AgentWatch`` checks every ``WATCH_SECONDS`` that the agent CLI process (pid
   and start time) still runs; once it has ended, the waiter removes the session's hook state and
   exits 0.
-- Within the wake budget (``budget``): past it the waiter holds back, and mail waits.
+- No budget of its own: it wakes for every message the service lets it surface. Loops and floods
+  are damped where they start, by the service's guards (guard.py): held mail is not surfaced
+  before its time, and the wait on the mailbox ends by itself when that time comes.
 - Not in a one-shot ``claude -p "prompt"``: there Claude Code runs the hook in the foreground and
   would wait for it for ever (claude-code-messaging-socket.md §6), and there is no idle session
   to wake; the waiter exits 0 at once (``-p`` with ``--input-format stream-json`` is wakeable).
@@ -28,7 +30,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from switchboard.hooks import budget
 from switchboard.hooks.context import HookContext
 from switchboard.hooks.handlers import mail_text, register
 from switchboard.hooks.state import pusher_running
@@ -76,21 +77,13 @@ def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
     watch.cleanups.append(files.remove)  # the session is over: its hook state goes with it
     register(ctx)
     while True:
-        delay = budget.wake_delay(files.load(), time.time())
-        if delay > 0:  # over the wake budget or cooling down: hold back, still heartbeating
-            time.sleep(min(delay, WAIT_SECONDS))
-        else:
-            # A look that marks nothing first: the socket pusher may have started since.
-            if ctx.client().surface(via="waiter", wait=WAIT_SECONDS, peek=True).items:
-                if pusher_running(ctx.settings.home, ctx.agent_pid, ctx.agent_start):
-                    return 0
-                items = ctx.client().surface(via="waiter").items
-            else:
-                items = []
+        # A look that marks nothing first: the socket pusher may have started since.
+        if ctx.client().surface(via="waiter", wait=WAIT_SECONDS, peek=True).items:
+            if pusher_running(ctx.settings.home, ctx.agent_pid, ctx.agent_start):
+                return 0
+            items = ctx.client().surface(via="waiter").items
             if items:
                 with watch.finish:
-                    with files.updating() as state:
-                        budget.woke(state, time.time())
                     stderr.write(mail_text(items, WAKE_ASK) + "\n")
                     stderr.flush()
                     return EXIT_WAKE

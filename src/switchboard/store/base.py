@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from switchboard.guard import Exchange
 from switchboard.model import (
     Agent,
     AuditEntry,
     Channel,
     ChannelMember,
     DeliveryState,
+    HeldMail,
     MailItem,
     Message,
     RecipientStatus,
@@ -41,6 +43,8 @@ class NewDelivery:
     sessions: Sequence[str] = ()
     target_session: str | None = None  # set when the address named one exact session
     create_agent: bool = False  # the recipient did not exist: create it in the same transaction
+    held_until: float | None = None  # a guard holds it back from being surfaced until then (Unix seconds)
+    held_reason: str | None = None  # which guard: echo_loop or flood (see guard.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +286,17 @@ class Store(Protocol):
 
     def unread_count(self, workspace: str, agent: str, hidden: Sequence[str] = ()) -> int: ...
     def last_seq(self, workspace: str, agent: str) -> int: ...
+
+    # the facts the loop and flood guards decide on (guard.py)
+    def pair_traffic(self, workspace: str, a: str, b: str, since: datetime, limit: int) -> list[Exchange]:
+        """The newest ``limit`` messages from ``a`` to ``b`` sent since ``since``, and as many
+        from ``b`` to ``a``: one list, newest first, each with what a guard decided for it."""
+        ...
+
+    def held_mail(self, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
+        """The mail of these mailboxes (None: all of the workspace's) a guard holds at ``now``
+        (neither surfaced nor read), in the order it is let through."""
+        ...
 
     # the audit trail
     def audit_trail(self, workspace: str, limit: int) -> list[AuditEntry]:

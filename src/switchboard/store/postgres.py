@@ -20,12 +20,14 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from switchboard.errors import AlreadyExists
+from switchboard.guard import Exchange
 from switchboard.model import (
     Agent,
     AuditEntry,
     Channel,
     ChannelMember,
     DeliveryState,
+    HeldMail,
     MailItem,
     Message,
     RecipientStatus,
@@ -52,6 +54,7 @@ from switchboard.store.postgres_listener import Callback
 from switchboard.store.postgres_messages import store_message, submit_args
 from switchboard.store.rows import (
     EVENT_COLUMNS,
+    HELD_COLUMNS,
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     STATUS_COLUMNS,
@@ -60,7 +63,9 @@ from switchboard.store.rows import (
     audit_from_row,
     channel_from_row,
     check_token,
+    exchange_from_row,
     from_ts,
+    held_mail_from_row,
     mail_item_from_row,
     message_from_row,
     session_from_row,
@@ -69,6 +74,7 @@ from switchboard.store.rows import (
     token_from_row,
     with_history,
 )
+from switchboard.waiting import held, waiting_to_surface
 
 _AGENT_COLUMNS = "workspace, name, description, skills, created_at"
 
@@ -464,12 +470,12 @@ class PostgresStore:
         session: str | None = None,
         hand: bool = False,
     ) -> list[MailItem]:
-        where, args = q.window(None, hidden)
+        unread, args = q.window(None, hidden)
+        where, args = f"{waiting_to_surface('%(now)s')} AND {unread}", {**args, "now": to_ts(now)}
         if peek:
             urgent = " AND m.urgent" if urgent_only else ""
             rows = self._db.all(
-                f"SELECT {q.MAIL_COLUMNS} {q.MAILBOX} AND {where} AND d.surfaced_at IS NULL "
-                f"AND d.state <> 'handed'{urgent} ORDER BY d.seq LIMIT %(limit)s",
+                f"SELECT {q.MAIL_COLUMNS} {q.MAILBOX} AND {where}{urgent} ORDER BY d.seq LIMIT %(limit)s",
                 {"ws": workspace, "agent": agent, "limit": limit, **args},
             )
             return [mail_item_from_row(r) for r in rows]
@@ -531,6 +537,31 @@ class PostgresStore:
             "detail": detail,
         }
         return bool(self._db.run(lambda conn: conn.execute(handing.RECORD_EVENT, args).fetchall()))
+
+    def pair_traffic(self, workspace: str, a: str, b: str, since: datetime, limit: int) -> list[Exchange]:
+        one_way = (
+            "(SELECT m.sender, m.created_at, d.held_until, d.held_reason, m.id "
+            "FROM messages m JOIN deliveries d ON d.message_id = m.id AND d.recipient = {to} "
+            "WHERE m.workspace = %(ws)s AND m.sender = {sender} AND m.created_at >= %(since)s "
+            "ORDER BY m.created_at DESC LIMIT %(limit)s)"
+        )
+        rows = self._db.all(
+            f"{one_way.format(sender='%(a)s', to='%(b)s')} UNION ALL {one_way.format(sender='%(b)s', to='%(a)s')} "
+            "ORDER BY 2 DESC, 5 DESC",
+            {"ws": workspace, "a": a, "b": b, "since": to_ts(since), "limit": limit},
+        )
+        return [exchange_from_row(r) for r in rows]
+
+    def held_mail(self, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
+        if agents is not None and not agents:
+            return []
+        mailboxes = "" if agents is None else " AND d.recipient = ANY(%(agents)s::text[])"
+        rows = self._db.all(
+            f"SELECT {HELD_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id "
+            f"WHERE d.workspace = %(ws)s{mailboxes} AND {held('%(now)s')} ORDER BY d.held_until, d.seq",
+            {"ws": workspace, "agents": list(agents or ()), "now": to_ts(now)},
+        )
+        return [held_mail_from_row(r) for r in rows]
 
     def unread_count(self, workspace: str, agent: str, hidden: Sequence[str] = ()) -> int:
         where, args = q.window(None, hidden)

@@ -53,11 +53,12 @@ WITH locked AS MATERIALIZED (
     FROM complete WHERE ok
 ), delivered AS (
     INSERT INTO deliveries (workspace, recipient, seq, message_id, channel, state, sessions, target_session,
-        queued_at, delivered_at)
+        queued_at, delivered_at, held_until, held_reason)
     SELECT %(ws)s, b.name, b.last_seq, %(id)s, d.channel, d.state, d.sessions, d.target, %(at)s,
-        CASE WHEN d.state = 'delivered' THEN %(at)s::float8 END
+        CASE WHEN d.state = 'delivered' THEN %(at)s::float8 END, d.held_until, d.held_reason
     FROM bumped b JOIN unnest(%(to)s::text[], %(channels)s::text[], %(states)s::text[], %(sessions)s::text[],
-        %(targets)s::text[]) AS d (name, channel, state, sessions, target) ON d.name = b.name
+        %(targets)s::text[], %(held_until)s::float8[], %(held_reason)s::text[])
+        AS d (name, channel, state, sessions, target, held_until, held_reason) ON d.name = b.name
 )
 SELECT c.ok, (SELECT array_agg(name) FROM locked), (SELECT json_object_agg(name, last_seq) FROM bumped),
     (SELECT {NOTIFY} WHERE c.ok)
@@ -101,6 +102,8 @@ def submit_args(
         "states": [d.state.value for d in deliveries],
         "sessions": [json.dumps(list(d.sessions)) if d.sessions else "[]" for d in deliveries],
         "targets": [d.target_session for d in deliveries],
+        "held_until": [d.held_until for d in deliveries],
+        "held_reason": [d.held_reason for d in deliveries],
     }
 
 

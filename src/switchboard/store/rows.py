@@ -11,6 +11,7 @@ from typing import Any
 
 import pydantic_core
 
+from switchboard.guard import Exchange
 from switchboard.json_values import json_problem
 from switchboard.model import (
     Agent,
@@ -18,6 +19,8 @@ from switchboard.model import (
     Channel,
     DeliveryEvent,
     DeliveryState,
+    Held,
+    HeldMail,
     MailItem,
     Message,
     Part,
@@ -150,7 +153,7 @@ def mail_item_from_row(row: Sequence) -> MailItem:
 
 STATUS_COLUMNS = (
     "recipient, state, channel, queued_at, delivered_at, surfaced_at, read_at, acked_at, sessions, surfaced_via, "
-    "handed_at, handed_session"
+    "held_until, held_reason, handed_at, handed_session"
 )
 # A delivery's stored history, oldest first (``delivery_events``).
 EVENT_COLUMNS = "recipient, at, event, session, via, detail"
@@ -169,8 +172,9 @@ def status_from_row(row: Sequence) -> RecipientStatus:
         acked_at=from_ts(row[7]),
         sessions=json.loads(row[8]),
         via=row[9],
-        handed_at=from_ts(row[10]),
-        handed_to=row[11],  # the session's id: the service names it agent@machine#pid
+        held=Held(until=from_ts(row[10]), reason=row[11]) if row[10] is not None else None,
+        handed_at=from_ts(row[12]),
+        handed_to=row[13],  # the session's id: the service names it agent@machine#pid
     )
 
 
@@ -186,6 +190,18 @@ def with_history(statuses: list[RecipientStatus], events: Sequence[Sequence]) ->
 
 def event_from_row(row: Sequence) -> DeliveryEvent:
     return DeliveryEvent(at=from_ts(row[1]), event=row[2], session=row[3], via=row[4], detail=row[5])
+
+
+HELD_COLUMNS = "d.message_id, m.sender, d.recipient, d.held_reason, d.held_until"
+
+
+def held_mail_from_row(row: Sequence) -> HeldMail:
+    return HeldMail(message_id=row[0], sender=row[1], recipient=row[2], reason=row[3], until=from_ts(row[4]))
+
+
+def exchange_from_row(row: Sequence) -> Exchange:
+    """(sender, created_at, held_until, held_reason) as the guard reads it."""
+    return Exchange(sender=row[0], at=row[1], held_until=row[2], held_reason=row[3])
 
 
 def session_from_row(row: Sequence) -> Session:

@@ -187,6 +187,13 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX delivery_events_by_message ON delivery_events (workspace, message_id, recipient, at);
     """,
+    # 9: the loop and flood guards (guard.py): until when, and why, a guard holds a delivery
+    # back from being surfaced; a sender's messages by time, for the pair's recent traffic.
+    """
+    ALTER TABLE deliveries ADD COLUMN held_until REAL;
+    ALTER TABLE deliveries ADD COLUMN held_reason TEXT;
+    CREATE INDEX messages_by_sender ON messages (workspace, sender, created_at);
+    """,
 ]
 
 

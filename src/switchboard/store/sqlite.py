@@ -16,12 +16,14 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 
+from switchboard.guard import Exchange
 from switchboard.model import (
     Agent,
     AuditEntry,
     Channel,
     ChannelMember,
     DeliveryState,
+    HeldMail,
     MailItem,
     Message,
     RecipientStatus,
@@ -43,6 +45,7 @@ from switchboard.store.base import (
 )
 from switchboard.store.rows import (
     CHANNEL_QUERY,
+    HELD_COLUMNS,
     MAIL_QUERY,
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
@@ -51,7 +54,9 @@ from switchboard.store.rows import (
     audit_from_row,
     channel_from_row,
     check_token,
+    exchange_from_row,
     from_ts,
+    held_mail_from_row,
     mail_item_from_row,
     message_from_row,
     session_from_row,
@@ -62,6 +67,7 @@ from switchboard.store.rows import (
 )
 from switchboard.store.sqlite_connection import SQLiteDatabase
 from switchboard.store.sqlite_messages import NewMessage, expand_fanouts, has_fanouts, insert_messages, write_out_step
+from switchboard.waiting import held, waiting_to_surface
 
 # A send to at least this many recipients, group-committed on an event loop (the hub's), is
 # answered and pushed to live streams before its delivery rows are written out (sqlite_messages).
@@ -545,9 +551,8 @@ class SQLiteStore:
     ) -> list[MailItem]:
         self._deliveries_written()
         unread, args = self._window(None, hidden)
-        where = f"{unread} AND d.surfaced_at IS NULL AND d.state != 'handed'" + (
-            " AND m.urgent = 1" if urgent_only else ""
-        )
+        where = f"{waiting_to_surface('?')} AND {unread}" + (" AND m.urgent = 1" if urgent_only else "")
+        args = [to_ts(now), *args]
         query = f"{MAIL_QUERY} WHERE d.workspace = ? AND d.recipient = ? AND {where} ORDER BY d.seq LIMIT ?"
         with self._db.read() as conn:  # most looks find nothing: no write lock for those
             looked = conn.execute(query, (workspace, agent, *args, limit if peek else 1)).fetchall()
@@ -648,6 +653,34 @@ class SQLiteStore:
                 "SELECT last_seq FROM agents WHERE workspace = ? AND name = ?", (workspace, agent)
             ).fetchone()
         return row[0] if row else 0
+
+    def pair_traffic(self, workspace: str, a: str, b: str, since: datetime, limit: int) -> list[Exchange]:
+        self._deliveries_written()
+        one_way = (
+            "SELECT * FROM (SELECT m.sender, m.created_at, d.held_until, d.held_reason, m.id "
+            "FROM messages m JOIN deliveries d ON d.message_id = m.id AND d.recipient = ? "
+            "WHERE m.workspace = ? AND m.sender = ? AND m.created_at >= ? ORDER BY m.created_at DESC LIMIT ?)"
+        )
+        at = to_ts(since)
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"{one_way} UNION ALL {one_way} ORDER BY 2 DESC, 5 DESC",
+                (b, workspace, a, at, limit, a, workspace, b, at, limit),
+            ).fetchall()
+        return [exchange_from_row(r) for r in rows]
+
+    def held_mail(self, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
+        if agents is not None and not agents:
+            return []
+        self._deliveries_written()
+        mailboxes = "" if agents is None else f" AND d.recipient IN ({','.join('?' * len(agents))})"
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {HELD_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id "
+                f"WHERE d.workspace = ?{mailboxes} AND {held('?')} ORDER BY d.held_until, d.seq",
+                (workspace, *(agents or ()), to_ts(now)),
+            ).fetchall()
+        return [held_mail_from_row(r) for r in rows]
 
     # --- the audit trail ----------------------------------------------------------------------
 

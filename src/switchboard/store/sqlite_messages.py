@@ -41,7 +41,7 @@ _INSERT_MESSAGE = (
 )
 _INSERT_DELIVERY = (
     "INSERT INTO deliveries (workspace, recipient, seq, message_id, channel, state, sessions, "
-    "target_session, queued_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "target_session, queued_at, delivered_at, held_until, held_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_AGENT = "INSERT OR IGNORE INTO agents (workspace, name, created_at) VALUES (?, ?, ?)"
 _INSERT_PART = "INSERT INTO fanout_parts (message_id, part, size, deliveries) VALUES (?, ?, ?, ?)"
@@ -49,9 +49,10 @@ _INSERT_PART = "INSERT INTO fanout_parts (message_id, part, size, deliveries) VA
 # statement runs, so a write-out costs the event loop beside it nothing.
 _WRITE_OUT = (
     "INSERT INTO deliveries (workspace, recipient, seq, message_id, channel, state, sessions, "
-    "target_session, queued_at, delivered_at) "
+    "target_session, queued_at, delivered_at, held_until, held_reason) "
     "SELECT d.value ->> 0, d.value ->> 1, d.value ->> 2, d.value ->> 3, d.value ->> 4, d.value ->> 5, "
-    "d.value ->> 6, d.value ->> 7, d.value ->> 8, d.value ->> 9 FROM fanout_parts f, json_each(f.deliveries) d"
+    "d.value ->> 6, d.value ->> 7, d.value ->> 8, d.value ->> 9, d.value ->> 10, d.value ->> 11 "
+    "FROM fanout_parts f, json_each(f.deliveries) d"
 )
 PART_MAILBOXES = 128  # recipients per part: a step writes about two pages per mailbox
 STEP_DELIVERIES = 1024  # at most this many deliveries per step (at least one part)
@@ -148,6 +149,8 @@ def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> lis
                     delivery.target_session,
                     m.at,
                     delivered,
+                    delivery.held_until,
+                    delivery.held_reason,
                 )
             )
             seqs[delivery.recipient] = seq

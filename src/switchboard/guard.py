@@ -1,0 +1,110 @@
+"""The loop and flood guards: whether a message to a recipient is held, why, and until when.
+
+Two agents that answer each other can keep each other busy for ever, and a runaway sender can
+bury a mailbox. Both look different from a conversation, so only they are damped:
+
+- **Echo loop**: the same pair bouncing — ``ECHO_MESSAGES`` messages alternating between two
+  agents, each sent less than ``ECHO_GAP_SECONDS`` after the one before it reached the other
+  side. The message that completes the run is held ``ECHO_HOLD_SECONDS``; each further message
+  of the same run is held twice as long as the last hold, up to ``ECHO_MAX_HOLD_SECONDS``. A
+  pause of ``ECHO_GAP_SECONDS`` ends the run, and the next one starts from nothing.
+- **Flood**: more than ``FLOOD_MESSAGES`` messages from one sender to one recipient let through
+  within ``FLOOD_WINDOW_SECONDS``: the next is held until the window lets it through (a sliding
+  window over the times messages were let through, so a flood drains at that rate, in order).
+
+Why these numbers: an ordinary exchange — a few (at most three) messages a minute, a burst from
+many senders, a conversation of ten — is never held. Three gaps under 20 s span under a minute,
+so a pair that exchanges at most three messages in any minute cannot make a run of even four;
+a burst from ten senders is ten pairs of one message each; and a run needs twelve. The
+statements are property tests (tests/test_guard.py).
+
+Pure: the service gives ``decide`` the facts (the pair's recent traffic, from the store) and
+stores its answer with the delivery. Times are Unix seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+GuardReason = Literal["echo_loop", "flood"]
+
+ECHO_MESSAGES = 12
+ECHO_GAP_SECONDS = 20.0
+ECHO_HOLD_SECONDS = 60.0
+ECHO_MAX_HOLD_SECONDS = 900.0
+FLOOD_MESSAGES = 20
+FLOOD_WINDOW_SECONDS = 60.0
+# The traffic a decision needs, per direction: the last FLOOD_MESSAGES of the sender, and a run
+# long enough to count the holds that take an echo loop's hold to its longest.
+LOOKBACK_MESSAGES = 32
+LOOKBACK_SECONDS = 2 * ECHO_MAX_HOLD_SECONDS + ECHO_GAP_SECONDS * LOOKBACK_MESSAGES
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One earlier message between the pair: who sent it, when, and what the guard decided."""
+
+    sender: str
+    at: float
+    held_until: float | None = None
+    held_reason: str | None = None
+
+    @property
+    def released(self) -> float:
+        """When it was (or will be) let through to its recipient."""
+        return self.at if self.held_until is None else max(self.at, self.held_until)
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A guard's verdict on one delivery: held for ``reason`` until ``until``."""
+
+    reason: GuardReason
+    until: float
+
+
+def decide(sender: str, now: float, traffic: Sequence[Exchange]) -> Hold | None:
+    """Whether a message ``sender`` sends now to the other agent of the pair is held.
+
+    ``traffic``: the pair's earlier messages, both directions, newest first (the store's
+    ``pair_traffic``: at least the last ``LOOKBACK_MESSAGES`` of each direction within
+    ``LOOKBACK_SECONDS``). The later of the two guards' holds wins."""
+    holds = [h for h in (_echo_loop(sender, now, traffic), _flood(sender, now, traffic)) if h is not None]
+    return max(holds, key=lambda h: h.until, default=None)
+
+
+def _echo_loop(sender: str, now: float, traffic: Sequence[Exchange]) -> Hold | None:
+    run, holds = 1, 0  # the new message, and the echo holds of the run behind it
+    later_sender, later_at = sender, now
+    for earlier in traffic:
+        if earlier.sender == later_sender or later_at - earlier.released >= ECHO_GAP_SECONDS:
+            break
+        run += 1
+        holds += earlier.held_reason == "echo_loop"
+        later_sender, later_at = earlier.sender, earlier.at
+    if run < ECHO_MESSAGES:
+        return None
+    return Hold("echo_loop", now + min(ECHO_HOLD_SECONDS * 2.0 ** min(holds, 16), ECHO_MAX_HOLD_SECONDS))
+
+
+def _flood(sender: str, now: float, traffic: Sequence[Exchange]) -> Hold | None:
+    released = sorted((e.released for e in traffic if e.sender == sender), reverse=True)
+    if len(released) < FLOOD_MESSAGES:
+        return None
+    window_opens = released[FLOOD_MESSAGES - 1] + FLOOD_WINDOW_SECONDS  # the 20th latest leaves the window
+    return Hold("flood", window_opens) if window_opens > now else None
+
+
+def describe(reason: str, sender: str, recipient: str) -> str:
+    """One sentence on why mail from ``sender`` to ``recipient`` is held."""
+    if reason == "echo_loop":
+        return (
+            f"{sender} and {recipient} have answered each other {ECHO_MESSAGES}+ times within "
+            f"{ECHO_GAP_SECONDS:g} s each (an echo loop); it is let through at the time shown."
+        )
+    return (
+        f"{sender} sent {recipient} more than {FLOOD_MESSAGES} messages in {FLOOD_WINDOW_SECONDS:g} s "
+        "(a flood); it is let through when the window allows."
+    )
