@@ -136,13 +136,13 @@ class Delivery(BaseModel):
     address: str
     agent: str | None = None
     state: str = Field(
-        description="queued; held (a loop or flood guard holds it until held_until); delivered (a live "
-        "session can take it); handed (given to a live session, waiting for its turn); surfaced (in the "
-        "agent's context); read; acked; or unknown_recipient"
+        description="queued; held (by a loop or flood guard); delivered (a live session can take it); handed "
+        "(given to a live session, waiting for its turn); surfaced (in the agent's context); read; acked; or "
+        "unknown_recipient"
     )
+    handed_to: str | None = Field(default=None, description="while handed: the session holding it")
     held_until: datetime | None = Field(default=None, description="held: when a guard lets it through")
     held_reason: str | None = Field(default=None, description="held: echo_loop or flood, and why")
-    handed_to: str | None = Field(default=None, description="while handed: the session holding it")
     delivered_at: datetime | None = None
     handed_at: datetime | None = None
     surfaced_at: datetime | None = None
@@ -397,9 +397,9 @@ def _status(client: Client, message_id: str) -> CallToolResult:
             address=r.address,
             agent=r.agent,
             state=str(getattr(r.state, "value", r.state)),
+            handed_to=r.handed_to,
             held_until=r.held.until if r.held and r.state == "held" else None,
             held_reason=f"{r.held.reason}: {r.held.why}" if r.held and r.state == "held" else None,
-            handed_to=r.handed_to,
             delivered_at=r.delivered_at,
             handed_at=r.handed_at,
             surfaced_at=r.surfaced_at,
@@ -424,8 +424,8 @@ def _status(client: Client, message_id: str) -> CallToolResult:
     lines = [f"{status.message_id}: read by {', '.join(read_by) or 'nobody yet'}"]
     lines += [
         f"- {r.address}: {r.state}"
-        + (f" until {r.held_until:%H:%M:%S}Z — {r.held_reason}" if r.held_until else "")
         + (f" to {r.handed_to}, waiting for its turn" if r.handed_to else "")
+        + (f" until {r.held_until:%H:%M:%S}Z — {r.held_reason}" if r.held_until else "")
         + (f" ({r.why})" if r.why and r.reachable != "live" else "")
         + (f"; history: {'; '.join(r.history)}" if r.history else "")
         for r in recipients

@@ -458,10 +458,9 @@ class Service(Directory):
         model's context once the hook returns: surfaced. A socket frame or a waiter's wake
         hands the mail to the caller's session, to be confirmed surfaced by the session's
         transcript (``confirm_surfaced``), or returned if the session ends first (``handing``).
-        It stays unread, so
-        ``read`` still returns it. With ``urgent_only``, only mail sent urgent; with ``wait``,
-        block up to that many seconds until some arrives; with ``peek``, mark nothing (a look
-        before deciding to surface)."""
+        It stays unread, so ``read`` still returns it. With ``urgent_only``, only mail sent
+        urgent; with ``wait``, block up to that many seconds until some arrives; with ``peek``,
+        mark nothing (a look before deciding to surface)."""
         if via not in SURFACE_PATHS:
             raise BadRequest(f"via must be one of {', '.join(SURFACE_PATHS)}.")
         self.check_read_options(limit=limit, after=None, wait=wait)

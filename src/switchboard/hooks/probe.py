@@ -48,7 +48,7 @@ def has_handed(db_path: Path, workspace: str, agent: str) -> bool:
 
 def may_have_mail(db_path: Path, workspace: str, agent: str, *, urgent_only: bool = False) -> bool:
     """False only when the embedded store at ``db_path`` surely holds no mail for ``agent`` that
-    waits to be surfaced (``waiting``: neither read, surfaced nor handed to a session, and not held;
+    waits to be surfaced (``waiting``: neither read, handed to a session, surfaced nor held;
     only urgent mail with ``urgent_only``)."""
     if not db_path.exists():
         return False

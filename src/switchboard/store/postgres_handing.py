@@ -10,8 +10,9 @@ EVENTS = "delivery_events (workspace, message_id, recipient, at, event, session,
 
 
 def surface(where: str, urgent_only: bool, hand: bool) -> str:
-    """Lock the first ``limit`` deliveries ``where`` says wait (waiting.py); mark them handed
-    to ``session`` (``hand``) or surfaced, by ``via``; record it; return them."""
+    """Lock the first ``limit`` deliveries ``where`` says wait to be surfaced (``waiting``:
+    neither read, handed, surfaced nor held); mark them handed to ``session`` (``hand``) or
+    surfaced, by ``via``; record it; return them."""
     urgent = " AND EXISTS (SELECT FROM messages m WHERE m.id = d.message_id AND m.urgent)" if urgent_only else ""
     state = "handed" if hand else "surfaced"
     changes = "handed_at = %(at)s, handed_session = %(session)s" if hand else "surfaced_at = %(at)s"

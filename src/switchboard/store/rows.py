@@ -178,18 +178,6 @@ def status_from_row(row: Sequence) -> RecipientStatus:
     )
 
 
-HELD_COLUMNS = "d.message_id, m.sender, d.recipient, d.held_reason, d.held_until"
-
-
-def held_mail_from_row(row: Sequence) -> HeldMail:
-    return HeldMail(message_id=row[0], sender=row[1], recipient=row[2], reason=row[3], until=from_ts(row[4]))
-
-
-def exchange_from_row(row: Sequence) -> Exchange:
-    """(sender, created_at, held_until, held_reason) as the guard reads it."""
-    return Exchange(sender=row[0], at=row[1], held_until=row[2], held_reason=row[3])
-
-
 def with_history(statuses: list[RecipientStatus], events: Sequence[Sequence]) -> list[RecipientStatus]:
     """Each recipient's status with its stored events (rows of EVENT_COLUMNS, oldest first)."""
     if not events:
@@ -202,6 +190,18 @@ def with_history(statuses: list[RecipientStatus], events: Sequence[Sequence]) ->
 
 def event_from_row(row: Sequence) -> DeliveryEvent:
     return DeliveryEvent(at=from_ts(row[1]), event=row[2], session=row[3], via=row[4], detail=row[5])
+
+
+HELD_COLUMNS = "d.message_id, m.sender, d.recipient, d.held_reason, d.held_until"
+
+
+def held_mail_from_row(row: Sequence) -> HeldMail:
+    return HeldMail(message_id=row[0], sender=row[1], recipient=row[2], reason=row[3], until=from_ts(row[4]))
+
+
+def exchange_from_row(row: Sequence) -> Exchange:
+    """(sender, created_at, held_until, held_reason) as the guard reads it."""
+    return Exchange(sender=row[0], at=row[1], held_until=row[2], held_reason=row[3])
 
 
 def session_from_row(row: Sequence) -> Session:
