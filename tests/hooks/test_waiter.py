@@ -10,10 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-from switchboard.fence import PREAMBLE
+from switchboard.client import LocalClient
+from switchboard.fence import PREAMBLE, fenced_mail
 from switchboard.hooks.state import take_pusher_lock
-from switchboard.identity import process_start_time
-from tests.hooks.conftest import Hooks
+from switchboard.identity import DEFAULT_WORKSPACE, process_start_time
+from switchboard.model import Caller
+from switchboard.service import Service
+from switchboard.store import SQLiteStore
+from tests.hooks.conftest import AGENT, Hooks
 from tests.waiting import wait_until
 
 WAKE_TIMEOUT = 20.0
@@ -170,25 +174,33 @@ def test_a_waiter_leaves_mail_to_a_pusher_that_started_after_it(hooks: Hooks) ->
         os.close(fd)
 
 
-def test_the_stop_hook_confirms_woken_mail_surfaced_from_the_transcript(hooks: Hooks, tmp_path: Path) -> None:
-    """A session with no ``switchboard mcp`` watching its transcript: the turn's stop hook reads
-    it, and mail the waiter handed is surfaced once a record carrying it to the model is there."""
-    waiter = hooks.spawn_wake()
+def test_the_stop_hook_confirms_handed_mail_surfaced_from_the_transcript(hooks: Hooks, tmp_path: Path) -> None:
+    """A session with no ``switchboard mcp`` watching its transcript (its server handed a frame,
+    then was killed): the turn's stop hook reads the transcript, and the handed mail is surfaced
+    once a record carrying it to the model is there."""
+    waiter = hooks.spawn_wake()  # registers this process (the agent CLI) as the session
     wait_until(lambda: registered(hooks, os.getpid()), what="the waiter to register the session")
+    (session,) = [s for s in hooks.sessions() if s["pid"] == os.getpid() and s["live"]]
     message = hooks.send("the build is red")
-    assert waiter.wait(WAKE_TIMEOUT) == 2
-    assert waiter.stderr is not None
-    woken = waiter.stderr.read()
+    assert waiter.wait(WAKE_TIMEOUT) == 2  # the waiter takes nothing
+    service = Service(SQLiteStore(hooks.cli.default_db), machine="testhost")
+    try:  # the session's server writes it into the socket: handed to the session
+        caller = Caller(workspace=DEFAULT_WORKSPACE, agent=AGENT, session_id=session["id"])
+        handed = LocalClient(service, caller).surface(via="socket")
+    finally:
+        service.store.close()
+    assert [item.message.id for item in handed.items] == [message]
+    frame = fenced_mail(handed.items)
     transcript = tmp_path / "sess-1.jsonl"
     # Queued, not yet sent to the model: no evidence.
-    transcript.write_text(json.dumps({"type": "queue-operation", "operation": "enqueue", "content": woken}) + "\n")
+    transcript.write_text(json.dumps({"type": "queue-operation", "operation": "enqueue", "content": frame}) + "\n")
     stop = {**json.loads(hooks.stdin("stop")), "transcript_path": str(transcript)}
     assert hooks.output(hooks.run("stop", raw=json.dumps(stop))) is None
     assert hooks.status(message)["state"] == "handed"
     # The turn that carries it to the model.
     with transcript.open("a") as file:
-        file.write(json.dumps({"type": "attachment", "attachment": {"type": "queued_command", "prompt": woken}}) + "\n")
+        file.write(json.dumps({"type": "attachment", "attachment": {"type": "queued_command", "prompt": frame}}) + "\n")
     assert hooks.output(hooks.run("stop", raw=json.dumps(stop))) is None
     status = hooks.status(message)
-    assert (status["state"], status["via"]) == ("surfaced", "waiter")
+    assert (status["state"], status["via"]) == ("surfaced", "socket")
     assert [(e["event"], e["detail"]) for e in status["history"]][-1] == ("surfaced", "transcript")
