@@ -180,9 +180,11 @@ class LocalClient:
         # server's keeper registers its parent's session once serving).
         return self.service.in_session(self.caller, session_id=self.session.session_id, lineage=self.session.lineage)
 
-    def as_agent(self, agent: str) -> LocalClient:
-        """Another client on the same store and workspace, acting as ``agent``."""
-        return LocalClient(self.service, self.caller.model_copy(update={"agent": parse_name(agent, "agent name")}))
+    def as_agent(self, agent: str, session_id: str | None = None) -> LocalClient:
+        """Another client on the same store and workspace, acting as ``agent`` (in its session
+        ``session_id`` when given: mail it surfaces by a handing path is handed to that session)."""
+        caller = self.caller.model_copy(update={"agent": parse_name(agent, "agent name")})
+        return LocalClient(self.service, caller, session=SessionHint(session_id=session_id) if session_id else None)
 
     def whoami(self) -> WhoAmI:
         caller = self._as()

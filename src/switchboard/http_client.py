@@ -109,11 +109,18 @@ class HubClient:
             verify=_verification(ca_cert),
         )
 
-    def as_agent(self, agent: str, workspace: str | None = None) -> HubClient:
+    def as_agent(self, agent: str, workspace: str | None = None, session_id: str | None = None) -> HubClient:
         """The same hub and credential acting as another agent (of ``workspace``, default this
-        one's): a connection of its own, to close. A user or admin token may act so; an agent
-        token is refused (forbidden) at the first request."""
-        return HubClient(",".join(self._urls), self._token, agent, workspace or self._workspace, ca_cert=self._ca_cert)
+        one's; in its session ``session_id`` when given): a connection of its own, to close. A
+        user or admin token may act so; an agent token is refused (forbidden) at the first request."""
+        return HubClient(
+            ",".join(self._urls),
+            self._token,
+            agent,
+            workspace or self._workspace,
+            ca_cert=self._ca_cert,
+            session=SessionHint(session_id=session_id) if session_id else None,
+        )
 
     # --- plumbing -------------------------------------------------------------------------
 

@@ -283,7 +283,7 @@ def mailbox_server(
     async def message_status(message_id: str, ctx: Context) -> Annotated[CallToolResult, Status]:
         """Who got a message you sent, and who read it."""
         client = await acting(ctx)
-        return await run(lambda: _status(client, message_id))
+        return await run(lambda: _status(client, message_id, confirm_pushed=push_to_claude_code))
 
     @server.tool()
     async def who(
@@ -390,7 +390,9 @@ def _step(event: DeliveryEvent) -> str:
     return f"{event.at.isoformat(timespec='seconds').replace('+00:00', 'Z')} {event.event}{where}{how}{why}"
 
 
-def _status(client: Client, message_id: str) -> CallToolResult:
+def _status(client: Client, message_id: str, *, confirm_pushed: bool = False) -> CallToolResult:
+    if confirm_pushed:  # this machine's unserved Claude Code sessions: their transcripts first
+        session_push.confirm_pushed(client)
     status = _acting(lambda: client.message_status(message_id))
     recipients = [
         Delivery(

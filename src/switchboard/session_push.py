@@ -5,8 +5,14 @@ pusher (``socket_delivery``); one with our hooks gets it from them. Any other se
 person is still in Claude Code's registry with its messaging socket. So right after a send has
 committed, the sender looks there for the recipients' sessions and, acting as each recipient,
 writes its waiting mail into them: handed by "socket", fenced, one frame (the pusher's way).
-Such a session has no Switchboard session and no watcher of its transcript: its mail stays
-``handed`` (to no session of ours) until it is read.
+
+Handed to a session the service can judge: before the frame, the sender registers the Claude
+Code session as a session of its agent (its pid and start time on this machine, runtime
+``claude-code-unserved``), and the mail is handed to that session. When its process is gone,
+the service's sweep returns what its model never took to the mailbox, for the agent's next
+session or reader. Nothing of ours watches that session's transcript, so the sender reads it
+(``unserved_sessions``) and confirms the mail its model took (``confirm_pushed``) before the
+service judges it: at every push (the next send) and before a status.
 
 Whose session it is: the identity rule applied to the session's working folder, with the
 ``SWITCHBOARD_AGENT`` (and ``SWITCHBOARD_WORKSPACE``) of the session process's environment.
@@ -36,14 +42,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from switchboard import claude_sessions
+from switchboard import claude_sessions, unserved_sessions
 from switchboard.claude_sessions import ClaudeSession
 from switchboard.client import Client, HubClient, LocalClient
 from switchboard.config import Settings
 from switchboard.errors import Forbidden, SwitchboardError
-from switchboard.identity import machine_name, process_start_time, resolve_agent, resolve_workspace
-from switchboard.model import SendResult, WhoReport
+from switchboard.identity import machine_name, process_alive, process_start_time, resolve_agent, resolve_workspace
+from switchboard.model import SendResult, Session, WhoReport
 from switchboard.socket_delivery import BATCH, write_batch
+from switchboard.unserved_sessions import UNSERVED_RUNTIME, Note
 
 TIMEOUT_SECONDS = 1.0  # a session's socket is local: it answers at once or not at all
 BYPASS_FLAGS = frozenset({"--dangerously-skip-permissions", "--allow-dangerously-skip-permissions"})
@@ -78,6 +85,9 @@ def push_sent(client: Client, sent: SendResult, env: Mapping[str, str] | None = 
 
 
 def _push(client: Client, sent: SendResult, env: Mapping[str, str]) -> PushReport:
+    # What the sessions pushed into before took is told first: the surface below sweeps back
+    # the mail of those that are gone, and mail their model took must not come back.
+    confirm_pushed(client, env)
     recipients = {r.agent for r in sent.recipients if r.agent and r.state != "unknown_recipient"}
     sessions = [s for s in claude_sessions.live_sessions(env) if s.socket_path] if recipients else []
     if not sessions:
@@ -95,7 +105,7 @@ def _push(client: Client, sent: SendResult, env: Mapping[str, str]) -> PushRepor
             continue
         try:
             with _acting_as(client, agent, report.workspace) as recipient:
-                if recipient is not None and (done := _push_into(recipient, agent, session, env)):
+                if recipient is not None and (done := _push_into(client, recipient, agent, session, settings, env)):
                     pushed.append(done)
         except Forbidden:
             continue  # an agent token may not act as another agent: the mail waits for its reading
@@ -104,26 +114,77 @@ def _push(client: Client, sent: SendResult, env: Mapping[str, str]) -> PushRepor
     return PushReport(pushed=tuple(pushed), problem="; ".join(problems) or None)
 
 
-def _push_into(recipient: Client, agent: str, session: ClaudeSession, env: Mapping[str, str]) -> Pushed | None:
+def _push_into(
+    client: Client, recipient: Client, agent: str, session: ClaudeSession, settings: Settings, env: Mapping[str, str]
+) -> Pushed | None:
     if not recipient.surface(via="socket", peek=True, limit=1).items:
         return None  # nothing waiting: another session of the agent took it, or it was read
     current = claude_sessions.session_of(session.pid, env)  # the session id follows /clear
     if current is None or current.socket_path is None:
         return None
+    registered = _register_unserved(recipient, current, settings)
     token = claude_sessions.peer_token(current, env)
     written: list[str] = []
-    while True:
-        taken = write_batch(
-            recipient, current.socket_path, token=token, session_id=current.session_id, timeout=TIMEOUT_SECONDS
-        )
-        written += [item.message.id for item in taken]
-        if len(taken) < BATCH:
-            break
+    with _acting_as(client, agent, registered.workspace, registered.id) as handing:
+        assert handing is not None  # the same kind of client as ``recipient``
+        while True:
+            taken = write_batch(
+                handing, current.socket_path, token=token, session_id=current.session_id, timeout=TIMEOUT_SECONDS
+            )
+            written += [item.message.id for item in taken]
+            if len(taken) < BATCH:
+                break
     if not written:
         return None
     return Pushed(
         agent=agent, pid=current.pid, name=current.name, session_id=current.session_id, messages=tuple(written)
     )
+
+
+def _register_unserved(recipient: Client, current: ClaudeSession, settings: Settings) -> Session:
+    """The Claude Code session as a session of the recipient's agent (registered again: its
+    liveness renewed), with a note of the transcripts to read for what its model took."""
+    registered = recipient.register_session(runtime=UNSERVED_RUNTIME, pid=current.pid)
+    start = process_start_time(current.pid)
+    note = Note(registered.workspace, registered.agent, registered.id, current.pid, start, (current.session_id,))
+    unserved_sessions.remember(settings.home, note)
+    return registered
+
+
+def confirm_pushed(client: Client, env: Mapping[str, str] | None = None) -> list[str]:
+    """Tell the mailbox which mail handed to the unserved Claude Code sessions pushed into from
+    this machine their model took, as their transcripts show (evidence "transcript"), and renew
+    the liveness of those still running (through a hub elsewhere, nothing else reports them).
+    A session whose process is gone is read a last time and forgotten; the service's sweep
+    then returns the rest of its mail. The ids confirmed. Never raises."""
+    env = os.environ if env is None else env
+    try:
+        home = Settings.load(env).home
+        kept = unserved_sessions.notes(home)
+        workspace = client.whoami().workspace if kept else None
+    except Exception:  # best effort: a status or a send goes on without it
+        return []
+    confirmed: list[str] = []
+    for note in kept:
+        if note.workspace != workspace:
+            continue  # another workspace's: its own client tells it
+        running = process_alive(note.pid, note.proc_start)
+        try:
+            shown = unserved_sessions.carried(note, env)
+            with _acting_as(client, note.agent, note.workspace) as recipient:
+                if recipient is None:
+                    continue
+                if shown:
+                    confirmed += recipient.confirm_surfaced(shown, "transcript").marked
+                if running:
+                    recipient.heartbeat(note.session)
+        except Forbidden:
+            continue  # an agent token may not act as another agent
+        except Exception:  # the mailbox away, the session unknown to it: the note waits
+            continue
+        if not running:
+            unserved_sessions.forget(home, note)
+    return confirmed
 
 
 # --- whose session, and who serves it -----------------------------------------------------------
@@ -145,25 +206,26 @@ def _owner(session: ClaudeSession, settings: Settings) -> tuple[str, str] | None
 def _served_pids(report: WhoReport, machine: str) -> set[int]:
     """The pids on this machine that have a Switchboard session: live, or not ended and of the
     same process (a session kept by hooks alone drops out of the liveness window while idle,
-    and its hooks still serve it)."""
+    and its hooks still serve it). Not a session the push itself registered (unserved)."""
     return {
         s.pid
         for agent in report.agents
         for s in agent.sessions
         if s.machine == machine
+        and s.runtime != UNSERVED_RUNTIME
         and (s.live or (s.ended_at is None and s.proc_start in (None, process_start_time(s.pid))))
     }
 
 
 @contextmanager
-def _acting_as(client: Client, agent: str, workspace: str) -> Iterator[Client | None]:
-    """A client acting as ``agent``: on the embedded store, the same store; through a hub, the
-    same hub and credential (a user or admin token may act as any agent of its workspace). None
-    when there is no such client."""
+def _acting_as(client: Client, agent: str, workspace: str, session_id: str | None = None) -> Iterator[Client | None]:
+    """A client acting as ``agent`` (in its session ``session_id`` when given): on the embedded
+    store, the same store; through a hub, the same hub and credential (a user or admin token
+    may act as any agent of its workspace). None when there is no such client."""
     if isinstance(client, LocalClient):
-        yield client.as_agent(agent)
+        yield client.as_agent(agent, session_id)
     elif isinstance(client, HubClient):
-        recipient = client.as_agent(agent, workspace)
+        recipient = client.as_agent(agent, workspace, session_id)
         try:
             yield recipient
         finally:

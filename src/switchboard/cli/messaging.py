@@ -219,6 +219,9 @@ def status(
     """Where a message is, per recipient: queued, delivered, handed (to a live session, waiting
     for its turn), surfaced (in the model's context), read, acked — when, and its history."""
     with open_client(db) as client:
+        # Mail this machine pushed into Claude Code sessions we do not serve: what their
+        # transcripts show their model took is told before the service judges it.
+        session_push.confirm_pushed(client)
         report = client.message_status(message_id)
 
     def human() -> None:

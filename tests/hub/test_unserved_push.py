@@ -1,0 +1,40 @@
+"""Through a hub (a user token acting as each recipient): mail the sender pushes into a Claude
+Code session Switchboard does not serve is handed to a session of the agent registered for that
+process, and comes back when the process dies. The machine of tests/test_session_push.py."""
+
+# ruff: noqa: F811 (the machine fixture is imported, and named as the tests' argument)
+from __future__ import annotations
+
+from contextlib import closing
+
+from switchboard.session_push import push_sent
+from tests.hub.conftest import Tenant
+from tests.test_session_push import Machine, machine  # noqa: F401 (the fixture)
+from tests.waiting import wait_until
+
+
+def alice_state(tenant: Tenant, message_id: str) -> tuple[str, str | None, list[str]]:
+    with closing(tenant.client("bob")) as bob:
+        (row,) = [r for r in bob.message_status(message_id).recipients if r.agent == "alice"]
+    return str(row.state), row.handed_to, [e.event for e in row.history]
+
+
+def test_pushed_mail_is_handed_to_the_registered_session_and_returns_when_it_dies(machine: Machine, tenant: Tenant):
+    session = machine.session(machine.project("alice"), environ={"SWITCHBOARD_WORKSPACE": tenant.workspace})
+    env = {**machine.env, "SWITCHBOARD_WORKSPACE": tenant.workspace}
+    with closing(tenant.client("bob")) as bob:
+        sent = bob.send("alice", "through the hub")
+        report = push_sent(bob, sent, env)
+    assert [p.pid for p in report.pushed] == [session.pid], report
+    wait_until(session.frames, what="a frame")
+    state, handed_to, _ = alice_state(tenant, sent.message_id)
+    assert state == "handed" and handed_to is not None and handed_to.endswith(f"#{session.pid}")
+
+    session.process.kill()
+    session.process.wait()
+
+    state, handed_to, events = alice_state(tenant, sent.message_id)
+    assert (state, handed_to, events[-2:]) == ("queued", None, ["handed", "returned"])
+    with closing(tenant.client("alice")) as alice:
+        assert [i.message.id for i in alice.read().items] == [sent.message_id]
+        assert alice.read().items == []
