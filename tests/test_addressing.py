@@ -13,7 +13,7 @@ import pytest
 
 from switchboard.client import LocalClient
 from switchboard.errors import NoLiveSession, UnknownSession
-from switchboard.model import Caller, Session
+from switchboard.model import UNSERVED_RUNTIME, Caller, Session
 from switchboard.service import Service
 from tests.test_service import (  # noqa: F401 (fixtures)
     LIVENESS,
@@ -58,6 +58,19 @@ def test_a_name_is_pushed_to_the_agents_newest_live_session(service, clock, alic
     sent = outcome(alice.send("bob", "hi"), "bob")
     assert (sent.state, sent.session) == ("delivered", newest.address)
     assert sorted(sent.sessions) == ["bob@m1#100", "bob@m2#200"]  # both can read the mailbox
+
+
+def test_a_session_a_senders_push_registered_is_aimed_at_only_when_it_is_the_only_live_one(service, clock, alice, bob):
+    """One a push registered reports only when pushed into: mail aimed at it would wait there,
+    hidden from the agent's own sessions."""
+    kept = pane(service, clock, "bob", "m1", 100)
+    clock.advance(1)
+    pushed = service.register_session(
+        Caller(workspace=WS, agent="bob"), pid=200, runtime=UNSERVED_RUNTIME, machine="m1"
+    )
+    assert outcome(alice.send("bob", "hi"), "bob").session == kept.address  # newer, but not kept by bob's client
+    service.end_session(Caller(workspace=WS, agent="bob"), kept.id)
+    assert outcome(alice.send("bob", "again"), "bob").session == pushed.address  # the only live one
 
 
 def test_name_at_machine_is_pushed_to_the_newest_live_session_on_that_machine(service, clock, alice, bob):

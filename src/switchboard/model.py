@@ -350,6 +350,12 @@ class Agent(Model):
     created_at: datetime
 
 
+# The runtime of a session a sender's push registered for a Claude Code session that runs neither
+# our server nor our hooks: it reports only when pushed into, so it is aimed at only when the
+# agent has no other live session.
+UNSERVED_RUNTIME = "claude-code-unserved"
+
+
 class Session(Model):
     """One live process acting as an agent."""
 

@@ -48,6 +48,7 @@ from switchboard.handing import (
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
 from switchboard.model import (
     SURFACE_PATHS,
+    UNSERVED_RUNTIME,
     AckResult,
     Caller,
     DeliveryState,
@@ -673,8 +674,11 @@ def _settle(future: Pending[T], compute: Callable[[], T]) -> None:
 
 
 def _newest(sessions: Sequence[Session]) -> Session | None:
-    """The newest of these sessions (the store lists them newest first)."""
-    return max(sessions, key=lambda s: s.started_at, default=None)
+    """The newest of these sessions, among those the agent's own client keeps when there are any:
+    one a sender's push registered (``UNSERVED_RUNTIME``) reports only when pushed into, and mail
+    aimed at it would wait there, hidden from the agent's other sessions."""
+    kept = [s for s in sessions if s.runtime != UNSERVED_RUNTIME]
+    return max(kept or sessions, key=lambda s: s.started_at, default=None)
 
 
 def _stored_state(target: _Target) -> DeliveryState:

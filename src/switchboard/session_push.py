@@ -48,9 +48,9 @@ from switchboard.client import Client, HubClient, LocalClient
 from switchboard.config import Settings
 from switchboard.errors import Forbidden, SwitchboardError
 from switchboard.identity import machine_name, process_alive, process_start_time, resolve_agent, resolve_workspace
-from switchboard.model import SendResult, Session, WhoReport
+from switchboard.model import UNSERVED_RUNTIME, SendResult, Session, WhoReport
 from switchboard.socket_delivery import BATCH, write_batch
-from switchboard.unserved_sessions import UNSERVED_RUNTIME, Note
+from switchboard.unserved_sessions import Note
 
 TIMEOUT_SECONDS = 1.0  # a session's socket is local: it answers at once or not at all
 BYPASS_FLAGS = frozenset({"--dangerously-skip-permissions", "--allow-dangerously-skip-permissions"})

@@ -29,7 +29,6 @@ from pathlib import Path
 from switchboard.config import private_folder
 from switchboard.transcript_watch import ids_in_tail, transcript_of
 
-UNSERVED_RUNTIME = "claude-code-unserved"  # the runtime the push registers such a session with
 FOLDER = "unserved"
 STALE_SECONDS = 7 * 24 * 3600.0  # a note untouched this long is of a session long gone
 
