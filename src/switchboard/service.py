@@ -382,18 +382,14 @@ class Service(Directory):
     @staticmethod
     def _outcome(target: _Target, held: Held | None = None) -> RecipientOutcome:
         if held is not None:  # stored and queued, and said so: it is not surfaced before its time
-            return built(
-                RecipientOutcome,
-                address=target.address,
-                agent=target.agent,
-                channel=target.channel,
-                state="delivered" if target.sessions else "queued",
-                sessions=[s.address for s in target.sessions],
-                session=target.target.address if target.target else None,
-                new_agent=target.new_agent,
-                held=held,
-                reason=f"held until {held.until:%H:%M:%S}Z: {held.why}",
-            )
+            reason = f"held until {held.until:%H:%M:%S}Z: {held.why}"
+        elif target.new_agent:
+            reason = f"no agent named {target.agent} had been seen; it was created and will get this when it reads."
+            reason += target.guess
+        elif not target.sessions:
+            reason = f"{target.agent} has no live session; stored until it reads."
+        else:
+            reason = None
         return built(
             RecipientOutcome,
             address=target.address,
@@ -403,14 +399,8 @@ class Service(Directory):
             sessions=[s.address for s in target.sessions],
             session=target.target.address if target.target else None,
             new_agent=target.new_agent,
-            reason=(
-                f"no agent named {target.agent} had been seen; it was created and will get this when it reads."
-                + target.guess
-                if target.new_agent
-                else None
-                if target.sessions
-                else f"{target.agent} has no live session; stored until it reads."
-            ),
+            held=held,
+            reason=reason,
         )
 
     # --- reading -------------------------------------------------------------------------

@@ -32,24 +32,19 @@ _HANDED = "SELECT EXISTS (SELECT 1 FROM deliveries WHERE workspace = ? AND recip
 def has_handed(db_path: Path, workspace: str, agent: str) -> bool:
     """False only when the embedded store surely holds no mail of ``agent`` handed to a
     session and waiting to be confirmed surfaced."""
-    if not db_path.exists():
-        return False
-    try:
-        connection = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True, timeout=1.0)
-    except sqlite3.Error:
-        return True
-    try:
-        return bool(connection.execute(_HANDED, (workspace, agent)).fetchone()[0])
-    except sqlite3.Error:
-        return True
-    finally:
-        connection.close()
+    return _may_find(db_path, _HANDED, (workspace, agent))
 
 
 def may_have_mail(db_path: Path, workspace: str, agent: str, *, urgent_only: bool = False) -> bool:
     """False only when the embedded store at ``db_path`` surely holds no mail for ``agent`` that
     waits to be surfaced (``waiting``: neither read, handed to a session, surfaced nor held;
     only urgent mail with ``urgent_only``)."""
+    return _may_find(db_path, _QUERIES[urgent_only], (workspace, agent, time.time()))
+
+
+def _may_find(db_path: Path, exists_query: str, args: tuple[object, ...]) -> bool:
+    """The answer of an EXISTS query on the embedded store, read-only; True when in doubt (no
+    answer, a locked or broken file), False when there is no store yet."""
     if not db_path.exists():
         return False
     try:
@@ -57,7 +52,7 @@ def may_have_mail(db_path: Path, workspace: str, agent: str, *, urgent_only: boo
     except sqlite3.Error:
         return True
     try:
-        row = connection.execute(_QUERIES[urgent_only], (workspace, agent, time.time())).fetchone()
+        row = connection.execute(exists_query, args).fetchone()
     except sqlite3.Error:
         return True
     finally:

@@ -143,19 +143,16 @@ class DeliveryClaim:
 
 def delivering(home: Path, pid: int, start: int | None) -> bool:
     """Whether a process delivers every new message of agent CLI process ``pid`` (DeliveryClaim)."""
-    path = home / PUSHERS_FOLDER / f"{pid}-{start or 0}{DELIVERING_SUFFIX}"
-    if not path.exists():
-        return False
-    fd = _lock(path)
-    if fd is None:
-        return True
-    os.close(fd)
-    return False
+    return _held_by_another(home / PUSHERS_FOLDER / f"{pid}-{start or 0}{DELIVERING_SUFFIX}")
 
 
 def pusher_running(home: Path, pid: int, start: int | None) -> bool:
     """Whether a process pushes the mail of agent CLI process ``pid`` into its socket."""
-    path = home / PUSHERS_FOLDER / f"{pid}-{start or 0}.lock"
+    return _held_by_another(home / PUSHERS_FOLDER / f"{pid}-{start or 0}.lock")
+
+
+def _held_by_another(path: Path) -> bool:
+    """Whether a live process holds the lock on ``path`` (a lock nobody holds is a leftover)."""
     if not path.exists():
         return False
     fd = _lock(path)
