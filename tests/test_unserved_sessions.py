@@ -14,10 +14,10 @@ from pathlib import Path
 from switchboard import unserved_sessions
 from switchboard.config import Settings
 from switchboard.identity import machine_name, process_start_time
-from switchboard.model import RecipientStatus
+from switchboard.model import UNSERVED_RUNTIME, RecipientStatus
 from switchboard.session_push import confirm_pushed, push_sent
 from switchboard.socket_delivery import render
-from switchboard.unserved_sessions import UNSERVED_RUNTIME, Note
+from switchboard.unserved_sessions import Note
 from tests.test_session_push import FakeSession, Machine, machine  # noqa: F401 (the fixture)
 from tests.waiting import wait_until
 

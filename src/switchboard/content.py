@@ -121,6 +121,17 @@ def is_id(value: str) -> bool:
     return True
 
 
+def check_message_ids(message_ids: Sequence[str], verb: str) -> None:
+    """A list of message ids a call acts on (``verb`` them): at least one, at most
+    ``MESSAGE_IDS_MAX``, each an id."""
+    if not message_ids:
+        raise BadRequest(f"name at least one message id to {verb}.")
+    if len(message_ids) > bounds.MESSAGE_IDS_MAX:
+        raise TooLarge(f"{len(message_ids)} message ids; name at most {bounds.MESSAGE_IDS_MAX} at once.")
+    for message_id in message_ids:
+        check_message_id(message_id)
+
+
 def check_message_id(value: str, what: str = "message id") -> None:
     try:
         uuid.UUID(value)

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from switchboard.bounds import DELIVERY_ERROR_CHARS, MESSAGE_IDS_MAX
-from switchboard.content import check_message_id, check_text
-from switchboard.errors import BadRequest, TooLarge
+from switchboard.bounds import DELIVERY_ERROR_CHARS
+from switchboard.content import check_message_ids, check_text
+from switchboard.errors import BadRequest
 from switchboard.identity import process_alive
 from switchboard.model import SURFACE_PATHS, Caller, DeliveryEvent, DeliveryState, MarkResult, RecipientStatus
 
@@ -93,7 +93,7 @@ class Handover:
         """See Service.confirm_surfaced."""
         if evidence not in EVIDENCE:
             raise BadRequest(f"evidence must be one of {', '.join(EVIDENCE)}.")
-        _check_ids(message_ids, "confirm")
+        check_message_ids(message_ids, "confirm")
         service = self.service
         marked = service.store.confirm_surfaced(caller.workspace, caller.agent, message_ids, evidence, service.clock())
         if marked:
@@ -106,7 +106,7 @@ class Handover:
         """See Service.record_receipt."""
         if status not in RECEIPTS:
             raise BadRequest(f"status must be one of {', '.join(RECEIPTS)}.")
-        _check_ids(message_ids, "record")
+        check_message_ids(message_ids, "record")
         if reason is not None:
             check_text(reason, DELIVERY_ERROR_CHARS, "reason")
         service, store = self.service, self.service.store
@@ -170,12 +170,3 @@ class Handover:
                 return None  # quiet, but there: a hooks-only session reports only on its turns
             return "its session's process is gone"
         return "its session stopped reporting"
-
-
-def _check_ids(message_ids: Sequence[str], verb: str) -> None:
-    if not message_ids:
-        raise BadRequest(f"name at least one message id to {verb}.")
-    if len(message_ids) > MESSAGE_IDS_MAX:
-        raise TooLarge(f"{len(message_ids)} message ids; name at most {MESSAGE_IDS_MAX} at once.")
-    for message_id in message_ids:
-        check_message_id(message_id)

@@ -19,11 +19,12 @@ from switchboard.address import (
     ChannelAddress,
     parse_addresses,
 )
-from switchboard.bounds import MESSAGE_IDS_MAX, SEQ_MAX
+from switchboard.bounds import SEQ_MAX
 from switchboard.content import (
     Limits,
     check_idempotency_key,
     check_message_id,
+    check_message_ids,
     clean_subject,
     message_parts,
     request_hash,
@@ -568,12 +569,7 @@ class Service(Directory):
         done: str,
     ) -> list[str]:
         """``mark`` these messages, all or (when any is not in the mailbox) none; the ids marked."""
-        if not message_ids:
-            raise BadRequest(f"name at least one message id to {verb}.")
-        if len(message_ids) > MESSAGE_IDS_MAX:
-            raise TooLarge(f"{len(message_ids)} message ids; name at most {MESSAGE_IDS_MAX} at once.")
-        for message_id in message_ids:
-            check_message_id(message_id)
+        check_message_ids(message_ids, verb)
         missing = mark(caller.workspace, caller.agent, message_ids, self.clock())
         if missing:
             raise UnknownMessage(
