@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from switchboard import guard
 from switchboard.guard import Exchange, Hold
+from switchboard.holds import TRAFFIC_REUSE_SECONDS, Guards
 
 Send = tuple[str, str, float]  # sender, recipient, when
 
@@ -132,3 +135,27 @@ def test_a_flood_is_let_through_at_the_window_rate_and_nothing_is_dropped(count:
 def test_describe_names_the_pair_and_the_rule() -> None:
     assert "echo loop" in guard.describe("echo_loop", "a", "b")
     assert "flood" in guard.describe("flood", "a", "b")
+
+
+def test_guards_read_a_pairs_traffic_once_a_second_and_count_their_own_sends_meanwhile() -> None:
+    """A flood decided from the traffic read once, plus the sends decided since: the store is not
+    asked on every send (the hub decides sends on its event loop)."""
+
+    class CountingStore:
+        reads = 0
+
+        def pair_traffic(self, workspace, a, b, since, limit):  # noqa: ANN001, ANN202 - the one method used
+            CountingStore.reads += 1
+            return []
+
+    guards = Guards(CountingStore())  # type: ignore[arg-type]
+    start = datetime(2026, 12, 2, tzinfo=UTC)
+    verdicts = [
+        guards.decide("ws", "alice", ["bob"], start + timedelta(seconds=i * TRAFFIC_REUSE_SECONDS / 100))
+        for i in range(guard.FLOOD_MESSAGES + 1)
+    ]
+    assert CountingStore.reads == 1
+    assert [bool(v) for v in verdicts] == [False] * guard.FLOOD_MESSAGES + [True]  # the 21st is held
+    assert verdicts[-1]["bob"].reason == "flood"
+    guards.decide("ws", "alice", ["bob"], start + timedelta(seconds=2 * TRAFFIC_REUSE_SECONDS))
+    assert CountingStore.reads == 2  # read again once the reuse time is over

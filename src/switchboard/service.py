@@ -113,6 +113,7 @@ class Service(Directory):
         self._sessions_read: dict[str, OpenSessions] = {}
         self._agent_names: dict[str, AgentNames] = {}
         self.handover = Handover(self)
+        self.guards = holds_of.Guards(store)
 
     # --- callers -------------------------------------------------------------------------
 
@@ -193,7 +194,7 @@ class Service(Directory):
                     recipients=[t.agent for t in unreachable],
                 )
 
-        holds = holds_of.decide(self.store, caller.workspace, caller.agent, [t.agent for t in targets], now)
+        holds = self.guards.decide(caller.workspace, caller.agent, [t.agent for t in targets], now)
         message_id = new_id()
         sender = self.session_by_id(caller.workspace, caller.session_id) if caller.session_id else None
         # Every field was checked above: build the models without validating them again.
