@@ -87,12 +87,12 @@ def push_sent(client: Client, sent: SendResult, env: Mapping[str, str] | None = 
 def _push(client: Client, sent: SendResult, env: Mapping[str, str]) -> PushReport:
     # What the sessions pushed into before took is told first: the surface below sweeps back
     # the mail of those that are gone, and mail their model took must not come back.
-    confirm_pushed(client, env)
+    settings = Settings.load(env)
+    confirm_pushed(client, env, settings)
     recipients = {r.agent for r in sent.recipients if r.agent and r.state != "unknown_recipient"}
     sessions = [s for s in claude_sessions.live_sessions(env) if s.socket_path] if recipients else []
     if not sessions:
         return PushReport()
-    settings = Settings.load(env)
     owned = [(owner, s) for s in sessions if (owner := _owner(s, settings)) and owner[0] in recipients]
     if not owned:
         return PushReport()
@@ -151,7 +151,7 @@ def _register_unserved(recipient: Client, current: ClaudeSession, settings: Sett
     return registered
 
 
-def confirm_pushed(client: Client, env: Mapping[str, str] | None = None) -> list[str]:
+def confirm_pushed(client: Client, env: Mapping[str, str] | None = None, settings: Settings | None = None) -> list[str]:
     """Tell the mailbox which mail handed to the unserved Claude Code sessions pushed into from
     this machine their model took, as their transcripts show (evidence "transcript"), and renew
     the liveness of those still running (through a hub elsewhere, nothing else reports them).
@@ -159,7 +159,7 @@ def confirm_pushed(client: Client, env: Mapping[str, str] | None = None) -> list
     then returns the rest of its mail. The ids confirmed. Never raises."""
     env = os.environ if env is None else env
     try:
-        home = Settings.load(env).home
+        home = (settings or Settings.load(env)).home
         kept = unserved_sessions.notes(home)
         workspace = client.whoami().workspace if kept else None
     except Exception:  # best effort: a status or a send goes on without it
