@@ -58,7 +58,7 @@ from common import BenchFailure, ms, percentile, report  # noqa: E402
 
 from switchboard import claude_sessions  # noqa: E402
 from switchboard.config import Settings  # noqa: E402
-from switchboard.hooks.state import SessionFiles, session_key  # noqa: E402
+from switchboard.integrations.hooks.state import SessionFiles, session_key  # noqa: E402
 from tests.cli_runner import isolated_env  # noqa: E402
 from tests.clients.conftest import CLAUDE_CODE_CURRENT, LiveCli, Machine, claude_code_env, install  # noqa: E402
 from tests.clients.mock_model import MockModel  # noqa: E402

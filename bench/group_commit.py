@@ -59,7 +59,7 @@ from switchboard.hub.context import settled
 from switchboard.model import DeliveryState, Message, Part, RecipientOutcome, SendResult, new_id
 from switchboard.pending import Pending
 from switchboard.store.base import NewDelivery
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 
 WORKSPACE = "bench"
 RECIPIENT = "recipient"

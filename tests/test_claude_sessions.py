@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from switchboard import claude_sessions
-from switchboard.claude_sessions import (
+from switchboard.errors import SwitchboardError, TooLarge
+from switchboard.identity import process_start_time
+from switchboard.integrations.claude_code import sessions as claude_sessions
+from switchboard.integrations.claude_code.sessions import (
     ClaudeSession,
     MessagingSocketUnavailable,
     encode_frame,
@@ -23,8 +25,6 @@ from switchboard.claude_sessions import (
     session_of,
     write_frame,
 )
-from switchboard.errors import SwitchboardError, TooLarge
-from switchboard.identity import process_start_time
 from tests.frame_listener import FrameListener
 from tests.waiting import wait_until
 

@@ -6,7 +6,7 @@ import threading
 from datetime import UTC, datetime
 
 from switchboard.events import MailboxEvents
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

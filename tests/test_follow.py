@@ -1,4 +1,4 @@
-"""Following a mailbox (switchboard.follow) on the embedded store: every message once, in order;
+"""Following a mailbox (switchboard.client.following) on the embedded store: every message once, in order;
 mail pushed to a sibling session that died unread is handed on late, once."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from switchboard.client import LocalClient
-from switchboard.follow import follow
+from switchboard.client.base import LocalClient
+from switchboard.client.following import follow
 from switchboard.model import Caller, MailItem
 from switchboard.service import Service
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.test_service import Clock
 from tests.waiting import wait_until
 

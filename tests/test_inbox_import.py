@@ -17,12 +17,12 @@ import pytest
 
 import switchboard.cli.import_inbox  # noqa: F401  (registers the command on the app)
 from switchboard.cli.main import main
-from switchboard.client import LocalClient
+from switchboard.client.base import LocalClient
 from switchboard.config import Settings
-from switchboard.inbox_import import InboxFile, import_plan, parse_message, plan, scan
+from switchboard.integrations.inbox_tree import InboxFile, import_plan, parse_message, plan, scan
 from switchboard.model import Caller, MailItem
 from switchboard.service import Service
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 
 WS = "acme"
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from switchboard import bounds
+from switchboard import address, content
 from switchboard.address import AgentAddress, ChannelAddress, parse_address, parse_machine, parse_name
 from switchboard.config import read_config, write_config
-from switchboard.cursors import decimal_number, resume_point, whole_number
 from switchboard.errors import BadAddress, BadName, BadRequest
 from switchboard.headers import parse_process_header, process_header
+from switchboard.hub.query_numbers import decimal_number, resume_point, whole_number
 
 NAME_CHARS = string.ascii_letters + string.digits + "._-"
 # Text as hostile clients write it: any character, and the look-alikes that fool str methods.
@@ -35,7 +35,7 @@ def test_a_name_is_canonical_and_fits_its_pattern_or_is_refused(text: str) -> No
         name = parse_name(text)
     except BadName:
         return
-    assert re.fullmatch(bounds.NAME_PATTERN, name) and len(name) <= bounds.NAME_CHARS
+    assert re.fullmatch(address.NAME_PATTERN, name) and len(name) <= address.NAME_CHARS
     assert parse_name(name) == name == text.strip().lower()
 
 
@@ -45,7 +45,7 @@ def test_a_machine_name_is_canonical_and_fits_its_pattern_or_is_refused(text: st
         machine = parse_machine(text)
     except BadName:
         return
-    assert re.fullmatch(bounds.MACHINE_PATTERN, machine) and len(machine) <= bounds.MACHINE_CHARS
+    assert re.fullmatch(address.MACHINE_PATTERN, machine) and len(machine) <= address.MACHINE_CHARS
     assert parse_machine(machine) == machine
 
 
@@ -66,34 +66,34 @@ ADDRESS_LIKE = st.one_of(
 @example("bob@laptop#²")
 def test_an_address_round_trips_and_fits_the_documented_pattern_or_is_refused(text: str) -> None:
     try:
-        address = parse_address(text)
+        parsed = parse_address(text)
     except BadAddress:
         return
-    assert isinstance(address, AgentAddress | ChannelAddress)
-    assert parse_address(str(address)) == address
-    assert re.fullmatch(bounds.ADDRESS_PATTERN, str(address)), str(address)
-    if isinstance(address, AgentAddress) and address.pid is not None:
-        assert 1 <= address.pid <= bounds.PID_MAX
+    assert isinstance(parsed, AgentAddress | ChannelAddress)
+    assert parse_address(str(parsed)) == parsed
+    assert re.fullmatch(address.ADDRESS_PATTERN, str(parsed)), str(parsed)
+    if isinstance(parsed, AgentAddress) and parsed.pid is not None:
+        assert 1 <= parsed.pid <= address.PID_MAX
 
 
 @given(st.integers(min_value=1, max_value=10**12), st.integers(min_value=-10, max_value=10**13))
-@example(bounds.PID_MAX, bounds.PID_MAX + 1)
+@example(address.PID_MAX, address.PID_MAX + 1)
 def test_whole_numbers_up_to_matches_exactly_1_to_its_bound(most: int, number: int) -> None:
-    matched = re.fullmatch(bounds.whole_numbers_up_to(most), str(number)) is not None
+    matched = re.fullmatch(address.whole_numbers_up_to(most), str(number)) is not None
     assert matched == (1 <= number <= most)
 
 
 @given(DIGITS_LIKE)
 @example("9" * 5000)
-@example(str(bounds.SEQ_MAX + 1))
+@example(str(content.SEQ_MAX + 1))
 @example("²")
 def test_a_resume_point_is_ascii_digits_up_to_the_largest_sequence_number(text: str) -> None:
     try:
         value = resume_point(text)
     except BadRequest:
-        assert not (text.isascii() and text.isdigit()) or len(text) > bounds.SEQ_DIGITS or int(text) > bounds.SEQ_MAX
+        assert not (text.isascii() and text.isdigit()) or len(text) > content.SEQ_DIGITS or int(text) > content.SEQ_MAX
         return
-    assert text.isascii() and text.isdigit() and 0 <= value <= bounds.SEQ_MAX == 2**63 - 1
+    assert text.isascii() and text.isdigit() and 0 <= value <= content.SEQ_MAX == 2**63 - 1
 
 
 @given(DIGITS_LIKE, st.integers(min_value=-5, max_value=5), st.integers(min_value=0, max_value=2**64))
@@ -108,10 +108,10 @@ def test_a_whole_number_query_parameter_is_within_its_bounds_or_refused(text: st
 @given(st.one_of(DIGITS_LIKE, st.sampled_from(["nan", "inf", "-inf", "1e400", "NaN", "Infinity", "0x10", "1_0"])))
 def test_a_number_query_parameter_is_finite_and_within_its_bounds_or_refused(text: str) -> None:
     try:
-        value = decimal_number(text, "wait", 0.0, bounds.WAIT_SECONDS_MAX)
+        value = decimal_number(text, "wait", 0.0, content.WAIT_SECONDS_MAX)
     except BadRequest:
         return
-    assert 0.0 <= value <= bounds.WAIT_SECONDS_MAX and text.isascii()
+    assert 0.0 <= value <= content.WAIT_SECONDS_MAX and text.isascii()
 
 
 PAIRS = st.lists(
@@ -133,13 +133,13 @@ def test_the_process_header_names_pids_and_start_times_within_bounds_or_nothing(
     machine, lineage = named
     assert machine and len(lineage) <= 16
     for pid, start in lineage:
-        assert 0 <= pid <= bounds.PID_MAX
-        assert start is None or 0 <= start <= bounds.PROC_START_MAX
+        assert 0 <= pid <= address.PID_MAX
+        assert start is None or 0 <= start <= address.PROC_START_MAX
 
 
 @given(st.text(st.sampled_from(NAME_CHARS), min_size=1, max_size=20), PAIRS)
 def test_a_process_header_of_pids_in_bounds_reads_back_as_written(machine: str, pairs: list) -> None:
-    assume(all(pid <= bounds.PID_MAX and (start is None or start <= bounds.PROC_START_MAX) for pid, start in pairs))
+    assume(all(pid <= address.PID_MAX and (start is None or start <= address.PROC_START_MAX) for pid, start in pairs))
     assert parse_process_header(process_header(machine, pairs[:16])) == (machine, pairs[:16])
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from switchboard.config import private_folder, save_login
-from switchboard.hooks.state import SessionFiles, SessionState, take_pusher_lock
-from switchboard.integrations.manifest import Manifest, keep_backup
+from switchboard.integrations.hooks.state import SessionFiles, SessionState, take_pusher_lock
+from switchboard.integrations.install.manifest import Manifest, keep_backup
 
 
 def mode(path: Path) -> int:

@@ -6,12 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from switchboard.client import LocalClient
+from switchboard.client.base import LocalClient
 from switchboard.fence import fenced_mail
+from switchboard.integrations.claude_code.transcript_watch import (
+    TranscriptWatcher,
+    fenced_ids,
+    ids_in_tail,
+    transcript_of,
+)
 from switchboard.model import Caller, MailItem
 from switchboard.service import Service
 from switchboard.store.opening import open_store
-from switchboard.transcript_watch import TranscriptWatcher, fenced_ids, ids_in_tail, transcript_of
 
 WS = "acme"
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from switchboard import unserved_sessions
 from switchboard.config import Settings
 from switchboard.identity import machine_name, process_start_time
+from switchboard.integrations.claude_code import unserved_sessions
+from switchboard.integrations.claude_code.push import confirm_pushed, push_sent
+from switchboard.integrations.claude_code.socket_delivery import render
+from switchboard.integrations.claude_code.unserved_sessions import Note
 from switchboard.model import UNSERVED_RUNTIME, RecipientStatus
-from switchboard.session_push import confirm_pushed, push_sent
-from switchboard.socket_delivery import render
-from switchboard.unserved_sessions import Note
 from tests.test_session_push import FakeSession, Machine, machine  # noqa: F401 (the fixture)
 from tests.waiting import wait_until
 

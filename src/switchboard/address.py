@@ -5,7 +5,8 @@
     name@machine#pid     one exact session of that agent
     #channel             every member of a channel
 
-Names are case-insensitive and stored in lower case. Pure: no I/O, imports only ``bounds`` and ``errors``.
+Names are case-insensitive and stored in lower case. Pure: no I/O, imports only ``errors``.
+The bounds of an address are named here once; the hub's schemas state them in /openapi.json.
 """
 
 from __future__ import annotations
@@ -14,17 +15,58 @@ import functools
 import re
 from dataclasses import dataclass
 
-from switchboard import bounds
 from switchboard.errors import BadAddress, BadName
 
-NAME_MAX = bounds.NAME_CHARS
-MACHINE_MAX = bounds.MACHINE_CHARS
+# --- the bounds of an address ------------------------------------------------------------------
+
+PID_MAX = 2**31 - 1  # pid_t is a signed 32-bit integer (Linux's own pid_max is lower still)
+PROC_START_MAX = 2**63 - 1  # a process's start time in clock ticks since boot, as /proc has it
+ADDRESS_CHARS = 64 + 1 + 253 + 1 + 10  # name@machine#pid at its longest
+NAME_CHARS = 64  # an agent, channel, workspace or runtime name
+MACHINE_CHARS = 253  # a host name
+
+# --- address patterns --------------------------------------------------------------------------
+# Unanchored, for the grammar below to build on; the anchored ``*_PATTERN`` forms
+# are what /openapi.json states. Those are the canonical forms: the service also takes upper
+# case and surrounding blanks, and folds them.
+
+
+def whole_numbers_up_to(most: int) -> str:
+    """A regular expression matching exactly the decimal numbers 1..``most`` (no leading zero)."""
+    text = str(most)
+    # Shorter than ``most``: any such number. As long: ``most``'s first i digits, a smaller
+    # digit, then any digits; or ``most`` itself.
+    choices = [f"[1-9][0-9]{{0,{len(text) - 2}}}"] if len(text) > 1 else []
+    for i, digit in enumerate(text):
+        least = 1 if i == 0 else 0
+        if int(digit) > least:
+            smaller = str(least) if int(digit) - 1 == least else f"[{least}-{int(digit) - 1}]"
+            rest = len(text) - i - 1
+            choices.append(text[:i] + smaller + (f"[0-9]{{{rest}}}" if rest else ""))
+    return "(?:" + "|".join([*choices, text]) + ")"
+
+
+NAME_REGEX = rf"[a-z0-9](?:[a-z0-9._-]{{0,{NAME_CHARS - 2}}}[a-z0-9])?"
+MACHINE_REGEX = rf"[a-z0-9](?:[a-z0-9._-]{{0,{MACHINE_CHARS - 2}}}[a-z0-9])?"
+PID_REGEX = whole_numbers_up_to(PID_MAX)
+AGENT_ADDRESS_REGEX = rf"{NAME_REGEX}(?:@{MACHINE_REGEX}(?:#{PID_REGEX})?)?"
+ADDRESS_REGEX = rf"(?:#{NAME_REGEX}|{AGENT_ADDRESS_REGEX})"
+
+NAME_PATTERN = f"^{NAME_REGEX}$"
+MACHINE_PATTERN = f"^{MACHINE_REGEX}$"
+AGENT_ADDRESS_PATTERN = f"^{AGENT_ADDRESS_REGEX}$"
+ADDRESS_PATTERN = f"^{ADDRESS_REGEX}$"
+ADDRESS_LIST_PATTERN = f"^{ADDRESS_REGEX}(?:,{ADDRESS_REGEX})*$"  # to: "alice,bob,#team"
+CHANNEL_PATTERN = f"^#?{NAME_REGEX}$"  # a channel's name, with or without its '#'
+
+NAME_MAX = NAME_CHARS
+MACHINE_MAX = MACHINE_CHARS
 
 # A name starts and ends with a letter or digit; inside, it may also use . _ and -.
-_NAME = bounds.NAME_REGEX
+_NAME = NAME_REGEX
 # Host names as the machine reports them (lower-cased); underscores appear in the wild.
-_MACHINE = bounds.MACHINE_REGEX
-_PID = bounds.PID_REGEX  # 1..2**31-1: no process has another id
+_MACHINE = MACHINE_REGEX
+_PID = PID_REGEX  # 1..2**31-1: no process has another id
 
 _NAME_RE = re.compile(_NAME)
 _MACHINE_RE = re.compile(_MACHINE)
@@ -111,7 +153,7 @@ def parse_address(text: str) -> Address:
         return AgentAddress(match["name"], match["machine"], int(pid) if pid else None)
     raise BadAddress(
         f"{shown(text)!r} is not an address: use name, name@machine, name@machine#pid or #channel "
-        f"(names are {NAME_RULE}; a pid is 1-{bounds.PID_MAX}).",
+        f"(names are {NAME_RULE}; a pid is 1-{PID_MAX}).",
         address=shown(text),
     )
 

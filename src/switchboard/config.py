@@ -19,8 +19,8 @@ from pathlib import Path
 
 import platformdirs
 
+from switchboard.content import is_utf8
 from switchboard.errors import BadRequest
-from switchboard.json_values import is_utf8
 
 CONFIG_FILE = "config.toml"
 DATABASE_FILE = "switchboard.db"

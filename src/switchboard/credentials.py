@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from switchboard.address import parse_name
-from switchboard.bounds import TOKEN_LABEL_CHARS
-from switchboard.content import check_text
+from switchboard.content import TOKEN_LABEL_CHARS, check_text
 from switchboard.errors import BadRequest, Forbidden, Unauthorized, UnknownAgent, UnknownToken
 from switchboard.identity import DEFAULT_WORKSPACE
 from switchboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspace, new_id, utcnow

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from switchboard import holds
 from switchboard.address import (
+    PID_MAX,
+    PROC_START_MAX,
     AgentAddress,
     ChannelAddress,
     parse_address,
@@ -20,16 +21,16 @@ from switchboard.address import (
     parse_name,
     shown,
 )
-from switchboard.bounds import (
+from switchboard.content import (
     AUDIT_LIMIT_DEFAULT,
     DELIVERY_ERROR_CHARS,
-    PID_MAX,
-    PROC_START_MAX,
     SKILL_CHARS,
     TERMINAL_CHARS,
+    Limits,
+    check_text,
+    is_id,
 )
-from switchboard.content import Limits, check_text, is_id
-from switchboard.directory_index import AgentNames, OpenSessions
+from switchboard.delivery import holds
 from switchboard.errors import (
     AlreadyExists,
     BadRequest,
@@ -42,7 +43,7 @@ from switchboard.errors import (
     UnknownChannel,
     UnknownSession,
 )
-from switchboard.liveness import Liveness
+from switchboard.liveness import Liveness, OpenSessions
 from switchboard.model import (
     Agent,
     AgentPresence,
@@ -60,6 +61,7 @@ from switchboard.model import (
     WhoReport,
     new_id,
 )
+from switchboard.reach import AgentNames
 from switchboard.reach import reach as reach_of
 from switchboard.store.base import NewSession, Store
 
@@ -109,7 +111,7 @@ class Directory:
         """For a name that names no agent: " Did you mean 'backend'?" when agents of close names
         exist (a typo would otherwise create an agent nobody reads), else nothing.
 
-        From the workspace's index of names (see ``name_index``), never by comparing the name
+        From the workspace's index of names (see ``reach.NameIndex``), never by comparing the name
         with every agent: a send to a hundred new names in a workspace of thousands of agents
         costs milliseconds. The first guess in a workspace reads its names from the store."""
         names = self._agent_names.get(workspace)

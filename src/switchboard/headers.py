@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from switchboard.bounds import PID_MAX, PROC_START_MAX
+from switchboard.address import PID_MAX, PROC_START_MAX
 
 AGENT_HEADER = "X-Switchboard-Agent"
 WORKSPACE_HEADER = "X-Switchboard-Workspace"

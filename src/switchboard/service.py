@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from switchboard import holds as holds_of
 from switchboard.address import (
     AgentAddress,
     ChannelAddress,
     parse_addresses,
 )
-from switchboard.bounds import SEQ_MAX
 from switchboard.content import (
+    SEQ_MAX,
     Limits,
     check_idempotency_key,
     check_message_id,
@@ -29,8 +28,12 @@ from switchboard.content import (
     message_parts,
     request_hash,
 )
+from switchboard.delivery import holds as holds_of
+from switchboard.delivery.handing import (
+    Handover,
+    hands,
+)
 from switchboard.directory import Directory
-from switchboard.directory_index import AgentNames, OpenSessions
 from switchboard.errors import (
     BadRequest,
     IdempotencyConflict,
@@ -42,11 +45,7 @@ from switchboard.errors import (
     listed,
 )
 from switchboard.events import MailboxEvents, PushedDelivery
-from switchboard.handing import (
-    Handover,
-    hands,
-)
-from switchboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
+from switchboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness, OpenSessions
 from switchboard.model import (
     SURFACE_PATHS,
     UNSERVED_RUNTIME,
@@ -72,6 +71,7 @@ from switchboard.model import (
     utcnow,
 )
 from switchboard.pending import Pending, completed
+from switchboard.reach import AgentNames
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, Store
 
 T = TypeVar("T")

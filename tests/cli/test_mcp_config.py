@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from switchboard import http_client as client_module
 from switchboard.cli import mcp_config
+from switchboard.client import hub as client_module
 from switchboard.errors import BadRequest
-from switchboard.mcp_clients import (
+from switchboard.integrations.mcp_registration import (
     AGENT_HEADER,
     CLIENTS,
     CODEX_FORWARDED_ENV,

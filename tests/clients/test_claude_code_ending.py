@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.clients.conftest import TEST_TIMEOUT, Machine
 from tests.clients.mock_model import MockModel
 from tests.clients.test_claude_code_socket import start_session

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard import claude_sessions
+from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.model import RecipientStatus
 from tests.cli_runner import CALL_TIMEOUT, isolated_env
 from tests.clients.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env

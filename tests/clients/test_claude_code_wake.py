@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from switchboard import claude_sessions
+from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.model import RecipientStatus
 from tests.clients.conftest import (
     LEFTOVER_TIMEOUT,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from switchboard.client import LocalClient
+from switchboard.client.base import LocalClient
 from switchboard.config import Settings
-from switchboard.hooks.probe import may_have_mail
+from switchboard.integrations.hooks.probe import may_have_mail
 
 
 def test_the_probe_agrees_with_surface(tmp_path: Path) -> None:

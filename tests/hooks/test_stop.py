@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.hooks import budget
+from switchboard.integrations.hooks import budget
 from tests.hooks.conftest import Hooks
 from tests.hooks.shapes import CLIENTS
 

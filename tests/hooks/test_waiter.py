@@ -10,13 +10,13 @@ import sys
 import time
 from pathlib import Path
 
-from switchboard.client import LocalClient
+from switchboard.client.base import LocalClient
 from switchboard.fence import PREAMBLE, fenced_mail
-from switchboard.hooks.state import take_pusher_lock
 from switchboard.identity import DEFAULT_WORKSPACE, process_start_time
+from switchboard.integrations.hooks.state import take_pusher_lock
 from switchboard.model import Caller
 from switchboard.service import Service
-from switchboard.store import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.hooks.conftest import AGENT, Hooks
 from tests.waiting import wait_until
 

@@ -13,12 +13,12 @@ from contextlib import contextmanager
 
 import pytest
 
-from switchboard import guard
-from switchboard.client import LocalClient
+from switchboard.client.base import LocalClient
+from switchboard.delivery import guard
 from switchboard.identity import DEFAULT_WORKSPACE
 from switchboard.model import Caller
 from switchboard.service import Service
-from switchboard.store import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.hooks.conftest import AGENT, SENDER, Hooks
 from tests.hooks.test_waiter import WAKE_TIMEOUT, ended, registered, start_agent_cli
 from tests.waiting import wait_until

@@ -15,7 +15,7 @@ from switchboard.errors import Unauthorized
 from switchboard.hub.mcp_endpoint import CredentialBound
 from switchboard.model import Caller
 from switchboard.service import Service
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.waiting import wait_until
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from switchboard.client.following import follow
+from switchboard.client.hub import HubClient
 from switchboard.errors import HubUnavailable
-from switchboard.follow import follow
-from switchboard.http_client import HubClient
 from switchboard.model import MailItem
 from tests.hub.conftest import CLI, EventStream, Hub
 from tests.postgres import fresh_database

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client import Client, LocalClient
+from switchboard.client.base import Client, LocalClient
 from switchboard.errors import BadRequest, UnknownMessage
 from switchboard.model import Caller, DeliveryState
 from switchboard.service import Service
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.hub.conftest import Tenant, unique
 
 Pair = tuple[Client, Client]  # (alice, bob)

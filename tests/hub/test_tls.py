@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client import HubClient
+from switchboard.client.base import HubClient
 from switchboard.errors import BadRequest, HubUnavailable
-from switchboard.hooks import hub_probe
+from switchboard.integrations.hooks import hub_probe
 from tests.cli_runner import texts
 from tests.hooks.conftest import AGENT, Hooks
 from tests.hub.conftest import CLI, Hub, expect_error, unique

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from contextlib import closing
 
-from switchboard.session_push import push_sent
+from switchboard.integrations.claude_code.push import push_sent
 from tests.hub.conftest import Tenant
 from tests.test_session_push import Machine, machine  # noqa: F401 (the fixture)
 from tests.waiting import wait_until

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.hooks.state import DeliveryClaim, delivering
-from switchboard.integrations.install_plans import fast_hook_command
+from switchboard.integrations.hooks.state import DeliveryClaim, delivering
+from switchboard.integrations.install.install_plans import fast_hook_command
 from tests.waiting import wait_until
 
 SESSION_PID = 4242  # the Claude Code process the socket is named after
 HOLDER = """
 import sys, time
 from pathlib import Path
-from switchboard.hooks.state import DeliveryClaim
+from switchboard.integrations.hooks.state import DeliveryClaim
 claim = DeliveryClaim(Path(sys.argv[1]), int(sys.argv[2]), 77)
 claim.hold(True)
 print("held", flush=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.integrations.json_text import JsonText
-from switchboard.integrations.manifest import MANIFEST_FILE
+from switchboard.integrations.install.json_text import JsonText
+from switchboard.integrations.install.manifest import MANIFEST_FILE
 from tests.cli_runner import CLI
 from tests.integrations.conftest import CLAUDE_PROJECT_SETTINGS, Machine
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.integrations.json_text import MISSING, JsonShapeError, JsonSyntaxError, JsonText
+from switchboard.integrations.install.json_text import MISSING, JsonShapeError, JsonSyntaxError, JsonText
 
 keys = st.text(st.sampled_from("abcxyz_-é"), min_size=1, max_size=4)
 scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.text('ab"\\\n', max_size=3)

@@ -6,9 +6,9 @@ import tomllib
 
 import pytest
 
-from switchboard.integrations import toml_block
-from switchboard.integrations.entries import Block, Item, Member, Whole, from_dict, to_dict
-from switchboard.integrations.settings_files import FORMATS, SettingsError, merge, unmerge
+from switchboard.integrations.install import toml_block
+from switchboard.integrations.install.entries import Block, Item, Member, Whole, from_dict, to_dict
+from switchboard.integrations.install.settings_files import FORMATS, SettingsError, merge, unmerge
 
 JSON = FORMATS["json"]
 TOML = FORMATS["toml"]

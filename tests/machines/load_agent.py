@@ -36,12 +36,12 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from switchboard.client import HubClient, SessionHint, hub_client
+from switchboard.client.base import HubClient, SessionHint, hub_client
+from switchboard.client.following import follow
+from switchboard.client.session_keeper import SessionKeeper
 from switchboard.config import Settings
 from switchboard.errors import SwitchboardError
-from switchboard.follow import follow
 from switchboard.model import MailItem, ReadResult
-from switchboard.session_keeper import SessionKeeper
 
 FORMS = ("name", "machine", "session")  # name, name@machine, name@machine#pid
 FOLLOW_WAIT_SECONDS = 0.5  # one waiting read of the follower: an empty one after the stop ends the drain

@@ -9,8 +9,8 @@ from contextlib import asynccontextmanager
 import pytest
 from mcp import Client
 
-from switchboard.client import LocalClient
-from switchboard.mcp import mailbox_server, one_client
+from switchboard.client.base import LocalClient
+from switchboard.mcp.tools import mailbox_server, one_client
 
 
 @pytest.fixture

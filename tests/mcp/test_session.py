@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from switchboard.client.session_keeper import runtime_of
 from switchboard.model import Session
-from switchboard.session_keeper import runtime_of
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.cli_runner import CLI
 from tests.waiting import wait_until
 

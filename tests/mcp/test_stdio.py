@@ -53,7 +53,7 @@ def test_a_server_that_cannot_name_its_agent_fails_on_stderr_and_writes_nothing_
 def test_while_serving_stray_output_goes_to_stderr_and_only_the_protocol_reaches_stdout():
     code = (
         "import os, sys\n"
-        "from switchboard.mcp_stdio import _take_standard_fds\n"
+        "from switchboard.mcp.stdio import _take_standard_fds\n"
         "protocol_in, protocol_out = _take_standard_fds()\n"
         "print('a stray print'); sys.stdout.flush(); os.write(1, b'a stray write\\n')\n"
         "assert sys.stdin.read() == ''  # fd 0 reads nothing now\n"

@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
-from switchboard.client import LocalClient
-from switchboard.mcp import DEFAULT_READ_LIMIT, mailbox_server, one_client
+from switchboard.client.base import LocalClient
+from switchboard.mcp.tools import DEFAULT_READ_LIMIT, mailbox_server, one_client
 
 pytestmark = pytest.mark.anyio
 

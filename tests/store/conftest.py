@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from switchboard.store import sqlite as sqlite_store
 from switchboard.store.base import Store
-from switchboard.store.sqlite import SQLiteStore
-from switchboard.store.sqlite_connection import SQLiteDatabase
+from switchboard.store.sqlite import store as sqlite_store
+from switchboard.store.sqlite.connection import SQLiteDatabase
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.postgres import schema_url, server_url
 
 try:  # the hub runs on uvloop where it is installed: test on the loop it uses
@@ -126,7 +126,7 @@ class StoreFactory:
         if self.kind == "sqlite-loop-commit":  # as the hub opens it: batched on its event loop
             return self._open_on_loop()
         if self.kind == "postgres":  # each store on its own pool, as each hub replica would be
-            from switchboard.store.postgres import PostgresStore
+            from switchboard.store.postgres.store import PostgresStore
 
             if self._schema is None:
                 self._schema = PostgresSchema()
@@ -297,7 +297,7 @@ def postgres_schema() -> Iterator[PostgresSchema]:
 def open_postgres(postgres_schema: PostgresSchema) -> Iterator[Callable[..., Any]]:
     """Open PostgresStores on one fresh schema (keyword arguments go to the constructor);
     every one is closed at the end."""
-    from switchboard.store.postgres import PostgresStore
+    from switchboard.store.postgres.store import PostgresStore
 
     stores: list[PostgresStore] = []
 

@@ -22,12 +22,12 @@ import pytest
 
 from switchboard.errors import UnknownRecipient
 from switchboard.model import DeliveryState
-from switchboard.store import sqlite as sqlite_module
-from switchboard.store import sqlite_messages
 from switchboard.store.base import NewDelivery
-from switchboard.store.schema import MIGRATIONS
-from switchboard.store.sqlite import FAN_OUT_LATER_FROM, SQLiteStore
-from switchboard.store.sqlite_messages import NewMessage, insert_messages, write_out_step
+from switchboard.store.sqlite import messages as sqlite_messages
+from switchboard.store.sqlite import store as sqlite_module
+from switchboard.store.sqlite.messages import NewMessage, insert_messages, write_out_step
+from switchboard.store.sqlite.schema import MIGRATIONS
+from switchboard.store.sqlite.store import FAN_OUT_LATER_FROM, SQLiteStore
 from tests.store.conftest import LoopThread, db, on_loop
 from tests.store.test_loop_commit import DEADLINE, STILL_PENDING, loop_held
 from tests.store.test_store_contract import T0, WS, agents, build, ids, send

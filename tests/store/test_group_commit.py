@@ -20,10 +20,10 @@ import pytest
 
 from switchboard.errors import StoreUnavailable, UnknownRecipient
 from switchboard.model import DeliveryState, Message, SendResult
-from switchboard.store import sqlite_connection
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
-from switchboard.store.sqlite import SQLiteStore
-from switchboard.store.sqlite_connection import SQLiteDatabase
+from switchboard.store.sqlite import connection as sqlite_connection
+from switchboard.store.sqlite.connection import SQLiteDatabase
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.store.test_store_contract import T0, WS, agents, at, build, ids, send
 from tests.waiting import wait_until
 

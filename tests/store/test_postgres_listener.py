@@ -11,8 +11,8 @@ import pytest
 
 from switchboard.model import DeliveryState
 from switchboard.store.base import NewDelivery
-from switchboard.store.postgres import PostgresStore
-from switchboard.store.postgres_queries import MAX_PAYLOAD_BYTES, payload
+from switchboard.store.postgres.queries import MAX_PAYLOAD_BYTES, payload
+from switchboard.store.postgres.store import PostgresStore
 from tests.store.conftest import PostgresSchema
 from tests.store.test_store_contract import OTHER_WS, T0, WS, agents, at, build, new_token, send
 from tests.waiting import wait_until

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from switchboard.model import DeliveryState, MailItem
 from switchboard.store.base import NewDelivery, Store
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.store.test_store_contract import WS, agents, at, build
 
 

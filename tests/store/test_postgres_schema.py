@@ -12,9 +12,9 @@ import pytest
 from switchboard.errors import StoreUnavailable
 from switchboard.model import DeliveryState
 from switchboard.store.base import NewDelivery
-from switchboard.store.postgres import PostgresStore
-from switchboard.store.postgres_connection import channel_for, without_password
-from switchboard.store.postgres_schema import MIGRATIONS, VERSION_TABLE
+from switchboard.store.postgres.connection import channel_for, without_password
+from switchboard.store.postgres.schema import MIGRATIONS, VERSION_TABLE
+from switchboard.store.postgres.store import PostgresStore
 from tests.store.test_store_contract import WS, agents, build, send
 
 

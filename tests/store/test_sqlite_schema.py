@@ -9,8 +9,8 @@ import pytest
 
 from switchboard.model import new_id
 from switchboard.store.base import NewToken
-from switchboard.store.schema import MIGRATIONS
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.sqlite.schema import MIGRATIONS
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.store.test_store_contract import T0, WS
 
 

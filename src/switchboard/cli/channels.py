@@ -6,10 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from switchboard import session_push
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
 from switchboard.cli.messaging import emit_sent
+from switchboard.integrations.claude_code import push as session_push
 from switchboard.model import Channel
 
 channel_app = typer.Typer(help="Channels: #name with members; a post reaches every member once.", no_args_is_help=True)

@@ -12,11 +12,11 @@ import typer
 
 from switchboard.cli import render
 from switchboard.cli.app import app
-from switchboard.client import LocalClient
+from switchboard.client.base import LocalClient
 from switchboard.identity import machine_name
 from switchboard.model import Caller
 from switchboard.service import Service
-from switchboard.store.sqlite import SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 
 
 def _step(text: str) -> None:

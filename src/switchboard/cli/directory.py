@@ -10,13 +10,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from switchboard import claude_sessions
 from switchboard.cli import render
 from switchboard.cli.app import AsAdminOption, DbOption, JsonOption, app, open_client
+from switchboard.client.session_keeper import HEARTBEAT_SECONDS, SessionKeeper
 from switchboard.errors import BadRequest
 from switchboard.identity import terminal_of
+from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.model import Agent
-from switchboard.session_keeper import HEARTBEAT_SECONDS, SessionKeeper
 
 agent_app = typer.Typer(help="Create, list, describe and delete agents.", no_args_is_help=True)
 session_app = typer.Typer(

@@ -8,13 +8,13 @@ import sys
 import threading
 
 from switchboard.cli import render
-from switchboard.client import Client
+from switchboard.client.base import Client
+from switchboard.client.following import follow
+from switchboard.client.session_keeper import HEARTBEAT_SECONDS, SessionKeeper
 from switchboard.errors import HubUnavailable
-from switchboard.follow import follow
 from switchboard.identity import terminal_of
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS
 from switchboard.model import MailItem
-from switchboard.session_keeper import HEARTBEAT_SECONDS, SessionKeeper
 
 
 def follow_mail(client: Client, *, peek: bool, after: int | None, limit: int | None, as_json: bool) -> None:

@@ -10,7 +10,7 @@ import typer
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app
 from switchboard.config import Settings
-from switchboard.inbox_import import AgentClients, Imported, ImportReport, Plan, Skipped, import_plan, scan
+from switchboard.integrations.inbox_tree import AgentClients, Imported, ImportReport, Plan, Skipped, import_plan, scan
 
 EXIT_SKIPPED = 2
 

@@ -20,8 +20,8 @@ from switchboard.cli.app import JsonOption, app
 from switchboard.cli.mcp_config import server_command
 from switchboard.config import Settings, home_dir
 from switchboard.identity import find_git_root
-from switchboard.integrations import install_plans
-from switchboard.integrations.installer import Report, install, uninstall
+from switchboard.integrations.install import install_plans
+from switchboard.integrations.install.installer import Report, install, uninstall
 
 
 class Client(StrEnum):
@@ -66,7 +66,7 @@ def _tool_names() -> list[str]:
     """The mailbox's MCP tool names, from the tool set itself (so a new tool is allowed too)."""
     import anyio
 
-    from switchboard.mcp import mailbox_server, one_client
+    from switchboard.mcp.tools import mailbox_server, one_client
 
     server = mailbox_server(one_client(None))  # type: ignore[arg-type]  # never called: only listed
     return [tool.name for tool in anyio.run(server.list_tools)]

@@ -65,8 +65,8 @@ def run_command(args: list[str]) -> None:
     """Run one command in this process (the warm server's fork runs it for a thin client)."""
     if args[:1] == ["hook"]:
         # Hooks run on every prompt and tool call: they start before typer and the commands load,
-        # and never fail their host (see switchboard.hooks.entry).
-        from switchboard.hooks.entry import run
+        # and never fail their host (see switchboard.integrations.hooks.entry).
+        from switchboard.integrations.hooks.entry import run
 
         sys.exit(run(args[1:]))
     run_typer_command(args)

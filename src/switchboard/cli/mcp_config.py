@@ -16,7 +16,14 @@ from switchboard.cli.app import JsonOption, app
 from switchboard.config import Settings
 from switchboard.errors import BadRequest, NoIdentity
 from switchboard.identity import resolve_agent
-from switchboard.mcp_clients import CLIENTS, Snippet, client_name, http_snippet, mcp_url, stdio_snippet
+from switchboard.integrations.mcp_registration import (
+    CLIENTS,
+    Snippet,
+    client_name,
+    http_snippet,
+    mcp_url,
+    stdio_snippet,
+)
 
 SCRIPT = "switchboard"
 

@@ -7,11 +7,11 @@ import os
 from importlib.util import find_spec
 
 from switchboard.cli.app import DbOption, app, open_client
+from switchboard.client.session_keeper import SessionKeeper
 from switchboard.identity import terminal_of
-from switchboard.mcp_ending import Ending
-from switchboard.session_keeper import SessionKeeper
-from switchboard.socket_delivery import SocketPusher
-from switchboard.transcript_watch import TranscriptWatcher
+from switchboard.integrations.claude_code.socket_delivery import SocketPusher
+from switchboard.integrations.claude_code.transcript_watch import TranscriptWatcher
+from switchboard.mcp.ending import Ending
 
 
 @app.command("mcp")
@@ -22,8 +22,8 @@ def mcp_command(db: DbOption = None) -> None:
     a Claude Code session with a messaging socket, new mail is written into it as it comes."""
     import anyio
 
-    from switchboard.mcp import mailbox_server, one_client  # the MCP SDK loads only for this command
-    from switchboard.mcp_stdio import serve_stdio
+    from switchboard.mcp.stdio import serve_stdio
+    from switchboard.mcp.tools import mailbox_server, one_client  # the MCP SDK loads only for this command
 
     # Before any thread starts (the store's among them): the threads made after it leave the
     # ending signals to the one that waits for them.

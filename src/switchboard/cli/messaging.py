@@ -8,13 +8,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from switchboard import session_push
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
 from switchboard.cli.following import follow_mail
 from switchboard.errors import BadRequest
+from switchboard.integrations.claude_code import push as session_push
+from switchboard.integrations.claude_code.push import PushReport
 from switchboard.model import MailItem, SendResult
-from switchboard.session_push import PushReport
 
 PUSHED_KEY = "pushed_into_claude_code"  # in send's --json: the sessions its mail was written into
 

@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from switchboard.claude_sessions import ClaudeSession
 from switchboard.fence import one_line
+from switchboard.integrations.claude_code.sessions import ClaudeSession
 from switchboard.model import DeliveryEvent, Held, MailItem, Reach, SendResult, Session
 
 

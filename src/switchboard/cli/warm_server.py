@@ -80,7 +80,7 @@ def preload() -> None:
     # The hooks' modules (the waiter's too): a hook loads them lazily, each fork would again.
     for module in ("entry", "handlers", "context", "probe", "hub_probe", "state", "output", "payload"):
         try:
-            importlib.import_module(f"switchboard.hooks.{module}")
+            importlib.import_module(f"switchboard.integrations.hooks.{module}")
         except ImportError:  # renamed or gone: a hook then loads what it needs itself
             pass
     saved = dict(os.environ)

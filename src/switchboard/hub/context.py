@@ -19,9 +19,9 @@ from starlette.responses import Response
 
 from switchboard import headers
 from switchboard.credentials import Credential, Credentials, hash_secret
-from switchboard.cursors import decimal_number, whole_number
 from switchboard.errors import BadName, BadRequest, Forbidden, TooLarge, Unauthorized
 from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS, OpenStreams
+from switchboard.hub.query_numbers import decimal_number, whole_number
 from switchboard.hub.ratelimit import RateLimiter, bad_token_limiter
 from switchboard.model import Caller
 from switchboard.pending import Pending
@@ -220,7 +220,7 @@ def parse_body(raw: bytes, model: type[M]) -> M:
         if first.get("type") == "json_invalid":
             raise BadRequest(f"the request body is not JSON ({first.get('msg')}).") from None
         where = ".".join(str(x) for x in first.get("loc", ())) or "body"
-        # Text or a list past its bound is too large, as the service says of it (bounds.py).
+        # Text or a list past its bound is too large, as the service says of it (content.py).
         refusal = TooLarge if first.get("type") in _TOO_LARGE else BadRequest
         raise refusal(f"{where}: {first.get('msg')}.") from None
 

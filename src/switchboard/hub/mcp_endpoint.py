@@ -1,4 +1,4 @@
-"""``/mcp``: the agents' tool set (``switchboard.mcp``) served by the hub over Streamable HTTP.
+"""``/mcp``: the agents' tool set (``switchboard.mcp.tools``) served by the hub over Streamable HTTP.
 
 The official SDK's app serves both protocol eras on the one path. Every request is
 authenticated here first, as every other hub request is: a bearer token, and with a workspace
@@ -19,13 +19,13 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from switchboard.client import Client, LocalClient
+from switchboard.client.base import Client, LocalClient
 from switchboard.credentials import Credential
 from switchboard.errors import SwitchboardError, Unauthorized
 from switchboard.hub.asgi import Receive, Reply, Scope, Send, client_of, headers_of
 from switchboard.hub.context import HubContext, bearer_token
 from switchboard.hub.errors import error_document, error_headers
-from switchboard.mcp import call_in_thread, mailbox_server
+from switchboard.mcp.tools import call_in_thread, mailbox_server
 from switchboard.model import Caller, ReadResult
 from switchboard.service import Service
 

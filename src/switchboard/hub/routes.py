@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from switchboard import bounds
+from switchboard import address, content
 from switchboard.hub import api, schemas, sending, streams
 from switchboard.model import (
     SURFACE_PATHS,
@@ -53,17 +53,17 @@ class Route:
     asgi: bool = False  # endpoint is bare ASGI, served ahead of Starlette (the hottest path)
 
 
-# Query parameters, with the bounds the hub keeps (bounds.py): ``required`` marks one that must be given.
+# Query parameters, with the bounds the hub keeps (content.py): ``required`` marks one that must be given.
 Param = dict[str, Any]
 BOOLEAN: Param = {"type": "boolean"}
-AFTER: Param = {"type": "integer", "minimum": 0, "maximum": bounds.SEQ_MAX}
-LIMIT: Param = {"type": "integer", "minimum": 1, "maximum": bounds.READ_LIMIT_MAX}
-WAIT: Param = {"type": "number", "minimum": 0, "maximum": bounds.WAIT_SECONDS_MAX}
+AFTER: Param = {"type": "integer", "minimum": 0, "maximum": content.SEQ_MAX}
+LIMIT: Param = {"type": "integer", "minimum": 1, "maximum": content.READ_LIMIT_MAX}
+WAIT: Param = {"type": "number", "minimum": 0, "maximum": content.WAIT_SECONDS_MAX}
 VIA: Param = {"type": "string", "enum": list(SURFACE_PATHS), "required": True}
 ADDRESS: Param = {
     "type": "string",
-    "pattern": bounds.AGENT_ADDRESS_PATTERN,
-    "maxLength": bounds.ADDRESS_CHARS,
+    "pattern": address.AGENT_ADDRESS_PATTERN,
+    "maxLength": address.ADDRESS_CHARS,
     "required": True,
 }
 READ_QUERY = {"wait": WAIT, "peek": BOOLEAN, "after": AFTER, "limit": LIMIT}

@@ -1,6 +1,6 @@
 """Request bodies of the REST API. Unknown fields are refused, so a typo is an error, not ignored.
 
-Every bound comes from ``switchboard.bounds``, as the service's own checks do, so /openapi.json
+Every bound comes from ``switchboard.address`` and ``switchboard.content``, as the service's own checks do, so /openapi.json
 states the limits the hub keeps. Numbers and lengths are checked here too (a request past them
 fails before it reaches the service); names and addresses are only described here — the service
 parses them, and also takes upper case and surrounding blanks, which it folds.
@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from switchboard import bounds
+from switchboard import address, content
 from switchboard.model import Part
 
 
@@ -29,22 +29,22 @@ def _described(pattern: str, most: int, description: str | None = None) -> dict[
 def _text(most: int, *, blank: bool = True) -> object:
     """Free text of at most ``most`` characters (checked here), with no NUL and — unless ``blank``
     — not blank (stated here; the service checks it, as for every face)."""
-    pattern = bounds.TEXT_PATTERN if blank else bounds.NON_BLANK_TEXT_PATTERN
+    pattern = content.TEXT_PATTERN if blank else content.NON_BLANK_TEXT_PATTERN
     return Field(max_length=most, json_schema_extra={"pattern": pattern})
 
 
-Subject = Annotated[str, _text(bounds.SUBJECT_CHARS)]
-Description = Annotated[str, _text(bounds.DESCRIPTION_CHARS)]
-Name = Annotated[str, Field(json_schema_extra=_described(bounds.NAME_PATTERN, bounds.NAME_CHARS))]
-MachineName = Annotated[str, Field(json_schema_extra=_described(bounds.MACHINE_PATTERN, bounds.MACHINE_CHARS))]
+Subject = Annotated[str, _text(content.SUBJECT_CHARS)]
+Description = Annotated[str, _text(content.DESCRIPTION_CHARS)]
+Name = Annotated[str, Field(json_schema_extra=_described(address.NAME_PATTERN, address.NAME_CHARS))]
+MachineName = Annotated[str, Field(json_schema_extra=_described(address.MACHINE_PATTERN, address.MACHINE_CHARS))]
 MessageId = Annotated[
-    str, Field(json_schema_extra=_described(bounds.UUID_PATTERN, bounds.MESSAGE_ID_CHARS, "a message id"))
+    str, Field(json_schema_extra=_described(content.UUID_PATTERN, content.MESSAGE_ID_CHARS, "a message id"))
 ]
 Address = Annotated[
     str,
     Field(
         json_schema_extra=_described(
-            bounds.ADDRESS_PATTERN, bounds.ADDRESS_CHARS, "name, name@machine, name@machine#pid or #channel"
+            address.ADDRESS_PATTERN, address.ADDRESS_CHARS, "name, name@machine, name@machine#pid or #channel"
         )
     ),
 ]
@@ -54,8 +54,8 @@ AddressList = Annotated[
     str,
     Field(
         json_schema_extra={
-            "pattern": bounds.ADDRESS_LIST_PATTERN,
-            "description": f"one address, or up to {bounds.RECIPIENTS_MAX} separated by commas",
+            "pattern": address.ADDRESS_LIST_PATTERN,
+            "description": f"one address, or up to {content.RECIPIENTS_MAX} separated by commas",
         }
     ),
 ]
@@ -83,22 +83,22 @@ class SendRequest(Body):
     # The service counts the recipients (too_large past the bound); the schema states the bound.
     to: (
         AddressList
-        | Annotated[list[Address], Field(json_schema_extra={"minItems": 1, "maxItems": bounds.RECIPIENTS_MAX})]
+        | Annotated[list[Address], Field(json_schema_extra={"minItems": 1, "maxItems": content.RECIPIENTS_MAX})]
     ) = Field(description="name, name@machine, name@machine#pid or #channel; several as a list")
     text: str | None = Field(
         default=None,
-        description=f"the message's text; with its parts at most {bounds.MESSAGE_BYTES} bytes as JSON (else too_large)",
+        description=f"the message's text; with its parts at most {content.MESSAGE_BYTES} bytes as JSON (else too_large)",
     )
     subject: Subject | None = None
-    parts: list[Part] = Field(default_factory=list, max_length=bounds.PARTS_MAX)
+    parts: list[Part] = Field(default_factory=list, max_length=content.PARTS_MAX)
     thread_id: MessageId | None = None
     reply_to: MessageId | None = None
     require_live: bool = False
-    idempotency_key: Annotated[str, _text(bounds.IDEMPOTENCY_KEY_CHARS, blank=False)] | None = None
+    idempotency_key: Annotated[str, _text(content.IDEMPOTENCY_KEY_CHARS, blank=False)] | None = None
     urgent: bool = Field(default=False, description="may reach a busy agent between tool calls")
 
 
-MessageIds = Annotated[list[MessageId], Field(min_length=1, max_length=bounds.MESSAGE_IDS_MAX)]
+MessageIds = Annotated[list[MessageId], Field(min_length=1, max_length=content.MESSAGE_IDS_MAX)]
 
 
 class AckRequest(Body):
@@ -121,31 +121,31 @@ class ReceiptRequest(Body):
     status: Literal["held", "delivered", "expired", "refused", "denied", "dropped"] = Field(
         description="what the session's client reported about the frame that carried them"
     )
-    reason: str | None = Field(default=None, max_length=bounds.DELIVERY_ERROR_CHARS)
+    reason: str | None = Field(default=None, max_length=content.DELIVERY_ERROR_CHARS)
 
 
 class SessionRequest(Body):
-    pid: int = Field(ge=1, le=bounds.PID_MAX, description="the session's process id")
+    pid: int = Field(ge=1, le=address.PID_MAX, description="the session's process id")
     runtime: Name = "script"
     machine: MachineName | None = Field(default=None, description="default: the hub's machine")
     proc_start: int | None = Field(
         default=None,
         ge=0,
-        le=bounds.PROC_START_MAX,
+        le=address.PROC_START_MAX,
         description="the process's start time (clock ticks since boot), to tell a recycled pid apart",
     )
-    terminal: Annotated[str, _text(bounds.TERMINAL_CHARS, blank=False)] | None = Field(
+    terminal: Annotated[str, _text(content.TERMINAL_CHARS, blank=False)] | None = Field(
         default=None, description="the terminal window or pane, e.g. tmux:%3"
     )
 
 
 class HeartbeatRequest(Body):
-    delivery_error: Annotated[str, _text(bounds.DELIVERY_ERROR_CHARS)] | None = Field(
+    delivery_error: Annotated[str, _text(content.DELIVERY_ERROR_CHARS)] | None = Field(
         default=None, description="what the session's delivery path reports broken"
     )
 
 
-Skills = Annotated[list[Annotated[str, _text(bounds.SKILL_CHARS, blank=False)]], Field(max_length=bounds.SKILLS_MAX)]
+Skills = Annotated[list[Annotated[str, _text(content.SKILL_CHARS, blank=False)]], Field(max_length=content.SKILLS_MAX)]
 
 
 class AgentRequest(Body):
@@ -160,14 +160,14 @@ class AgentUpdate(Body):
 
 
 class ChannelRequest(Body):
-    name: Annotated[str, Field(json_schema_extra=_described(bounds.CHANNEL_PATTERN, bounds.NAME_CHARS + 1))]
+    name: Annotated[str, Field(json_schema_extra=_described(address.CHANNEL_PATTERN, address.NAME_CHARS + 1))]
     description: Description | None = None
     invite_only: bool = Field(default=False, description="members are added by its creator or a person's token")
 
 
 class InviteRequest(Body):
     agents: list[Name] = Field(
-        min_length=1, max_length=bounds.RECIPIENTS_MAX, description="existing agents to add to the channel"
+        min_length=1, max_length=content.RECIPIENTS_MAX, description="existing agents to add to the channel"
     )
 
 
@@ -177,4 +177,4 @@ class TokenRequest(Body):
     )
     agent: Name | None = None
     workspace: Name | None = None
-    label: Annotated[str, _text(bounds.TOKEN_LABEL_CHARS, blank=False)] | None = None
+    label: Annotated[str, _text(content.TOKEN_LABEL_CHARS, blank=False)] | None = None

@@ -14,9 +14,8 @@ from collections.abc import Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
-from switchboard.bounds import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
+from switchboard.content import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
 from switchboard.credentials import Credential
-from switchboard.cursors import resume_point
 from switchboard.events import AsyncSubscription, PushedDelivery
 from switchboard.hub.asgi import Receive, Reply, Scope, bare_endpoint, client_of, headers_of, query_of
 from switchboard.hub.context import (
@@ -30,6 +29,7 @@ from switchboard.hub.context import (
     secret_hash_of,
 )
 from switchboard.hub.open_streams import OpenStream
+from switchboard.hub.query_numbers import resume_point
 from switchboard.model import Caller, ReadResult
 
 KEEPALIVE_SECONDS = 15.0

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from switchboard.guard import Exchange
+from switchboard.delivery.guard import Exchange
 from switchboard.model import (
     Agent,
     AuditEntry,

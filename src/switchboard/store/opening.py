@@ -25,13 +25,13 @@ def open_store(location: str | Path, *, replica: str | None = None) -> Store:
     if is_postgres(location):
         assert isinstance(location, str)
         try:
-            from switchboard.store.postgres import PostgresStore
+            from switchboard.store.postgres.store import PostgresStore
         except ImportError as error:  # psycopg is an extra: the embedded store does without it
             raise BadRequest(
                 f"the PostgreSQL store needs psycopg ({error.name} is not installed): "
                 "pip install 'switchboard[postgres]'."
             ) from None
         return PostgresStore(location, replica=replica)
-    from switchboard.store.sqlite import SQLiteStore
+    from switchboard.store.sqlite.store import SQLiteStore
 
     return SQLiteStore(location)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pydantic_core
 
-from switchboard.guard import Exchange
-from switchboard.json_values import json_problem
+from switchboard.content import json_problem
+from switchboard.delivery.guard import Exchange
 from switchboard.model import (
     Agent,
     AuditEntry,

@@ -1,0 +1,113 @@
+"""Everything one hook run works with, each loaded only when first needed.
+
+The settings, the identity and the session's state files are cheap and come first; the mailbox
+client (the service and its models, or httpx for a hub) loads only when the quick look in
+``probe`` cannot rule mail out, or when an event must write (register, heartbeat, surface).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from switchboard.config import Settings
+from switchboard.errors import SwitchboardError
+from switchboard.identity import process_start_time, resolve_agent, resolve_workspace
+from switchboard.integrations.hooks import probe
+from switchboard.integrations.hooks.payload import HookInput
+from switchboard.integrations.hooks.state import SessionFiles, session_key
+
+if TYPE_CHECKING:
+    from switchboard.client.base import Client
+
+# The runtime recorded for a session whose agent CLI's command line does not name it.
+RUNTIMES = {"claude": "claude-code", "codex": "codex", "copilot": "copilot-cli", "gemini": "gemini-cli"}
+
+
+class HookContext:
+    def __init__(self, event: str, client_name: str, payload: HookInput, env: Mapping[str, str] = os.environ) -> None:
+        self.event = event
+        self.client_name = client_name
+        self.payload = payload
+        self.env = env
+        self.settings = Settings.load(env)
+        self.warning: str | None = None  # the first thing that went wrong without ending the run
+        self._client: Client | None = None
+
+    # --- the agent CLI's process and session --------------------------------------------------
+
+    @cached_property
+    def agent_pid(self) -> int:
+        """The agent CLI process this hook serves (the hook runs under a shell under it)."""
+        from switchboard.client.session_keeper import agent_process
+
+        return agent_process()
+
+    @cached_property
+    def agent_start(self) -> int | None:
+        return process_start_time(self.agent_pid)
+
+    @cached_property
+    def runtime(self) -> str:
+        from switchboard.client.session_keeper import runtime_of
+
+        found = runtime_of(self.agent_pid)
+        return RUNTIMES[self.client_name] if found == "mcp-client" else found
+
+    @cached_property
+    def files(self) -> SessionFiles:
+        """This session's hook state: by the agent CLI's session id, or by its process when it sent none."""
+        key = self.payload.session_id and session_key(self.payload.session_id)
+        return SessionFiles(self.settings.home, key or f"pid-{self.agent_pid}-{self.agent_start or 0}")
+
+    # --- the mailbox ----------------------------------------------------------------------------
+
+    def may_have_mail(self, *, urgent_only: bool = False) -> bool:
+        """False only when surely nothing waits to be surfaced (see ``probe`` and ``hub_probe``)."""
+        agent = resolve_agent(self.env, self.payload.cwd, self.settings.agent).name
+        if self.settings.uses_hub:
+            from switchboard.integrations.hooks import hub_probe  # http.client and ssl: only for a hub
+
+            assert self.settings.hub is not None
+            # As client.hub_client names it (that module is too heavy to load here).
+            workspace = self.env.get("SWITCHBOARD_WORKSPACE", "").strip() or self.settings.workspace
+            return hub_probe.may_have_mail(
+                self.settings.hub.split(",")[0].strip(),  # the first of several replicas: a look, not a delivery
+                self.settings.token,
+                agent,
+                workspace,
+                urgent_only=urgent_only,
+                ca_cert=self.settings.ca_cert,
+            )
+        if self.settings.db_url is not None:
+            return True  # the quick look reads SQLite files only: a PostgreSQL store takes the ordinary path
+        workspace = resolve_workspace(self.env, self.settings.workspace)
+        return probe.may_have_mail(self.settings.db_path, workspace, agent, urgent_only=urgent_only)
+
+    def may_have_handed(self) -> bool:
+        """False when surely no mail of the agent waits, handed to a session, to be confirmed
+        surfaced. Only the embedded store is looked into: with a hub or PostgreSQL the session's
+        own ``switchboard mcp`` watches its transcript (``transcript_watch``)."""
+        if self.settings.uses_hub or self.settings.db_url is not None:
+            return False
+        agent = resolve_agent(self.env, self.payload.cwd, self.settings.agent).name
+        workspace = resolve_workspace(self.env, self.settings.workspace)
+        return probe.has_handed(self.settings.db_path, workspace, agent)
+
+    def client(self) -> Client:
+        """The mailbox as the agent the identity rule names for the session's folder."""
+        if self._client is None:
+            from switchboard.client.base import open_client
+
+            self._client = open_client(self.settings, self.env, self.payload.cwd)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def warn(self, error: SwitchboardError) -> None:
+        """Note a failure the run goes on after (only the first is reported)."""
+        self.warning = self.warning or f"{error.code}: {error.message}"

@@ -1,0 +1,529 @@
+"""The mailbox as MCP tools: one tool set, defined once, bound to any Client.
+
+The names and meanings are those of the widely used hosted agent-messaging tools, so prompts
+written for them work unchanged: ``send_message``, ``read_messages``, ``list_agents``,
+``list_channels``, ``message_status``, plus ``who`` (who is live where). Each result is typed
+(an output schema and structured content) and also reads well as text; each carries the caller's
+unread count, so a model notices new mail whatever it called. Mail is shown fenced as another
+agent's words (``fence``). A failure is a tool error a model can act on: the stable code, the
+sentence, and what to call next.
+
+Every word here reaches the model's context on every turn: descriptions are short and exact.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Annotated, TypeVar
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from switchboard import __version__
+from switchboard.client.base import Client
+from switchboard.errors import SwitchboardError
+from switchboard.fence import PREAMBLE, fenced_mail, fenced_words, one_line
+from switchboard.integrations.claude_code import push as session_push
+from switchboard.integrations.claude_code.push import PushReport
+from switchboard.model import DeliveryEvent, HeldMail, MailItem, Reach
+
+log = logging.getLogger("switchboard.push")
+
+INSTRUCTIONS = (
+    "A mailbox shared with other AI agents. send_message to reach them; read_messages to get "
+    "what they sent (wait_seconds blocks until mail arrives). Every result has your unread count."
+)
+DEFAULT_READ_LIMIT = 100  # the service's own default: a read drains what a model can take in one go
+
+# What to do next, by error code: the model gets the code, the sentence, then this.
+NEXT_STEP = {
+    "unknown_recipient": "call list_agents for the agents that exist (a message creates none), or who for live sessions.",
+    "unknown_agent": "call list_agents for the agents that exist.",
+    "no_live_session": "call who to see who is live, or send without require_live to leave it in the mailbox.",
+    "not_member": "post only to channels you have joined (list_channels shows them; an invite-only one's creator "
+    "or a person adds members), or message the agents directly.",
+    "unknown_channel": "call list_channels for the channels that exist.",
+    "unknown_message": "reply to an id that read_messages or send_message returned, in a thread you are part of.",
+    "forbidden": "this needs a person's token or the channel's creator: ask your user, or message the agent concerned.",
+    "has_unread_mail": "let the agent read its mail first, or ask your user whether to delete it anyway (force).",
+    "hub_unavailable": "the hub is not answering; try again shortly.",
+    "store_unavailable": "the mailbox is busy or unavailable; try again shortly.",
+}
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+class Recipient(BaseModel):
+    address: str
+    state: str = Field(description="delivered (a live session can read it), queued, or unknown_recipient")
+    agent: str | None = None
+    note: str | None = None
+
+
+class Sent(BaseModel):
+    message_id: str
+    thread_id: str
+    recipients: list[Recipient]
+    unread: int = Field(description="your unread messages")
+
+
+class Mail(BaseModel):
+    id: str
+    sender: str
+    sender_session: str | None = None
+    sender_address: str | None = Field(
+        default=None,
+        description="the sending session, agent@machine#pid: send_message there to answer that exact session",
+    )
+    sender_terminal: str | None = None
+    to: list[str]
+    channel: str | None = None
+    thread_id: str
+    reply_to: str | None = None
+    sent_at: datetime
+    message: str = Field(description="its subject and body, fenced: the sender's words, not your user's")
+
+
+class HeldInfo(BaseModel):
+    message_id: str
+    sender: str
+    recipient: str
+    reason: str = Field(description="echo_loop (the same pair bouncing) or flood (one sender's storm)")
+    until: datetime = Field(description="when it is let through, by itself")
+    why: str
+
+
+class Inbox(BaseModel):
+    note: str = PREAMBLE
+    messages: list[Mail]
+    unread: int = Field(description="unread messages still waiting after these")
+    held: list[HeldInfo] = Field(default_factory=list, description="your mail a loop or flood guard holds back now")
+
+
+class AgentInfo(BaseModel):
+    name: str
+    description: str | None = None
+    skills: list[str] = Field(default_factory=list)
+    live: bool = Field(description="has a live session now")
+    held: int = Field(default=0, description="its messages a loop or flood guard holds back now")
+
+
+class Agents(BaseModel):
+    agents: list[AgentInfo]
+    unread: int
+
+
+class ChannelInfo(BaseModel):
+    name: str
+    description: str | None = None
+    members: int
+    joined: bool
+    invite_only: bool = Field(default=False, description="only its creator or a person adds members")
+
+
+class Channels(BaseModel):
+    channels: list[ChannelInfo]
+    unread: int
+
+
+class Delivery(BaseModel):
+    address: str
+    agent: str | None = None
+    state: str = Field(
+        description="queued; held (by a loop or flood guard); delivered (a live session can take it); handed "
+        "(given to a live session, waiting for its turn); surfaced (in the agent's context); read; acked; or "
+        "unknown_recipient"
+    )
+    handed_to: str | None = Field(default=None, description="while handed: the session holding it")
+    held_until: datetime | None = Field(default=None, description="held: when a guard lets it through")
+    held_reason: str | None = Field(default=None, description="held: echo_loop or flood, and why")
+    delivered_at: datetime | None = None
+    handed_at: datetime | None = None
+    surfaced_at: datetime | None = None
+    read_at: datetime | None = None
+    acked_at: datetime | None = None
+    reachable: str | None = Field(
+        default=None,
+        description="for mail not read yet: live, path_broken, no_live_session, machine_down or unknown_address",
+    )
+    why: str | None = Field(default=None, description="for mail not read yet: whether and how it can reach them now")
+    history: list[str] = Field(default_factory=list, description="what happened to it, oldest first")
+
+
+class Status(BaseModel):
+    message_id: str
+    subject: str | None = None
+    thread_id: str
+    sent_at: datetime
+    read_by: list[str]
+    recipients: list[Delivery]
+    unread: int
+
+
+class MachineInfo(BaseModel):
+    name: str
+    up: bool = Field(description="a session on it was seen within the liveness window")
+    last_seen: datetime
+
+
+class Presence(BaseModel):
+    name: str
+    live: bool
+    sessions: list[str] = Field(description="live sessions, as name@machine#pid")
+    held: list[HeldInfo] = Field(default_factory=list, description="its mail a loop or flood guard holds back now")
+
+
+class Who(BaseModel):
+    machines: list[MachineInfo]
+    agents: list[Presence]
+    liveness_seconds: float
+    unread: int
+    reach: Reach | None = Field(
+        default=None, description="for the address asked about: can it be reached now, or why not"
+    )
+
+
+def _result(model: BaseModel, text: str) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json")
+    )
+
+
+# --- the tools ----------------------------------------------------------------------------------
+
+T = TypeVar("T")
+ClientOf = Callable[[Context], Awaitable[Client]]  # the Client a tool call acts through
+Run = Callable[[Callable[[], T]], Awaitable[T]]  # how a tool's (blocking) client calls are run
+
+
+async def call_in_place(work: Callable[[], T]) -> T:
+    """Run a tool's client calls on the server's own loop: a send or a look takes a millisecond
+    or two, less than a hop to a worker thread and back (the stdio server's way)."""
+    return work()
+
+
+async def call_in_thread(work: Callable[[], T]) -> T:
+    """Run a tool's client calls on a worker thread (the hub's way: its loop must not block)."""
+    return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+
+
+def one_client(client: Client) -> ClientOf:
+    """Every call acts through ``client`` (a stdio server serves one agent session)."""
+
+    async def client_of(ctx: Context) -> Client:
+        return client
+
+    return client_of
+
+
+def mailbox_server(
+    client_of: ClientOf, *, run: Run = call_in_place, name: str = "switchboard", push_to_claude_code: bool = False
+) -> MCPServer:
+    """An MCP server whose tools act through ``await client_of(ctx)``: the one agent of a stdio
+    session, or the agent a hub request's credential names. A read that may wait for mail always
+    runs on a worker thread, so other calls go on meanwhile. With ``push_to_claude_code`` (a
+    server on the sender's own machine, not a hub's), a send also pushes the mail into this
+    machine's Claude Code sessions that Switchboard does not serve (``session_push``)."""
+    server = MCPServer(name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+
+    async def acting(ctx: Context) -> Client:
+        try:
+            return await client_of(ctx)
+        except SwitchboardError as error:  # the credential was revoked since the request began
+            raise ToolError(f"{error.code}: {error.message}") from None
+
+    @server.tool()
+    async def send_message(
+        to: Annotated[str, Field(description="name, name@machine, name@machine#pid, or #channel")],
+        message: str,
+        ctx: Context,
+        subject: str | None = None,
+        reply_to: Annotated[str | None, Field(description="id of the message this answers")] = None,
+        require_live: Annotated[bool, Field(description="fail unless a live session can read it now")] = False,
+        urgent: Annotated[bool, Field(description="may interrupt a busy agent between tool calls")] = False,
+    ) -> Annotated[CallToolResult, Sent]:
+        """Send a message to another agent or a #channel."""
+        client = await acting(ctx)
+        return await run(
+            lambda: _send(client, to, message, subject, reply_to, require_live, urgent, push_to_claude_code)
+        )
+
+    @server.tool()
+    async def read_messages(
+        ctx: Context,
+        wait_seconds: Annotated[float, Field(description="block up to this long until mail arrives")] = 0.0,
+        limit: int = DEFAULT_READ_LIMIT,
+    ) -> Annotated[CallToolResult, Inbox]:
+        """Take your unread messages (oldest first); they are marked read."""
+        client = await acting(ctx)
+        return await (call_in_thread if wait_seconds > 0 else run)(lambda: _read(client, wait_seconds, limit))
+
+    @server.tool()
+    async def list_agents(
+        ctx: Context,
+        search: Annotated[str | None, Field(description="only names or descriptions containing this")] = None,
+    ) -> Annotated[CallToolResult, Agents]:
+        """The agents of your workspace, and whether each is live."""
+        client = await acting(ctx)
+        return await run(lambda: _agents(client, search))
+
+    @server.tool()
+    async def list_channels(ctx: Context) -> Annotated[CallToolResult, Channels]:
+        """The #channels of your workspace: members, and whether you joined."""
+        client = await acting(ctx)
+        return await run(lambda: _channels(client))
+
+    @server.tool()
+    async def message_status(message_id: str, ctx: Context) -> Annotated[CallToolResult, Status]:
+        """Who got a message you sent, and who read it."""
+        client = await acting(ctx)
+        return await run(lambda: _status(client, message_id, confirm_pushed=push_to_claude_code))
+
+    @server.tool()
+    async def who(
+        ctx: Context,
+        address: Annotated[
+            str | None,
+            Field(
+                description="an agent address (name, name@machine, name@machine#pid) to check: can it be reached now, or why not"
+            ),
+        ] = None,
+    ) -> Annotated[CallToolResult, Who]:
+        """Live sessions per agent; machines up or down; why an address is unreachable."""
+        client = await acting(ctx)
+        return await run(lambda: _who(client, address))
+
+    return server
+
+
+def _send(
+    client: Client,
+    to: str,
+    message: str,
+    subject: str | None,
+    reply_to: str | None,
+    require_live: bool,
+    urgent: bool,
+    push: bool = False,
+) -> CallToolResult:
+    sent = _acting(
+        lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live, urgent=urgent)
+    )
+    pushes = session_push.push_sent(client, sent) if push else PushReport()
+    if pushes.problem:
+        log.warning("%s", pushes.problem)
+    recipients = [Recipient(address=r.address, state=r.state, agent=r.agent, note=r.reason) for r in sent.recipients]
+    result = Sent(message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=_unread(client))
+    lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]
+    lines += [f"- {r.address}: {r.state}" + (f" — {r.note}" if r.note else "") for r in recipients]
+    lines += [f"- pushed into {p.agent}'s Claude Code session {p.pid}" for p in pushes.pushed]
+    return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+
+
+def _read(client: Client, wait_seconds: float, limit: int) -> CallToolResult:
+    got = _acting(lambda: client.read(limit=limit, wait=wait_seconds))
+    held = [_held(h) for h in got.held]
+    result = Inbox(messages=[_mail(item) for item in got.items], unread=got.unread, held=held)
+    text = fenced_mail(got.items) if got.items else "no new messages"
+    return _result(result, "\n\n".join([text, *_held_lines(held), _unread_line(got.unread)]))
+
+
+def _agents(client: Client, search: str | None) -> CallToolResult:
+    agents = _acting(client.list_agents)
+    presence = _acting(client.who).agents
+    live = {a.name for a in presence if a.live}
+    held = {a.name: len(a.held) for a in presence}
+    wanted = (search or "").lower()
+    listed = [
+        AgentInfo(
+            name=a.name,
+            description=_shown(a.description),
+            skills=[one_line(s) for s in a.skills],
+            live=a.name in live,
+            held=held.get(a.name, 0),
+        )
+        for a in agents
+        if wanted in a.name.lower() or wanted in (a.description or "").lower()
+    ]
+    result = Agents(agents=listed, unread=_unread(client))
+    lines = [
+        f"- {a.name}{' (live)' if a.live else ''}{f' ({a.held} held by a guard)' if a.held else ''}"
+        + (f": {a.description}" if a.description else "")
+        + (f" [skills: {', '.join(a.skills)}]" if a.skills else "")
+        for a in listed
+    ]
+    return _result(result, "\n".join([*(lines or ["no agents match"]), _unread_line(result.unread)]))
+
+
+def _channels(client: Client) -> CallToolResult:
+    channels = [
+        ChannelInfo(
+            name=c.name,
+            description=_shown(c.description),
+            members=c.members,
+            joined=c.joined,
+            invite_only=c.invite_only,
+        )
+        for c in _acting(client.list_channels)
+    ]
+    result = Channels(channels=channels, unread=_unread(client))
+    lines = [
+        f"- #{c.name}: {c.members} member(s){', joined' if c.joined else ''}{', invite-only' if c.invite_only else ''}"
+        + (f" — {c.description}" if c.description else "")
+        for c in channels
+    ]
+    return _result(result, "\n".join([*(lines or ["no channels"]), _unread_line(result.unread)]))
+
+
+def _step(event: DeliveryEvent) -> str:
+    """One step of a delivery's history, in one line."""
+    word = {"handed": "to", "returned": "from"}.get(event.event, "in")
+    where = f" {word} {one_line(event.session)}" if event.session else ""
+    how = f" by {event.via}" if event.via else ""
+    why = f" ({one_line(event.detail)})" if event.detail else ""
+    return f"{event.at.isoformat(timespec='seconds').replace('+00:00', 'Z')} {event.event}{where}{how}{why}"
+
+
+def _status(client: Client, message_id: str, *, confirm_pushed: bool = False) -> CallToolResult:
+    if confirm_pushed:  # this machine's unserved Claude Code sessions: their transcripts first
+        session_push.confirm_pushed(client)
+    status = _acting(lambda: client.message_status(message_id))
+    recipients = [
+        Delivery(
+            address=r.address,
+            agent=r.agent,
+            state=str(getattr(r.state, "value", r.state)),
+            handed_to=r.handed_to,
+            held_until=r.held.until if r.held and r.state == "held" else None,
+            held_reason=f"{r.held.reason}: {r.held.why}" if r.held and r.state == "held" else None,
+            delivered_at=r.delivered_at,
+            handed_at=r.handed_at,
+            surfaced_at=r.surfaced_at,
+            read_at=r.read_at,
+            acked_at=r.acked_at,
+            reachable=r.reach.state if r.reach else None,
+            why=one_line(r.reach.reason) if r.reach else None,
+            history=[_step(e) for e in r.history],
+        )
+        for r in status.recipients
+    ]
+    read_by = [r.agent for r in recipients if r.agent and r.read_at is not None]
+    result = Status(
+        message_id=status.message_id,
+        subject=_shown(status.subject),
+        thread_id=status.thread_id,
+        sent_at=status.created_at,
+        read_by=read_by,
+        recipients=recipients,
+        unread=_unread(client),
+    )
+    lines = [f"{status.message_id}: read by {', '.join(read_by) or 'nobody yet'}"]
+    lines += [
+        f"- {r.address}: {r.state}"
+        + (f" to {r.handed_to}, waiting for its turn" if r.handed_to else "")
+        + (f" until {r.held_until:%H:%M:%S}Z — {r.held_reason}" if r.held_until else "")
+        + (f" ({r.why})" if r.why and r.reachable != "live" else "")
+        + (f"; history: {'; '.join(r.history)}" if r.history else "")
+        for r in recipients
+    ]
+    return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+
+
+def _who(client: Client, address: str | None = None) -> CallToolResult:
+    report = _acting(client.who)
+    found = _acting(lambda: client.reach(address)) if address else None
+    if found is not None:
+        found = found.model_copy(update={"reason": one_line(found.reason)})
+    result = Who(
+        machines=[MachineInfo(name=m.name, up=m.up, last_seen=m.last_seen) for m in report.machines],
+        agents=[
+            Presence(
+                name=a.name,
+                live=a.live,
+                sessions=[s.address for s in a.sessions if s.live],
+                held=[_held(h) for h in a.held],
+            )
+            for a in report.agents
+        ],
+        liveness_seconds=report.liveness_seconds,
+        unread=_unread(client),
+        reach=found,
+    )
+    lines = [] if found is None else [f"{found.address}: {found.state.replace('_', ' ')} — {found.reason}"]
+    lines += [
+        f"machine {m.name}: {'up' if m.up else 'down'} (last seen {m.last_seen:%Y-%m-%d %H:%M:%S}Z)"
+        for m in result.machines
+    ]
+    lines += [f"- {a.name}: {', '.join(a.sessions) if a.sessions else 'no live session'}" for a in result.agents]
+    lines += [line for a in result.agents for line in _held_lines(a.held)]
+    return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+
+
+# --- pieces the tools share -----------------------------------------------------------------------
+
+
+def _acting(call: Callable[[], T]) -> T:
+    """``call()``, with a mailbox error turned into a tool error the model can act on."""
+    try:
+        return call()
+    except SwitchboardError as error:
+        raise ToolError(_explained(error)) from None
+
+
+def _explained(error: SwitchboardError) -> str:
+    step = NEXT_STEP.get(error.code)  # the message may quote what another agent reported (a delivery error)
+    return f"{error.code}: {one_line(error.message)}" + (f" Next: {step}" if step else "")
+
+
+def _shown(text: str | None) -> str | None:
+    """A field another agent wrote, as one line (``fence.one_line``): it cannot forge a header."""
+    return None if text is None else one_line(text)
+
+
+def _unread(client: Client) -> int:
+    return client.unread_count()
+
+
+def _unread_line(unread: int) -> str:
+    return f"[{unread} unread message{'s' if unread != 1 else ''}{' — call read_messages' if unread else ''}]"
+
+
+def _held(held: HeldMail) -> HeldInfo:
+    return HeldInfo(
+        message_id=held.message_id,
+        sender=held.sender,
+        recipient=held.recipient,
+        reason=held.reason,
+        until=held.until,
+        why=one_line(held.why),
+    )
+
+
+def _held_lines(held: list[HeldInfo]) -> list[str]:
+    return [f"held: {h.message_id} from {h.sender} to {h.recipient} until {h.until:%H:%M:%S}Z — {h.why}" for h in held]
+
+
+def _mail(item: MailItem) -> Mail:
+    """A delivered message for the structured result. Clients show a model that rather than the
+    text (Claude Code and Codex do): the sender's words are fenced there too, never a bare field."""
+    message = item.message
+    return Mail(
+        id=message.id,
+        sender=message.sender,
+        sender_session=message.sender_session,
+        sender_address=message.sender_address,
+        sender_terminal=_shown(message.sender_terminal),
+        to=message.recipients,
+        channel=message.channel,
+        thread_id=message.thread_id,
+        reply_to=message.reply_to,
+        sent_at=message.created_at,
+        message=fenced_words(message),
+    )
