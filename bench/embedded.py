@@ -58,7 +58,7 @@ except ImportError:  # running from a checkout without the package installed
 
 from common import BenchFailure, median_of, ms, percentile, report, summary  # noqa: E402  (bench/common.py)
 
-from switchboard.client.base import LocalClient  # noqa: E402
+from switchboard.client.local import LocalClient  # noqa: E402
 from switchboard.config import Settings  # noqa: E402
 from switchboard.events import POLL_INTERVAL_SECONDS  # noqa: E402
 from switchboard.store.sqlite.store import SQLiteStore  # noqa: E402

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 
 # "legacy": the initialize handshake that current agent CLIs use; "2026-07-28": the sessionless era.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.errors import NoLiveSession, UnknownSession
 from switchboard.model import UNSERVED_RUNTIME, Caller, Session
 from switchboard.service import Service

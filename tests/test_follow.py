@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from switchboard.client.base import LocalClient
 from switchboard.client.following import follow
+from switchboard.client.local import LocalClient
 from switchboard.model import Caller, MailItem
 from switchboard.service import Service
 from switchboard.store.sqlite.store import SQLiteStore

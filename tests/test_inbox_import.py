@@ -17,7 +17,7 @@ import pytest
 
 import switchboard.cli.import_inbox  # noqa: F401  (registers the command on the app)
 from switchboard.cli.main import main
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 from switchboard.integrations.inbox_tree import InboxFile, import_plan, parse_message, plan, scan
 from switchboard.model import Caller, MailItem

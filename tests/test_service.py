@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.errors import (
     AlreadyExists,
     BadAddress,
@@ -67,7 +67,7 @@ LIVENESS = 60.0
 # A process that opens its own store on the database file and acts as one agent.
 _CHILD_PRELUDE = f"""
 import json, sys
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.model import Caller
 from switchboard.service import Service
 from switchboard.store.opening import open_store

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.errors import (
     BadRequest,
     Forbidden,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.errors import BadRequest
 from switchboard.model import Caller
 from switchboard.service import Service

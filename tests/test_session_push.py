@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from mcp import Client as McpClient
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 from switchboard.identity import process_start_time
 from switchboard.integrations.claude_code import sessions as claude_sessions

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.identity import process_start_time
 from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.integrations.claude_code.socket_delivery import SessionSocket, SocketPusher, render

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.fence import fenced_mail
 from switchboard.integrations.claude_code.transcript_watch import (
     TranscriptWatcher,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.model import Caller, MailItem
 from switchboard.service import Service
 from switchboard.store.opening import is_postgres, open_store

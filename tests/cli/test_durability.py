@@ -26,7 +26,7 @@ DRIVERS = {
     # the client the CLI uses, left open: the process dies holding its database connection
     "open-client": (
         "import sys, time\n"
-        "from switchboard.client.base import LocalClient\n"
+        "from switchboard.client.local import LocalClient\n"
         "client = LocalClient.open()\n"
         "result = client.send('bob', sys.argv[1], subject='durable')\n"
         "print('SENT', result.message_id, flush=True)\n"

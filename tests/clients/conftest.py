@@ -39,7 +39,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 from switchboard.model import MailItem
 from tests.cli_runner import isolated_env

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 from switchboard.model import DeliveryState
 from tests.clients.conftest import TEST_TIMEOUT, Machine

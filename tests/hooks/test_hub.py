@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.base import HubClient
+from switchboard.client.hub import HubClient
 from tests.hooks.conftest import AGENT, SENDER, Hooks
 from tests.hub.conftest import Hub, unique
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 from switchboard.integrations.hooks.probe import may_have_mail
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.fence import PREAMBLE, fenced_mail
 from switchboard.identity import DEFAULT_WORKSPACE, process_start_time
 from switchboard.integrations.hooks.state import take_pusher_lock

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.delivery import guard
 from switchboard.identity import DEFAULT_WORKSPACE
 from switchboard.model import Caller

@@ -32,7 +32,7 @@ from typing import IO, Any
 import httpx
 import pytest
 
-from switchboard.client.base import HubClient
+from switchboard.client.hub import HubClient
 from tests import cli_runner
 from tests.cli_runner import isolated_env, mark_e2e
 from tests.waiting import wait_until

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.base import HubClient
+from switchboard.client.hub import HubClient
 from tests.hooks.conftest import AGENT, Hooks
 from tests.hub.conftest import CLI, EventStream, Hub, unique
 from tests.hub.test_mcp import mcp_client

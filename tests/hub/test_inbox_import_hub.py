@@ -14,7 +14,7 @@ import pytest
 
 import switchboard.cli.import_inbox  # noqa: F401  (registers the command on the app)
 from switchboard.cli.main import main
-from switchboard.client.base import HubClient
+from switchboard.client.hub import HubClient
 from switchboard.integrations.inbox_tree import import_plan, scan
 from tests.hub.conftest import Tenant
 from tests.test_inbox_import import write

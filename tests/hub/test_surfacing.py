@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.base import Client, LocalClient
+from switchboard.client.base import Client
+from switchboard.client.local import LocalClient
 from switchboard.errors import BadRequest, UnknownMessage
 from switchboard.model import Caller, DeliveryState
 from switchboard.service import Service

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.base import HubClient
+from switchboard.client.hub import HubClient
 from switchboard.errors import BadRequest, HubUnavailable
 from switchboard.integrations.hooks import hub_probe
 from tests.cli_runner import texts

@@ -36,11 +36,13 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from switchboard.client.base import HubClient, SessionHint, hub_client
 from switchboard.client.following import follow
+from switchboard.client.hub import HubClient
+from switchboard.client.opening import hub_client
 from switchboard.client.session_keeper import SessionKeeper
 from switchboard.config import Settings
 from switchboard.errors import SwitchboardError
+from switchboard.identity import SessionHint
 from switchboard.model import MailItem, ReadResult
 
 FORMS = ("name", "machine", "session")  # name, name@machine, name@machine#pid

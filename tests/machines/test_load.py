@@ -58,7 +58,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.client.base import SEND_RETRY_SECONDS
+from switchboard.client.hub import SEND_RETRY_SECONDS
 from tests.machines.netns import Network, unavailable_reason
 from tests.waiting import wait_until
 

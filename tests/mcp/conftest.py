@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import pytest
 from mcp import Client
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.mcp.tools import mailbox_server, one_client
 
 

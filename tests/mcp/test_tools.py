@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.mcp.tools import DEFAULT_READ_LIMIT, mailbox_server, one_client
 
 pytestmark = pytest.mark.anyio

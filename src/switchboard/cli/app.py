@@ -8,8 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from switchboard.client.base import Client, admin_client
-from switchboard.client.base import open_client as client_for
+from switchboard.client.base import Client
+from switchboard.client.opening import admin_client
+from switchboard.client.opening import open_client as client_for
 from switchboard.config import Settings
 
 app = typer.Typer(

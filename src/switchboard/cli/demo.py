@@ -12,7 +12,7 @@ import typer
 
 from switchboard.cli import render
 from switchboard.cli.app import app
-from switchboard.client.base import LocalClient
+from switchboard.client.local import LocalClient
 from switchboard.identity import machine_name
 from switchboard.model import Caller
 from switchboard.service import Service

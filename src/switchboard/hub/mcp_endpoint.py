@@ -19,7 +19,8 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from switchboard.client.base import Client, LocalClient
+from switchboard.client.base import Client
+from switchboard.client.local import LocalClient
 from switchboard.credentials import Credential
 from switchboard.errors import SwitchboardError, Unauthorized
 from switchboard.hub.asgi import Receive, Reply, Scope, Send, client_of, headers_of

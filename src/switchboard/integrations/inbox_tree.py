@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from switchboard.address import parse_name
-from switchboard.client.base import Client, LocalClient, hub_client
+from switchboard.client.base import Client
+from switchboard.client.local import LocalClient
+from switchboard.client.opening import hub_client
 from switchboard.config import Settings
 from switchboard.content import Limits, check_idempotency_key, clean_subject, message_parts
 from switchboard.errors import (

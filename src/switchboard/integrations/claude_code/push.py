@@ -42,7 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from switchboard.client.base import Client, HubClient, LocalClient
+from switchboard.client.base import Client
+from switchboard.client.hub import HubClient
+from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 from switchboard.errors import Forbidden, SwitchboardError
 from switchboard.identity import machine_name, process_alive, process_start_time, resolve_agent, resolve_workspace

@@ -99,7 +99,7 @@ class HookContext:
     def client(self) -> Client:
         """The mailbox as the agent the identity rule names for the session's folder."""
         if self._client is None:
-            from switchboard.client.base import open_client
+            from switchboard.client.opening import open_client
 
             self._client = open_client(self.settings, self.env, self.payload.cwd)
         return self._client

@@ -1,0 +1,222 @@
+"""``LocalClient``: the Client interface on a Service in this process (the embedded store)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from switchboard.address import parse_machine, parse_name
+from switchboard.config import Settings
+from switchboard.identity import (
+    SessionHint,
+    acting_pid,
+    machine_name,
+    process_start_time,
+    resolve_agent,
+    resolve_workspace,
+)
+from switchboard.model import (
+    AckResult,
+    Agent,
+    AuditEntry,
+    Caller,
+    Channel,
+    ChannelMember,
+    DeletedAgent,
+    MailItem,
+    MarkResult,
+    MessageStatus,
+    Part,
+    Reach,
+    ReadResult,
+    SendResult,
+    Session,
+    SurfacePath,
+    WhoAmI,
+    WhoReport,
+    Workspace,
+)
+from switchboard.service import Service
+from switchboard.store.opening import open_store
+
+
+class LocalClient:
+    """The Client interface on a Service in this process (the embedded store)."""
+
+    def __init__(
+        self, service: Service, caller: Caller, identity_source: str = "given", session: SessionHint | None = None
+    ) -> None:
+        self.service = service
+        self.caller = caller
+        self.identity_source = identity_source
+        self.session = session
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings | None = None,
+        *,
+        agent: str | None = None,
+        env: Mapping[str, str] = os.environ,
+        cwd: Path | None = None,
+    ) -> LocalClient:
+        """Open the embedded store and act as ``agent`` (default: the identity rule's answer)."""
+        settings = settings or Settings.load(env)
+        if agent is None:
+            identity = resolve_agent(env, cwd or Path.cwd(), settings.agent)
+            agent, source = identity.name, identity.source
+        else:
+            agent, source = parse_name(agent, "agent name"), "given"
+        workspace = resolve_workspace(env, settings.workspace)
+        service = Service(open_store(settings.store_location), machine=machine_name(env))
+        return cls(service, Caller(workspace=workspace, agent=agent), source, SessionHint.from_env(env))
+
+    def _as(self) -> Caller:
+        self.service.enter(self.caller)  # the identity's agent exists from its first call on
+        if self.session is None:
+            return self.caller
+        # Asked at each call: the session may be registered after the client opened (an MCP
+        # server's keeper registers its parent's session once serving).
+        return self.service.in_session(self.caller, session_id=self.session.session_id, lineage=self.session.lineage)
+
+    def as_agent(self, agent: str, session_id: str | None = None) -> LocalClient:
+        """Another client on the same store and workspace, acting as ``agent`` (in its session
+        ``session_id`` when given: mail it surfaces by a handing path is handed to that session)."""
+        caller = self.caller.model_copy(update={"agent": parse_name(agent, "agent name")})
+        return LocalClient(self.service, caller, session=SessionHint(session_id=session_id) if session_id else None)
+
+    def whoami(self) -> WhoAmI:
+        caller = self._as()
+        return WhoAmI(
+            workspace=caller.workspace,
+            agent=caller.agent,
+            source=self.identity_source,
+            machine=self.service.machine,
+            store=self.service.store.location,
+            session=self.service.session_address(caller),
+            liveness_seconds=self.service.liveness.window_seconds,
+        )
+
+    def send(
+        self,
+        to: str | Sequence[str],
+        text: str | None = None,
+        *,
+        subject: str | None = None,
+        parts: Sequence[Part | dict] = (),
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        require_live: bool = False,
+        idempotency_key: str | None = None,
+        urgent: bool = False,
+    ) -> SendResult:
+        return self.service.send(
+            self._as(),
+            to,
+            text,
+            subject=subject,
+            parts=parts,
+            thread_id=thread_id,
+            reply_to=reply_to,
+            require_live=require_live,
+            idempotency_key=idempotency_key,
+            urgent=urgent,
+        )
+
+    def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
+        return self.service.read(self._as(), peek=peek, after=after, limit=limit, wait=wait)
+
+    def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
+        return self.service.inbox(self._as(), include_acked=include_acked, limit=limit)
+
+    def unread_count(self) -> int:
+        return self.service.unread_count(self._as())
+
+    def ack(self, message_ids: Sequence[str]) -> AckResult:
+        return self.service.ack(self._as(), message_ids)
+
+    def mark_read(self, message_ids: Sequence[str]) -> MarkResult:
+        return self.service.mark_read(self._as(), message_ids)
+
+    def surface(
+        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
+    ) -> ReadResult:
+        return self.service.surface(self._as(), via=via, urgent_only=urgent_only, limit=limit, wait=wait, peek=peek)
+
+    def confirm_surfaced(self, message_ids: Sequence[str], evidence: str = "transcript") -> MarkResult:
+        return self.service.confirm_surfaced(self._as(), message_ids, evidence)
+
+    def record_receipt(self, message_ids: Sequence[str], status: str, reason: str | None = None) -> MarkResult:
+        return self.service.record_receipt(self._as(), message_ids, status, reason)
+
+    def message_status(self, message_id: str) -> MessageStatus:
+        return self.service.message_status(self._as(), message_id)
+
+    def who(self) -> WhoReport:
+        return self.service.who(self._as())
+
+    def reach(self, address: str) -> Reach:
+        return self.service.reach(self._as(), address)
+
+    def register_session(
+        self, *, runtime: str, pid: int | None = None, machine: str | None = None, terminal: str | None = None
+    ) -> Session:
+        pid = pid if pid is not None else acting_pid()
+        machine = parse_machine(machine) if machine else self.service.machine
+        # Only a process on this machine can be checked for its start time.
+        proc_start = process_start_time(pid) if machine == self.service.machine else None
+        return self.service.register_session(
+            self._as(), pid=pid, runtime=runtime, machine=machine, proc_start=proc_start, terminal=terminal
+        )
+
+    def heartbeat(self, session_id: str, delivery_error: str | None = None) -> Session:
+        return self.service.heartbeat(self._as(), session_id, delivery_error)
+
+    def end_session(self, session_id: str) -> Session:
+        return self.service.end_session(self._as(), session_id)
+
+    def create_agent(self, name: str, description: str | None = None, skills: Sequence[str] = ()) -> Agent:
+        return self.service.create_agent(self._as(), name, description, skills)
+
+    def describe_agent(self, name: str) -> Agent:
+        return self.service.describe_agent(self._as(), name)
+
+    def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent:
+        return self.service.update_agent(self._as(), name, description, skills)
+
+    def list_agents(self) -> list[Agent]:
+        return self.service.list_agents(self._as())
+
+    def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
+        return self.service.delete_agent(self._as(), name, force=force)
+
+    def create_channel(self, name: str, description: str | None = None, *, invite_only: bool = False) -> Channel:
+        return self.service.create_channel(self._as(), name, description, invite_only=invite_only)
+
+    def invite_to_channel(self, name: str, agents: Sequence[str]) -> Channel:
+        return self.service.invite_to_channel(self._as(), name, agents)
+
+    def remove_from_channel(self, name: str, agent: str) -> Channel:
+        return self.service.remove_from_channel(self._as(), name, agent)
+
+    def audit_trail(self, *, limit: int = 50) -> list[AuditEntry]:
+        return self.service.audit_trail(self._as(), limit)
+
+    def join_channel(self, name: str) -> Channel:
+        return self.service.join_channel(self._as(), name)
+
+    def leave_channel(self, name: str) -> Channel:
+        return self.service.leave_channel(self._as(), name)
+
+    def list_channels(self) -> list[Channel]:
+        return self.service.list_channels(self._as())
+
+    def channel_members(self, name: str) -> list[ChannelMember]:
+        return self.service.channel_members(self._as(), name)
+
+    def list_workspaces(self) -> list[Workspace]:
+        return self.service.list_workspaces()
+
+    def close(self) -> None:
+        self.service.store.close()

@@ -1,0 +1,64 @@
+"""Which client a command gets: the hub this machine is logged in to, or the embedded store."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from switchboard.client.base import Client
+from switchboard.client.hub import HubClient
+from switchboard.client.local import LocalClient
+from switchboard.config import Settings
+from switchboard.errors import NoIdentity, Unauthorized
+from switchboard.identity import (
+    SessionHint,
+    resolve_agent,
+)
+
+
+def open_client(settings: Settings, env: Mapping[str, str] = os.environ, cwd: Path | None = None) -> Client:
+    """The hub when this machine is logged in to one (and no database was named), else the embedded store."""
+    if not settings.uses_hub:
+        return LocalClient.open(settings, env=env, cwd=cwd)
+    assert settings.hub is not None
+    try:
+        identity = resolve_agent(env, cwd or Path.cwd(), settings.agent)
+    except NoIdentity:  # an agent token needs no name: the hub knows its agent
+        agent, source = None, "the token"
+    else:
+        agent, source = identity.name, identity.source
+    return hub_client(settings, agent, env, source)
+
+
+def admin_client(settings: Settings, env: Mapping[str, str] = os.environ) -> HubClient:
+    """The hub's admin token, for a command given ``--as-admin`` (never any other): at the hub
+    it belongs to, across workspaces unless ``SWITCHBOARD_WORKSPACE`` names one."""
+    if settings.admin_token is None or settings.admin_hub is None:
+        raise Unauthorized(
+            "no admin token is kept on this machine: --as-admin works where the hub's first "
+            "'switchboard up' saved it (admin_token in config.toml); elsewhere give the admin token "
+            "as SWITCHBOARD_TOKEN for that one command."
+        )
+    workspace = env.get("SWITCHBOARD_WORKSPACE", "").strip() or None
+    return HubClient(
+        settings.admin_hub, settings.admin_token, None, workspace, "the admin token", ca_cert=settings.ca_cert
+    )
+
+
+def hub_client(
+    settings: Settings, agent: str | None, env: Mapping[str, str] = os.environ, source: str = "given"
+) -> HubClient:
+    """A HubClient for the hub this machine is logged in to, acting as ``agent`` (None: the
+    agent token's own) in the workspace ``SWITCHBOARD_WORKSPACE`` or the config names."""
+    assert settings.hub is not None
+    workspace = env.get("SWITCHBOARD_WORKSPACE", "").strip() or settings.workspace
+    return HubClient(
+        settings.hub,
+        settings.token,
+        agent,
+        workspace,
+        source,
+        ca_cert=settings.ca_cert,
+        session=SessionHint.from_env(env),
+    )
