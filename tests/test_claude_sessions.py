@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from switchboard.errors import SwitchboardError, TooLarge
-from switchboard.identity import process_start_time
 from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.integrations.claude_code.sessions import (
     ClaudeSession,
@@ -25,6 +24,7 @@ from switchboard.integrations.claude_code.sessions import (
     session_of,
     write_frame,
 )
+from switchboard.procs import process_start_time
 from tests.frame_listener import FrameListener
 from tests.waiting import wait_until
 

@@ -10,14 +10,8 @@ from pathlib import Path
 import pytest
 
 from switchboard.errors import BadName, NoIdentity
-from switchboard.identity import (
-    machine_name,
-    process_alive,
-    process_start_time,
-    resolve_agent,
-    resolve_workspace,
-    slug,
-)
+from switchboard.identity import machine_name, resolve_agent, resolve_workspace, slug
+from switchboard.procs import process_alive, process_start_time
 
 
 @pytest.fixture

@@ -22,12 +22,12 @@ from mcp import Client as McpClient
 
 from switchboard.client.local import LocalClient
 from switchboard.config import Settings
-from switchboard.identity import process_start_time
 from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.integrations.claude_code.push import Pushed, _served_pids, push_sent
 from switchboard.integrations.claude_code.socket_delivery import render
 from switchboard.mcp.tools import mailbox_server, one_client
 from switchboard.model import AgentPresence, Session, WhoReport
+from switchboard.procs import process_start_time
 from tests.cli_runner import CLI, describe
 from tests.frame_listener import FrameListener
 from tests.waiting import wait_until

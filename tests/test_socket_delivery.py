@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from switchboard.client.local import LocalClient
-from switchboard.identity import process_start_time
 from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.integrations.claude_code.socket_delivery import SessionSocket, SocketPusher, render
 from switchboard.integrations.hooks.state import pusher_running
 from switchboard.model import Message
+from switchboard.procs import process_start_time
 from tests.forgery import assert_reads_as_from_only, forged
 from tests.frame_listener import FrameListener
 from tests.waiting import wait_until

@@ -12,12 +12,13 @@ import json
 from pathlib import Path
 
 from switchboard.config import Settings
-from switchboard.identity import machine_name, process_start_time
+from switchboard.identity import machine_name
 from switchboard.integrations.claude_code import unserved_sessions
 from switchboard.integrations.claude_code.push import confirm_pushed, push_sent
 from switchboard.integrations.claude_code.socket_delivery import render
 from switchboard.integrations.claude_code.unserved_sessions import Note
 from switchboard.model import UNSERVED_RUNTIME, RecipientStatus
+from switchboard.procs import process_start_time
 from tests.test_session_push import FakeSession, Machine, machine  # noqa: F401 (the fixture)
 from tests.waiting import wait_until
 

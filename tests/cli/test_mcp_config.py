@@ -22,9 +22,9 @@ import pytest
 from switchboard.cli import mcp_config
 from switchboard.client import hub as client_module
 from switchboard.errors import BadRequest
+from switchboard.integrations.agent_clis import MCP_CLIENTS
 from switchboard.integrations.mcp_registration import (
     AGENT_HEADER,
-    CLIENTS,
     CODEX_FORWARDED_ENV,
     Snippet,
     client_name,
@@ -169,7 +169,7 @@ def _snippet(client: str, form: str, agent: str | None = None, command: list[str
 # --- the pure module ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_stdio_registers_switchboard_mcp_with_no_environment(client: str) -> None:
     snippet = _snippet(client, "stdio")
     assert (snippet.client, snippet.form) == (client, "stdio")
@@ -179,7 +179,7 @@ def test_stdio_registers_switchboard_mcp_with_no_environment(client: str) -> Non
     assert got.scope == "user"  # one registration serves every project, each acting as its own agent
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_stdio_with_an_agent_pins_it_in_the_servers_environment(client: str) -> None:
     got = registered(_snippet(client, "stdio", agent="alice"))
     assert got.command == COMMAND
@@ -187,7 +187,7 @@ def test_stdio_with_an_agent_pins_it_in_the_servers_environment(client: str) -> 
     assert got.scope == ("user" if client == "copilot" else "project")
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_http_points_at_the_mcp_endpoint_with_the_token_from_the_environment(client: str) -> None:
     snippet = _snippet(client, "http")
     assert snippet.form == "http"
@@ -200,7 +200,7 @@ def test_http_points_at_the_mcp_endpoint_with_the_token_from_the_environment(cli
     assert TOKEN_ENV in " ".join(snippet.notes)
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_http_with_an_agent_sends_the_agent_header(client: str) -> None:
     got = registered(_snippet(client, "http", agent="alice"))
     assert got.headers == {AGENT_HEADER: "alice"}
@@ -209,7 +209,7 @@ def test_http_with_an_agent_sends_the_agent_header(client: str) -> None:
 
 
 @pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_kind_and_path_agree(client: str, form: str) -> None:
     snippet = _snippet(client, form)
     if snippet.kind == "command":
@@ -222,7 +222,7 @@ def test_kind_and_path_agree(client: str, form: str) -> None:
 
 
 def test_kinds_per_client() -> None:
-    kinds = {(c, f): _snippet(c, f).kind for c in CLIENTS for f in FORMS}
+    kinds = {(c, f): _snippet(c, f).kind for c in MCP_CLIENTS for f in FORMS}
     assert kinds == {
         ("claude", "stdio"): "command",
         ("claude", "http"): "command",
@@ -237,7 +237,7 @@ def test_kinds_per_client() -> None:
     }
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_a_command_with_spaces_and_options_survives_quoting(client: str) -> None:
     command = ["/Users/me/My Tools/python3", "-m", "switchboard", "mcp"]
     assert registered(stdio_snippet(client, command)).command == command
@@ -284,7 +284,7 @@ def test_client_names() -> None:
     with pytest.raises(BadRequest) as caught:
         client_name("vscode")
     assert "vscode" in caught.value.message
-    assert all(name in caught.value.message for name in CLIENTS)
+    assert all(name in caught.value.message for name in MCP_CLIENTS)
 
 
 # --- which command the snippet runs ------------------------------------------------------------
@@ -338,7 +338,7 @@ def _read_back(client: str, form: str, document: dict) -> Registered:
     return registered(Snippet(client, form, document["kind"], document["path"], document["text"], ""))
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_e2e_every_client_and_form_never_prints_the_token(cli, client: str) -> None:
     _log_in(cli)
     for form in FORMS:
@@ -404,7 +404,7 @@ def test_e2e_unknown_client(cli, expect_error, as_json: bool) -> None:
     proc = cli.run("mcp-config", "vscode", *(["--json"] if as_json else []))
     error = expect_error(proc, "bad_request", as_json=as_json)
     message = error["message"] if as_json else error
-    assert "vscode" in message and all(name in message for name in CLIENTS)
+    assert "vscode" in message and all(name in message for name in MCP_CLIENTS)
 
 
 @pytest.mark.parametrize("as_json", [False, True])

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from switchboard.client.local import LocalClient
 from switchboard.fence import PREAMBLE, fenced_mail
-from switchboard.identity import DEFAULT_WORKSPACE, process_start_time
+from switchboard.identity import DEFAULT_WORKSPACE
 from switchboard.integrations.hooks.state import take_pusher_lock
 from switchboard.model import Caller
+from switchboard.procs import process_start_time
 from switchboard.service import Service
 from switchboard.store.sqlite.store import SQLiteStore
 from tests.hooks.conftest import AGENT, Hooks

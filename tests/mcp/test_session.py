@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.session_keeper import runtime_of
+from switchboard.integrations.agent_clis import runtime_of
 from switchboard.model import Session
 from switchboard.store.sqlite.store import SQLiteStore
 from tests.cli_runner import CLI

@@ -21,7 +21,7 @@ from pydantic import BaseModel, TypeAdapter
 from switchboard.client.backoff import Backoff
 from switchboard.errors import BadRequest, HubUnavailable, SwitchboardError, error_class
 from switchboard.headers import AGENT_HEADER, PROCESS_HEADER, SESSION_HEADER, WORKSPACE_HEADER, process_header
-from switchboard.identity import SessionHint, acting_pid, machine_name, process_start_time
+from switchboard.identity import SessionHint, acting_pid, machine_name
 from switchboard.model import (
     AckResult,
     Agent,
@@ -44,6 +44,7 @@ from switchboard.model import (
     WhoReport,
     Workspace,
 )
+from switchboard.procs import process_start_time
 
 if TYPE_CHECKING:
     import ssl

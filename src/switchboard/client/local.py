@@ -8,14 +8,7 @@ from pathlib import Path
 
 from switchboard.address import parse_machine, parse_name
 from switchboard.config import Settings
-from switchboard.identity import (
-    SessionHint,
-    acting_pid,
-    machine_name,
-    process_start_time,
-    resolve_agent,
-    resolve_workspace,
-)
+from switchboard.identity import SessionHint, acting_pid, machine_name, resolve_agent, resolve_workspace
 from switchboard.model import (
     AckResult,
     Agent,
@@ -37,6 +30,7 @@ from switchboard.model import (
     WhoReport,
     Workspace,
 )
+from switchboard.procs import process_start_time
 from switchboard.service import Service
 from switchboard.store.opening import open_store
 

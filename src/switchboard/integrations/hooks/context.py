@@ -14,16 +14,15 @@ from typing import TYPE_CHECKING
 
 from switchboard.config import Settings
 from switchboard.errors import SwitchboardError
-from switchboard.identity import process_start_time, resolve_agent, resolve_workspace
+from switchboard.identity import resolve_agent, resolve_workspace
+from switchboard.integrations.agent_clis import BY_NAME, UNKNOWN_RUNTIME, agent_process, runtime_of
 from switchboard.integrations.hooks import probe
 from switchboard.integrations.hooks.payload import HookInput
 from switchboard.integrations.hooks.state import SessionFiles, session_key
+from switchboard.procs import process_start_time
 
 if TYPE_CHECKING:
     from switchboard.client.base import Client
-
-# The runtime recorded for a session whose agent CLI's command line does not name it.
-RUNTIMES = {"claude": "claude-code", "codex": "codex", "copilot": "copilot-cli", "gemini": "gemini-cli"}
 
 
 class HookContext:
@@ -41,8 +40,6 @@ class HookContext:
     @cached_property
     def agent_pid(self) -> int:
         """The agent CLI process this hook serves (the hook runs under a shell under it)."""
-        from switchboard.client.session_keeper import agent_process
-
         return agent_process()
 
     @cached_property
@@ -51,10 +48,9 @@ class HookContext:
 
     @cached_property
     def runtime(self) -> str:
-        from switchboard.client.session_keeper import runtime_of
-
+        """The agent CLI's runtime by its command line, else the one the hook was installed for."""
         found = runtime_of(self.agent_pid)
-        return RUNTIMES[self.client_name] if found == "mcp-client" else found
+        return BY_NAME[self.client_name].runtime if found == UNKNOWN_RUNTIME else found
 
     @cached_property
     def files(self) -> SessionFiles:
