@@ -85,11 +85,6 @@ def _valid(raw: str, source: str) -> str:
         raise BadName(error.message, source=source) from None
 
 
-def resolve_workspace(env: Mapping[str, str], user_default: str | None = None) -> str:
-    raw = env.get("SWITCHBOARD_WORKSPACE", "").strip() or user_default or DEFAULT_WORKSPACE
-    return parse_name(raw, "workspace name")
-
-
 def machine_name(env: Mapping[str, str]) -> str:
     """This host's name as sessions report it (``SWITCHBOARD_MACHINE`` overrides)."""
     raw = env.get("SWITCHBOARD_MACHINE", "").strip() or socket.gethostname()

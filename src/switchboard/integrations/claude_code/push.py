@@ -47,7 +47,7 @@ from switchboard.client.hub import HubClient
 from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 from switchboard.errors import Forbidden, SwitchboardError
-from switchboard.identity import machine_name, resolve_agent, resolve_workspace
+from switchboard.identity import machine_name, resolve_agent
 from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.integrations.claude_code import unserved_sessions
 from switchboard.integrations.claude_code.sessions import ClaudeSession
@@ -201,7 +201,7 @@ def _owner(session: ClaudeSession, settings: Settings) -> tuple[str, str] | None
         return None
     try:
         agent = resolve_agent(environ, Path(session.cwd), settings.agent).name
-        workspace = resolve_workspace(environ, settings.workspace)
+        workspace = settings.workspace_in(environ)
     except (SwitchboardError, OSError):
         return None
     return agent, workspace
