@@ -56,8 +56,8 @@ from switchboard.model import (
 from switchboard.procs import process_start_time
 from switchboard.service import Service
 from switchboard.store.opening import is_postgres, open_store
-from tests.postgres import fresh_schema, table_rows
-from tests.waiting import wait_until
+from tests.support.postgres import fresh_schema, table_rows
+from tests.support.waiting import wait_until
 
 STORES = ["sqlite", "postgres"]
 WS = "acme"

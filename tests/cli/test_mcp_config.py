@@ -40,7 +40,7 @@ FORMS = ("stdio", "http")
 
 # Keys each client's file format accepts (Codex rejects unknown keys in an [mcp_servers.x] table).
 CODEX_KEYS = {"command", "args", "env", "env_vars", "cwd", "url", "bearer_token_env_var", "http_headers"} | {
-    # what `codex exec` needs to wait for the server and to let its tools run (tests/clients/test_codex.py)
+    # what `codex exec` needs to wait for the server and to let its tools run (tests/agent_clis_e2e/test_codex.py)
     "required",
     "startup_timeout_sec",
     "default_tools_approval_mode",

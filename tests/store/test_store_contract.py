@@ -37,7 +37,7 @@ from switchboard.store.base import (
     NewToken,
     Store,
 )
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 WS = "acme"
 OTHER_WS = "globex"

@@ -11,8 +11,8 @@ from switchboard.client.local import LocalClient
 from switchboard.model import Caller, MailItem
 from switchboard.service import Service
 from switchboard.store.sqlite.store import SQLiteStore
+from tests.support.waiting import wait_until
 from tests.test_service import Clock
-from tests.waiting import wait_until
 
 WS = "acme"
 

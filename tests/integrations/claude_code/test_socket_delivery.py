@@ -1,6 +1,6 @@
 """The pusher that writes an agent's new mail into its Claude Code session's messaging socket,
-here against a stand-in socket (tests/frame_listener.py) on a real embedded store; with the
-real Claude Code in tests/clients/test_claude_code_socket.py."""
+here against a stand-in socket (tests/support/frame_listener.py) on a real embedded store; with the
+real Claude Code in tests/agent_clis_e2e/test_claude_code_socket.py."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from switchboard.integrations.claude_code.socket_delivery import SessionSocket, 
 from switchboard.integrations.hooks.state import pusher_running
 from switchboard.model import Message
 from switchboard.procs import process_start_time
-from tests.forgery import assert_reads_as_from_only, forged
-from tests.frame_listener import FrameListener
-from tests.waiting import wait_until
+from tests.support.forgery import assert_reads_as_from_only, forged
+from tests.support.frame_listener import FrameListener
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture

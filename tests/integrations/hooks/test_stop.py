@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from switchboard.integrations.hooks import budget
-from tests.hooks.conftest import Hooks
-from tests.hooks.shapes import CLIENTS
+from tests.integrations.hooks.conftest import Hooks
+from tests.integrations.hooks.shapes import CLIENTS
 
 
 def block_reason(answer: dict[str, Any] | None) -> str:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from switchboard.fence import PREAMBLE
-from tests.forgery import assert_reads_as_from_only, forged
-from tests.hooks.conftest import AGENT, SENDER, Hooks
-from tests.hooks.shapes import CLIENTS, CONTEXT_EVENTS, EVENT_NAMES
+from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
+from tests.integrations.hooks.shapes import CLIENTS, CONTEXT_EVENTS, EVENT_NAMES
+from tests.support.forgery import assert_reads_as_from_only, forged
 
 
 def context_text(client: str, event: str, answer: dict[str, Any] | None) -> str:

@@ -1,9 +1,9 @@
 """Mail the sender pushes into a Claude Code session Switchboard does not serve is handed to a
 session of the agent that the service can judge: it comes back to the mailbox when the
 session's process is gone, unless the session's transcript shows its model took it. The
-machine of tests/test_session_push.py (registry, live processes, stand-in sockets); the
+machine of tests/integrations/claude_code/test_push.py (registry, live processes, stand-in sockets); the
 transcripts are files as Claude Code writes them. With the real Claude Code:
-tests/clients/test_claude_code_reach.py."""
+tests/agent_clis_e2e/test_claude_code_reach.py."""
 
 # ruff: noqa: F811 (the machine fixture is imported, and named as the tests' argument)
 from __future__ import annotations
@@ -19,8 +19,8 @@ from switchboard.integrations.claude_code.socket_delivery import render
 from switchboard.integrations.claude_code.unserved_sessions import Note
 from switchboard.model import UNSERVED_RUNTIME, RecipientStatus
 from switchboard.procs import process_start_time
-from tests.test_session_push import FakeSession, Machine, machine  # noqa: F401 (the fixture)
-from tests.waiting import wait_until
+from tests.integrations.claude_code.test_push import FakeSession, Machine, machine  # noqa: F401 (the fixture)
+from tests.support.waiting import wait_until
 
 
 def alice_row(machine: Machine, message_id: str) -> RecipientStatus:

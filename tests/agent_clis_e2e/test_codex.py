@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.conftest import TEST_TIMEOUT, Machine, assert_sent_through_our_server
-from tests.clients.mock_model import MockModel
+from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, Machine, assert_sent_through_our_server
+from tests.support.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 

@@ -25,8 +25,8 @@ from switchboard.integrations.claude_code.sessions import (
     write_frame,
 )
 from switchboard.procs import process_start_time
-from tests.frame_listener import FrameListener
-from tests.waiting import wait_until
+from tests.support.frame_listener import FrameListener
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from switchboard.model import Caller
 from switchboard.procs import process_start_time
 from switchboard.service import Service
 from switchboard.store.sqlite.store import SQLiteStore
-from tests.hooks.conftest import AGENT, Hooks
-from tests.waiting import wait_until
+from tests.integrations.hooks.conftest import AGENT, Hooks
+from tests.support.waiting import wait_until
 
 WAKE_TIMEOUT = 20.0
 

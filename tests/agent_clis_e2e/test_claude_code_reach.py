@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_runner import CALL_TIMEOUT, isolated_env
-from tests.clients.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, Machine, claude_code_env
-from tests.clients.mock_model import MockModel
+from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, Machine, claude_code_env
+from tests.support.cli_runner import CALL_TIMEOUT, isolated_env
+from tests.support.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 

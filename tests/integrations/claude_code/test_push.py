@@ -1,8 +1,8 @@
 """Mail pushed by the sender into this machine's Claude Code sessions that Switchboard does not
 serve: a registry in a temporary CLAUDE_CONFIG_DIR whose sessions are real, live processes (with
 their real start time, command line and environment), each with a stand-in messaging socket
-(tests/frame_listener.py); a real embedded store. With the real Claude Code:
-tests/clients/test_claude_code_reach.py."""
+(tests/support/frame_listener.py); a real embedded store. With the real Claude Code:
+tests/agent_clis_e2e/test_claude_code_reach.py."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ from switchboard.integrations.claude_code.socket_delivery import render
 from switchboard.mcp.tools import mailbox_server, one_client
 from switchboard.model import AgentPresence, Session, WhoReport
 from switchboard.procs import process_start_time
-from tests.cli_runner import CLI, describe
-from tests.frame_listener import FrameListener
-from tests.waiting import wait_until
+from tests.support.cli_runner import CLI, describe
+from tests.support.frame_listener import FrameListener
+from tests.support.waiting import wait_until
 
 
 @dataclass

@@ -21,7 +21,7 @@ import pytest
 
 from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.model import RecipientStatus
-from tests.clients.conftest import (
+from tests.agent_clis_e2e.conftest import (
     LEFTOVER_TIMEOUT,
     RUN_TIMEOUT,
     TEST_TIMEOUT,
@@ -30,8 +30,8 @@ from tests.clients.conftest import (
     Machine,
     claude_code_env,
 )
-from tests.clients.mock_model import MockModel
-from tests.waiting import wait_until
+from tests.support.mock_model import MockModel
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 

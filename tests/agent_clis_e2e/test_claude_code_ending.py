@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from switchboard.store.sqlite.store import SQLiteStore
-from tests.clients.conftest import TEST_TIMEOUT, Machine
-from tests.clients.mock_model import MockModel
-from tests.clients.test_claude_code_socket import start_session
+from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, Machine
+from tests.agent_clis_e2e.test_claude_code_socket import start_session
 from tests.mcp.test_session import process_gone
-from tests.waiting import wait_until
+from tests.support.mock_model import MockModel
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from switchboard.client.hub import HubClient
-from tests.hooks.conftest import AGENT, SENDER, Hooks
 from tests.hub.conftest import Hub, unique
+from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
 
 
 @pytest.fixture(scope="module")

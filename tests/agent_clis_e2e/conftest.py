@@ -42,9 +42,9 @@ import pytest
 from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 from switchboard.model import MailItem
-from tests.cli_runner import isolated_env
-from tests.clients.mock_model import MockModel
-from tests.waiting import wait_until
+from tests.support.cli_runner import isolated_env
+from tests.support.mock_model import MockModel
+from tests.support.waiting import wait_until
 
 INSTALL_TIMEOUT = 600.0  # a first install downloads a few hundred MB
 VERSION_TIMEOUT = 60.0

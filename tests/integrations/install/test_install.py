@@ -19,8 +19,8 @@ import pytest
 
 from switchboard.integrations.install.json_text import JsonText
 from switchboard.integrations.install.manifest import MANIFEST_FILE
-from tests.cli_runner import CLI
-from tests.integrations.conftest import CLAUDE_PROJECT_SETTINGS, Machine
+from tests.integrations.install.conftest import CLAUDE_PROJECT_SETTINGS, Machine
+from tests.support.cli_runner import CLI
 
 CLIENTS = ("claude", "codex", "copilot", "gemini")
 SCOPES = ("user", "project")

@@ -1,5 +1,5 @@
 """Reading a Claude Code transcript for the turns that carried handed mail to the model
-(records as 2.1.332 writes them: shared/reference and tests/clients/test_claude_code_states)."""
+(records as 2.1.332 writes them: shared/reference and tests/agent_clis_e2e/test_claude_code_states)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import pytest
 
 from switchboard.integrations.hooks.state import DeliveryClaim, delivering
 from switchboard.integrations.install.install_plans import fast_hook_command
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 SESSION_PID = 4242  # the Claude Code process the socket is named after
 HOLDER = """

@@ -16,9 +16,9 @@ import pytest
 from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 from switchboard.model import DeliveryState
-from tests.clients.conftest import TEST_TIMEOUT, Machine
-from tests.clients.mock_model import MockModel
-from tests.clients.test_codex import offline_config
+from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, Machine
+from tests.agent_clis_e2e.test_codex import offline_config
+from tests.support.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 

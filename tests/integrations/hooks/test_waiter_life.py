@@ -19,9 +19,9 @@ from switchboard.identity import DEFAULT_WORKSPACE
 from switchboard.model import Caller
 from switchboard.service import Service
 from switchboard.store.sqlite.store import SQLiteStore
-from tests.hooks.conftest import AGENT, SENDER, Hooks
-from tests.hooks.test_waiter import WAKE_TIMEOUT, ended, registered, start_agent_cli
-from tests.waiting import wait_until
+from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
+from tests.integrations.hooks.test_waiter import WAKE_TIMEOUT, ended, registered, start_agent_cli
+from tests.support.waiting import wait_until
 
 
 def woken_with(hooks: Hooks, waiter: subprocess.Popen[str], timeout: float = WAKE_TIMEOUT) -> list[str]:

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from switchboard.model import RecipientStatus
-from tests.clients.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env
-from tests.clients.mock_model import MockModel
-from tests.clients.test_claude_code_wake import start_waiting_session, waiters
-from tests.waiting import wait_until
+from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env
+from tests.agent_clis_e2e.test_claude_code_wake import start_waiting_session, waiters
+from tests.support.mock_model import MockModel
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cli_runner import describe
-from tests.hooks.conftest import Hooks
+from tests.integrations.hooks.conftest import Hooks
+from tests.support.cli_runner import describe
 
 EVENTS = ("session-start", "prompt", "post-tool", "stop", "wake")
 FAST = 3.0  # seconds for the whole process, interpreter start included, on a loaded 2-core machine
