@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from switchboard.errors import SwitchboardError
-from switchboard.integrations.agent_clis import HOOK_CLIENTS
+from switchboard.integrations.agent_clis import CLAUDE_CODE, HOOK_CLIENTS
 from switchboard.integrations.hooks.context import HookContext
 from switchboard.integrations.hooks.payload import parse, read_stdin
 
@@ -35,7 +35,7 @@ class UsageError(Exception):
 
 def parse_args(argv: Sequence[str]) -> tuple[str | None, str]:
     """(event, client) from the arguments after ``hook``; event None asks for the usage."""
-    event, client, rest = None, "claude", list(argv)
+    event, client, rest = None, CLAUDE_CODE.name, list(argv)  # without --client: Claude Code
     while rest:
         arg = rest.pop(0)
         if arg in ("-h", "--help"):
