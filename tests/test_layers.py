@@ -41,8 +41,10 @@ KNOWN: Mapping[str, str] = {
 def part_of(module: str) -> str:
     """The part of the house a module belongs to: its folder under the package, or "core"."""
     pieces = module.split(".")
-    if len(pieces) < 2 or pieces[0] != "switchboard":
+    if pieces[0] != "switchboard":
         return "outside"
+    if len(pieces) == 1:
+        return "core"  # the package's own __init__
     if pieces[1] == "__main__":
         return "entry"  # `python -m switchboard`: the program's door, above every part
     if len(pieces) == 2 and (PACKAGE / f"{pieces[1]}.py").is_file() or pieces[1] == "__init__":
