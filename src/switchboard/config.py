@@ -21,7 +21,7 @@ from pathlib import Path
 
 import platformdirs
 
-from switchboard.address import parse_name
+from switchboard.address import is_utf8, parse_name
 from switchboard.errors import BadRequest
 from switchboard.identity import DEFAULT_WORKSPACE
 
@@ -177,8 +177,6 @@ def toml_string(value: str) -> str:
 
     (json.dumps does not do: it writes a character past U+FFFF as a surrogate pair of escapes,
     which TOML refuses, and leaves DEL unescaped.)"""
-    from switchboard.content import is_utf8  # here: content loads the models, which the hooks must not
-
     if not is_utf8(value):
         raise BadRequest("a setting holds undecodable bytes (lone surrogates); give it as text.")
     escaped = value.replace("\\", "\\\\").replace('"', '\\"')

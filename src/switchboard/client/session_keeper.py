@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from switchboard.address import DELIVERY_ERROR_CHARS
 from switchboard.errors import SwitchboardError, UnknownSession
 from switchboard.procs import process_alive, process_start_time
 
@@ -113,11 +114,7 @@ class SessionKeeper:
         if session is None:
             return True
         problem = self._delivery_problem() if self._delivery_problem else None
-        if problem is not None:
-            # Imported here: content loads the models, and the hooks import this module.
-            from switchboard.content import DELIVERY_ERROR_CHARS
-
-            # whatever the path reports, cut to what the hub takes
+        if problem is not None:  # whatever the path reports, cut to what the hub takes
             problem = problem.replace("\x00", "")[:DELIVERY_ERROR_CHARS]
         try:
             self._client.heartbeat(session.id, problem)
