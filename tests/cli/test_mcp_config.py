@@ -388,6 +388,12 @@ def test_e2e_url_implies_http_and_needs_no_login(cli) -> None:
     assert document["path"] == ".codex/config.toml"
 
 
+def test_e2e_logged_in_to_replicas_the_agent_cli_gets_the_first(cli) -> None:
+    _log_in(cli, "http://10.0.0.1:8465/, http://10.0.0.2:8465")
+    document = cli.run_json("mcp-config", "cursor", "--http", agent="alice")
+    assert registered(_as_snippet(document)).url == "http://10.0.0.1:8465/mcp"
+
+
 def test_e2e_without_an_identity_there_is_no_agent_header(cli) -> None:
     if not cli.outside_any_project():
         pytest.skip("the test folder is inside a project, so the identity rule names an agent")

@@ -85,7 +85,8 @@ def mcp_config(
     notes: list[str] = []
     if http or url is not None:
         settings = Settings.load()
-        hub = url if url is not None else settings.hub
+        # Logged in to several replicas: the agent CLI is pointed at the first (it takes one URL).
+        hub = url if url is not None else next(iter(settings.hub_urls), None)
         if not hub:
             raise BadRequest(
                 "--http needs a hub and this machine is not logged in to one: "
