@@ -53,6 +53,7 @@ from switchboard.store.postgres import queries as q
 from switchboard.store.postgres.connection import POOL_SIZE, PostgresDatabase
 from switchboard.store.postgres.listener import Callback
 from switchboard.store.postgres.messages import store_message, submit_args
+from switchboard.store.registration import OPEN_SESSION_COLUMNS, OpenSession, registration
 from switchboard.store.rows import (
     EVENT_COLUMNS,
     HELD_COLUMNS,
@@ -255,18 +256,17 @@ class PostgresStore:
                     (f"switchboard session {session.workspace} {session.machine} {session.pid}",),
                 )
                 open_here = conn.execute(
-                    f"SELECT {SESSION_COLUMNS} FROM sessions "
+                    f"SELECT {OPEN_SESSION_COLUMNS} FROM sessions "
                     "WHERE workspace = %(ws)s AND machine = %(machine)s AND pid = %(pid)s AND ended_at IS NULL",
                     place,
                 ).fetchall()
-                if any(r[2] != session.agent and r[0] not in session.may_end for r in open_here):
-                    return None  # another agent's session, registered since the service looked
-                same = [r[0] for r in open_here if r[2] == session.agent and r[5] == session.proc_start][:1]
-                stale = [r[0] for r in open_here if r[0] not in same]  # a recycled pid, or another agent's
-                if stale:
-                    conn.execute("UPDATE sessions SET ended_at = %s WHERE id = ANY(%s)", (at, stale))
-                if same:
-                    session_id = same[0]
+                plan = registration(session, [OpenSession(*row) for row in open_here])
+                if plan is None:
+                    return None
+                if plan.end:
+                    conn.execute("UPDATE sessions SET ended_at = %s WHERE id = ANY(%s)", (at, list(plan.end)))
+                if plan.refresh is not None:
+                    session_id = plan.refresh
                     conn.execute(
                         "UPDATE sessions SET last_seen = %s, runtime = %s, terminal = coalesce(%s, terminal) "
                         "WHERE id = %s",

@@ -43,6 +43,7 @@ from switchboard.store.base import (
     NewToken,
     StoredMachine,
 )
+from switchboard.store.registration import OPEN_SESSION_COLUMNS, OpenSession, registration
 from switchboard.store.rows import (
     CHANNEL_QUERY,
     HELD_COLUMNS,
@@ -272,18 +273,17 @@ class SQLiteStore:
 
         def register(conn: sqlite3.Connection) -> tuple | None:
             open_here = conn.execute(
-                f"SELECT {SESSION_COLUMNS} FROM sessions "
+                f"SELECT {OPEN_SESSION_COLUMNS} FROM sessions "
                 "WHERE workspace = ? AND machine = ? AND pid = ? AND ended_at IS NULL",
                 (session.workspace, session.machine, session.pid),
             ).fetchall()
-            if any(r[2] != session.agent and r[0] not in session.may_end for r in open_here):
-                return None  # another agent's session, registered since the service looked
-            same = [r for r in open_here if r[2] == session.agent and r[5] == session.proc_start]
-            for row in open_here:
-                if row not in same[:1]:  # another process once had this pid, or another agent claims it
-                    conn.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (at, row[0]))
-            if same:
-                session_id = same[0][0]
+            plan = registration(session, [OpenSession(*row) for row in open_here])
+            if plan is None:
+                return None
+            for stale in plan.end:
+                conn.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (at, stale))
+            if plan.refresh is not None:
+                session_id = plan.refresh
                 conn.execute(
                     "UPDATE sessions SET last_seen = ?, runtime = ?, terminal = coalesce(?, terminal) WHERE id = ?",
                     (at, session.runtime, session.terminal, session_id),
