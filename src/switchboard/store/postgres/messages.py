@@ -11,9 +11,8 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import errors as pg_errors
 
-from switchboard.errors import UnknownRecipient, listed
 from switchboard.model import Message, SendResult, parts_json
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
 from switchboard.store.postgres.queries import NOTIFY
 from switchboard.store.rows import to_ts
 
@@ -109,7 +108,7 @@ def submit_args(
 
 def store_message(conn: psycopg.Connection, args: dict[str, object]) -> dict[str, int]:
     """One attempt at storing the message; each recipient's new sequence number. Raises
-    DuplicateIdempotencyKey or UnknownRecipient, and then nothing of it is stored."""
+    DuplicateIdempotencyKey or RecipientsGone, and then nothing of it is stored."""
     if not args["creates"]:
         return _store(conn, args)
     with conn.transaction():  # a missing recipient rolls back the creation of the others
@@ -134,10 +133,7 @@ def _store(conn: psycopg.Connection, args: dict[str, object]) -> dict[str, int]:
         raise DuplicateIdempotencyKey(args["key"])  # SQLite's answer too: it checks the key first
     present = set(found or ())
     missing = [n for n in args["names"] if n not in present]  # type: ignore[attr-defined]
-    raise UnknownRecipient(
-        f"agent {listed(missing)} was deleted while this message was being sent; nothing was stored.",
-        addresses=missing,
-    )
+    raise RecipientsGone(missing)
 
 
 _KEY_USED = "SELECT FROM messages WHERE workspace = %(ws)s AND sender = %(sender)s AND idempotency_key = %(key)s"

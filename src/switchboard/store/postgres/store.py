@@ -21,7 +21,6 @@ from psycopg import errors as pg_errors
 
 from switchboard.delivery.guard import Exchange
 from switchboard.delivery.waiting import held, waiting_to_surface
-from switchboard.errors import AlreadyExists
 from switchboard.model import (
     Agent,
     AuditEntry,
@@ -46,6 +45,7 @@ from switchboard.store.base import (
     NewSession,
     NewToken,
     StoredMachine,
+    TokenTaken,
 )
 from switchboard.store.postgres import audit as postgres_audit
 from switchboard.store.postgres import handing
@@ -601,11 +601,9 @@ class PostgresStore:
             )
         except pg_errors.UniqueViolation as error:
             if error.diag.constraint_name == "tokens_secret_hash_key":
-                raise AlreadyExists(
-                    "a token with this secret already exists; issue it again with a new secret."
-                ) from None
+                raise TokenTaken("secret_hash") from None
             if error.diag.constraint_name == "tokens_pkey":
-                raise AlreadyExists(f"a token with id {token.id} already exists; issue it again.") from None
+                raise TokenTaken("id") from None
             raise
         return token_from_row(row)
 

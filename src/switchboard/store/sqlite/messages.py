@@ -24,9 +24,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from switchboard.errors import UnknownRecipient, listed
 from switchboard.model import DeliveryState, Message, SendResult, parts_json
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
 from switchboard.store.rows import to_ts
 
 # Names per "IN (...)" list, and rows per multi-row INSERT: well under SQLite's limit on bound
@@ -111,7 +110,7 @@ class NewMessage:
 def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> list[dict[str, int]]:
     """Store ``messages``; per message, each recipient's new sequence number.
 
-    Raises DuplicateIdempotencyKey (a message's key was used before), or UnknownRecipient (a
+    Raises DuplicateIdempotencyKey (a message's key was used before), or RecipientsGone (a
     recipient that was not to be created is gone). Either way nothing of the call is kept: the
     caller runs it in a savepoint, and runs a group's messages one by one after a failure so
     that only the message at fault fails."""
@@ -241,8 +240,5 @@ def _allocate_seqs(conn: sqlite3.Connection, counts: Counter[tuple[str, str]]) -
                 first[(workspace, name)] = last - count + 1
     missing = [name for (workspace, name) in counts if (workspace, name) not in first]
     if missing:  # deleted by another process since the service looked them up
-        raise UnknownRecipient(
-            f"agent {listed(missing)} was deleted while this message was being sent; nothing was stored.",
-            addresses=missing,
-        )
+        raise RecipientsGone(missing)
     return first

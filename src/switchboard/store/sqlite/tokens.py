@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from switchboard.errors import AlreadyExists
-from switchboard.store.base import NewToken
+from switchboard.store.base import NewToken, TokenTaken
 from switchboard.store.rows import TOKEN_COLUMNS
 
 # rowid breaks ties between tokens created in the same instant: the order they were created.
@@ -21,9 +20,9 @@ def insert_token(conn: sqlite3.Connection, token: NewToken, at: float) -> tuple:
         ).fetchone()
     except sqlite3.IntegrityError as error:
         if "secret_hash" in str(error):
-            raise AlreadyExists("a token with this secret already exists; issue it again with a new secret.") from None
+            raise TokenTaken("secret_hash") from None
         if "tokens.id" in str(error):
-            raise AlreadyExists(f"a token with id {token.id} already exists; issue it again.") from None
+            raise TokenTaken("id") from None
         raise
 
 
