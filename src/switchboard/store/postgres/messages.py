@@ -12,8 +12,10 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from switchboard.model import Message, SendResult, parts_json
+from switchboard.pending import Pending
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
-from switchboard.store.postgres.queries import NOTIFY
+from switchboard.store.postgres.connection import PostgresDatabase
+from switchboard.store.postgres.notices import NOTIFY, payload
 from switchboard.store.rows import to_ts
 
 PREPARED_UP_TO = 16  # recipients: a send to more is planned anew each time (see _store)
@@ -63,6 +65,22 @@ SELECT c.ok, (SELECT array_agg(name) FROM locked), (SELECT json_object_agg(name,
     (SELECT {NOTIFY} WHERE c.ok)
 FROM complete c
 """
+
+
+def submit_message(
+    db: PostgresDatabase,
+    message: Message,
+    deliveries: Sequence[NewDelivery],
+    result: SendResult,
+    idempotency_key: str | None,
+    request_hash: str | None,
+) -> Pending[dict[str, int]]:
+    """Store the message on a send thread (see ``Store.submit_message``); its notification names
+    the recipients' mailboxes and the message, so that replicas read it once for their streams."""
+    args = submit_args(message, deliveries, result, idempotency_key, request_hash)
+    notice = payload(db.replica, message.workspace, args["names"], message.id)  # type: ignore[arg-type]
+    args = db.with_notify(args, notice)
+    return db.submit(lambda conn: store_message(conn, args))
 
 
 def submit_args(
