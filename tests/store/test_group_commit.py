@@ -21,7 +21,7 @@ import pytest
 from switchboard.errors import StoreUnavailable
 from switchboard.model import DeliveryState, Message, SendResult
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
-from switchboard.store.sqlite import connection as sqlite_connection
+from switchboard.store.sqlite import writer as sqlite_writer
 from switchboard.store.sqlite.connection import SQLiteDatabase
 from switchboard.store.sqlite.store import SQLiteStore
 from tests.store.test_store_contract import T0, WS, agents, at, build, ids, send
@@ -211,7 +211,7 @@ def test_a_body_that_starts_another_transaction_gets_an_error_instead_of_waiting
 def test_when_the_write_lock_cannot_be_had_every_request_fails_as_unavailable_and_writing_resumes(
     either, path, monkeypatch
 ):
-    monkeypatch.setattr(sqlite_connection, "BUSY_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(sqlite_writer, "BUSY_TIMEOUT_SECONDS", 0.2)
     other = sqlite3.connect(path, isolation_level=None)  # another process, holding the write lock
     try:
         other.execute("BEGIN IMMEDIATE")
