@@ -179,7 +179,8 @@ class Store(Protocol):
         process start; its runtime is updated). Ends the agent's other open sessions on that
         machine and pid (the pid was recycled) and the other agents' ones named in
         ``session.may_end``. None, with nothing written, when another agent has an open session
-        there that ``may_end`` does not name (it registered the process meanwhile)."""
+        there that ``may_end`` does not name (it registered the process meanwhile). The rule is
+        ``store.registration``'s, which every store applies."""
         ...
 
     def touch_session(
