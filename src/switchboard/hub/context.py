@@ -1,4 +1,5 @@
-"""What every endpoint needs: who is calling (credential → caller), its rate limit, its body.
+"""What every endpoint needs: who is calling (credential → caller), its rate limit, its body
+(``hub/endpoint.py`` gives it to each endpoint).
 
 Blocking work (SQLite, a group commit's fsync) runs in worker threads, never on the event loop.
 """
@@ -7,26 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError
-from starlette.requests import Request
-from starlette.responses import Response
 
 from switchboard import headers
 from switchboard.credentials import Credential, Credentials, hash_secret
 from switchboard.errors import BadName, BadRequest, Forbidden, TooLarge, Unauthorized
 from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS, OpenStreams
-from switchboard.hub.query_numbers import decimal_number, whole_number
 from switchboard.hub.ratelimit import RateLimiter, bad_token_limiter
 from switchboard.model import Caller
 from switchboard.pending import Pending
 from switchboard.service import Service
-from switchboard.store.opening import store_kind
 
 T = TypeVar("T")
 Headers = Mapping[str, str]  # by lower-case name: Starlette's headers, or a plain dict of ASGI's
@@ -66,16 +62,6 @@ def _wake(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-def json_response(value: BaseModel | list[BaseModel] | dict[str, Any], status: int = 200) -> Response:
-    if isinstance(value, BaseModel):
-        body = value.model_dump_json()
-    elif isinstance(value, list):
-        body = "[" + ",".join(v.model_dump_json() for v in value) + "]"
-    else:
-        body = json.dumps(value)
-    return Response(body, status_code=status, media_type="application/json")
-
-
 class HubContext:
     """The hub's shared parts, handed to every endpoint through ``request.app.state.hub``."""
 
@@ -89,7 +75,7 @@ class HubContext:
     ) -> None:
         self.service = service
         self.replica = replica  # this hub's id among the replicas of one PostgreSQL store
-        self.store_kind = store_kind(service.store)
+        self.store_kind = service.store_kind
         self.credentials = credentials
         self.limiter = limiter
         self.bad_tokens = bad_token_limiter()  # per client address
@@ -105,9 +91,6 @@ class HubContext:
     def stopping(self) -> bool:
         """stop() was called: every wait for mail ends (the service's own, for MCP calls, too)."""
         return self.service.events.closed
-
-    async def credential(self, request: Request) -> Credential:
-        return await self.credential_of(request.headers, request.client.host if request.client else None)
 
     async def credential_of(self, headers: Headers, client: str | None = None) -> Credential:
         """The request's bearer token checked (401 if it is missing, unknown or revoked), and
@@ -126,9 +109,6 @@ class HubContext:
                 raise
         self.limiter.check(credential.token_id)
         return credential
-
-    async def identify(self, request: Request) -> tuple[Credential, Caller]:
-        return await self.identify_by(request.headers, request.client.host if request.client else None)
 
     async def identify_by(self, headers: Headers, client: str | None = None) -> tuple[Credential, Caller]:
         """Authenticate, rate-limit, and name the agent this request acts as (creating it on first
@@ -159,15 +139,6 @@ class HubContext:
         except BadName:  # not a machine name: the header is a hint, never a reason to refuse
             return caller
 
-    async def caller(self, request: Request) -> Caller:
-        return (await self.identify(request))[1]
-
-    async def caller_managing(self, request: Request, agent: str) -> Caller:
-        """The caller, when it may change ``agent``'s card: an agent token manages only its own."""
-        credential, caller = await self.identify(request)
-        check_manages(credential, caller, agent)
-        return caller
-
 
 def bearer_token(headers: Headers) -> str | None:
     scheme, _, secret = headers.get("authorization", "").partition(" ")
@@ -185,24 +156,9 @@ def check_manages(credential: Credential, caller: Caller, agent: str) -> None:
 
 
 class NoBody(BaseModel):
+    """The body of an endpoint that takes none: nothing, or ``{}``."""
+
     model_config = ConfigDict(extra="forbid")
-
-
-async def refuse_body(request: Request) -> None:
-    """An endpoint that takes no body refuses one, rather than ignoring what the client meant."""
-    await read_body(request, NoBody)
-
-
-async def read_body(request: Request, model: type[M]) -> M:
-    """The JSON body as ``model``: too_large past the limit, bad_request for bad JSON or fields."""
-    check_declared_length(request.headers)
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise TooLarge(f"the request body is over {MAX_BODY_BYTES} bytes.")
-        chunks.append(chunk)
-    return parse_body(b"".join(chunks), model)
 
 
 def check_declared_length(headers: Headers) -> None:
@@ -226,24 +182,3 @@ def parse_body(raw: bytes, model: type[M]) -> M:
 
 
 _TOO_LARGE = frozenset({"string_too_long", "too_long"})
-
-
-def query_int(request: Request, name: str, default: int | None, least: int, most: int) -> int | None:
-    """The whole-number query parameter ``name`` (ASCII digits, ``least..most``), or ``default``."""
-    raw = request.query_params.get(name)
-    return default if raw is None or raw == "" else whole_number(raw, name, least, most)
-
-
-def query_float(request: Request, name: str, default: float, least: float, most: float) -> float:
-    """The number query parameter ``name`` (finite, ``least..most``), or ``default``."""
-    raw = request.query_params.get(name)
-    return default if raw is None or raw == "" else decimal_number(raw, name, least, most)
-
-
-def query_bool(request: Request, name: str) -> bool:
-    raw = (request.query_params.get(name) or "").lower()
-    if raw in ("", "0", "false", "no"):
-        return False
-    if raw in ("1", "true", "yes"):
-        return True
-    raise BadRequest(f"query parameter {name}={raw!r} is not true or false.")
