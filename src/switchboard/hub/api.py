@@ -56,59 +56,58 @@ async def whoami(call: Call) -> WhoAmI:
         source=f"{credential.kind} token",
         machine=service.machine,
         store=str(HTTPConnection(call.scope).base_url).rstrip("/"),
-        session=await call.run(service.session_address, caller),
+        session=await call.run_as(service.session_address),
         liveness_seconds=service.liveness.window_seconds,
     )
 
 
 async def message_status(call: Call) -> MessageStatus:
-    caller = await call.as_caller()
-    return await call.run(call.hub.service.message_status, caller, call.path("message_id"))
+    await call.identify()
+    return await call.run_as(call.hub.service.message_status, call.path("message_id"))
 
 
 async def inbox(call: Call) -> list[MailItem]:
-    caller = await call.as_caller()
+    await call.identify()
     include_acked = call.query_bool("all")
     limit = call.query_int("limit", INBOX_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
-    return await call.run(call.hub.service.inbox, caller, include_acked=include_acked, limit=limit)
+    return await call.run_as(call.hub.service.inbox, include_acked=include_acked, limit=limit)
 
 
 async def mark_read(call: Call) -> MarkResult:
-    caller = await call.as_caller()
+    await call.identify()
     body = await call.body(MarkReadRequest)
-    return await call.run(call.hub.service.mark_read, caller, body.message_ids)
+    return await call.run_as(call.hub.service.mark_read, body.message_ids)
 
 
 async def confirm_surfaced(call: Call) -> MarkResult:
-    caller = await call.as_caller()
+    await call.identify()
     body = await call.body(ConfirmSurfacedRequest)
-    return await call.run(call.hub.service.confirm_surfaced, caller, body.message_ids, body.evidence)
+    return await call.run_as(call.hub.service.confirm_surfaced, body.message_ids, body.evidence)
 
 
 async def record_receipt(call: Call) -> MarkResult:
-    caller = await call.as_caller()
+    await call.identify()
     body = await call.body(ReceiptRequest)
-    return await call.run(call.hub.service.record_receipt, caller, body.message_ids, body.status, body.reason)
+    return await call.run_as(call.hub.service.record_receipt, body.message_ids, body.status, body.reason)
 
 
 async def ack(call: Call) -> AckResult:
-    caller = await call.as_caller()
+    await call.identify()
     body = await call.body(AckRequest)
-    return await call.run(call.hub.service.ack, caller, body.message_ids)
+    return await call.run_as(call.hub.service.ack, body.message_ids)
 
 
 async def who(call: Call) -> WhoReport:
-    caller = await call.as_caller()
-    report = await call.run(call.hub.service.who, caller)
+    await call.identify()
+    report = await call.run_as(call.hub.service.who)
     return report.model_copy(update={"replica": call.hub.replica})
 
 
 async def register_session(call: Call) -> Answer:
-    caller = await call.as_caller()
+    await call.identify()
     body = await call.body(SessionRequest)
-    session = await call.run(
+    session = await call.run_as(
         call.hub.service.register_session,
-        caller,
         pid=body.pid,
         runtime=body.runtime,
         machine=body.machine,
@@ -119,40 +118,40 @@ async def register_session(call: Call) -> Answer:
 
 
 async def heartbeat(call: Call) -> Session:
-    caller = await call.as_caller()
+    await call.identify()
     body = await call.body(HeartbeatRequest)
-    return await call.run(call.hub.service.heartbeat, caller, call.path("session_id"), body.delivery_error)
+    return await call.run_as(call.hub.service.heartbeat, call.path("session_id"), body.delivery_error)
 
 
 async def reach(call: Call) -> Reach:
-    caller = await call.as_caller()
+    await call.identify()
     address = call.query("address") or ""
     if not address.strip():
         raise BadRequest("name the address to look up: ?address=name, name@machine or name@machine#pid.")
-    return await call.run(call.hub.service.reach, caller, address)
+    return await call.run_as(call.hub.service.reach, address)
 
 
 async def end_session(call: Call) -> Session:
-    caller = await call.as_caller()
-    return await call.run(call.hub.service.end_session, caller, call.path("session_id"))
+    await call.identify()
+    return await call.run_as(call.hub.service.end_session, call.path("session_id"))
 
 
 async def list_agents(call: Call) -> list[Agent]:
-    caller = await call.as_caller()
-    return await call.run(call.hub.service.list_agents, caller)
+    await call.identify()
+    return await call.run_as(call.hub.service.list_agents)
 
 
 async def create_agent(call: Call) -> Answer:
     credential, caller = await call.identify()
     body = await call.body(AgentRequest)
     check_manages(credential, caller, body.name)
-    agent = await call.run(call.hub.service.create_agent, caller, body.name, body.description, body.skills)
+    agent = await call.run_as(call.hub.service.create_agent, body.name, body.description, body.skills)
     return Answer(agent, 201)
 
 
 async def describe_agent(call: Call) -> Agent:
-    caller = await call.as_caller()
-    return await call.run(call.hub.service.describe_agent, caller, call.path("name"))
+    await call.identify()
+    return await call.run_as(call.hub.service.describe_agent, call.path("name"))
 
 
 async def update_agent(call: Call) -> Agent:
@@ -160,7 +159,7 @@ async def update_agent(call: Call) -> Agent:
     credential, caller = await call.identify()
     check_manages(credential, caller, name)
     body = await call.body(AgentUpdate)
-    return await call.run(call.hub.service.update_agent, caller, name, body.description, body.skills)
+    return await call.run_as(call.hub.service.update_agent, name, body.description, body.skills)
 
 
 async def delete_agent(call: Call) -> DeletedAgent:
@@ -168,56 +167,56 @@ async def delete_agent(call: Call) -> DeletedAgent:
     credential, caller = await call.identify()
     check_manages(credential, caller, name)
     force = call.query_bool("force")
-    return await call.run(call.hub.service.delete_agent, caller, name, force=force)
+    return await call.run_as(call.hub.service.delete_agent, name, force=force)
 
 
 async def list_channels(call: Call) -> list[Channel]:
-    caller = await call.as_caller()
-    return await call.run(call.hub.service.list_channels, caller)
+    await call.identify()
+    return await call.run_as(call.hub.service.list_channels)
 
 
 async def create_channel(call: Call) -> Answer:
-    caller = await call.as_caller()
+    await call.identify()
     body = await call.body(ChannelRequest)
-    channel = await call.run(
-        call.hub.service.create_channel, caller, body.name, body.description, invite_only=body.invite_only
+    channel = await call.run_as(
+        call.hub.service.create_channel, body.name, body.description, invite_only=body.invite_only
     )
     return Answer(channel, 201)
 
 
 async def join_channel(call: Call) -> Channel:
-    caller = await call.as_caller()
+    await call.identify()
     await call.no_body()
-    return await call.run(call.hub.service.join_channel, caller, call.path("name"))
+    return await call.run_as(call.hub.service.join_channel, call.path("name"))
 
 
 async def leave_channel(call: Call) -> Channel:
-    caller = await call.as_caller()
+    await call.identify()
     await call.no_body()
-    return await call.run(call.hub.service.leave_channel, caller, call.path("name"))
+    return await call.run_as(call.hub.service.leave_channel, call.path("name"))
 
 
 async def channel_members(call: Call) -> list[ChannelMember]:
-    caller = await call.as_caller()
-    return await call.run(call.hub.service.channel_members, caller, call.path("name"))
+    await call.identify()
+    return await call.run_as(call.hub.service.channel_members, call.path("name"))
 
 
 async def invite_to_channel(call: Call) -> Channel:
-    caller = await call.as_caller()
+    await call.identify()
     body = await call.body(InviteRequest)
-    return await call.run(call.hub.service.invite_to_channel, caller, call.path("name"), body.agents)
+    return await call.run_as(call.hub.service.invite_to_channel, call.path("name"), body.agents)
 
 
 async def remove_from_channel(call: Call) -> Channel:
-    caller = await call.as_caller()
+    await call.identify()
     await call.no_body()
-    return await call.run(call.hub.service.remove_from_channel, caller, call.path("name"), call.path("agent"))
+    return await call.run_as(call.hub.service.remove_from_channel, call.path("name"), call.path("agent"))
 
 
 async def audit_trail(call: Call) -> list[AuditEntry]:
-    caller = await call.as_caller()
+    await call.identify()
     limit = call.query_int("limit", AUDIT_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
-    return await call.run(call.hub.service.audit_trail, caller, limit)
+    return await call.run_as(call.hub.service.audit_trail, limit)
 
 
 # --- credentials: a token's own business, as no agent (their answers carry no unread count) ----

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from switchboard import headers
 from switchboard.credentials import Credential, Credentials, hash_secret
 from switchboard.errors import BadName, BadRequest, Forbidden, TooLarge, Unauthorized
+from switchboard.headers import parse_process_header
 from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS, OpenStreams
 from switchboard.hub.ratelimit import RateLimiter, bad_token_limiter
 from switchboard.model import Caller
@@ -111,8 +112,16 @@ class HubContext:
         return credential
 
     async def identify_by(self, headers: Headers, client: str | None = None) -> tuple[Credential, Caller]:
+        """``acting``, then in the session the request's headers name (on a worker thread)."""
+        credential, caller = await self.acting(headers, client)
+        if headers.get(SESSION_HEADER) or headers.get(PROCESS_HEADER):
+            caller = await blocking(self.in_session, caller, headers)
+        return credential, caller
+
+    async def acting(self, headers: Headers, client: str | None = None) -> tuple[Credential, Caller]:
         """Authenticate, rate-limit, and name the agent this request acts as (creating it on first
-        use); ``client``: the address it comes from."""
+        use), not yet in the session its headers may name (``in_session``); ``client``: the
+        address it comes from."""
         credential = await self.credential_of(headers, client)
         asked = (credential.token_id, headers.get(AGENT_HEADER), headers.get(WORKSPACE_HEADER))
         caller = self._callers.get(asked)
@@ -122,16 +131,15 @@ class HubContext:
                 self._callers[asked] = caller
         if not self.service.has_entered(caller):  # created on first use (again, once deleted)
             await blocking(self.service.enter, caller)
-        session_id, process = headers.get(SESSION_HEADER), headers.get(PROCESS_HEADER)
-        if session_id or process:
-            caller = await blocking(self._in_session, caller, session_id, process)
         return credential, caller
 
-    def _in_session(self, caller: Caller, session_id: str | None, process: str | None) -> Caller:
-        """The caller acting in the session its request names (by id, or by its process's lineage)."""
+    def in_session(self, caller: Caller, headers: Headers) -> Caller:
+        """The caller acting in the session its request names (by id, or by its process's
+        lineage); unchanged when it names none. Blocking: it may read the store."""
+        session_id, process = headers.get(SESSION_HEADER), headers.get(PROCESS_HEADER)
         if session_id:
             return self.service.in_session(caller, session_id=session_id.strip())
-        named = headers.parse_process_header(process or "")
+        named = parse_process_header(process) if process else None
         if named is None:
             return caller
         try:

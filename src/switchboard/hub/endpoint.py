@@ -64,7 +64,7 @@ class Answer:
 class Call:
     """One request to an endpoint: who makes it, what it brings, and how its work runs."""
 
-    __slots__ = ("hub", "scope", "receive", "reply", "headers", "_query", "caller", "unread")
+    __slots__ = ("hub", "scope", "receive", "reply", "headers", "_query", "caller", "_in_session", "unread")
 
     def __init__(self, hub: HubContext, scope: Scope, receive: Receive, reply: Reply) -> None:
         self.hub = hub
@@ -74,6 +74,7 @@ class Call:
         self.headers = headers_of(scope)
         self._query: dict[str, str] | None = None
         self.caller: Caller | None = None  # the agent the request acts as, once identified
+        self._in_session = False  # whether ``caller`` is in the session the request names yet
         self.unread: int | None = None  # that agent's unread count, once counted
 
     # --- who calls ----------------------------------------------------------------------
@@ -84,12 +85,10 @@ class Call:
 
     async def identify(self) -> tuple[Credential, Caller]:
         """The credential and the agent the request acts as: its answer carries that agent's
-        unread count from now on."""
-        credential, self.caller = await self.hub.identify_by(self.headers, client_of(self.scope))
+        unread count from now on. The session the request names is looked up by ``run_as``, in
+        its worker call (a lookup may read the store: a hop of its own would cost as much)."""
+        credential, self.caller = await self.hub.acting(self.headers, client_of(self.scope))
         return credential, self.caller
-
-    async def as_caller(self) -> Caller:
-        return (await self.identify())[1]
 
     # --- what it brings -----------------------------------------------------------------
 
@@ -131,19 +130,24 @@ class Call:
     # --- its work -----------------------------------------------------------------------
 
     async def run(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``operation(*args, **kwargs)`` on a worker thread; for a request that acts as an
-        agent, that agent's unread count is taken in the same worker call, after it (a read's
-        answer has it already)."""
-        caller = self.caller
-        if caller is None:
-            return await blocking(operation, *args, **kwargs)
-        service = self.hub.service
+        """``operation(*args, **kwargs)`` on a worker thread (for a credential's own business)."""
+        return await blocking(operation, *args, **kwargs)
 
-        def work() -> tuple[T, int]:
-            result = operation(*args, **kwargs)
-            return result, result.unread if isinstance(result, ReadResult) else service.unread_count(caller)
+    async def run_as(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``operation(caller, *args, **kwargs)`` on a worker thread, as the identified agent in
+        the session its request names; that agent's unread count is taken in the same worker
+        call, after it (a read's answer has it already)."""
+        hub, caller, in_session = self.hub, self.caller, self._in_session
+        assert caller is not None, "identify() first"
 
-        result, self.unread = await blocking(work)
+        def work() -> tuple[Caller, T, int]:
+            acting = caller if in_session else hub.in_session(caller, self.headers)
+            result = operation(acting, *args, **kwargs)
+            unread = result.unread if isinstance(result, ReadResult) else hub.service.unread_count(acting)
+            return acting, result, unread
+
+        self.caller, result, self.unread = await blocking(work)
+        self._in_session = True
         return result
 
     async def recount(self) -> None:

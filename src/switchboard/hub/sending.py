@@ -14,11 +14,10 @@ from switchboard.hub.schemas import SendRequest
 
 async def send_message(call: Call) -> Answer:
     service = call.hub.service
-    caller = await call.as_caller()
+    caller = (await call.identify())[1]
     body = await call.body(SendRequest)
-    pending = await call.run(
+    pending = await call.run_as(
         service.submit_send,
-        caller,
         body.to,
         body.text,
         subject=body.subject,

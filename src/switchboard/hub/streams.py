@@ -37,7 +37,7 @@ async def read(call: Call) -> ReadResult:
     assert limit is not None
     service.check_read_options(limit=limit, after=after, wait=wait)
     return await _long_poll(
-        call, credential, caller, wait, lambda: service.read(caller, peek=peek, after=after, limit=limit)
+        call, credential, caller, wait, lambda acting: service.read(acting, peek=peek, after=after, limit=limit)
     )
 
 
@@ -57,14 +57,14 @@ async def surface(call: Call) -> ReadResult:
         credential,
         caller,
         wait,
-        lambda: service.surface(caller, via=via, urgent_only=urgent, limit=limit, peek=peek),
+        lambda acting: service.surface(acting, via=via, urgent_only=urgent, limit=limit, peek=peek),
     )
 
 
 async def _long_poll(
-    call: Call, credential: Credential, caller: Caller, wait: float, take: Callable[[], ReadResult]
+    call: Call, credential: Credential, caller: Caller, wait: float, take: Callable[[Caller], ReadResult]
 ) -> ReadResult:
-    """``take()`` on a worker thread, again at each signal of the caller's mailbox until it finds
+    """``take(caller)`` on a worker thread, again at each signal of the caller's mailbox until it finds
     mail or ``wait`` seconds pass; the loop holds no thread while it waits. A read that waits
     counts against its credential's streams; any read ends (401) if its token is revoked."""
     hub = call.hub
@@ -77,7 +77,7 @@ async def _long_poll(
     ):
         while True:
             async with stream.taking():  # refused once revoked; a revocation waits for it
-                result = await call.run(take)
+                result = await call.run_as(take)
             remaining = deadline - time.monotonic()
             if result.items or remaining <= 0 or hub.stopping:
                 return result
@@ -99,7 +99,9 @@ async def events(call: Call) -> None:
     credential, caller = await call.identify()
     after = _resume_point(call.headers, call.query("after"))
     # One worker call at the start, which also counts the agent's unread mail for the header.
-    cursor = await call.run(lambda: after if after is not None else hub.service.mailbox_position(caller))
+    cursor = await call.run_as(lambda acting: after if after is not None else hub.service.mailbox_position(acting))
+    caller = call.caller  # in the session the request names, now
+    assert caller is not None
     with (
         hub.service.events.subscribe_async(caller.workspace, caller.agent) as subscription,
         hub.streams.opened(credential, secret_hash_of(call.headers), lambda: subscription.receive(None)) as stream,
