@@ -7,12 +7,11 @@ Blocking work (SQLite, a group commit's fsync) runs in worker threads, never on 
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from switchboard import headers
@@ -36,8 +35,25 @@ PROCESS_HEADER = headers.PROCESS_HEADER.lower()
 MAX_BODY_BYTES = 1024 * 1024  # a message's parts may hold 256 KiB; JSON escaping may double it
 
 
+WORKER_THREADS = 40  # as many as anyio's default: blocking work of that many requests at once
+_workers = ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="switchboard-hub")
+
+
 async def blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+    """``fn(*args, **kwargs)`` on one of the hub's worker threads, awaited on the loop with one
+    callback and one loop wake-up (``settled``): every request makes such a hop, and anyio's
+    ``to_thread.run_sync`` costs twice the CPU of this one (82 against 44 µs, uvloop, 2 cores)."""
+    outcome: Pending[T] = Pending()
+    outcome.set_running_or_notify_cancel()
+
+    def work() -> None:
+        try:
+            outcome.set_result(fn(*args, **kwargs))
+        except BaseException as error:  # handed to the awaiting request, raised there
+            outcome.set_exception(error)
+
+    _workers.submit(work)
+    return await settled(outcome)
 
 
 async def settled(future: Pending[T]) -> T:
