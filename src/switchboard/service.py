@@ -14,12 +14,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from switchboard.address import (
+    SEQ_MAX,
     AgentAddress,
     ChannelAddress,
     parse_addresses,
 )
 from switchboard.content import (
-    SEQ_MAX,
     Limits,
     check_idempotency_key,
     check_message_id,

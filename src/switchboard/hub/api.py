@@ -6,7 +6,7 @@ from __future__ import annotations
 from starlette.requests import HTTPConnection
 
 from switchboard import __version__
-from switchboard.content import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
+from switchboard.address import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
 from switchboard.errors import BadRequest
 from switchboard.hub.context import WORKSPACE_HEADER, check_manages
 from switchboard.hub.endpoint import Answer, Call

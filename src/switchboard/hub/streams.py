@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from switchboard.content import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
+from switchboard.address import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
 from switchboard.credentials import Credential
 from switchboard.events import AsyncSubscription, PushedDelivery
 from switchboard.hub.asgi import Receive, Reply
