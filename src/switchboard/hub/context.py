@@ -80,7 +80,7 @@ def _wake(waiter: asyncio.Future[None]) -> None:
 
 
 class HubContext:
-    """The hub's shared parts, handed to every endpoint through ``request.app.state.hub``."""
+    """The hub's shared parts, handed to every endpoint through its ``Call``."""
 
     def __init__(
         self,
