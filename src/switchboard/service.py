@@ -73,7 +73,7 @@ from switchboard.model import (
 )
 from switchboard.pending import Pending, completed
 from switchboard.reach import AgentNames
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, Store
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, Store
 from switchboard.store.opening import store_kind
 
 T = TypeVar("T")
@@ -264,6 +264,13 @@ class Service(Directory):
                 _settle(
                     answer,
                     lambda: self._repeat(earlier.request_hash, fingerprint, earlier.result, idempotency_key or ""),
+                )
+            except RecipientsGone as gone:  # deleted since _resolve found them
+                answer.set_exception(
+                    UnknownRecipient(
+                        f"agent {listed(gone.names)} was deleted while this message was being sent; nothing was stored.",
+                        addresses=gone.names,
+                    )
                 )
             except BaseException as error:
                 answer.set_exception(error)
