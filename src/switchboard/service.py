@@ -28,6 +28,7 @@ from switchboard.content import (
     message_parts,
     request_hash,
 )
+from switchboard.credentials import Credentials
 from switchboard.delivery import holds as holds_of
 from switchboard.delivery.handing import (
     Handover,
@@ -73,6 +74,7 @@ from switchboard.model import (
 from switchboard.pending import Pending, completed
 from switchboard.reach import AgentNames
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, Store
+from switchboard.store.opening import store_kind
 
 T = TypeVar("T")
 
@@ -135,6 +137,18 @@ class Service(Directory):
 
     def list_workspaces(self) -> list[Workspace]:
         return self.store.list_workspaces()
+
+    # --- what a server asks of the store it serves ----------------------------------------
+
+    @property
+    def store_kind(self) -> str:
+        """ "postgresql" or "sqlite", as the hub's /health says."""
+        return store_kind(self.store)
+
+    def credentials(self, *, recheck_seconds: float | None = None) -> Credentials:
+        """The tokens kept in this service's store, checked against it (a hub's door);
+        ``recheck_seconds``: how long a token checked is trusted before the store is asked again."""
+        return Credentials(self.store, self.clock, recheck_seconds=recheck_seconds)
 
     # --- sending -------------------------------------------------------------------------
 
