@@ -1,7 +1,8 @@
-"""Agents, channels, sessions and presence: who is there, and whether an address reaches anyone.
+"""Agents, channels and sessions: who is there, which the service's other parts consult.
 
-A part of ``Service`` (which inherits it), kept in its own module because it is its own idea:
-the directory that sending and reading consult.
+One of the service's collaborators (see ``Service``): it keeps, in memory, what a send asks
+of it for every recipient (the agents known to exist, each workspace's open sessions, the
+index of names for a guess), so that a send costs what its recipients cost.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from datetime import datetime
 from switchboard.address import (
     PID_MAX,
     PROC_START_MAX,
-    AgentAddress,
     ChannelAddress,
-    parse_address,
     parse_addresses,
     parse_channel_name,
     parse_machine,
@@ -30,7 +29,6 @@ from switchboard.content import (
     check_text,
     is_id,
 )
-from switchboard.delivery import holds
 from switchboard.errors import (
     AlreadyExists,
     BadRequest,
@@ -46,37 +44,52 @@ from switchboard.errors import (
 from switchboard.liveness import Liveness, OpenSessions
 from switchboard.model import (
     Agent,
-    AgentPresence,
     AuditEntry,
     Caller,
     Channel,
     ChannelMember,
     DeletedAgent,
-    DeliveryState,
-    HeldMail,
-    Machine,
-    Reach,
-    RecipientStatus,
     Session,
-    WhoReport,
     new_id,
 )
 from switchboard.reach import AgentNames
-from switchboard.reach import reach as reach_of
 from switchboard.store.base import NewSession, Store
 
 
 class Directory:
-    store: Store
-    machine: str
-    liveness: Liveness
-    limits: Limits
-    clock: Callable[[], datetime]
-    _known_agents: set[tuple[str, str]]
-    _sessions_read: dict[str, OpenSessions]
-    _agent_names: dict[str, AgentNames]
+    """The agents, channels and sessions of every workspace of one store."""
 
-    def _agent_exists(self, workspace: str, name: str) -> bool:
+    def __init__(
+        self, store: Store, *, machine: str, liveness: Liveness, limits: Limits, clock: Callable[[], datetime]
+    ) -> None:
+        self.store = store
+        self.machine = machine
+        self.liveness = liveness
+        self.limits = limits
+        self.clock = clock
+        self._known_agents: set[tuple[str, str]] = set()
+        self._sessions_read: dict[str, OpenSessions] = {}
+        self._agent_names: dict[str, AgentNames] = {}
+
+    # --- callers -------------------------------------------------------------------------
+
+    def has_entered(self, caller: Caller) -> bool:
+        """Whether ``enter`` has nothing to do (no I/O: a server asks before every request)."""
+        return (caller.workspace, caller.agent) in self._known_agents
+
+    def enter(self, caller: Caller) -> None:
+        """Create the caller's workspace and agent on first use (the identity rule named them).
+
+        Cheap to call before every operation: an agent known to exist is not looked up again."""
+        if self.has_entered(caller):
+            return
+        now = self.clock()
+        self.store.ensure_workspace(caller.workspace, now)
+        self.store.ensure_agent(caller.workspace, caller.agent, now)
+        self._known_agents.add((caller.workspace, caller.agent))
+        self.agents_changed(caller.workspace, [caller.agent], added=True)
+
+    def agent_exists(self, workspace: str, name: str) -> bool:
         """Whether the agent exists; a yes is remembered (sends ask it for every recipient).
 
         An agent deleted by another process since is caught by the store when the send
@@ -107,7 +120,7 @@ class Directory:
             for a in addresses
         )
 
-    def _did_you_mean(self, workspace: str, name: str) -> str:
+    def did_you_mean(self, workspace: str, name: str) -> str:
         """For a name that names no agent: " Did you mean 'backend'?" when agents of close names
         exist (a typo would otherwise create an agent nobody reads), else nothing.
 
@@ -120,7 +133,7 @@ class Directory:
         guesses = names.closest(name, lambda: [agent.name for agent in self.store.list_agents(workspace)])
         return f" Did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else ""
 
-    def _agents_changed(self, workspace: str, names: Sequence[str], added: bool) -> None:
+    def agents_changed(self, workspace: str, names: Sequence[str], added: bool) -> None:
         """Agents created (or deleted) through this service: the guesses know them at once."""
         index = self._agent_names.get(workspace)
         if index is not None:
@@ -136,7 +149,7 @@ class Directory:
         self._check_card(description, skills)
         if not self.store.create_agent(caller.workspace, name, description, list(skills), self.clock()):
             raise AlreadyExists(f"agent {name} already exists; use 'agent describe {name}' to change it.")
-        self._agents_changed(caller.workspace, [name], added=True)
+        self.agents_changed(caller.workspace, [name], added=True)
         return self.describe_agent(caller, name)
 
     def describe_agent(self, caller: Caller, name: str) -> Agent:
@@ -164,7 +177,7 @@ class Directory:
         unless ``force``d: that mail is then gone for good."""
         name = parse_name(name, "agent name")
         self._known_agents.discard((caller.workspace, name))
-        record = self._record(caller, "agent.delete", name, forced=force)
+        record = self.record(caller, "agent.delete", name, forced=force)
         unread = self.store.delete_agent(caller.workspace, name, record, keep_unread=not force)
         if unread is None:
             raise _no_agent(caller, name)
@@ -174,11 +187,11 @@ class Directory:
                 f"Let {name} read them first, or delete with --force (REST: ?force=true) to drop them for good.",
                 unread=unread,
             )
-        self._sessions_changed(caller.workspace)
-        self._agents_changed(caller.workspace, [name], added=False)
+        self.sessions_changed(caller.workspace)
+        self.agents_changed(caller.workspace, [name], added=False)
         return DeletedAgent(deleted=name, unread_dropped=unread)
 
-    def _record(self, caller: Caller, action: str, target: str, **detail: object) -> AuditEntry:
+    def record(self, caller: Caller, action: str, target: str, **detail: object) -> AuditEntry:
         """The audit trail's record of ``caller`` doing ``action`` to ``target`` now."""
         return AuditEntry(
             id=new_id(),
@@ -216,29 +229,29 @@ class Directory:
         """A new channel, the caller its first member. An invite-only one is recorded."""
         name = parse_channel_name(name)
         self._check_card(description, ())
-        record = self._record(caller, "channel.create", f"#{name}", invite_only=True) if invite_only else None
+        record = self.record(caller, "channel.create", f"#{name}", invite_only=True) if invite_only else None
         if not self.store.create_channel(
             caller.workspace, name, caller.agent, description, self.clock(), invite_only, record
         ):
             raise AlreadyExists(f"channel #{name} already exists; join it with 'switchboard channel join {name}'.")
-        return self._channel(caller, name)
+        return self.channel(caller, name)
 
     def join_channel(self, caller: Caller, name: str) -> Channel:
         """Join an open channel; an invite-only one only as one who may add members (recorded)."""
         name = parse_channel_name(name)
-        channel = self._channel(caller, name)
+        channel = self.channel(caller, name)
         record = None
         if channel.invite_only and not channel.joined:
             self._check_manages(caller, channel, f"#{name} is invite-only")
-            record = self._record(caller, "channel.join", caller.agent, channel=name)
+            record = self.record(caller, "channel.join", caller.agent, channel=name)
         self.store.join_channel(caller.workspace, name, caller.agent, self.clock(), record)
-        return self._channel(caller, name)
+        return self.channel(caller, name)
 
     def invite_to_channel(self, caller: Caller, name: str, agents: Sequence[str]) -> Channel:
         """Add these existing agents to the channel (all or, when one is unknown, none), each
         addition recorded: its creator's or a person's to do."""
         name = parse_channel_name(name)
-        channel = self._channel(caller, name)
+        channel = self.channel(caller, name)
         self._check_manages(caller, channel, f"{caller.agent} cannot add members to #{name}")
         if len(agents) > self.limits.recipients:
             raise TooLarge(f"{len(agents)} agents; at most {self.limits.recipients} are added at once.")
@@ -246,27 +259,27 @@ class Directory:
         if not names:
             raise BadRequest(f"name at least one agent to add to #{name}.")
         for agent in names:
-            if not self._agent_exists(caller.workspace, agent):
+            if not self.agent_exists(caller.workspace, agent):
                 raise UnknownAgent(
                     f"no agent named {agent} in workspace {caller.workspace}; nobody was added."
-                    + self._did_you_mean(caller.workspace, agent)
+                    + self.did_you_mean(caller.workspace, agent)
                 )
         now = self.clock()
         for agent in names:
             self.store.join_channel(
-                caller.workspace, name, agent, now, self._record(caller, "channel.invite", agent, channel=name)
+                caller.workspace, name, agent, now, self.record(caller, "channel.invite", agent, channel=name)
             )
-        return self._channel(caller, name)
+        return self.channel(caller, name)
 
     def remove_from_channel(self, caller: Caller, name: str, agent: str) -> Channel:
         """Take a member out of the channel, recorded: its creator's or a person's to do."""
         name, agent = parse_channel_name(name), parse_name(agent, "agent name")
-        channel = self._channel(caller, name)
+        channel = self.channel(caller, name)
         self._check_manages(caller, channel, f"{caller.agent} cannot remove members of #{name}")
-        record = self._record(caller, "channel.remove", agent, channel=name)
+        record = self.record(caller, "channel.remove", agent, channel=name)
         if not self.store.leave_channel(caller.workspace, name, agent, record):
             raise NotMember(f"{agent} is not a member of #{name}; 'switchboard channel members {name}' lists them.")
-        return self._channel(caller, name)
+        return self.channel(caller, name)
 
     @staticmethod
     def _check_manages(caller: Caller, channel: Channel, refused: str) -> None:
@@ -280,10 +293,10 @@ class Directory:
 
     def leave_channel(self, caller: Caller, name: str) -> Channel:
         name = parse_channel_name(name)
-        self._channel(caller, name)
+        self.channel(caller, name)
         if not self.store.leave_channel(caller.workspace, name, caller.agent):
             raise NotMember(f"{caller.agent} is not a member of #{name}.")
-        return self._channel(caller, name)
+        return self.channel(caller, name)
 
     def list_channels(self, caller: Caller) -> list[Channel]:
         return self.store.list_channels(caller.workspace, caller.agent)
@@ -291,12 +304,12 @@ class Directory:
     def channel_members(self, caller: Caller, name: str) -> list[ChannelMember]:
         """Who is in the channel; an invite-only one's members are for those who may see them."""
         name = parse_channel_name(name)
-        channel = self._channel(caller, name)
+        channel = self.channel(caller, name)
         if channel.invite_only and not channel.joined and not caller.person and caller.agent != channel.created_by:
             raise NotMember(f"#{name} is invite-only: its members are shown to its members only.")
         return self.store.channel_members(caller.workspace, name)
 
-    def _channel(self, caller: Caller, name: str) -> Channel:
+    def channel(self, caller: Caller, name: str) -> Channel:
         channel = self.store.get_channel(caller.workspace, name, caller.agent)
         if channel is None:
             raise UnknownChannel(
@@ -330,7 +343,7 @@ class Directory:
         new = NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start, terminal, may_end=may_end)
         session = self.store.register_session(new, self.clock())
         if session is None:  # another agent registered the process meanwhile: say whose it is now
-            self._sessions_changed(caller.workspace)
+            self.sessions_changed(caller.workspace)
             self._claimable(caller, machine, pid)
             raise AlreadyExists(f"process {pid} on {machine} was just registered by another agent; try again.")
         cached = self._sessions_read.get(caller.workspace)
@@ -347,7 +360,7 @@ class Directory:
         # From the open sessions this service keeps (re-read at most a second ago, or kept in
         # place): the store refuses to end any other, so a stale look fails safe.
         now, others = self.clock(), []
-        for other in self._open(caller.workspace).of_process(machine, pid):
+        for other in self.open_sessions(caller.workspace).of_process(machine, pid):
             if other.agent != caller.agent:
                 if self.liveness.is_live(other, now):
                     raise AlreadyExists(
@@ -385,7 +398,7 @@ class Directory:
 
     def session_by_id(self, workspace: str, session_id: str) -> Session | None:
         """A session by id: an open one from the cached list, else from the store."""
-        session = self._open(workspace).by_id.get(session_id)
+        session = self.open_sessions(workspace).by_id.get(session_id)
         if session is not None:
             return session
         return self.store.get_session(workspace, session_id) if is_id(session_id) else None
@@ -417,7 +430,7 @@ class Directory:
         if not lineage:
             return caller
         machine = parse_machine(machine) if machine else self.machine
-        mine = [s for s in self._open(caller.workspace).of(caller.agent) if s.machine == machine]
+        mine = [s for s in self.open_sessions(caller.workspace).of(caller.agent) if s.machine == machine]
         for pid, start in lineage:
             for session in mine:
                 if session.pid == pid and (start is None or session.proc_start in (None, start)):
@@ -433,24 +446,20 @@ class Directory:
         now = self.clock()
         return tuple(
             s.id
-            for s in self._open(caller.workspace).of(caller.agent)
+            for s in self.open_sessions(caller.workspace).of(caller.agent)
             if s.id != caller.session_id and self.liveness.is_live(s, now)
         )
 
-    def _live_sessions_by_agent(self, caller: Caller, agents: Sequence[str], now: datetime) -> dict[str, list[Session]]:
+    def live_sessions_by_agent(self, caller: Caller, agents: Sequence[str], now: datetime) -> dict[str, list[Session]]:
         """Live sessions of these agents (liveness judged now, on the workspace's open sessions)."""
-        open_now = self._open(caller.workspace)
+        open_now = self.open_sessions(caller.workspace)
         live: dict[str, list[Session]] = {}
         for agent in agents:
             marked = (self.liveness.marked(session, now) for session in open_now.of(agent))
             live[agent] = [session for session in marked if session.live]
         return live
 
-    def _open_sessions(self, workspace: str) -> list[Session]:
-        """The workspace's open sessions (see ``_open``)."""
-        return list(self._open(workspace).by_id.values())
-
-    def _open(self, workspace: str) -> OpenSessions:
+    def open_sessions(self, workspace: str) -> OpenSessions:
         """The workspace's open sessions by agent and id, read from the store at most once a
         second (a large workspace less often: see ``OpenSessions``): every send needs them.
 
@@ -464,101 +473,13 @@ class Directory:
         self._sessions_read[workspace] = fresh
         return fresh
 
-    def _sessions_changed(self, workspace: str) -> None:
+    def sessions_changed(self, workspace: str) -> None:
         self._sessions_read.pop(workspace, None)
 
     def _session_reported(self, session: Session) -> None:
         cached = self._sessions_read.get(session.workspace)
         if cached is not None:
             cached.replace(session)
-
-    # --- presence ------------------------------------------------------------------------
-
-    def reach(self, caller: Caller, address: str) -> Reach:
-        """Whether an agent address can be reached now, and if not, plainly why."""
-        parsed = parse_address(address)
-        if not isinstance(parsed, AgentAddress):
-            raise BadRequest(
-                f"{address!r} is a channel; ask about an agent address (name, name@machine, name@machine#pid)."
-            )
-        return self._reach(caller, parsed, self.clock())[0]
-
-    def _reach(self, caller: Caller, address: AgentAddress, now: datetime) -> tuple[Reach, list[Session]]:
-        """The address's reach, and every session of its agent (newest first, ``live`` marked)."""
-        exists = self._agent_exists(caller.workspace, address.name)
-        stored = self.store.list_sessions(caller.workspace, address.name, include_ended=True) if exists else []
-        sessions = [self.liveness.marked(s, now) for s in stored]
-        return self._reach_among(address, exists, sessions, self._machines_seen(caller.workspace), now), sessions
-
-    def _reach_among(
-        self, address: AgentAddress, exists: bool, sessions: list[Session], machines: dict[str, datetime], now: datetime
-    ) -> Reach:
-        return reach_of(
-            address,
-            exists=exists,
-            sessions=sessions,
-            machines=machines,
-            window_seconds=self.liveness.window_seconds,
-            now=now,
-        )
-
-    def _machines_seen(self, workspace: str) -> dict[str, datetime]:
-        """Each machine of the workspace and when a session on it last reported."""
-        return {m.name: m.last_seen for m in self.store.list_machines(workspace)}
-
-    def _with_reach(self, caller: Caller, statuses: list[RecipientStatus]) -> list[RecipientStatus]:
-        """Each recipient that has not read the message yet, with whether it can be reached now
-        (and if not, why): mail that waits should say what it waits for."""
-
-        def waiting(row: RecipientStatus) -> bool:
-            return (
-                row.agent is not None and row.state != "unknown_recipient" and row.state.rank < DeliveryState.read.rank
-            )
-
-        if not any(waiting(row) for row in statuses):
-            return statuses
-        now = self.clock()
-        sessions: dict[str, list[Session]] = {}  # every agent's, read once for all the rows
-        for session in self.store.list_sessions(caller.workspace, include_ended=True):
-            sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
-        machines = self._machines_seen(caller.workspace)
-
-        def with_reach(row: RecipientStatus) -> RecipientStatus:
-            parsed = parse_address(row.address)
-            if not isinstance(parsed, AgentAddress) or parsed.name != row.agent:
-                parsed = AgentAddress(row.agent or "")  # reached through a channel: the agent's mailbox
-            found = self._reach_among(parsed, True, sessions.get(parsed.name, []), machines, now)
-            return row.model_copy(update={"reach": found})
-
-        return [with_reach(row) if waiting(row) else row for row in statuses]
-
-    def who(self, caller: Caller) -> WhoReport:
-        now = self.clock()
-        sessions: dict[str, list[Session]] = {}  # by agent: a workspace may have thousands of each
-        for session in self.store.list_sessions(caller.workspace):
-            sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
-        listed = self.store.list_agents(caller.workspace)
-        held: dict[str, list[HeldMail]] = {}
-        for mail in holds.held_mail(self.store, caller.workspace, None, now):  # one query for all of them
-            held.setdefault(mail.recipient, []).append(mail)
-        agents = [
-            AgentPresence(
-                name=agent.name,
-                description=agent.description,
-                live=any(s.live for s in sessions.get(agent.name, ())),
-                unread=self.store.unread_count(caller.workspace, agent.name),
-                sessions=sessions.get(agent.name, []),
-                held=held.get(agent.name, []),
-            )
-            for agent in listed
-        ]
-        machines = [
-            Machine(name=m.name, last_seen=m.last_seen, up=self.liveness.recent(m.last_seen, now))
-            for m in self.store.list_machines(caller.workspace)
-        ]
-        return WhoReport(
-            workspace=caller.workspace, agents=agents, machines=machines, liveness_seconds=self.liveness.window_seconds
-        )
 
 
 def _no_agent(caller: Caller, name: str) -> UnknownAgent:

@@ -16,7 +16,6 @@ from switchboard.hub.context import (
     WORKSPACE_HEADER,
     HubContext,
     blocking,
-    check_manages,
     json_response,
     query_bool,
     query_int,
@@ -36,7 +35,6 @@ from switchboard.hub.schemas import (
     SessionRequest,
     TokenRequest,
 )
-from switchboard.model import WhoAmI
 from switchboard.service import Service
 
 
@@ -61,15 +59,7 @@ async def health(request: Request) -> Response:
 async def whoami(request: Request) -> Response:
     hub = _hub(request)
     credential, caller = await hub.identify(request)
-    me = WhoAmI(
-        workspace=caller.workspace,
-        agent=caller.agent,
-        source=f"{credential.kind} token",
-        machine=hub.service.machine,
-        store=str(request.base_url).rstrip("/"),
-        session=await blocking(hub.service.session_address, caller),
-        liveness_seconds=hub.service.liveness.window_seconds,
-    )
+    me = await blocking(hub.service.whoami, caller, f"{credential.kind} token", str(request.base_url).rstrip("/"))
     return json_response(me)
 
 
@@ -170,7 +160,7 @@ async def create_agent(request: Request) -> Response:
     hub = _hub(request)
     credential, caller = await hub.identify(request)
     body = await read_body(request, AgentRequest)
-    check_manages(credential, caller, body.name)
+    credential.check_manages(body.name)
     agent = await blocking(hub.service.create_agent, caller, body.name, body.description, body.skills)
     return json_response(agent, 201)
 

@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from switchboard import headers
 from switchboard.credentials import Credential, Credentials, hash_secret
-from switchboard.errors import BadName, BadRequest, Forbidden, TooLarge, Unauthorized
+from switchboard.errors import BadName, BadRequest, TooLarge, Unauthorized
 from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS, OpenStreams
 from switchboard.hub.query_numbers import decimal_number, whole_number
 from switchboard.hub.ratelimit import RateLimiter, bad_token_limiter
@@ -165,7 +165,7 @@ class HubContext:
     async def caller_managing(self, request: Request, agent: str) -> Caller:
         """The caller, when it may change ``agent``'s card: an agent token manages only its own."""
         credential, caller = await self.identify(request)
-        check_manages(credential, caller, agent)
+        credential.check_manages(agent)
         return caller
 
 
@@ -177,11 +177,6 @@ def bearer_token(headers: Headers) -> str | None:
 def secret_hash_of(headers: Headers) -> str:
     """The hash of the request's bearer token (as the store keeps it), for an open stream's recheck."""
     return hash_secret(bearer_token(headers) or "")
-
-
-def check_manages(credential: Credential, caller: Caller, agent: str) -> None:
-    if credential.kind == "agent" and agent.strip().lower() != caller.agent:
-        raise Forbidden(f"this token acts only as agent {caller.agent}; it cannot change {agent}.")
 
 
 class NoBody(BaseModel):
