@@ -177,7 +177,7 @@ class Directory:
         unless ``force``d: that mail is then gone for good."""
         name = parse_name(name, "agent name")
         self._known_agents.discard((caller.workspace, name))
-        record = self.record(caller, "agent.delete", name, forced=force)
+        record = self._record(caller, "agent.delete", name, forced=force)
         unread = self.store.delete_agent(caller.workspace, name, record, keep_unread=not force)
         if unread is None:
             raise _no_agent(caller, name)
@@ -187,11 +187,11 @@ class Directory:
                 f"Let {name} read them first, or delete with --force (REST: ?force=true) to drop them for good.",
                 unread=unread,
             )
-        self.sessions_changed(caller.workspace)
+        self._sessions_changed(caller.workspace)
         self.agents_changed(caller.workspace, [name], added=False)
         return DeletedAgent(deleted=name, unread_dropped=unread)
 
-    def record(self, caller: Caller, action: str, target: str, **detail: object) -> AuditEntry:
+    def _record(self, caller: Caller, action: str, target: str, **detail: object) -> AuditEntry:
         """The audit trail's record of ``caller`` doing ``action`` to ``target`` now."""
         return AuditEntry(
             id=new_id(),
@@ -229,29 +229,29 @@ class Directory:
         """A new channel, the caller its first member. An invite-only one is recorded."""
         name = parse_channel_name(name)
         self._check_card(description, ())
-        record = self.record(caller, "channel.create", f"#{name}", invite_only=True) if invite_only else None
+        record = self._record(caller, "channel.create", f"#{name}", invite_only=True) if invite_only else None
         if not self.store.create_channel(
             caller.workspace, name, caller.agent, description, self.clock(), invite_only, record
         ):
             raise AlreadyExists(f"channel #{name} already exists; join it with 'switchboard channel join {name}'.")
-        return self.channel(caller, name)
+        return self._channel(caller, name)
 
     def join_channel(self, caller: Caller, name: str) -> Channel:
         """Join an open channel; an invite-only one only as one who may add members (recorded)."""
         name = parse_channel_name(name)
-        channel = self.channel(caller, name)
+        channel = self._channel(caller, name)
         record = None
         if channel.invite_only and not channel.joined:
             self._check_manages(caller, channel, f"#{name} is invite-only")
-            record = self.record(caller, "channel.join", caller.agent, channel=name)
+            record = self._record(caller, "channel.join", caller.agent, channel=name)
         self.store.join_channel(caller.workspace, name, caller.agent, self.clock(), record)
-        return self.channel(caller, name)
+        return self._channel(caller, name)
 
     def invite_to_channel(self, caller: Caller, name: str, agents: Sequence[str]) -> Channel:
         """Add these existing agents to the channel (all or, when one is unknown, none), each
         addition recorded: its creator's or a person's to do."""
         name = parse_channel_name(name)
-        channel = self.channel(caller, name)
+        channel = self._channel(caller, name)
         self._check_manages(caller, channel, f"{caller.agent} cannot add members to #{name}")
         if len(agents) > self.limits.recipients:
             raise TooLarge(f"{len(agents)} agents; at most {self.limits.recipients} are added at once.")
@@ -267,19 +267,19 @@ class Directory:
         now = self.clock()
         for agent in names:
             self.store.join_channel(
-                caller.workspace, name, agent, now, self.record(caller, "channel.invite", agent, channel=name)
+                caller.workspace, name, agent, now, self._record(caller, "channel.invite", agent, channel=name)
             )
-        return self.channel(caller, name)
+        return self._channel(caller, name)
 
     def remove_from_channel(self, caller: Caller, name: str, agent: str) -> Channel:
         """Take a member out of the channel, recorded: its creator's or a person's to do."""
         name, agent = parse_channel_name(name), parse_name(agent, "agent name")
-        channel = self.channel(caller, name)
+        channel = self._channel(caller, name)
         self._check_manages(caller, channel, f"{caller.agent} cannot remove members of #{name}")
-        record = self.record(caller, "channel.remove", agent, channel=name)
+        record = self._record(caller, "channel.remove", agent, channel=name)
         if not self.store.leave_channel(caller.workspace, name, agent, record):
             raise NotMember(f"{agent} is not a member of #{name}; 'switchboard channel members {name}' lists them.")
-        return self.channel(caller, name)
+        return self._channel(caller, name)
 
     @staticmethod
     def _check_manages(caller: Caller, channel: Channel, refused: str) -> None:
@@ -293,10 +293,10 @@ class Directory:
 
     def leave_channel(self, caller: Caller, name: str) -> Channel:
         name = parse_channel_name(name)
-        self.channel(caller, name)
+        self._channel(caller, name)
         if not self.store.leave_channel(caller.workspace, name, caller.agent):
             raise NotMember(f"{caller.agent} is not a member of #{name}.")
-        return self.channel(caller, name)
+        return self._channel(caller, name)
 
     def list_channels(self, caller: Caller) -> list[Channel]:
         return self.store.list_channels(caller.workspace, caller.agent)
@@ -304,12 +304,12 @@ class Directory:
     def channel_members(self, caller: Caller, name: str) -> list[ChannelMember]:
         """Who is in the channel; an invite-only one's members are for those who may see them."""
         name = parse_channel_name(name)
-        channel = self.channel(caller, name)
+        channel = self._channel(caller, name)
         if channel.invite_only and not channel.joined and not caller.person and caller.agent != channel.created_by:
             raise NotMember(f"#{name} is invite-only: its members are shown to its members only.")
         return self.store.channel_members(caller.workspace, name)
 
-    def channel(self, caller: Caller, name: str) -> Channel:
+    def _channel(self, caller: Caller, name: str) -> Channel:
         channel = self.store.get_channel(caller.workspace, name, caller.agent)
         if channel is None:
             raise UnknownChannel(
@@ -329,6 +329,9 @@ class Directory:
         proc_start: int | None = None,
         terminal: str | None = None,
     ) -> Session:
+        """The caller's process ``pid`` on ``machine`` (this one by default) as a session of its
+        agent; another agent's session of that pid ends with it, once no longer live (see
+        ``_claimable``)."""
         if not 1 <= pid <= PID_MAX:
             raise BadRequest(f"pid {shown(str(pid), 30)} is not a process id: pids are 1-{PID_MAX}.")
         if proc_start is not None and not 0 <= proc_start <= PROC_START_MAX:
@@ -343,7 +346,7 @@ class Directory:
         new = NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start, terminal, may_end=may_end)
         session = self.store.register_session(new, self.clock())
         if session is None:  # another agent registered the process meanwhile: say whose it is now
-            self.sessions_changed(caller.workspace)
+            self._sessions_changed(caller.workspace)
             self._claimable(caller, machine, pid)
             raise AlreadyExists(f"process {pid} on {machine} was just registered by another agent; try again.")
         cached = self._sessions_read.get(caller.workspace)
@@ -360,7 +363,7 @@ class Directory:
         # From the open sessions this service keeps (re-read at most a second ago, or kept in
         # place): the store refuses to end any other, so a stale look fails safe.
         now, others = self.clock(), []
-        for other in self.open_sessions(caller.workspace).of_process(machine, pid):
+        for other in self._open(caller.workspace).of_process(machine, pid):
             if other.agent != caller.agent:
                 if self.liveness.is_live(other, now):
                     raise AlreadyExists(
@@ -384,6 +387,7 @@ class Directory:
         return self.liveness.marked(session, self.clock())
 
     def end_session(self, caller: Caller, session_id: str) -> Session:
+        """End the caller's own session (unknown_session for another agent's)."""
         self._own_session(caller, session_id)
         session = self.store.end_session(caller.workspace, session_id, self.clock())
         assert session is not None
@@ -398,7 +402,7 @@ class Directory:
 
     def session_by_id(self, workspace: str, session_id: str) -> Session | None:
         """A session by id: an open one from the cached list, else from the store."""
-        session = self.open_sessions(workspace).by_id.get(session_id)
+        session = self._open(workspace).by_id.get(session_id)
         if session is not None:
             return session
         return self.store.get_session(workspace, session_id) if is_id(session_id) else None
@@ -430,7 +434,7 @@ class Directory:
         if not lineage:
             return caller
         machine = parse_machine(machine) if machine else self.machine
-        mine = [s for s in self.open_sessions(caller.workspace).of(caller.agent) if s.machine == machine]
+        mine = [s for s in self._open(caller.workspace).of(caller.agent) if s.machine == machine]
         for pid, start in lineage:
             for session in mine:
                 if session.pid == pid and (start is None or session.proc_start in (None, start)):
@@ -446,20 +450,20 @@ class Directory:
         now = self.clock()
         return tuple(
             s.id
-            for s in self.open_sessions(caller.workspace).of(caller.agent)
+            for s in self._open(caller.workspace).of(caller.agent)
             if s.id != caller.session_id and self.liveness.is_live(s, now)
         )
 
     def live_sessions_by_agent(self, caller: Caller, agents: Sequence[str], now: datetime) -> dict[str, list[Session]]:
         """Live sessions of these agents (liveness judged now, on the workspace's open sessions)."""
-        open_now = self.open_sessions(caller.workspace)
+        open_now = self._open(caller.workspace)
         live: dict[str, list[Session]] = {}
         for agent in agents:
             marked = (self.liveness.marked(session, now) for session in open_now.of(agent))
             live[agent] = [session for session in marked if session.live]
         return live
 
-    def open_sessions(self, workspace: str) -> OpenSessions:
+    def _open(self, workspace: str) -> OpenSessions:
         """The workspace's open sessions by agent and id, read from the store at most once a
         second (a large workspace less often: see ``OpenSessions``): every send needs them.
 
@@ -473,7 +477,7 @@ class Directory:
         self._sessions_read[workspace] = fresh
         return fresh
 
-    def sessions_changed(self, workspace: str) -> None:
+    def _sessions_changed(self, workspace: str) -> None:
         self._sessions_read.pop(workspace, None)
 
     def _session_reported(self, session: Session) -> None:

@@ -73,24 +73,22 @@ def reach(
                 f"mail waits in {address.name}'s mailbox until that session reads it.",
             )
         return Reach(**common, state="live", machine=target.machine, reason=f"pushed to {target.address}.")
+    return _unreached(address, candidates, machines, window_seconds, now)
 
-    # Nothing live: say which of the plain reasons it is, most specific first.
+
+def _unreached(
+    address: AgentAddress,
+    candidates: Sequence[Session],
+    machines: Mapping[str, datetime],
+    window_seconds: float,
+    now: datetime,
+) -> Reach:
+    """Nothing live answers the address: which of the plain reasons it is, most specific first."""
+    text = str(address)
     machine = address.machine or (candidates[0].machine if candidates else None)
     last_seen = machines.get(machine) if machine else None
     down = last_seen is not None and (now - last_seen).total_seconds() > window_seconds
-    where = "" if address.machine is None else f" on {address.machine}"
-    if address.pid is not None:
-        if not candidates:
-            detail = f"no session {text} has ever reported"
-        else:
-            detail = f"session {text} is not live: {_gone(candidates[0], window_seconds)}"
-    elif candidates:
-        newest = candidates[0]
-        detail = (
-            f"{address.name} has no live session{where} (newest: {newest.address}, {_gone(newest, window_seconds)})"
-        )
-    else:
-        detail = f"{address.name} has no session{where} that ever reported"
+    detail = _no_live_session(address, candidates, window_seconds)
     if address.machine is not None and address.machine not in machines:
         detail += f"; no machine named {address.machine} has reported"
     if not candidates and address.machine is not None:  # a wrong address, not an absent agent
@@ -108,6 +106,20 @@ def reach(
     return Reach(
         address=text, state="no_live_session", machine=machine, machine_last_seen=last_seen, reason=f"{detail}."
     )
+
+
+def _no_live_session(address: AgentAddress, candidates: Sequence[Session], window_seconds: float) -> str:
+    """Why none of the address's sessions (``candidates``, newest first) is live, in words."""
+    text = str(address)
+    if address.pid is not None:
+        if not candidates:
+            return f"no session {text} has ever reported"
+        return f"session {text} is not live: {_gone(candidates[0], window_seconds)}"
+    where = "" if address.machine is None else f" on {address.machine}"
+    if candidates:
+        newest = candidates[0]
+        return f"{address.name} has no live session{where} (newest: {newest.address}, {_gone(newest, window_seconds)})"
+    return f"{address.name} has no session{where} that ever reported"
 
 
 def _gone(session: Session, window_seconds: float) -> str:
