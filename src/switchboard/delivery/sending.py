@@ -104,6 +104,7 @@ class Sending:
         urgent: bool = False,
     ) -> Pending[SendResult]:
         """See ``Service.submit_send``."""
+        # 1. check, and answer a repeated key with the original
         request = self._checked(to, text, subject, parts, thread_id, reply_to, require_live, idempotency_key, urgent)
         if request.idempotency_key is not None:
             earlier = self.store.find_idempotent(caller.workspace, caller.agent, request.idempotency_key)
@@ -111,8 +112,10 @@ class Sending:
                 return completed(_repeat(earlier.request_hash, earlier.result, request))
         thread = self._thread(caller, request.thread_id, request.reply_to)
         now = self.clock()
+        # 2. resolve the recipients, and refuse a send that cannot reach them as asked
         targets, unknown = self.recipients.resolve(caller, request.addresses, now)
         _check_reached(request, targets, unknown)
+        # 3. hold what a loop or a flood would surface, and 6. say what happened to each
         holds = self.guards.decide(caller.workspace, caller.agent, [t.agent for t in targets], now)
         message = self._message(caller, request, thread, now)
         result = built(
@@ -124,6 +127,7 @@ class Sending:
             duplicate=False,
         )
         decided = _Decided(caller, request, message, targets, result)
+        # 4. store, in one commit; 5. publish once committed (``_committed``)
         stored = self.store.submit_message(
             message, _deliveries(targets, holds), result, request.idempotency_key, request.fingerprint
         )
