@@ -12,7 +12,8 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from switchboard.content import DATA_DEPTH_MAX, DATA_INT_DIGITS, Limits, json_problem, message_parts
+from switchboard.address import DATA_DEPTH_MAX, DATA_INT_DIGITS, json_problem
+from switchboard.content import Limits, message_parts
 from switchboard.errors import SwitchboardError
 from switchboard.model import parts_json
 from switchboard.store.rows import message_from_row

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from switchboard import address, content
+from switchboard import address
 from switchboard.address import AgentAddress, ChannelAddress, parse_address, parse_machine, parse_name
 from switchboard.config import read_config, write_config
 from switchboard.errors import BadAddress, BadName, BadRequest
@@ -85,15 +85,15 @@ def test_whole_numbers_up_to_matches_exactly_1_to_its_bound(most: int, number: i
 
 @given(DIGITS_LIKE)
 @example("9" * 5000)
-@example(str(content.SEQ_MAX + 1))
+@example(str(address.SEQ_MAX + 1))
 @example("²")
 def test_a_resume_point_is_ascii_digits_up_to_the_largest_sequence_number(text: str) -> None:
     try:
         value = resume_point(text)
     except BadRequest:
-        assert not (text.isascii() and text.isdigit()) or len(text) > content.SEQ_DIGITS or int(text) > content.SEQ_MAX
+        assert not (text.isascii() and text.isdigit()) or len(text) > address.SEQ_DIGITS or int(text) > address.SEQ_MAX
         return
-    assert text.isascii() and text.isdigit() and 0 <= value <= content.SEQ_MAX == 2**63 - 1
+    assert text.isascii() and text.isdigit() and 0 <= value <= address.SEQ_MAX == 2**63 - 1
 
 
 @given(DIGITS_LIKE, st.integers(min_value=-5, max_value=5), st.integers(min_value=0, max_value=2**64))
@@ -108,10 +108,10 @@ def test_a_whole_number_query_parameter_is_within_its_bounds_or_refused(text: st
 @given(st.one_of(DIGITS_LIKE, st.sampled_from(["nan", "inf", "-inf", "1e400", "NaN", "Infinity", "0x10", "1_0"])))
 def test_a_number_query_parameter_is_finite_and_within_its_bounds_or_refused(text: str) -> None:
     try:
-        value = decimal_number(text, "wait", 0.0, content.WAIT_SECONDS_MAX)
+        value = decimal_number(text, "wait", 0.0, address.WAIT_SECONDS_MAX)
     except BadRequest:
         return
-    assert 0.0 <= value <= content.WAIT_SECONDS_MAX and text.isascii()
+    assert 0.0 <= value <= address.WAIT_SECONDS_MAX and text.isascii()
 
 
 PAIRS = st.lists(

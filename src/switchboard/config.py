@@ -19,7 +19,7 @@ from pathlib import Path
 
 import platformdirs
 
-from switchboard.content import is_utf8
+from switchboard.address import is_utf8
 from switchboard.errors import BadRequest
 
 CONFIG_FILE = "config.toml"

@@ -8,121 +8,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from switchboard.address import Address, shown
+from switchboard.address import (
+    DESCRIPTION_CHARS,
+    IDEMPOTENCY_KEY_CHARS,
+    MESSAGE_BYTES,
+    MESSAGE_IDS_MAX,
+    PARTS_MAX,
+    READ_LIMIT_MAX,
+    RECIPIENTS_MAX,
+    SKILLS_MAX,
+    SUBJECT_CHARS,
+    WAIT_SECONDS_MAX,
+    Address,
+    is_utf8,
+    json_problem,
+    shown,
+)
 from switchboard.errors import BadRequest, TooLarge, UnknownMessage
 from switchboard.model import Part, built, parts_json
-
-# --- the bounds of what a request holds, named once: the service's checks and the hub's request
-# schemas (hub/schemas.py, so /openapi.json states them) read them here; a value past its bound
-# is refused with a 4xx before anything is stored, whichever face it came through.
-
-# --- numbers ----------------------------------------------------------------------------------
-
-SEQ_MAX = 2**63 - 1  # a delivery sequence number, and so every cursor (after=, Last-Event-ID)
-SEQ_DIGITS = len(str(SEQ_MAX))  # 19: a longer run of digits is no cursor
-READ_LIMIT_MAX = 1000  # messages one read, peek, surface or inbox call returns at most
-READ_LIMIT_DEFAULT = 100
-INBOX_LIMIT_DEFAULT = 50
-AUDIT_LIMIT_DEFAULT = 50
-WAIT_SECONDS_MAX = 3600.0  # how long one long-poll read may block
-
-# --- a message --------------------------------------------------------------------------------
-
-MESSAGE_BYTES = 256 * 1024  # all parts of one message, JSON-encoded
-PARTS_MAX = 32
-RECIPIENTS_MAX = 100
-SUBJECT_CHARS = 256
-IDEMPOTENCY_KEY_CHARS = 200
-MESSAGE_ID_CHARS = 36  # a UUID in its canonical text form
-MESSAGE_IDS_MAX = 1000  # ids one ack or mark-read names
-# What a data part (or a part's metadata) may nest: JSON parsers give up not far past this.
-DATA_DEPTH_MAX = 100
-DATA_INT_DIGITS = 4000  # a longer integer is refused by common JSON readers (Python's at 4300)
-
-# --- names and labels -------------------------------------------------------------------------
-
-DESCRIPTION_CHARS = 2000  # an agent card's or a channel's description
-SKILLS_MAX = 64
-SKILL_CHARS = 100
-TERMINAL_CHARS = 200  # the terminal a session runs in (tmux:%3, tty:/dev/pts/4)
-DELIVERY_ERROR_CHARS = 500  # what a session reports broken in its delivery path
-TOKEN_LABEL_CHARS = 200  # a note that tells tokens apart
-ID_CHARS = 36  # a session or token id (a UUID)
-
-# Free text a store keeps as it is: no NUL (PostgreSQL's text cannot hold one); where the service
-# refuses blank text, some character that is not white space.
-TEXT_PATTERN = r"^[^\x00]*$"
-NON_BLANK_TEXT_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"
-UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-SEQ_PATTERN = rf"^[0-9]{{1,{SEQ_DIGITS}}}$"
-
-
-# --- what JSON can carry, for the values a message holds as data (a data part, its metadata) --
-#
-# Python's and pydantic's JSON readers take ``NaN``, ``Infinity`` and ``1e400`` (which overflows to
-# infinity), but JSON has no such numbers: written out again they become ``null``, and a data
-# part of ``null`` is no part at all, so the stored message could no longer be read. The send
-# refuses such values (below) and the stores refuse to render a stored message holding one
-# (store/rows.py). Pure: no I/O.
-
-_INT_LIMIT = 10**DATA_INT_DIGITS
-
-
-def json_problem(value: Any, name: str = "the value") -> str | None:
-    """What keeps ``value`` from being written as JSON and read back the same, as a few words
-    that say where (``data.rows[2] is nan, …``), or None when nothing does.
-
-    Walked without recursion, so no nesting can exhaust Python's stack."""
-    pending: list[tuple[Any, str, int]] = [(value, name, 0)]
-    while pending:
-        item, where, depth = pending.pop()
-        if depth > DATA_DEPTH_MAX:
-            return f"{name} nests deeper than {DATA_DEPTH_MAX} levels"
-        problem = _scalar_problem(item)
-        if problem is not None:
-            return f"{_cut(where)} {problem}"
-        if isinstance(item, dict):
-            for key, inner in item.items():
-                if not isinstance(key, str) or not is_utf8(key):
-                    return f"{_cut(where)} has a key that is not text: {_cut(repr(key))}"
-                pending.append((inner, f"{where}.{key}", depth + 1))
-        elif isinstance(item, list | tuple):
-            pending.extend((inner, f"{where}[{i}]", depth + 1) for i, inner in enumerate(item))
-    return None
-
-
-def _cut(text: str, most: int = 80) -> str:
-    return text if len(text) <= most else text[: most - 1] + "…"
-
-
-def _scalar_problem(item: Any) -> str | None:
-    if item is None or isinstance(item, bool | dict | list | tuple):
-        return None
-    if isinstance(item, float):
-        return (
-            None if math.isfinite(item) else f"is {item}, a number JSON cannot carry (NaN and infinities are not JSON)"
-        )
-    if isinstance(item, int):
-        fits = -_INT_LIMIT < item < _INT_LIMIT
-        return None if fits else f"is an integer of more than {DATA_INT_DIGITS} digits"
-    if isinstance(item, str):
-        return None if is_utf8(item) else "is text with undecodable bytes (lone surrogates)"
-    return f"holds a Python {type(item).__name__}, which JSON cannot carry"
-
-
-def is_utf8(text: str) -> bool:
-    """False for text holding lone surrogates, which is how Python carries undecodable bytes."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from switchboard.address import parse_name
-from switchboard.content import TOKEN_LABEL_CHARS, check_text
+from switchboard.address import TOKEN_LABEL_CHARS, parse_name
+from switchboard.content import check_text
 from switchboard.errors import BadRequest, Forbidden, Unauthorized, UnknownAgent, UnknownToken
 from switchboard.identity import DEFAULT_WORKSPACE
 from switchboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspace, new_id, utcnow

@@ -11,8 +11,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from switchboard.address import (
+    AUDIT_LIMIT_DEFAULT,
+    DELIVERY_ERROR_CHARS,
     PID_MAX,
     PROC_START_MAX,
+    SKILL_CHARS,
+    TERMINAL_CHARS,
     ChannelAddress,
     parse_addresses,
     parse_channel_name,
@@ -20,15 +24,7 @@ from switchboard.address import (
     parse_name,
     shown,
 )
-from switchboard.content import (
-    AUDIT_LIMIT_DEFAULT,
-    DELIVERY_ERROR_CHARS,
-    SKILL_CHARS,
-    TERMINAL_CHARS,
-    Limits,
-    check_text,
-    is_id,
-)
+from switchboard.content import Limits, check_text, is_id
 from switchboard.errors import (
     AlreadyExists,
     BadRequest,

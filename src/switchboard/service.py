@@ -24,7 +24,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from switchboard.content import AUDIT_LIMIT_DEFAULT, Limits
+from switchboard.address import AUDIT_LIMIT_DEFAULT
+from switchboard.content import Limits
 from switchboard.delivery.handing import Handover
 from switchboard.delivery.holds import Guards
 from switchboard.delivery.reading import Mailbox

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from switchboard.content import DELIVERY_ERROR_CHARS
+from switchboard.address import DELIVERY_ERROR_CHARS
 from switchboard.errors import SwitchboardError, UnknownSession
 from switchboard.identity import acting_parent, parent_of, process_alive, process_start_time
 

@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from switchboard.content import DELIVERY_ERROR_CHARS, check_message_ids, check_text
+from switchboard.address import DELIVERY_ERROR_CHARS
+from switchboard.content import check_message_ids, check_text
 from switchboard.errors import BadRequest
 from switchboard.identity import process_alive
 from switchboard.model import SURFACE_PATHS, Caller, DeliveryEvent, DeliveryState, MarkResult, RecipientStatus

@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from switchboard.content import SEQ_MAX, Limits, check_message_ids
+from switchboard.address import SEQ_MAX
+from switchboard.content import Limits, check_message_ids
 from switchboard.delivery import holds
 from switchboard.delivery.handing import Handover, hands
 from switchboard.directory import Directory

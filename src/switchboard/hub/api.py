@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from switchboard import __version__
-from switchboard.content import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
+from switchboard.address import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
 from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest
 from switchboard.hub.context import (

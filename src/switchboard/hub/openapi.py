@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from switchboard import __version__, address, content, headers
+from switchboard import __version__, address, headers
 from switchboard.hub.routes import ROUTES, Route
 
 _ERROR = {
@@ -65,7 +65,7 @@ def _operation(route: Route, refs: Refs) -> dict[str, Any]:
                 "name": "Last-Event-ID",
                 "in": "header",
                 "description": "resume after this delivery sequence number (the id of the last event received)",
-                "schema": {"type": "string", "pattern": content.SEQ_PATTERN},
+                "schema": {"type": "string", "pattern": address.SEQ_PATTERN},
             }
         )
     if not route.public:
@@ -128,7 +128,7 @@ _LINKS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 # What each path parameter looks like (its canonical form: names are also taken in upper case).
-_ID = {"type": "string", "pattern": content.UUID_PATTERN, "maxLength": content.ID_CHARS}
+_ID = {"type": "string", "pattern": address.UUID_PATTERN, "maxLength": address.ID_CHARS}
 _PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "message_id": _ID,
     "session_id": _ID,
@@ -136,7 +136,7 @@ _PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "name": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": address.NAME_CHARS},
     "agent": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": address.NAME_CHARS},
 }
-_PROCESS = rf"^{address.MACHINE_REGEX}(?: {address.PID_REGEX}:(?:[0-9]{{1,{content.SEQ_DIGITS}}}|-)){{0,16}}$"
+_PROCESS = rf"^{address.MACHINE_REGEX}(?: {address.PID_REGEX}:(?:[0-9]{{1,{address.SEQ_DIGITS}}}|-)){{0,16}}$"
 # The headers with which a request names who it acts as (headers.py); a user or admin token needs the agent's.
 _ACTING_HEADERS: list[dict[str, Any]] = [
     {

@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from switchboard.address import shown
-from switchboard.content import SEQ_MAX
+from switchboard.address import SEQ_MAX, shown
 from switchboard.errors import BadRequest
 
 _WHOLE = re.compile(r"-?[0-9]{1,30}", re.ASCII)

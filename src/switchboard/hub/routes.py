@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from switchboard import address, content
+from switchboard import address
 from switchboard.hub import api, schemas, sending, streams
 from switchboard.model import (
     SURFACE_PATHS,
@@ -56,9 +56,9 @@ class Route:
 # Query parameters, with the bounds the hub keeps (content.py): ``required`` marks one that must be given.
 Param = dict[str, Any]
 BOOLEAN: Param = {"type": "boolean"}
-AFTER: Param = {"type": "integer", "minimum": 0, "maximum": content.SEQ_MAX}
-LIMIT: Param = {"type": "integer", "minimum": 1, "maximum": content.READ_LIMIT_MAX}
-WAIT: Param = {"type": "number", "minimum": 0, "maximum": content.WAIT_SECONDS_MAX}
+AFTER: Param = {"type": "integer", "minimum": 0, "maximum": address.SEQ_MAX}
+LIMIT: Param = {"type": "integer", "minimum": 1, "maximum": address.READ_LIMIT_MAX}
+WAIT: Param = {"type": "number", "minimum": 0, "maximum": address.WAIT_SECONDS_MAX}
 VIA: Param = {"type": "string", "enum": list(SURFACE_PATHS), "required": True}
 ADDRESS: Param = {
     "type": "string",

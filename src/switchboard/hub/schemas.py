@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from switchboard import address, content
+from switchboard import address
 from switchboard.model import Part
 
 
@@ -29,16 +29,16 @@ def _described(pattern: str, most: int, description: str | None = None) -> dict[
 def _text(most: int, *, blank: bool = True) -> object:
     """Free text of at most ``most`` characters (checked here), with no NUL and — unless ``blank``
     — not blank (stated here; the service checks it, as for every face)."""
-    pattern = content.TEXT_PATTERN if blank else content.NON_BLANK_TEXT_PATTERN
+    pattern = address.TEXT_PATTERN if blank else address.NON_BLANK_TEXT_PATTERN
     return Field(max_length=most, json_schema_extra={"pattern": pattern})
 
 
-Subject = Annotated[str, _text(content.SUBJECT_CHARS)]
-Description = Annotated[str, _text(content.DESCRIPTION_CHARS)]
+Subject = Annotated[str, _text(address.SUBJECT_CHARS)]
+Description = Annotated[str, _text(address.DESCRIPTION_CHARS)]
 Name = Annotated[str, Field(json_schema_extra=_described(address.NAME_PATTERN, address.NAME_CHARS))]
 MachineName = Annotated[str, Field(json_schema_extra=_described(address.MACHINE_PATTERN, address.MACHINE_CHARS))]
 MessageId = Annotated[
-    str, Field(json_schema_extra=_described(content.UUID_PATTERN, content.MESSAGE_ID_CHARS, "a message id"))
+    str, Field(json_schema_extra=_described(address.UUID_PATTERN, address.MESSAGE_ID_CHARS, "a message id"))
 ]
 Address = Annotated[
     str,
@@ -55,7 +55,7 @@ AddressList = Annotated[
     Field(
         json_schema_extra={
             "pattern": address.ADDRESS_LIST_PATTERN,
-            "description": f"one address, or up to {content.RECIPIENTS_MAX} separated by commas",
+            "description": f"one address, or up to {address.RECIPIENTS_MAX} separated by commas",
         }
     ),
 ]
@@ -83,22 +83,22 @@ class SendRequest(Body):
     # The service counts the recipients (too_large past the bound); the schema states the bound.
     to: (
         AddressList
-        | Annotated[list[Address], Field(json_schema_extra={"minItems": 1, "maxItems": content.RECIPIENTS_MAX})]
+        | Annotated[list[Address], Field(json_schema_extra={"minItems": 1, "maxItems": address.RECIPIENTS_MAX})]
     ) = Field(description="name, name@machine, name@machine#pid or #channel; several as a list")
     text: str | None = Field(
         default=None,
-        description=f"the message's text; with its parts at most {content.MESSAGE_BYTES} bytes as JSON (else too_large)",
+        description=f"the message's text; with its parts at most {address.MESSAGE_BYTES} bytes as JSON (else too_large)",
     )
     subject: Subject | None = None
-    parts: list[Part] = Field(default_factory=list, max_length=content.PARTS_MAX)
+    parts: list[Part] = Field(default_factory=list, max_length=address.PARTS_MAX)
     thread_id: MessageId | None = None
     reply_to: MessageId | None = None
     require_live: bool = False
-    idempotency_key: Annotated[str, _text(content.IDEMPOTENCY_KEY_CHARS, blank=False)] | None = None
+    idempotency_key: Annotated[str, _text(address.IDEMPOTENCY_KEY_CHARS, blank=False)] | None = None
     urgent: bool = Field(default=False, description="may reach a busy agent between tool calls")
 
 
-MessageIds = Annotated[list[MessageId], Field(min_length=1, max_length=content.MESSAGE_IDS_MAX)]
+MessageIds = Annotated[list[MessageId], Field(min_length=1, max_length=address.MESSAGE_IDS_MAX)]
 
 
 class AckRequest(Body):
@@ -121,7 +121,7 @@ class ReceiptRequest(Body):
     status: Literal["held", "delivered", "expired", "refused", "denied", "dropped"] = Field(
         description="what the session's client reported about the frame that carried them"
     )
-    reason: str | None = Field(default=None, max_length=content.DELIVERY_ERROR_CHARS)
+    reason: str | None = Field(default=None, max_length=address.DELIVERY_ERROR_CHARS)
 
 
 class SessionRequest(Body):
@@ -134,18 +134,18 @@ class SessionRequest(Body):
         le=address.PROC_START_MAX,
         description="the process's start time (clock ticks since boot), to tell a recycled pid apart",
     )
-    terminal: Annotated[str, _text(content.TERMINAL_CHARS, blank=False)] | None = Field(
+    terminal: Annotated[str, _text(address.TERMINAL_CHARS, blank=False)] | None = Field(
         default=None, description="the terminal window or pane, e.g. tmux:%3"
     )
 
 
 class HeartbeatRequest(Body):
-    delivery_error: Annotated[str, _text(content.DELIVERY_ERROR_CHARS)] | None = Field(
+    delivery_error: Annotated[str, _text(address.DELIVERY_ERROR_CHARS)] | None = Field(
         default=None, description="what the session's delivery path reports broken"
     )
 
 
-Skills = Annotated[list[Annotated[str, _text(content.SKILL_CHARS, blank=False)]], Field(max_length=content.SKILLS_MAX)]
+Skills = Annotated[list[Annotated[str, _text(address.SKILL_CHARS, blank=False)]], Field(max_length=address.SKILLS_MAX)]
 
 
 class AgentRequest(Body):
@@ -167,7 +167,7 @@ class ChannelRequest(Body):
 
 class InviteRequest(Body):
     agents: list[Name] = Field(
-        min_length=1, max_length=content.RECIPIENTS_MAX, description="existing agents to add to the channel"
+        min_length=1, max_length=address.RECIPIENTS_MAX, description="existing agents to add to the channel"
     )
 
 
@@ -177,4 +177,4 @@ class TokenRequest(Body):
     )
     agent: Name | None = None
     workspace: Name | None = None
-    label: Annotated[str, _text(content.TOKEN_LABEL_CHARS, blank=False)] | None = None
+    label: Annotated[str, _text(address.TOKEN_LABEL_CHARS, blank=False)] | None = None

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from starlette.requests import Request
 from starlette.responses import Response
 
-from switchboard.content import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
+from switchboard.address import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
 from switchboard.credentials import Credential
 from switchboard.events import AsyncSubscription, PushedDelivery
 from switchboard.hub.asgi import Receive, Reply, Scope, bare_endpoint, client_of, headers_of, query_of

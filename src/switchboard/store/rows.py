@@ -11,7 +11,7 @@ from typing import Any
 
 import pydantic_core
 
-from switchboard.content import json_problem
+from switchboard.address import json_problem
 from switchboard.delivery.guard import Exchange
 from switchboard.model import (
     Agent,

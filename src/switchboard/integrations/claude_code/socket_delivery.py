@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from switchboard.address import DELIVERY_ERROR_CHARS
 from switchboard.client.base import Client
 from switchboard.config import Settings
-from switchboard.content import DELIVERY_ERROR_CHARS
 from switchboard.errors import SwitchboardError
 from switchboard.fence import PREAMBLE, fenced, fenced_mail
 from switchboard.identity import process_start_time
