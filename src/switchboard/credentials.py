@@ -18,10 +18,10 @@ from datetime import datetime
 
 from switchboard.address import TOKEN_LABEL_CHARS, parse_name
 from switchboard.content import check_text
-from switchboard.errors import BadRequest, Forbidden, Unauthorized, UnknownAgent, UnknownToken
+from switchboard.errors import AlreadyExists, BadRequest, Forbidden, Unauthorized, UnknownAgent, UnknownToken
 from switchboard.identity import DEFAULT_WORKSPACE
 from switchboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspace, new_id, utcnow
-from switchboard.store.base import NewToken, Store
+from switchboard.store.base import NewToken, Store, TokenTaken
 
 TOKEN_PREFIX = "sb_"
 REVOKED = "this token was revoked; ask for a new one with 'switchboard token create'."
@@ -181,12 +181,17 @@ class Credentials:
             assert workspace is not None and agent is not None
             self.store.ensure_agent(workspace, agent, now)
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        info = self.store.create_token(
-            NewToken(
-                id=new_id(), kind=kind, secret_hash=hash_secret(secret), workspace=workspace, agent=agent, label=label
-            ),
-            now,
+        token = NewToken(
+            id=new_id(), kind=kind, secret_hash=hash_secret(secret), workspace=workspace, agent=agent, label=label
         )
+        try:
+            info = self.store.create_token(token, now)
+        except TokenTaken as taken:
+            raise AlreadyExists(
+                f"a token with id {token.id} already exists; issue it again."
+                if taken.field == "id"
+                else "a token with this secret already exists; issue it again with a new secret."
+            ) from None
         return IssuedToken(**info.model_dump(), token=secret)
 
     @staticmethod

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from switchboard.errors import UnknownAgent
-from switchboard.store.sqlite.store import FAN_OUT_LATER_FROM
+from switchboard.store.sqlite.messages import FAN_OUT_LATER_FROM
 from tests.cli_runner import texts
 from tests.hub.conftest import CLI, Hub, Tenant, expect_http_error, unique
 

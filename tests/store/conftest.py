@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import pytest
 
 from switchboard.store.base import Store
-from switchboard.store.sqlite import store as sqlite_store
+from switchboard.store.sqlite import messages as sqlite_messages
 from switchboard.store.sqlite.connection import SQLiteDatabase
 from switchboard.store.sqlite.store import SQLiteStore
 from tests.postgres import schema_url, server_url
@@ -199,13 +199,13 @@ def insert_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     The store passes the same function as every send's ``together``, and calls it with one
     message for a send that runs alone: a batch stored in one go shows as one call of N."""
     calls: list[int] = []
-    real = sqlite_store.insert_messages
+    real = sqlite_messages.insert_messages
 
     def counting(conn: sqlite3.Connection, messages: list) -> list[dict[str, int]]:
         calls.append(len(messages))
         return real(conn, messages)
 
-    monkeypatch.setattr(sqlite_store, "insert_messages", counting)
+    monkeypatch.setattr(sqlite_messages, "insert_messages", counting)
     return calls
 
 

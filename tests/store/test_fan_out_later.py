@@ -24,10 +24,9 @@ from switchboard.errors import UnknownRecipient
 from switchboard.model import DeliveryState
 from switchboard.store.base import NewDelivery
 from switchboard.store.sqlite import messages as sqlite_messages
-from switchboard.store.sqlite import store as sqlite_module
-from switchboard.store.sqlite.messages import NewMessage, insert_messages, write_out_step
+from switchboard.store.sqlite.messages import FAN_OUT_LATER_FROM, NewMessage, insert_messages, write_out_step
 from switchboard.store.sqlite.schema import MIGRATIONS
-from switchboard.store.sqlite.store import FAN_OUT_LATER_FROM, SQLiteStore
+from switchboard.store.sqlite.store import SQLiteStore
 from tests.store.conftest import LoopThread, db, on_loop
 from tests.store.test_loop_commit import DEADLINE, STILL_PENDING, loop_held
 from tests.store.test_store_contract import T0, WS, agents, build, ids, send
@@ -257,7 +256,7 @@ def test_a_large_send_is_written_out_a_part_at_a_time_and_a_send_arriving_meanwh
             assert release.wait(DEADLINE)
         return write_out_step(conn)
 
-    monkeypatch.setattr(sqlite_module, "write_out_step", watched_step)
+    monkeypatch.setattr(sqlite_messages, "write_out_step", watched_step)
     agents(attached, WS, "alice", *MEMBERS)
     message, result = build(WS, "alice", MEMBERS, channel="all")
     deliveries = [NewDelivery(recipient=m, state=DeliveryState.queued, channel="all") for m in MEMBERS]
@@ -287,7 +286,7 @@ def test_a_step_writes_out_the_same_part_of_every_send_waiting_up_to_its_bound(
         written.append(set(conn.execute("SELECT recipient, seq FROM deliveries")) - before)
         return more
 
-    monkeypatch.setattr(sqlite_module, "write_out_step", watched_step)
+    monkeypatch.setattr(sqlite_messages, "write_out_step", watched_step)
     agents(attached, WS, "alice", *MEMBERS)
     sends = [build(WS, "alice", MEMBERS, channel="all") for _ in range(2)]
     deliveries = [NewDelivery(recipient=m, state=DeliveryState.queued, channel="all") for m in MEMBERS]

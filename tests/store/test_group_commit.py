@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.errors import StoreUnavailable, UnknownRecipient
+from switchboard.errors import StoreUnavailable
 from switchboard.model import DeliveryState, Message, SendResult
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
-from switchboard.store.sqlite import connection as sqlite_connection
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
+from switchboard.store.sqlite import writer as sqlite_writer
 from switchboard.store.sqlite.connection import SQLiteDatabase
 from switchboard.store.sqlite.store import SQLiteStore
 from tests.store.test_store_contract import T0, WS, agents, at, build, ids, send
@@ -165,7 +165,7 @@ def test_a_failing_request_fails_alone_and_the_rest_of_its_batch_commits(group):
 
     assert db(group).commits == commits + 2  # the held request, then every other one as one batch
     assert isinstance(outcomes[1], DuplicateIdempotencyKey)
-    assert isinstance(outcomes[3], UnknownRecipient)
+    assert isinstance(outcomes[3], RecipientsGone)
     succeeded = [outcomes[i] for i in (0, 2, 4)]
     assert not [o for o in succeeded if isinstance(o, BaseException)]
     # the failed requests' writes were undone inside the shared transaction: no seq was lost
@@ -211,7 +211,7 @@ def test_a_body_that_starts_another_transaction_gets_an_error_instead_of_waiting
 def test_when_the_write_lock_cannot_be_had_every_request_fails_as_unavailable_and_writing_resumes(
     either, path, monkeypatch
 ):
-    monkeypatch.setattr(sqlite_connection, "BUSY_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(sqlite_writer, "BUSY_TIMEOUT_SECONDS", 0.2)
     other = sqlite3.connect(path, isolation_level=None)  # another process, holding the write lock
     try:
         other.execute("BEGIN IMMEDIATE")
@@ -435,8 +435,8 @@ def test_a_send_of_a_batch_to_a_recipient_deleted_since_it_was_prepared_fails_al
 
     assert deleted == [0]  # deleted: carol held no unread mail
     error = futures[1].exception(DEADLINE)
-    assert isinstance(error, UnknownRecipient)
-    assert error.details["addresses"] == ["carol"]
+    assert isinstance(error, RecipientsGone)
+    assert error.names == ["carol"]
     assert [futures[i].result(DEADLINE) for i in (0, 2, 3)] == [{"bob": 1}, {"bob": 2}, {"bob": 3}]
     # The first send ran on its own (the delete cut the run); the three after the delete failed as
     # one call, then ran one by one.

@@ -22,11 +22,11 @@ from typing import TypeVar
 
 import pytest
 
-from switchboard.errors import StoreUnavailable, UnknownRecipient
+from switchboard.errors import StoreUnavailable
 from switchboard.pending import Pending, PendingTimeout
-from switchboard.store.base import DuplicateIdempotencyKey
-from switchboard.store.sqlite.connection import BUSY_TIMEOUT_SECONDS, GROUP_COMMIT_MAX_BATCH
+from switchboard.store.base import DuplicateIdempotencyKey, RecipientsGone
 from switchboard.store.sqlite.store import SQLiteStore
+from switchboard.store.sqlite.writer import BUSY_TIMEOUT_SECONDS, GROUP_COMMIT_MAX_BATCH
 from tests.store.conftest import LoopThread, StoreFactory, db, on_loop
 from tests.store.test_group_commit import (
     join_all,
@@ -199,7 +199,7 @@ def test_a_failing_request_of_a_loop_batch_fails_alone_and_the_rest_of_the_batch
     commits, futures = on_loop(loop_thread, submit_all)
 
     assert isinstance(futures["repeat"].exception(DEADLINE), DuplicateIdempotencyKey)
-    assert isinstance(futures["ghost"].exception(DEADLINE), UnknownRecipient)
+    assert isinstance(futures["ghost"].exception(DEADLINE), RecipientsGone)
     refused = futures["refused"].exception(DEADLINE)
     assert isinstance(refused, Refused) and str(refused) == "changed my mind"
     # the failed requests' writes were undone inside the shared transaction: no seq was lost

@@ -9,9 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from switchboard.errors import UnknownRecipient
 from switchboard.model import DeliveryState
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
 from tests.store.test_store_contract import WS, agents, at, build, ids, send
 
 DEADLINE = 60.0
@@ -106,7 +105,7 @@ def test_an_agent_deleted_while_sends_race_to_it_leaves_no_delivery_behind(open_
             try:
                 send(senders, WS, "alice", ["carol", "bob"])
                 stored += 1
-            except UnknownRecipient:  # bob is gone: the send stored nothing
+            except RecipientsGone:  # bob is gone: the send stored nothing
                 pass
         return stored
 

@@ -11,7 +11,7 @@ import pytest
 
 from switchboard.model import DeliveryState
 from switchboard.store.base import NewDelivery
-from switchboard.store.postgres.queries import MAX_PAYLOAD_BYTES, payload
+from switchboard.store.postgres.notices import MAX_PAYLOAD_BYTES, payload
 from switchboard.store.postgres.store import PostgresStore
 from tests.store.conftest import PostgresSchema
 from tests.store.test_store_contract import OTHER_WS, T0, WS, agents, at, build, new_token, send

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from switchboard.store.sqlite.connection import SERVER_AUTOCHECKPOINT_PAGES
+from switchboard.store.sqlite.loop_commit import SERVER_AUTOCHECKPOINT_PAGES
 from switchboard.store.sqlite.store import SQLiteStore
 from tests.store.conftest import LOOP_DEADLINE, LoopThread, attach_here, db
 from tests.store.test_loop_commit import DEADLINE

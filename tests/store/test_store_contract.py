@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from switchboard.errors import AlreadyExists, UnknownRecipient
 from switchboard.model import (
     Agent,
     DeliveryState,
@@ -35,7 +34,9 @@ from switchboard.store.base import (
     NewDelivery,
     NewSession,
     NewToken,
+    RecipientsGone,
     Store,
+    TokenTaken,
 )
 from tests.waiting import wait_until
 
@@ -506,8 +507,9 @@ def test_insert_message_creates_a_missing_recipient_when_asked(store):
 
 def test_insert_message_to_a_recipient_that_no_longer_exists_fails_whole(store):
     agents(store, WS, "alice", "bob")
-    with pytest.raises(UnknownRecipient):
+    with pytest.raises(RecipientsGone) as gone:
         send(store, WS, "alice", ["bob", "ghost"])  # ghost was deleted after the service looked
+    assert gone.value.names == ["ghost"]
     assert store.peek(WS, "bob", None, 100) == []
     assert store.get_agent(WS, "ghost") is None
 
@@ -901,10 +903,12 @@ def test_a_secret_hash_already_stored_is_refused_in_any_workspace_and_nothing_is
     created = store.create_token(first, T0)
     for workspace in (WS, OTHER_WS):
         again = NewToken(id=new_id(), kind="user", secret_hash=first.secret_hash, workspace=workspace)
-        with pytest.raises(AlreadyExists):
+        with pytest.raises(TokenTaken) as taken:
             store.create_token(again, at(1))
-    with pytest.raises(AlreadyExists):
+        assert taken.value.field == "secret_hash"
+    with pytest.raises(TokenTaken) as taken:
         store.create_token(NewToken(id=new_id(), kind="admin", secret_hash=first.secret_hash), at(1))
+    assert taken.value.field == "secret_hash"
     assert store.list_tokens() == [created]
     assert store.token_by_hash(first.secret_hash) == created
 
@@ -912,8 +916,9 @@ def test_a_secret_hash_already_stored_is_refused_in_any_workspace_and_nothing_is
 def test_a_token_id_already_stored_is_refused(store):
     first = new_token()
     created = store.create_token(first, T0)
-    with pytest.raises(AlreadyExists):
+    with pytest.raises(TokenTaken) as taken:
         store.create_token(new_token(workspace=OTHER_WS, id=first.id), at(1))
+    assert taken.value.field == "id"
     assert store.list_tokens() == [created]
 
 

@@ -37,7 +37,7 @@ from switchboard.errors import IdempotencyConflict, NoLiveSession, TooLarge, Unk
 from switchboard.events import MailboxEvents, PushedDelivery
 from switchboard.model import Caller, Held, Message, Part, RecipientOutcome, SendResult, built, new_id
 from switchboard.pending import Pending, completed
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, Store
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, Store
 
 T = TypeVar("T")
 
@@ -201,7 +201,8 @@ class Sending:
 
     def _committed(self, decided: _Decided, done: Pending[dict[str, int]], answer: Pending[SendResult]) -> None:
         """The store's answer: the result once committed, the original's for a key a racing
-        send committed first, or the store's error."""
+        send committed first, unknown_recipient for a recipient deleted meanwhile, or the
+        store's error."""
         caller, request = decided.caller, decided.request
         try:
             seqs = done.result()
@@ -209,6 +210,13 @@ class Sending:
             earlier = self.store.find_idempotent(caller.workspace, caller.agent, request.idempotency_key or "")
             assert earlier is not None
             _settle(answer, lambda: _repeat(earlier.request_hash, earlier.result, request))
+        except RecipientsGone as gone:  # deleted since the recipients were resolved
+            answer.set_exception(
+                UnknownRecipient(
+                    f"agent {listed(gone.names)} was deleted while this message was being sent; nothing was stored.",
+                    addresses=gone.names,
+                )
+            )
         except BaseException as error:
             answer.set_exception(error)
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 from switchboard.delivery.guard import Exchange
 from switchboard.model import (
@@ -91,6 +91,24 @@ class DuplicateIdempotencyKey(Exception):
     """Raised by submit_message when (workspace, sender, key) was stored by a racing send."""
 
 
+class RecipientsGone(Exception):
+    """Raised by submit_message when recipients that were not to be created no longer exist
+    (deleted since the service looked them up); nothing of the message was stored."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        super().__init__(", ".join(names))
+        self.names = list(names)
+
+
+class TokenTaken(Exception):
+    """Raised by create_token when a stored token already has this ``field`` ("id" or
+    "secret_hash"); nothing was stored."""
+
+    def __init__(self, field: Literal["id", "secret_hash"]) -> None:
+        super().__init__(field)
+        self.field = field
+
+
 class Store(Protocol):
     """Persistence for workspaces, agents, channels, sessions, messages and deliveries."""
 
@@ -161,7 +179,8 @@ class Store(Protocol):
         process start; its runtime is updated). Ends the agent's other open sessions on that
         machine and pid (the pid was recycled) and the other agents' ones named in
         ``session.may_end``. None, with nothing written, when another agent has an open session
-        there that ``may_end`` does not name (it registered the process meanwhile)."""
+        there that ``may_end`` does not name (it registered the process meanwhile). The rule is
+        ``store.registration``'s, which every store applies."""
         ...
 
     def touch_session(
@@ -187,7 +206,7 @@ class Store(Protocol):
         """Store the message and one delivery per recipient, each with the recipient's next
         sequence number: the future resolves once that is durable, to the numbers by recipient
         (a server awaits it; anyone else calls ``.result()``), or fails with
-        DuplicateIdempotencyKey, or UnknownRecipient when a recipient that need not be created
+        DuplicateIdempotencyKey, or RecipientsGone when a recipient that need not be created
         does not exist."""
         ...
 
@@ -304,7 +323,10 @@ class Store(Protocol):
         ...
 
     # hub credentials
-    def create_token(self, token: NewToken, now: datetime) -> TokenInfo: ...
+    def create_token(self, token: NewToken, now: datetime) -> TokenInfo:
+        """Store the token; TokenTaken when its id or secret hash is already stored."""
+        ...
+
     def token_by_hash(self, secret_hash: str) -> TokenInfo | None:
         """The token with this secret hash, revoked or not (the caller checks ``revoked_at``)."""
         ...

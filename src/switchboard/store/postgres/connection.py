@@ -24,7 +24,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from switchboard.errors import StoreUnavailable
 from switchboard.pending import Pending
-from switchboard.store.postgres import queries as q
+from switchboard.store.postgres import notices
 from switchboard.store.postgres.listener import ChangeListener
 from switchboard.store.postgres.schema import current_schema, migrate
 
@@ -149,8 +149,8 @@ class PostgresDatabase:
     def notifying(self, dml: str, args: dict[str, object], payload: str | None = None) -> list[tuple]:
         """Run ``dml`` (with RETURNING) as one transaction that notifies ``payload`` (default:
         "something changed") when it changed a row; the rows it returned."""
-        args = {**args, "channel": self.channel, "payload": payload or q.payload(self.replica)}
-        rows = self.run(lambda conn: conn.execute(q.notifying(dml), args).fetchall())  # type: ignore[arg-type]
+        args = {**args, "channel": self.channel, "payload": payload or notices.payload(self.replica)}
+        rows = self.run(lambda conn: conn.execute(notices.notifying(dml), args).fetchall())  # type: ignore[arg-type]
         return [row[:-1] for row in rows]
 
     def changed_one(self, dml: str, args: dict[str, object]) -> bool:
@@ -159,8 +159,14 @@ class PostgresDatabase:
 
     def notify(self, conn: psycopg.Connection, payload: str | None = None) -> None:
         """Notify, in the transaction open on ``conn`` (default: "something changed")."""
-        conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payload or q.payload(self.replica)))
+        conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payload or notices.payload(self.replica)))
 
     def with_notify(self, args: dict[str, object], payload: str | None = None) -> dict[str, object]:
-        """``args`` with what a statement that notifies by itself (``postgres_queries``) needs."""
-        return {**args, "channel": self.channel, "payload": payload or q.payload(self.replica)}
+        """``args`` with what a statement that notifies by itself (see ``notices``) needs."""
+        return {**args, "channel": self.channel, "payload": payload or notices.payload(self.replica)}
+
+    def mailbox_args(self, workspace: str, agent: str, **more: object) -> dict[str, object]:
+        """Parameters of a statement on one mailbox, whose notification names that mailbox."""
+        return self.with_notify(
+            {"ws": workspace, "agent": agent, **more}, notices.payload(self.replica, workspace, [agent])
+        )

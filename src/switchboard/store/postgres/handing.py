@@ -1,39 +1,20 @@
-"""PostgresStore's statements for mail handed to a session (see ``sqlite_handing``): each is
-one statement, so one transaction in autocommit, that writes the deliveries, appends their
-history (``delivery_events``) and notifies the mailbox."""
+"""Mail handed to a session, in the PostgreSQL schema (see ``sqlite/handing``): confirming it
+surfaced, returning it when the session ended first, and each delivery's history. Each is one
+statement, so one transaction in autocommit, that writes the deliveries, appends their history
+(``delivery_events``) and notifies the mailbox. Functions on the database, called by
+``PostgresStore``."""
 
 from __future__ import annotations
 
-from switchboard.store.postgres.queries import MESSAGE_COLUMNS, NOTIFY
+from collections.abc import Sequence
+from datetime import datetime
+
+from switchboard.model import DeliveryState
+from switchboard.store.postgres.connection import PostgresDatabase
+from switchboard.store.postgres.notices import NOTIFY
+from switchboard.store.rows import to_ts
 
 EVENTS = "delivery_events (workspace, message_id, recipient, at, event, session, via, detail)"
-
-
-def surface(where: str, urgent_only: bool, hand: bool) -> str:
-    """Lock the first ``limit`` deliveries ``where`` says wait to be surfaced (``waiting``:
-    neither read, handed, surfaced nor held); mark them handed to ``session`` (``hand``) or
-    surfaced, by ``via``; record it; return them."""
-    urgent = " AND EXISTS (SELECT FROM messages m WHERE m.id = d.message_id AND m.urgent)" if urgent_only else ""
-    state = "handed" if hand else "surfaced"
-    changes = "handed_at = %(at)s, handed_session = %(session)s" if hand else "surfaced_at = %(at)s"
-    return f"""
-WITH picked AS (
-    SELECT d.seq FROM deliveries d
-    WHERE d.workspace = %(ws)s AND d.recipient = %(agent)s AND {where}{urgent}
-    ORDER BY d.seq LIMIT %(limit)s FOR UPDATE
-), marked AS (
-    UPDATE deliveries d SET state = '{state}', {changes}, surfaced_via = %(via)s,
-        delivered_at = coalesce(d.delivered_at, %(at)s)
-    WHERE d.workspace = %(ws)s AND d.recipient = %(agent)s AND d.seq = ANY(ARRAY(SELECT seq FROM picked))
-    RETURNING d.seq, d.message_id
-), recorded AS (
-    INSERT INTO {EVENTS}
-    SELECT %(ws)s, message_id, %(agent)s, %(at)s, '{state}', %(session)s, %(via)s, NULL FROM marked
-)
-SELECT d.seq, '{state}', {MESSAGE_COLUMNS}, (SELECT {NOTIFY})
-FROM marked d JOIN messages m ON m.id = d.message_id
-ORDER BY d.seq
-"""
 
 
 CONFIRM_SURFACED = f"""
@@ -75,3 +56,60 @@ WHERE EXISTS (
 )
 RETURNING message_id
 """
+
+
+def confirm_surfaced(
+    db: PostgresDatabase, workspace: str, agent: str, message_ids: Sequence[str], evidence: str, now: datetime
+) -> list[str]:
+    wanted = list(dict.fromkeys(message_ids))
+    if not wanted:
+        return []
+    args = db.mailbox_args(workspace, agent, ids=wanted, at=to_ts(now), detail=evidence)
+    rows = db.run(lambda conn: conn.execute(CONFIRM_SURFACED, args).fetchall())
+    return [r[0] for r in rows]
+
+
+def handed_sessions(db: PostgresDatabase, workspace: str, agent: str) -> list[str]:
+    return [r[0] for r in db.all(HANDED_SESSIONS, {"ws": workspace, "agent": agent})]
+
+
+def return_handed(
+    db: PostgresDatabase,
+    workspace: str,
+    agent: str,
+    session_id: str,
+    state: DeliveryState,
+    reason: str,
+    now: datetime,
+    message_ids: Sequence[str] | None,
+) -> list[str]:
+    ids = None if message_ids is None else list(message_ids)
+    args = db.mailbox_args(
+        workspace, agent, session=session_id, state=state.value, at=to_ts(now), detail=reason, ids=ids
+    )
+    rows = db.run(lambda conn: conn.execute(RETURN_HANDED, args).fetchall())
+    return [r[0] for r in rows]
+
+
+def record_delivery_event(
+    db: PostgresDatabase,
+    workspace: str,
+    agent: str,
+    message_id: str,
+    event: str,
+    now: datetime,
+    session: str | None,
+    via: str | None,
+    detail: str | None,
+) -> bool:
+    args = {
+        "ws": workspace,
+        "agent": agent,
+        "message_id": message_id,
+        "event": event,
+        "at": to_ts(now),
+        "session": session,
+        "via": via,
+        "detail": detail,
+    }
+    return bool(db.run(lambda conn: conn.execute(RECORD_EVENT, args).fetchall()))

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import errors as pg_errors
 
-from switchboard.errors import UnknownRecipient, listed
 from switchboard.model import Message, SendResult, parts_json
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
-from switchboard.store.postgres.queries import NOTIFY
+from switchboard.pending import Pending
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
+from switchboard.store.postgres.connection import PostgresDatabase
+from switchboard.store.postgres.notices import NOTIFY, payload
 from switchboard.store.rows import to_ts
 
 PREPARED_UP_TO = 16  # recipients: a send to more is planned anew each time (see _store)
@@ -66,6 +67,22 @@ FROM complete c
 """
 
 
+def submit_message(
+    db: PostgresDatabase,
+    message: Message,
+    deliveries: Sequence[NewDelivery],
+    result: SendResult,
+    idempotency_key: str | None,
+    request_hash: str | None,
+) -> Pending[dict[str, int]]:
+    """Store the message on a send thread (see ``Store.submit_message``); its notification names
+    the recipients' mailboxes and the message, so that replicas read it once for their streams."""
+    args = submit_args(message, deliveries, result, idempotency_key, request_hash)
+    notice = payload(db.replica, message.workspace, args["names"], message.id)  # type: ignore[arg-type]
+    args = db.with_notify(args, notice)
+    return db.submit(lambda conn: store_message(conn, args))
+
+
 def submit_args(
     message: Message,
     deliveries: Sequence[NewDelivery],
@@ -109,7 +126,7 @@ def submit_args(
 
 def store_message(conn: psycopg.Connection, args: dict[str, object]) -> dict[str, int]:
     """One attempt at storing the message; each recipient's new sequence number. Raises
-    DuplicateIdempotencyKey or UnknownRecipient, and then nothing of it is stored."""
+    DuplicateIdempotencyKey or RecipientsGone, and then nothing of it is stored."""
     if not args["creates"]:
         return _store(conn, args)
     with conn.transaction():  # a missing recipient rolls back the creation of the others
@@ -134,10 +151,7 @@ def _store(conn: psycopg.Connection, args: dict[str, object]) -> dict[str, int]:
         raise DuplicateIdempotencyKey(args["key"])  # SQLite's answer too: it checks the key first
     present = set(found or ())
     missing = [n for n in args["names"] if n not in present]  # type: ignore[attr-defined]
-    raise UnknownRecipient(
-        f"agent {listed(missing)} was deleted while this message was being sent; nothing was stored.",
-        addresses=missing,
-    )
+    raise RecipientsGone(missing)
 
 
 _KEY_USED = "SELECT FROM messages WHERE workspace = %(ws)s AND sender = %(sender)s AND idempotency_key = %(key)s"

@@ -1,27 +1,26 @@
 """The shared store: one PostgreSQL database (schema), for several hub replicas at once.
 
-Connections come from a pool and run in autocommit (``postgres_connection``): most methods are
-one statement, hence one round trip and one transaction (``postgres_queries``; a send's is in
-``postgres_messages``); the few that need several statements open a transaction. Sends run on
-the store's own threads: ``submit_message`` answers a Pending at once, as the hub, which calls
-it on its event loop, needs. Every write that changes something notifies the other replicas
-through ``pg_notify`` in its transaction (``postgres_listener``). The schema is applied on
-opening (``postgres_schema``).
+Connections come from a pool and run in autocommit (``connection``): most methods are one
+statement, hence one round trip and one transaction; the few that need several statements open
+a transaction. Sends run on the store's own threads: ``submit_message`` answers a Pending at
+once, as the hub, which calls it on its event loop, needs. Every write that changes something
+notifies the other replicas through ``pg_notify`` in its transaction (``notices``, heard by
+``listener``). The schema is applied on opening (``schema``).
+
+``PostgresStore`` is the Store interface and nothing more: each method is the function of the
+same name in the module for its part of the schema — ``directory`` (workspaces, agents,
+channels), ``sessions``, ``messages`` (storing a send), ``sent`` (reading it back),
+``mailbox`` (reading and marking one), ``handing`` (mail handed to a session),
+``guard_facts``, ``audit``, ``tokens``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 
-import psycopg
-from psycopg import errors as pg_errors
-
 from switchboard.delivery.guard import Exchange
-from switchboard.delivery.waiting import held, waiting_to_surface
-from switchboard.errors import AlreadyExists
 from switchboard.model import (
     Agent,
     AuditEntry,
@@ -36,47 +35,22 @@ from switchboard.model import (
     Session,
     TokenInfo,
     Workspace,
-    built,
-    new_id,
 )
 from switchboard.pending import Pending
-from switchboard.store.base import (
-    IdempotentSend,
-    NewDelivery,
-    NewSession,
-    NewToken,
-    StoredMachine,
+from switchboard.store.base import IdempotentSend, NewDelivery, NewSession, NewToken, StoredMachine
+from switchboard.store.postgres import (
+    audit,
+    directory,
+    guard_facts,
+    handing,
+    mailbox,
+    messages,
+    sent,
+    sessions,
+    tokens,
 )
-from switchboard.store.postgres import audit as postgres_audit
-from switchboard.store.postgres import handing
-from switchboard.store.postgres import queries as q
 from switchboard.store.postgres.connection import POOL_SIZE, PostgresDatabase
 from switchboard.store.postgres.listener import Callback
-from switchboard.store.postgres.messages import store_message, submit_args
-from switchboard.store.rows import (
-    EVENT_COLUMNS,
-    HELD_COLUMNS,
-    MESSAGE_COLUMNS,
-    SESSION_COLUMNS,
-    STATUS_COLUMNS,
-    TOKEN_COLUMNS,
-    agent_from_row,
-    audit_from_row,
-    channel_from_row,
-    check_token,
-    exchange_from_row,
-    from_ts,
-    held_mail_from_row,
-    mail_item_from_row,
-    message_from_row,
-    session_from_row,
-    status_from_row,
-    to_ts,
-    token_from_row,
-    with_history,
-)
-
-_AGENT_COLUMNS = "workspace, name, description, skills, created_at"
 
 
 class PostgresStore:
@@ -117,57 +91,32 @@ class PostgresStore:
     # --- workspaces and agents ------------------------------------------------------------
 
     def ensure_workspace(self, name: str, now: datetime) -> bool:
-        return self._db.changed_one(
-            "INSERT INTO workspaces (name, created_at) VALUES (%(name)s, %(at)s) ON CONFLICT DO NOTHING",
-            {"name": name, "at": to_ts(now)},
-        )
+        return directory.ensure_workspace(self._db, name, now)
 
     def list_workspaces(self) -> list[Workspace]:
-        rows = self._db.all("SELECT name, created_at FROM workspaces ORDER BY name")
-        return [Workspace(name=r[0], created_at=from_ts(r[1])) for r in rows]
+        return directory.list_workspaces(self._db)
 
     def ensure_agent(self, workspace: str, name: str, now: datetime) -> bool:
-        return self.create_agent(workspace, name, None, [], now)
+        return directory.ensure_agent(self._db, workspace, name, now)
 
     def create_agent(
         self, workspace: str, name: str, description: str | None, skills: list[str], now: datetime
     ) -> bool:
-        return self._db.changed_one(
-            "INSERT INTO agents (workspace, name, description, skills, created_at) "
-            "VALUES (%(ws)s, %(name)s, %(description)s, %(skills)s, %(at)s) ON CONFLICT DO NOTHING",
-            {"ws": workspace, "name": name, "description": description, "skills": json.dumps(skills), "at": to_ts(now)},
-        )
+        return directory.create_agent(self._db, workspace, name, description, skills, now)
 
     def update_agent(self, workspace: str, name: str, description: str | None, skills: list[str] | None) -> bool:
-        return self._db.changed_one(
-            "UPDATE agents SET description = coalesce(%(description)s, description), "
-            "skills = coalesce(%(skills)s, skills) WHERE workspace = %(ws)s AND name = %(name)s",
-            {
-                "ws": workspace,
-                "name": name,
-                "description": description,
-                "skills": None if skills is None else json.dumps(skills),
-            },
-        )
+        return directory.update_agent(self._db, workspace, name, description, skills)
 
     def get_agent(self, workspace: str, name: str) -> Agent | None:
-        row = self._db.one(f"SELECT {_AGENT_COLUMNS} FROM agents WHERE workspace = %s AND name = %s", (workspace, name))
-        return agent_from_row(row) if row else None
+        return directory.get_agent(self._db, workspace, name)
 
     def list_agents(self, workspace: str) -> list[Agent]:
-        rows = self._db.all(f"SELECT {_AGENT_COLUMNS} FROM agents WHERE workspace = %s ORDER BY name", (workspace,))
-        return [agent_from_row(r) for r in rows]
+        return directory.list_agents(self._db, workspace)
 
     def delete_agent(
         self, workspace: str, name: str, record: AuditEntry | None = None, *, keep_unread: bool = False
     ) -> int | None:
-        args = {"ws": workspace, "name": name}
-        payload = q.payload(self.replica, workspace, [name])
-        return self._db.run(
-            lambda conn: postgres_audit.delete_agent(
-                conn, args, record, keep_unread, lambda c: self._db.notify(c, payload)
-            )
-        )
+        return directory.delete_agent(self._db, workspace, name, record, keep_unread)
 
     # --- channels -------------------------------------------------------------------------
 
@@ -181,169 +130,54 @@ class PostgresStore:
         invite_only: bool = False,
         record: AuditEntry | None = None,
     ) -> bool:
-        args = {
-            "ws": workspace,
-            "name": name,
-            "description": description,
-            "creator": creator,
-            "at": to_ts(now),
-            "invite_only": invite_only,
-        }
-        return self._recorded(q.CREATE_CHANNEL, self._db.with_notify(args), record)
-
-    def _recorded(self, statement: str, args: dict[str, object], record: AuditEntry | None) -> bool:
-        return self._db.run(lambda conn: postgres_audit.recorded(conn, statement, args, record))
+        return directory.create_channel(self._db, workspace, name, creator, description, now, invite_only, record)
 
     def get_channel(self, workspace: str, name: str, viewer: str | None = None) -> Channel | None:
-        row = self._db.one(
-            q.CHANNEL_QUERY + " AND c.name = %(name)s", {"viewer": viewer, "ws": workspace, "name": name}
-        )
-        return channel_from_row(row) if row else None
+        return directory.get_channel(self._db, workspace, name, viewer)
 
     def list_channels(self, workspace: str, viewer: str | None = None) -> list[Channel]:
-        rows = self._db.all(q.CHANNEL_QUERY + " ORDER BY c.name", {"viewer": viewer, "ws": workspace})
-        return [channel_from_row(r) for r in rows]
+        return directory.list_channels(self._db, workspace, viewer)
 
     def join_channel(
         self, workspace: str, channel: str, agent: str, now: datetime, record: AuditEntry | None = None
     ) -> bool:
-        return self._recorded(
-            q.notifying(
-                "INSERT INTO channel_members (workspace, channel, agent, joined_at) "
-                "VALUES (%(ws)s, %(channel_name)s, %(agent)s, %(at)s) ON CONFLICT DO NOTHING RETURNING 1"
-            ),
-            self._db.with_notify({"ws": workspace, "channel_name": channel, "agent": agent, "at": to_ts(now)}),
-            record,
-        )
+        return directory.join_channel(self._db, workspace, channel, agent, now, record)
 
     def leave_channel(self, workspace: str, channel: str, agent: str, record: AuditEntry | None = None) -> bool:
-        return self._recorded(
-            q.notifying(
-                "DELETE FROM channel_members "
-                "WHERE workspace = %(ws)s AND channel = %(channel_name)s AND agent = %(agent)s RETURNING 1"
-            ),
-            self._db.with_notify({"ws": workspace, "channel_name": channel, "agent": agent}),
-            record,
-        )
+        return directory.leave_channel(self._db, workspace, channel, agent, record)
 
     def channel_members(self, workspace: str, channel: str) -> list[ChannelMember]:
-        rows = self._db.all(
-            "SELECT agent, joined_at FROM channel_members WHERE workspace = %s AND channel = %s ORDER BY agent",
-            (workspace, channel),
-        )
-        return [built(ChannelMember, agent=r[0], joined_at=from_ts(r[1])) for r in rows]
+        return directory.channel_members(self._db, workspace, channel)
 
     def channel_member_names(self, workspace: str, channel: str) -> list[str]:
-        rows = self._db.all(
-            "SELECT agent FROM channel_members WHERE workspace = %s AND channel = %s ORDER BY agent",
-            (workspace, channel),
-        )
-        return [r[0] for r in rows]
+        return directory.channel_member_names(self._db, workspace, channel)
 
     # --- sessions and machines --------------------------------------------------------------
 
     def register_session(self, session: NewSession, now: datetime) -> Session | None:
-        at = to_ts(now)
-        place = {"ws": session.workspace, "machine": session.machine, "pid": session.pid, "at": at}
-
-        def register(conn: psycopg.Connection) -> tuple | None:
-            with conn.transaction():
-                # Registrations of one process run one at a time (as SQLite's writes all do):
-                # two at once would each insert a session.
-                conn.execute(
-                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                    (f"switchboard session {session.workspace} {session.machine} {session.pid}",),
-                )
-                open_here = conn.execute(
-                    f"SELECT {SESSION_COLUMNS} FROM sessions "
-                    "WHERE workspace = %(ws)s AND machine = %(machine)s AND pid = %(pid)s AND ended_at IS NULL",
-                    place,
-                ).fetchall()
-                if any(r[2] != session.agent and r[0] not in session.may_end for r in open_here):
-                    return None  # another agent's session, registered since the service looked
-                same = [r[0] for r in open_here if r[2] == session.agent and r[5] == session.proc_start][:1]
-                stale = [r[0] for r in open_here if r[0] not in same]  # a recycled pid, or another agent's
-                if stale:
-                    conn.execute("UPDATE sessions SET ended_at = %s WHERE id = ANY(%s)", (at, stale))
-                if same:
-                    session_id = same[0]
-                    conn.execute(
-                        "UPDATE sessions SET last_seen = %s, runtime = %s, terminal = coalesce(%s, terminal) "
-                        "WHERE id = %s",
-                        (at, session.runtime, session.terminal, session_id),
-                    )
-                else:
-                    session_id = session.id or new_id()
-                    conn.execute(
-                        f"INSERT INTO sessions ({SESSION_COLUMNS}) "
-                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, %s, NULL)",
-                        (
-                            session_id,
-                            session.workspace,
-                            session.agent,
-                            session.machine,
-                            session.pid,
-                            session.proc_start,
-                            session.runtime,
-                            at,
-                            at,
-                            session.terminal,
-                        ),
-                    )
-                conn.execute(q.TOUCH_MACHINE, place)
-                self._db.notify(conn)
-                return conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)).fetchone()
-
-        row = self._db.run(register)
-        return session_from_row(row) if row else None
+        return sessions.register_session(self._db, session, now)
 
     def touch_session(
         self, workspace: str, session_id: str, now: datetime, delivery_error: str | None = None
     ) -> Session | None:
-        args = {"ws": workspace, "id": session_id, "at": to_ts(now), "error": delivery_error}
-        args = self._db.with_notify(args)
-        rows = self._db.run(lambda conn: conn.execute(q.TOUCH_SESSION, args).fetchall())
-        return session_from_row(rows[0]) if rows else None
+        return sessions.touch_session(self._db, workspace, session_id, now, delivery_error)
 
     def end_session(self, workspace: str, session_id: str, now: datetime) -> Session | None:
-        rows = self._db.notifying(
-            "UPDATE sessions SET ended_at = coalesce(ended_at, %(at)s) WHERE workspace = %(ws)s AND id = %(id)s "
-            f"RETURNING {SESSION_COLUMNS}",
-            {"ws": workspace, "id": session_id, "at": to_ts(now)},
-        )
-        return session_from_row(rows[0]) if rows else None
+        return sessions.end_session(self._db, workspace, session_id, now)
 
     def get_session(self, workspace: str, session_id: str) -> Session | None:
-        row = self._db.one(
-            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE workspace = %s AND id = %s", (workspace, session_id)
-        )
-        return session_from_row(row) if row else None
+        return sessions.get_session(self._db, workspace, session_id)
 
     def list_sessions(self, workspace: str, agent: str | None = None, include_ended: bool = False) -> list[Session]:
-        query = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE workspace = %s"
-        args: list[object] = [workspace]
-        if agent is not None:
-            query += " AND agent = %s"
-            args.append(agent)
-        if not include_ended:
-            query += " AND ended_at IS NULL"
-        rows = self._db.all(query + " ORDER BY started_at DESC, id DESC", args)
-        return [session_from_row(r) for r in rows]
+        return sessions.list_sessions(self._db, workspace, agent, include_ended)
 
     def list_machines(self, workspace: str) -> list[StoredMachine]:
-        rows = self._db.all("SELECT name, last_seen FROM machines WHERE workspace = %s ORDER BY name", (workspace,))
-        return [StoredMachine(name=r[0], last_seen=from_ts(r[1])) for r in rows]
+        return sessions.list_machines(self._db, workspace)
 
-    # --- messages and mailboxes -------------------------------------------------------------
+    # --- messages ----------------------------------------------------------------------------
 
     def find_idempotent(self, workspace: str, sender: str, key: str) -> IdempotentSend | None:
-        row = self._db.one(
-            "SELECT request_hash, result FROM messages WHERE workspace = %s AND sender = %s AND idempotency_key = %s",
-            (workspace, sender, key),
-        )
-        if row is None:
-            return None
-        return IdempotentSend(request_hash=row[0] or "", result=SendResult.model_validate_json(row[1]))
+        return sent.find_idempotent(self._db, workspace, sender, key)
 
     def submit_message(
         self,
@@ -353,109 +187,46 @@ class PostgresStore:
         idempotency_key: str | None,
         request_hash: str | None,
     ) -> Pending[dict[str, int]]:
-        args = submit_args(message, deliveries, result, idempotency_key, request_hash)
-        notice = q.payload(self.replica, message.workspace, args["names"], message.id)  # type: ignore[arg-type]
-        args = self._db.with_notify(args, notice)
-        return self._db.submit(lambda conn: store_message(conn, args))
+        return messages.submit_message(self._db, message, deliveries, result, idempotency_key, request_hash)
 
     def get_message(self, workspace: str, message_id: str) -> Message | None:
-        row = self._db.one(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.workspace = %s AND m.id = %s", (workspace, message_id)
-        )
-        return message_from_row(row) if row else None
+        return sent.get_message(self._db, workspace, message_id)
 
     def thread_party(self, workspace: str, thread_id: str, agent: str) -> bool | None:
-        row = self._db.one(q.THREAD_PARTY, {"ws": workspace, "thread": thread_id, "agent": agent})
-        return bool(row[1]) if row and row[0] else None
+        return sent.thread_party(self._db, workspace, thread_id, agent)
 
     def deliveries_of(
         self, workspace: str, message_id: str, agents: Sequence[str]
     ) -> tuple[str, list[tuple[str, int, str, str | None]]] | None:
-        """A new message as JSON and its deliveries to ``agents`` (recipient, seq, state, target
-        session), read in one query: what a replica hands its streams when another replica's
-        send names them, instead of each stream reading its mailbox. None if it is not there."""
-        rows = self._db.all(
-            f"SELECT {MESSAGE_COLUMNS}, d.recipient, d.seq, d.state, d.target_session "
-            "FROM messages m JOIN deliveries d ON d.message_id = m.id "
-            "WHERE m.workspace = %s AND m.id = %s AND d.workspace = %s AND d.recipient = ANY(%s)",
-            (workspace, message_id, workspace, list(agents)),
-        )
-        if not rows:
-            return None
-        width = len(rows[0]) - 4
-        message_json = message_from_row(rows[0][:width]).model_dump_json()
-        return message_json, [(r[width], r[width + 1], r[width + 2], r[width + 3]) for r in rows]
+        """A new message as JSON and its deliveries to ``agents``, in one query (see sent)."""
+        return sent.deliveries_of(self._db, workspace, message_id, agents)
 
     def send_result(self, workspace: str, message_id: str) -> SendResult | None:
-        row = self._db.one("SELECT result FROM messages WHERE workspace = %s AND id = %s", (workspace, message_id))
-        return SendResult.model_validate_json(row[0]) if row else None
+        return sent.send_result(self._db, workspace, message_id)
 
     def delivery_statuses(self, workspace: str, message_id: str) -> list[RecipientStatus]:
-        rows = self._db.all(
-            f"SELECT {STATUS_COLUMNS} FROM deliveries WHERE workspace = %s AND message_id = %s ORDER BY recipient",
-            (workspace, message_id),
-        )
-        events = (
-            self._db.all(
-                f"SELECT {EVENT_COLUMNS} FROM delivery_events WHERE workspace = %s AND message_id = %s "
-                "ORDER BY at, ctid",
-                (workspace, message_id),
-            )
-            if rows
-            else []
-        )
-        return with_history([status_from_row(r) for r in rows], events)
+        return sent.delivery_statuses(self._db, workspace, message_id)
 
-    def _mailbox_args(self, workspace: str, agent: str, **more: object) -> dict[str, object]:
-        """Parameters of a statement on one mailbox, whose notification names that mailbox."""
-        return self._db.with_notify(
-            {"ws": workspace, "agent": agent, **more}, q.payload(self.replica, workspace, [agent])
-        )
+    # --- mailboxes ---------------------------------------------------------------------------
 
     def claim(
         self, workspace: str, agent: str, after: int | None, limit: int, now: datetime, hidden: Sequence[str] = ()
     ) -> list[MailItem]:
-        where, args = q.window(after, hidden)
-        args = self._mailbox_args(workspace, agent, limit=limit, at=to_ts(now), **args)
-        rows = self._db.run(lambda conn: conn.execute(q.claim(where), args).fetchall())
-        return [mail_item_from_row(r) for r in rows]
+        return mailbox.claim(self._db, workspace, agent, after, limit, now, hidden)
 
     def peek(
         self, workspace: str, agent: str, after: int | None, limit: int, hidden: Sequence[str] = ()
     ) -> list[MailItem]:
-        where, args = q.window(after, hidden)
-        rows = self._db.all(
-            f"SELECT {q.MAIL_COLUMNS} {q.MAILBOX} AND {where} ORDER BY d.seq LIMIT %(limit)s",
-            {"ws": workspace, "agent": agent, "limit": limit, **args},
-        )
-        return [mail_item_from_row(r) for r in rows]
+        return mailbox.peek(self._db, workspace, agent, after, limit, hidden)
 
     def mailbox(self, workspace: str, agent: str, include_acked: bool, limit: int) -> list[MailItem]:
-        where = "" if include_acked else " AND d.acked_at IS NULL"
-        rows = self._db.all(
-            f"SELECT {q.MAIL_COLUMNS} {q.MAILBOX}{where} ORDER BY d.seq DESC LIMIT %(limit)s",
-            {"ws": workspace, "agent": agent, "limit": limit},
-        )
-        return [mail_item_from_row(r) for r in reversed(rows)]
+        return mailbox.mailbox(self._db, workspace, agent, include_acked, limit)
 
     def ack(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
-        return self._mark(workspace, agent, message_ids, q.ACK, now)
+        return mailbox.mark(self._db, workspace, agent, message_ids, mailbox.ACK, now)
 
     def mark_read(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
-        return self._mark(workspace, agent, message_ids, q.MARK_READ, now)
-
-    def _mark(self, workspace: str, agent: str, message_ids: Sequence[str], changes: str, now: datetime) -> list[str]:
-        """Apply ``changes`` to these messages' deliveries in the agent's mailbox; the ids not
-        there (then nothing is written)."""
-        wanted = list(dict.fromkeys(message_ids))
-        if not wanted:
-            return []
-        args = self._mailbox_args(workspace, agent, ids=wanted, count=len(wanted), at=to_ts(now))
-        ok, found, _ = self._db.run(lambda conn: conn.execute(q.mark(changes), args).fetchone())  # type: ignore[misc]
-        if ok:
-            return []
-        present = set(found or ())
-        return [m for m in wanted if m not in present]
+        return mailbox.mark(self._db, workspace, agent, message_ids, mailbox.MARK_READ, now)
 
     def surface(
         self,
@@ -470,33 +241,23 @@ class PostgresStore:
         session: str | None = None,
         hand: bool = False,
     ) -> list[MailItem]:
-        unread, args = q.window(None, hidden)
-        where, args = f"{waiting_to_surface('%(now)s')} AND {unread}", {**args, "now": to_ts(now)}
-        if peek:
-            urgent = " AND m.urgent" if urgent_only else ""
-            rows = self._db.all(
-                f"SELECT {q.MAIL_COLUMNS} {q.MAILBOX} AND {where}{urgent} ORDER BY d.seq LIMIT %(limit)s",
-                {"ws": workspace, "agent": agent, "limit": limit, **args},
-            )
-            return [mail_item_from_row(r) for r in rows]
-        args = self._mailbox_args(workspace, agent, via=via, limit=limit, at=to_ts(now), session=session, **args)
-        statement = handing.surface(where, urgent_only, hand)
-        rows = self._db.run(lambda conn: conn.execute(statement, args).fetchall())  # type: ignore[call-overload]
-        state = DeliveryState.handed if hand else DeliveryState.surfaced
-        return [MailItem(seq=r[0], state=state, message=message_from_row(r[2:])) for r in rows]
+        return mailbox.surface(self._db, workspace, agent, via, urgent_only, limit, now, peek, hidden, session, hand)
+
+    def unread_count(self, workspace: str, agent: str, hidden: Sequence[str] = ()) -> int:
+        return mailbox.unread_count(self._db, workspace, agent, hidden)
+
+    def last_seq(self, workspace: str, agent: str) -> int:
+        return mailbox.last_seq(self._db, workspace, agent)
+
+    # --- mail handed to a session ---------------------------------------------------------------
 
     def confirm_surfaced(
         self, workspace: str, agent: str, message_ids: Sequence[str], evidence: str, now: datetime
     ) -> list[str]:
-        wanted = list(dict.fromkeys(message_ids))
-        if not wanted:
-            return []
-        args = self._mailbox_args(workspace, agent, ids=wanted, at=to_ts(now), detail=evidence)
-        rows = self._db.run(lambda conn: conn.execute(handing.CONFIRM_SURFACED, args).fetchall())
-        return [r[0] for r in rows]
+        return handing.confirm_surfaced(self._db, workspace, agent, message_ids, evidence, now)
 
     def handed_sessions(self, workspace: str, agent: str) -> list[str]:
-        return [r[0] for r in self._db.all(handing.HANDED_SESSIONS, {"ws": workspace, "agent": agent})]
+        return handing.handed_sessions(self._db, workspace, agent)
 
     def return_handed(
         self,
@@ -508,12 +269,7 @@ class PostgresStore:
         now: datetime,
         message_ids: Sequence[str] | None = None,
     ) -> list[str]:
-        ids = None if message_ids is None else list(message_ids)
-        args = self._mailbox_args(
-            workspace, agent, session=session_id, state=state.value, at=to_ts(now), detail=reason, ids=ids
-        )
-        rows = self._db.run(lambda conn: conn.execute(handing.RETURN_HANDED, args).fetchall())
-        return [r[0] for r in rows]
+        return handing.return_handed(self._db, workspace, agent, session_id, state, reason, now, message_ids)
 
     def record_delivery_event(
         self,
@@ -526,105 +282,29 @@ class PostgresStore:
         via: str | None = None,
         detail: str | None = None,
     ) -> bool:
-        args = {
-            "ws": workspace,
-            "agent": agent,
-            "message_id": message_id,
-            "event": event,
-            "at": to_ts(now),
-            "session": session,
-            "via": via,
-            "detail": detail,
-        }
-        return bool(self._db.run(lambda conn: conn.execute(handing.RECORD_EVENT, args).fetchall()))
+        return handing.record_delivery_event(self._db, workspace, agent, message_id, event, now, session, via, detail)
+
+    # --- the facts the guards decide on ---------------------------------------------------------
 
     def pair_traffic(self, workspace: str, a: str, b: str, since: datetime, limit: int) -> list[Exchange]:
-        one_way = (
-            "(SELECT m.sender, m.created_at, d.held_until, d.held_reason, m.id "
-            "FROM messages m JOIN deliveries d ON d.message_id = m.id AND d.recipient = {to} "
-            "WHERE m.workspace = %(ws)s AND m.sender = {sender} AND m.created_at >= %(since)s "
-            "ORDER BY m.created_at DESC LIMIT %(limit)s)"
-        )
-        rows = self._db.all(
-            f"{one_way.format(sender='%(a)s', to='%(b)s')} UNION ALL {one_way.format(sender='%(b)s', to='%(a)s')} "
-            "ORDER BY 2 DESC, 5 DESC",
-            {"ws": workspace, "a": a, "b": b, "since": to_ts(since), "limit": limit},
-        )
-        return [exchange_from_row(r) for r in rows]
+        return guard_facts.pair_traffic(self._db, workspace, a, b, since, limit)
 
     def held_mail(self, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
-        if agents is not None and not agents:
-            return []
-        mailboxes = "" if agents is None else " AND d.recipient = ANY(%(agents)s::text[])"
-        rows = self._db.all(
-            f"SELECT {HELD_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id "
-            f"WHERE d.workspace = %(ws)s{mailboxes} AND {held('%(now)s')} ORDER BY d.held_until, d.seq",
-            {"ws": workspace, "agents": list(agents or ()), "now": to_ts(now)},
-        )
-        return [held_mail_from_row(r) for r in rows]
+        return guard_facts.held_mail(self._db, workspace, agents, now)
 
-    def unread_count(self, workspace: str, agent: str, hidden: Sequence[str] = ()) -> int:
-        where, args = q.window(None, hidden)
-        row = self._db.one(
-            f"SELECT count(*) FROM deliveries d WHERE d.workspace = %(ws)s AND d.recipient = %(agent)s AND {where}",
-            {"ws": workspace, "agent": agent, **args},
-        )
-        return row[0] if row else 0
-
-    def last_seq(self, workspace: str, agent: str) -> int:
-        row = self._db.one("SELECT last_seq FROM agents WHERE workspace = %s AND name = %s", (workspace, agent))
-        return row[0] if row else 0
-
-    # --- the audit trail ----------------------------------------------------------------------
+    # --- the audit trail and hub credentials ------------------------------------------------------
 
     def audit_trail(self, workspace: str, limit: int) -> list[AuditEntry]:
-        return [audit_from_row(r) for r in self._db.all(q.AUDIT_TRAIL, (workspace, limit))]
-
-    # --- hub credentials --------------------------------------------------------------------
+        return audit.audit_trail(self._db, workspace, limit)
 
     def create_token(self, token: NewToken, now: datetime) -> TokenInfo:
-        check_token(token)
-        try:
-            (row,) = self._db.notifying(
-                "INSERT INTO tokens (id, kind, workspace, agent, label, secret_hash, created_at) "
-                "VALUES (%(id)s, %(kind)s, %(ws)s, %(agent)s, %(label)s, %(hash)s, %(at)s) "
-                f"RETURNING {TOKEN_COLUMNS}",
-                {
-                    "id": token.id,
-                    "kind": token.kind,
-                    "ws": token.workspace,
-                    "agent": token.agent,
-                    "label": token.label,
-                    "hash": token.secret_hash,
-                    "at": to_ts(now),
-                },
-            )
-        except pg_errors.UniqueViolation as error:
-            if error.diag.constraint_name == "tokens_secret_hash_key":
-                raise AlreadyExists(
-                    "a token with this secret already exists; issue it again with a new secret."
-                ) from None
-            if error.diag.constraint_name == "tokens_pkey":
-                raise AlreadyExists(f"a token with id {token.id} already exists; issue it again.") from None
-            raise
-        return token_from_row(row)
+        return tokens.create_token(self._db, token, now)
 
     def token_by_hash(self, secret_hash: str) -> TokenInfo | None:
-        row = self._db.one(f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE secret_hash = %s", (secret_hash,))
-        return token_from_row(row) if row else None
+        return tokens.token_by_hash(self._db, secret_hash)
 
     def list_tokens(self, workspace: str | None = None) -> list[TokenInfo]:
-        if workspace is None:
-            rows = self._db.all(f"SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY created_at, ordinal")
-        else:
-            rows = self._db.all(
-                f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE workspace = %s ORDER BY created_at, ordinal", (workspace,)
-            )
-        return [token_from_row(r) for r in rows]
+        return tokens.list_tokens(self._db, workspace)
 
     def revoke_token(self, token_id: str, now: datetime) -> TokenInfo | None:
-        rows = self._db.notifying(
-            f"UPDATE tokens SET revoked_at = coalesce(revoked_at, %(at)s) WHERE id = %(id)s RETURNING {TOKEN_COLUMNS}",
-            {"id": token_id, "at": to_ts(now)},
-        )
-        return token_from_row(rows[0]) if rows else None
+        return tokens.revoke_token(self._db, token_id, now)

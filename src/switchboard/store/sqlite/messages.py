@@ -13,7 +13,7 @@ durable and numbered as before, and ``write_out_step`` writes them out later, a 
 transaction, so that a send arriving meanwhile waits for one part, not for all of them. A step
 takes the same part of every send waiting: the same mailboxes when they went to one channel, so
 a backlog is written out with fewer pages per delivery. Readers of deliveries wait for all of it
-(see ``SQLiteStore``), and a store opened after a crash finishes the job (``expand_fanouts``).
+(``deliveries_written``), and a store opened after a crash finishes the job (``expand_fanouts``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,15 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from switchboard.errors import UnknownRecipient, listed
 from switchboard.model import DeliveryState, Message, SendResult, parts_json
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery
+from switchboard.pending import Pending
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
 from switchboard.store.rows import to_ts
+from switchboard.store.sqlite.connection import SQLiteDatabase
+
+# A send to at least this many recipients, group-committed on an event loop (the hub's), is
+# answered and pushed to live streams before its delivery rows are written out.
+FAN_OUT_LATER_FROM = 32
 
 # Names per "IN (...)" list, and rows per multi-row INSERT: well under SQLite's limit on bound
 # parameters (32,766 by default), and short enough to compile quickly.
@@ -108,10 +113,41 @@ class NewMessage:
         return cls(message.workspace, message.id, at, idempotency_key, row, deliveries, sessions, fan_out_later)
 
 
+def submit_message(
+    db: SQLiteDatabase,
+    message: Message,
+    deliveries: Sequence[NewDelivery],
+    result: SendResult,
+    idempotency_key: str | None,
+    request_hash: str | None,
+    fan_out_later_from: int = FAN_OUT_LATER_FROM,
+) -> Pending[dict[str, int]]:
+    """Store the message (see ``Store.submit_message``): with the sends queued beside it in one
+    go (``insert_messages``), its delivery rows left for later when it is large (``write_out_step``)."""
+    later = len(deliveries) >= fan_out_later_from and db.follows_up
+    new = NewMessage.prepare(message, deliveries, result, idempotency_key, request_hash, fan_out_later=later)
+    return db.submit(
+        lambda conn: insert_messages(conn, [new])[0],
+        together=insert_messages,
+        item=new,
+        follow_up=write_out_step if later else None,
+    )
+
+
+def deliveries_written(db: SQLiteDatabase) -> None:
+    """Return once every delivery of a send answered so far is in ``deliveries``: those a large
+    send left for later are written out by then. Every reader of deliveries calls it first."""
+    db.wait_for_follow_ups()  # this process's own are written out by a follow-up
+    with db.read() as conn:
+        pending = has_fanouts(conn)
+    if pending:  # another process's (a hub's) not written out yet, or left by a crash
+        db.transact(expand_fanouts)
+
+
 def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> list[dict[str, int]]:
     """Store ``messages``; per message, each recipient's new sequence number.
 
-    Raises DuplicateIdempotencyKey (a message's key was used before), or UnknownRecipient (a
+    Raises DuplicateIdempotencyKey (a message's key was used before), or RecipientsGone (a
     recipient that was not to be created is gone). Either way nothing of the call is kept: the
     caller runs it in a savepoint, and runs a group's messages one by one after a failure so
     that only the message at fault fails."""
@@ -241,8 +277,5 @@ def _allocate_seqs(conn: sqlite3.Connection, counts: Counter[tuple[str, str]]) -
                 first[(workspace, name)] = last - count + 1
     missing = [name for (workspace, name) in counts if (workspace, name) not in first]
     if missing:  # deleted by another process since the service looked them up
-        raise UnknownRecipient(
-            f"agent {listed(missing)} was deleted while this message was being sent; nothing was stored.",
-            addresses=missing,
-        )
+        raise RecipientsGone(missing)
     return first

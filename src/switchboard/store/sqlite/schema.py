@@ -113,7 +113,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX tokens_by_workspace ON tokens (workspace, created_at);
     """,
     # 3: deliveries of a large send, kept as one row until they are written out (see
-    # sqlite_messages): its columns are those of `deliveries`, one JSON array per delivery.
+    # messages.py): its columns are those of `deliveries`, one JSON array per delivery.
     """
     CREATE TABLE fanouts (
         message_id  TEXT PRIMARY KEY,
