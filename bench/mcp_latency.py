@@ -8,6 +8,10 @@ schema), the transport, the tool and the durable store write. One call at a time
   embedded store in a temporary folder, each driven by its own client.
 - HTTP: ``switchboard up`` on a fresh store (as in ``throughput.py``); the clients speak
   Streamable HTTP to ``/mcp`` with the admin token and ``X-Switchboard-Agent``.
+- stdio through the hub: ``switchboard mcp`` subprocesses logged in to that hub
+  (``SWITCHBOARD_HUB``, ``SWITCHBOARD_TOKEN``: the admin token, each as its own agent), as an
+  agent CLI runs it on a machine of a team. ``send_message`` with 1 agent, then with 16 agents
+  sending at once (each a closed loop of ``calls`` sends): p50 / p99 over all their calls.
 
 Per transport and protocol era (``legacy``: the initialize handshake that current agent CLIs
 use; ``2026-07-28``: the sessionless era): ``warmup`` calls, then ``calls`` rounds of alice's
@@ -17,7 +21,8 @@ Reported: p50 / p99 of each tool's call time, and ``wake``: with bob waiting in
 read returning with it (``wakes`` rounds; the requirement is within 100 ms). For scale, the same run times a REST send to the
 same hub (``POST /v1/messages``, one keep-alive connection) — what the transport and tool layer
 add on top of it. Aim: median send_message under 5 ms (the best-known open peer publishes about
-118 ms mean).
+118 ms mean). Through the hub: 1 agent's p50 within 1.5x the REST send's (a tool call is one
+request), 16 agents' p99 under 10x their p50 (no call periodically slow).
 
 Run from the project root:  .venv/bin/python bench/mcp_latency.py [--quick] [--dir FOLDER]
 The last line printed is one JSON object with every figure.
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 import tempfile
@@ -42,9 +48,10 @@ import httpx2  # noqa: E402  (the mcp SDK's HTTP client)
 from common import BenchFailure, ms, report, summary  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from throughput import start_hub, versions  # noqa: E402
+from throughput import ServerProcess, start_hub, versions  # noqa: E402
 
 ERAS = ("legacy", "2026-07-28")
+HUB_AGENTS = 16  # stdio servers sending at once through the hub
 CALL_TIMEOUT_S = 30.0
 
 
@@ -113,6 +120,45 @@ async def wake_rounds(alice: Client, bob: Client, rounds: int, label: str) -> li
     return wakes
 
 
+def hub_stdio_server(home: Path, hub: ServerProcess, agent: str) -> StdioServerParameters:
+    """``switchboard mcp`` as ``agent``, logged in to ``hub`` (its own home: no embedded store)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    env.update(
+        SWITCHBOARD_HOME=str(home),
+        SWITCHBOARD_AGENT=agent,
+        SWITCHBOARD_HUB=hub.url,
+        SWITCHBOARD_TOKEN=hub.token,
+        SWITCHBOARD_SEND_RETRY_SECONDS="0",
+    )
+    return StdioServerParameters(command=sys.executable, args=["-m", "switchboard", "mcp"], env=env, cwd=str(home))
+
+
+async def sends_through_hub(folder: Path, hub: ServerProcess, agents: int, params: Params) -> list[float]:
+    """``agents`` stdio servers logged in to ``hub``, all sending at once: each a closed loop of
+    ``warmup`` sends (not counted), then ``calls`` timed ones, to one recipient."""
+    folder.mkdir()
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(Client(hub_stdio_server(folder, hub, f"m{i}"), mode="legacy"))
+            for i in range(agents)
+        ]
+        for client in clients:  # each agent exists, and its server is warm, before the timing
+            await client.call_tool("who", {})
+        times: list[float] = []
+
+        async def sender(index: int, client: Client) -> None:
+            for i in range(params.warmup + params.calls):
+                began = time.perf_counter()
+                sent = await client.call_tool("send_message", {"to": "sink", "message": f"m{index} {i}"})
+                if sent.is_error:
+                    raise BenchFailure(f"through the hub, m{index}: send_message failed: {sent.content}")
+                if i >= params.warmup:
+                    times.append(time.perf_counter() - began)
+
+        await asyncio.gather(*(sender(i, c) for i, c in enumerate(clients)))
+    return times
+
+
 async def rest_sends(url: str, token: str, params: Params) -> list[float]:
     """REST sends to the same hub, for scale: one keep-alive connection, one at a time."""
     times: list[float] = []
@@ -163,9 +209,25 @@ async def run(params: Params, folder: Path) -> dict[str, object]:
             for tool, times in measured.items():
                 record(figures, f"http_{era.replace('-', '_')}_{tool}", times)
         record(figures, "rest_send", await rest_sends(hub.url, hub.token, params))
+        print("[3] stdio through the hub: 'switchboard mcp' logged in to it")
+        for agents in (1, HUB_AGENTS):
+            times = await sends_through_hub(folder / f"through-hub-{agents}", hub, agents, params)
+            record(figures, f"hub_{agents}_agent{'s' if agents > 1 else ''}_send", times)
     finally:
         print(f"  {hub.stop()}")
     return figures
+
+
+def through_hub(figures: dict[str, object]) -> None:
+    """The aims through the hub, as ratios: 1 agent against the REST send, 16 agents' tail."""
+    one, rest = figures.get("hub_1_agent_send_ms_p50"), figures.get("rest_send_ms_p50")
+    p50, p99 = figures.get(f"hub_{HUB_AGENTS}_agents_send_ms_p50"), figures.get(f"hub_{HUB_AGENTS}_agents_send_ms_p99")
+    if isinstance(one, float) and isinstance(rest, float):
+        figures["hub_1_agent_vs_rest_send"] = one / rest
+        print(f"\nthrough the hub, 1 agent: send_message p50 {one / rest:.2f}x the REST send's; aim within 1.5x")
+    if isinstance(p50, float) and isinstance(p99, float):
+        figures[f"hub_{HUB_AGENTS}_agents_p99_vs_p50"] = p99 / p50
+        print(f"through the hub, {HUB_AGENTS} agents at once: p99 {p99 / p50:.2f}x p50; aim under 10x")
 
 
 def main() -> int:
@@ -184,7 +246,8 @@ def main() -> int:
         except BenchFailure as failure:
             print(f"FAIL: {failure}")
             failures.append(str(failure))
-    sends = [v for k, v in figures.items() if k.endswith("_send_ms_p50") and not k.startswith("rest")]
+    sends = [v for k, v in figures.items() if k.endswith("_send_ms_p50") and k.split("_")[0] in ("stdio", "http")]
+    through_hub(figures)
     if sends:
         worst = max(sends)  # type: ignore[type-var]
         print(f"\nmedian send_message: worst of the four {worst:.2f} ms; aim under 5 ms")

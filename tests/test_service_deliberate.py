@@ -22,6 +22,7 @@ from switchboard.errors import (
     UnknownMessage,
     UnknownRecipient,
 )
+from switchboard.hub.errors import http_status
 from switchboard.model import Caller, new_id
 from switchboard.service import Service
 from tests import test_service as suite
@@ -56,7 +57,7 @@ def test_deleting_an_agent_with_unread_mail_is_refused_unless_forced_and_the_for
     alice.send("bob", "two")
     with writes_nothing(db), pytest.raises(HasUnreadMail) as refused:
         alice.delete_agent("bob")
-    assert refused.value.code == "has_unread_mail" and refused.value.http_status == 409
+    assert refused.value.code == "has_unread_mail" and http_status(refused.value) == 409
     assert "bob has 2 unread messages" in refused.value.message and "--force" in refused.value.message
     assert len(everything(bob)) == 2
 

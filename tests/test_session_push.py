@@ -25,6 +25,7 @@ from switchboard.config import Settings
 from switchboard.identity import process_start_time
 from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.integrations.claude_code.push import Pushed, _served_pids, push_sent
+from switchboard.integrations.claude_code.pushing import PushingClient
 from switchboard.integrations.claude_code.socket_delivery import render
 from switchboard.mcp.tools import mailbox_server, one_client
 from switchboard.model import AgentPresence, Session, WhoReport
@@ -400,13 +401,15 @@ def test_the_cli_warns_in_one_line_when_a_push_fails_and_the_send_stands(machine
 
 @pytest.mark.anyio
 async def test_the_stdio_servers_send_message_pushes_and_a_hubs_does_not(machine, monkeypatch: pytest.MonkeyPatch):
+    """The stdio server gets the CLI's pushing client (cli/app.open_client); a hub's tools act
+    through a plain one."""
     for key, value in machine.env.items():
         monkeypatch.setenv(key, value)
     session = machine.session(machine.project("alice"))
     bob = machine.client("bob")
 
     async def send(push: bool, text: str) -> str:
-        server = mailbox_server(one_client(bob), push_to_claude_code=push)
+        server = mailbox_server(one_client(PushingClient(bob) if push else bob))
         async with McpClient(server) as tools:
             result = await tools.call_tool("send_message", {"to": "alice", "message": text})
         assert not result.is_error

@@ -17,8 +17,6 @@ from switchboard.address import (
     PROC_START_MAX,
     SKILL_CHARS,
     TERMINAL_CHARS,
-    ChannelAddress,
-    parse_addresses,
     parse_channel_name,
     parse_machine,
     parse_name,
@@ -31,7 +29,6 @@ from switchboard.errors import (
     Forbidden,
     HasUnreadMail,
     NotMember,
-    SwitchboardError,
     TooLarge,
     UnknownAgent,
     UnknownChannel,
@@ -96,25 +93,6 @@ class Directory:
         if exists:
             self._known_agents.add((workspace, name))
         return exists
-
-    def decides_quickly(self, caller: Caller, to: str | Sequence[str]) -> bool:
-        """Whether a send to ``to`` can be decided from memory and a few point reads: each
-        recipient a channel or an agent known to exist, addressed by its name alone (no guess
-        to make, no machine's sessions to list), and the workspace's open sessions read
-        recently. A server decides such a send on its event loop, any other on a worker thread
-        (a thread per send costs the hub a third of its send rate). Bad input says yes: the
-        send refuses it at once."""
-        try:
-            addresses = parse_addresses(to if isinstance(to, str) else list(to))
-        except SwitchboardError:
-            return True
-        cached = self._sessions_read.get(caller.workspace)
-        if cached is None or cached.stale:
-            return False
-        return all(
-            isinstance(a, ChannelAddress) or (a.machine is None and (caller.workspace, a.name) in self._known_agents)
-            for a in addresses
-        )
 
     def did_you_mean(self, workspace: str, name: str) -> str:
         """For a name that names no agent: " Did you mean 'backend'?" when agents of close names

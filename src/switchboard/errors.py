@@ -2,6 +2,8 @@
 
 Every error names what went wrong and what to do next in one sentence. Faces turn them into
 an exit status 2 (CLI) or a 4xx JSON body (hub); the ``code`` never changes once published.
+Each error belongs to one of four families (``NotFound``, ``Refused``, ``Invalid``,
+``Unavailable``); what a family means over HTTP is the hub's business (``hub/errors.py``).
 """
 
 from __future__ import annotations
@@ -16,10 +18,9 @@ def listed(names: list[str], most: int = 5) -> str:
 
 
 class SwitchboardError(Exception):
-    """Base of every user-facing error. ``code`` is stable; ``http_status`` is for the hub."""
+    """Base of every user-facing error. ``code`` is stable."""
 
     code = "error"
-    http_status = 400
 
     def __init__(self, message: str, **details: object) -> None:
         super().__init__(message)
@@ -33,105 +34,104 @@ class SwitchboardError(Exception):
         return body
 
 
-class BadRequest(SwitchboardError):
+class NotFound(SwitchboardError):
+    """What the request names does not exist (or is not the caller's to see)."""
+
+
+class Refused(SwitchboardError):
+    """The request is well formed, and the mailbox's rules or the credential say no."""
+
+
+class Invalid(SwitchboardError):
+    """The request itself is malformed or too large: sending it again unchanged will not help."""
+
+
+class Unavailable(SwitchboardError):
+    """Something the request needs is not answering now: trying again later may work."""
+
+
+class BadRequest(Invalid):
     code = "bad_request"
 
 
-class BadName(SwitchboardError):
+class BadName(Invalid):
     code = "bad_name"
 
 
-class BadAddress(SwitchboardError):
+class BadAddress(Invalid):
     code = "bad_address"
 
 
-class TooLarge(SwitchboardError):
+class TooLarge(Invalid):
     code = "too_large"
-    http_status = 413
 
 
-class NoIdentity(SwitchboardError):
+class NoIdentity(Invalid):
     code = "no_identity"
 
 
-class UnknownRecipient(SwitchboardError):
+class UnknownRecipient(NotFound):
     code = "unknown_recipient"
-    http_status = 404
 
 
-class NoLiveSession(SwitchboardError):
+class NoLiveSession(Refused):
     code = "no_live_session"
-    http_status = 409
 
 
-class NotMember(SwitchboardError):
+class NotMember(Refused):
     code = "not_member"
-    http_status = 403
 
 
-class UnknownMessage(SwitchboardError):
+class UnknownMessage(NotFound):
     code = "unknown_message"
-    http_status = 404
 
 
-class UnknownAgent(SwitchboardError):
+class UnknownAgent(NotFound):
     code = "unknown_agent"
-    http_status = 404
 
 
-class UnknownChannel(SwitchboardError):
+class UnknownChannel(NotFound):
     code = "unknown_channel"
-    http_status = 404
 
 
-class UnknownSession(SwitchboardError):
+class UnknownSession(NotFound):
     code = "unknown_session"
-    http_status = 404
 
 
-class UnknownWorkspace(SwitchboardError):
+class UnknownWorkspace(NotFound):
     code = "unknown_workspace"
-    http_status = 404
 
 
-class AlreadyExists(SwitchboardError):
+class AlreadyExists(Refused):
     code = "already_exists"
-    http_status = 409
 
 
-class HasUnreadMail(SwitchboardError):
+class HasUnreadMail(Refused):
     code = "has_unread_mail"
-    http_status = 409
 
 
-class IdempotencyConflict(SwitchboardError):
+class IdempotencyConflict(Refused):
     code = "idempotency_conflict"
-    http_status = 409
 
 
-class StoreUnavailable(SwitchboardError):
+class StoreUnavailable(Unavailable):
     code = "store_unavailable"
-    http_status = 503
 
 
-class UnknownToken(SwitchboardError):
+class UnknownToken(NotFound):
     code = "unknown_token"
-    http_status = 404
 
 
-class Unauthorized(SwitchboardError):
+class Unauthorized(Refused):
     code = "unauthorized"
-    http_status = 401
 
 
-class Forbidden(SwitchboardError):
+class Forbidden(Refused):
     code = "forbidden"
-    http_status = 403
 
 
-class RateLimited(SwitchboardError):
+class RateLimited(Refused):
     code = "rate_limited"
-    http_status = 429
 
 
 class TooManyStreams(RateLimited):
@@ -140,19 +140,16 @@ class TooManyStreams(RateLimited):
     code = "too_many_streams"
 
 
-class HeadersTooLarge(SwitchboardError):
+class HeadersTooLarge(Invalid):
     code = "headers_too_large"
-    http_status = 431
 
 
-class RequestTimeout(SwitchboardError):
+class RequestTimeout(Invalid):
     code = "request_timeout"
-    http_status = 408
 
 
-class HubUnavailable(SwitchboardError):
+class HubUnavailable(Unavailable):
     code = "hub_unavailable"
-    http_status = 503
 
 
 def error_class(code: str) -> type[SwitchboardError]:
@@ -164,4 +161,5 @@ def _all_subclasses(cls: type[SwitchboardError]) -> list[type[SwitchboardError]]
     return [sub for direct in cls.__subclasses__() for sub in (direct, *_all_subclasses(direct))]
 
 
-_BY_CODE = {cls.code: cls for cls in _all_subclasses(SwitchboardError)}
+# The families share the base's code: only a class that names its own code is found by it.
+_BY_CODE = {cls.code: cls for cls in _all_subclasses(SwitchboardError) if "code" in vars(cls)}

@@ -126,6 +126,11 @@ class MailboxEvents:
                 isinstance(w, AsyncSubscription) for agent in agents for w in self._waiters.get((workspace, agent), ())
             )
 
+    def waiting(self, workspace: str, agent: str) -> int:
+        """How many waiters of this process wait on that mailbox now (a read that waits is one)."""
+        with self._lock:
+            return len(self._waiters.get((workspace, agent), ()))
+
     def publish(self, workspace: str, agent: str, item: PushedDelivery | None = None) -> None:
         """Tell this process's waiters on that mailbox to look again (call after commit)."""
         self.publish_many(workspace, [(agent, item)])

@@ -1,6 +1,6 @@
 """The HTTP headers with which a request names the agent and the workspace it acts for (a user
 or admin token may act as any agent of its workspace), and the session it acts in. Clients send
-them; the hub reads them."""
+them; the hub reads them. And the one the hub answers with: the agent's unread count."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ SESSION_HEADER = "X-Switchboard-Session"
 # ... or by the calling process and its ancestors: "<machine> <pid>:<start> <pid>:<start> …",
 # nearest first (start '-' when unknown), so a command an agent CLI runs acts in its session.
 PROCESS_HEADER = "X-Switchboard-Process"
+# On every answer to a request that acted as an agent: that agent's unread messages (for a
+# session: not counting those pushed to its agent's other live sessions), after the request.
+UNREAD_HEADER = "X-Switchboard-Unread"
 
 
 def process_header(machine: str, lineage: Sequence[tuple[int, int | None]]) -> str:

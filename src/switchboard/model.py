@@ -269,12 +269,27 @@ class RecipientOutcome(Model):
     reason: str | None = None
 
 
+class PushedInto(Model):
+    """A recipient's session on the sender's machine that the sender's client wrote the sent
+    mail into, right after the send (a session no Switchboard process serves)."""
+
+    agent: str
+    pid: int
+    name: str | None = None
+    session_id: str
+    messages: list[str]  # the ids of the messages written
+
+
 class SendResult(Model):
     message_id: str
     thread_id: str
     created_at: datetime
     recipients: list[RecipientOutcome]
     duplicate: bool = Field(default=False, description="an earlier send with this idempotency key")
+    # What the sender's own client did on its machine after the send: never stored, never on
+    # the wire (a face shows it).
+    pushed: list[PushedInto] = Field(default_factory=list, exclude=True)
+    push_problem: str | None = Field(default=None, exclude=True)  # what went wrong pushing, one sentence
 
 
 class MailItem(Model):
@@ -415,6 +430,7 @@ class Reach(Model):
 class AgentPresence(Model):
     name: str
     description: str | None = None
+    skills: list[str] = Field(default_factory=list)
     live: bool
     unread: int
     sessions: list[Session]

@@ -369,6 +369,7 @@ class Presence:
             AgentPresence(
                 name=agent.name,
                 description=agent.description,
+                skills=agent.skills,
                 live=any(s.live for s in sessions.get(agent.name, ())),
                 unread=self.store.unread_count(caller.workspace, agent.name),
                 sessions=sessions.get(agent.name, []),

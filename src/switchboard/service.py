@@ -26,6 +26,7 @@ from typing import Any
 
 from switchboard.address import AUDIT_LIMIT_DEFAULT
 from switchboard.content import Limits
+from switchboard.credentials import Credentials
 from switchboard.delivery.handing import Handover
 from switchboard.delivery.holds import Guards
 from switchboard.delivery.reading import Mailbox
@@ -60,6 +61,7 @@ from switchboard.model import (
 from switchboard.pending import Pending
 from switchboard.reach import Presence
 from switchboard.store.base import Store
+from switchboard.store.opening import store_kind
 
 
 class Service:
@@ -116,6 +118,18 @@ class Service:
     def list_workspaces(self) -> list[Workspace]:
         return self.store.list_workspaces()
 
+    # --- what a server asks of the store it serves ----------------------------------------
+
+    @property
+    def store_kind(self) -> str:
+        """ "postgresql" or "sqlite", as the hub's /health says."""
+        return store_kind(self.store)
+
+    def credentials(self, *, recheck_seconds: float | None = None) -> Credentials:
+        """The tokens kept in this service's store, checked against it (a hub's door);
+        ``recheck_seconds``: how long a token checked is trusted before the store is asked again."""
+        return Credentials(self.store, self.clock, recheck_seconds=recheck_seconds)
+
     # --- sending (``delivery.sending``) ----------------------------------------------------
 
     def send(self, caller: Caller, to: str | Sequence[str], text: str | None = None, **options: Any) -> SendResult:
@@ -151,10 +165,6 @@ class Service:
             idempotency_key=idempotency_key,
             urgent=urgent,
         )
-
-    def decides_quickly(self, caller: Caller, to: str | Sequence[str]) -> bool:
-        """Whether a send to ``to`` can be decided from memory (see ``Directory.decides_quickly``)."""
-        return self.directory.decides_quickly(caller, to)
 
     # --- reading (``delivery.reading``) ----------------------------------------------------
 

@@ -10,6 +10,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import httpx
@@ -36,8 +37,12 @@ MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 @asynccontextmanager
-async def mcp_client(hub: Hub, era: str, token: str, agent: str | None = None) -> AsyncIterator[Client]:
-    async with httpx2.AsyncClient(headers=auth_headers(token, agent), timeout=LONG_WAIT * 2) as http:
+async def mcp_client(
+    hub: Hub, era: str, token: str, agent: str | None = None, hooks: dict[str, list[Any]] | None = None
+) -> AsyncIterator[Client]:
+    async with httpx2.AsyncClient(
+        headers=auth_headers(token, agent), timeout=LONG_WAIT * 2, event_hooks=hooks or {}
+    ) as http:
         async with Client(streamable_http_client(f"{hub.url}/mcp", http_client=http), mode=era) as client:
             yield client
 
@@ -137,7 +142,25 @@ def test_a_request_naming_a_foreign_host_is_refused_even_with_a_valid_token(tena
 
 async def test_sigterm_ends_a_waiting_read_at_once_and_the_hub_exits_cleanly(make_hub, era: str):
     hub = make_hub()
-    async with mcp_client(hub, era, hub.admin_token, unique("bob")) as as_bob:
+    reading = anyio.Event()  # the hub holds the read
+
+    async def body_sent(event: str, info: object) -> None:
+        if event == "http11.send_request_body.complete":
+            reading.set()
+
+    async def sending(request: httpx2.Request) -> None:
+        # The sessionless era answers a call only when it is done: the request's last byte
+        # gone to the hub is the nearest sign of the hub holding it.
+        if b'"read_messages"' in request.content and era != "legacy":
+            request.extensions = {**request.extensions, "trace": body_sent}
+
+    async def answering(response: httpx2.Response) -> None:
+        # The legacy era begins its answer (a stream) as the call starts: the hub is running it.
+        if b'"read_messages"' in response.request.content:
+            reading.set()
+
+    hooks = {"request": [sending], "response": [answering]}
+    async with mcp_client(hub, era, hub.admin_token, unique("bob"), hooks=hooks) as as_bob:
         await as_bob.call_tool("who", {})
         async with anyio.create_task_group() as group:
             results: list = []
@@ -146,7 +169,8 @@ async def test_sigterm_ends_a_waiting_read_at_once_and_the_hub_exits_cleanly(mak
                 results.append(await as_bob.call_tool("read_messages", {"wait_seconds": LONG_WAIT}))
 
             group.start_soon(wait_for_mail)
-            await anyio.sleep(0.5)  # the read is waiting by now, or finds the hub stopping: both must end it
+            with anyio.fail_after(LONG_WAIT / 3):
+                await reading.wait()  # the hub holds the read: waiting, or about to find the hub stopping
             with anyio.fail_after(LONG_WAIT / 3):
                 assert await anyio.to_thread.run_sync(hub.terminate) == 0
     assert ok(results[0])["messages"] == []  # the read ended early, with nothing, not an error

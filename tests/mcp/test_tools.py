@@ -13,6 +13,7 @@ from mcp.types import CallToolResult
 
 from switchboard.client.local import LocalClient
 from switchboard.mcp.tools import DEFAULT_READ_LIMIT, mailbox_server, one_client
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -99,7 +100,13 @@ async def test_a_channel_post_reaches_its_members_and_list_tools_describe_the_wo
 async def test_a_waiting_read_is_woken_by_a_send_and_returns_it_before_its_wait_ends(agents, tools):
     async with tools("bob") as bob:
         await bob.call_tool("who", {})
-        sender = threading.Thread(target=lambda: (time.sleep(0.3), agents("alice").send("bob", "wake up")))
+        events, workspace = agents("bob").service.events, agents("bob").caller.workspace
+
+        def send_once_bob_waits() -> None:
+            wait_until(lambda: events.waiting(workspace, "bob"), what="bob's read to wait")
+            agents("alice").send("bob", "wake up")
+
+        sender = threading.Thread(target=send_once_bob_waits)
         started = time.monotonic()
         sender.start()
         with anyio.fail_after(LONG_WAIT / 2):

@@ -50,9 +50,17 @@ AsAdminOption = Annotated[
 def open_client(db: str | None, *, as_admin: bool = False) -> Iterator[Client]:
     """The Client for this invocation: the hub this machine is logged in to, or the embedded
     store (always, when a database is named), acting as the identity rule's agent; with
-    ``as_admin``, the hub's admin token this machine keeps (``client.admin_client``)."""
+    ``as_admin``, the hub's admin token this machine keeps (``client.admin_client``).
+
+    An agent's client pushes what it sends into this machine's Claude Code sessions that no
+    Switchboard process serves (``PushingClient``): handed in here, once, for every command."""
     settings = Settings.load(db=db)
-    client = admin_client(settings) if as_admin else client_for(settings)
+    if as_admin:
+        client: Client = admin_client(settings)
+    else:
+        from switchboard.integrations.claude_code.pushing import PushingClient  # what only a send needs
+
+        client = PushingClient(client_for(settings))
     try:
         yield client
     finally:

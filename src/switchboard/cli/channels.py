@@ -9,7 +9,6 @@ import typer
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
 from switchboard.cli.messaging import emit_sent
-from switchboard.integrations.claude_code import push as session_push
 from switchboard.model import Channel
 
 channel_app = typer.Typer(help="Channels: #name with members; a post reaches every member once.", no_args_is_help=True)
@@ -128,5 +127,4 @@ def channel_post(
     """Post to a channel you are in (the same as 'send #NAME MESSAGE')."""
     with open_client(db) as client:
         result = client.send(f"#{name.lstrip('#')}", message, subject=subject)
-        pushes = session_push.push_sent(client, result)
-    emit_sent(result, pushes, as_json)
+    emit_sent(result, as_json)

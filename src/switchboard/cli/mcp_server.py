@@ -31,7 +31,7 @@ def mcp_command(db: DbOption = None) -> None:
     ending.take_signals(parent=os.getppid())
     with open_client(db) as client:
         client.whoami()  # a bad identity or an unreachable hub fails here, on stderr, before any protocol
-        server = mailbox_server(one_client(client), push_to_claude_code=True)
+        server = mailbox_server(one_client(client))  # open_client's: a send pushes into local sessions
         # The agent CLI that started us is the session; when it dies, so do we.
         # Claude Code gave us its session's messaging socket: push new mail into the session.
         pusher = SocketPusher.for_this_process(client)

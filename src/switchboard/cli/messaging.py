@@ -12,8 +12,6 @@ from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
 from switchboard.cli.following import follow_mail
 from switchboard.errors import BadRequest
-from switchboard.integrations.claude_code import push as session_push
-from switchboard.integrations.claude_code.push import PushReport
 from switchboard.model import MailItem, SendResult
 
 PUSHED_KEY = "pushed_into_claude_code"  # in send's --json: the sessions its mail was written into
@@ -83,23 +81,22 @@ def send(
             idempotency_key=idempotency_key,
             urgent=urgent,
         )
-        pushes = session_push.push_sent(client, result)
-    emit_sent(result, pushes, as_json)
+    emit_sent(result, as_json)
 
 
-def emit_sent(result: SendResult, pushes: PushReport, as_json: bool) -> None:
+def emit_sent(result: SendResult, as_json: bool) -> None:
     """A send's result and the Claude Code sessions its mail was pushed into; a push that went
     wrong is one line on stderr (the send itself stands)."""
-    if pushes.problem:
-        sys.stderr.write(f"warning: {pushes.problem}\n")
+    if result.push_problem:
+        sys.stderr.write(f"warning: {result.push_problem}\n")
 
     def human() -> None:
         render.send_result(result)
-        for push in pushes.pushed:
+        for push in result.pushed:
             name = f" ({render.escape(push.name)})" if push.name else ""
             render.console.print(f"pushed into Claude Code session {push.pid}{name} for {push.agent}")
 
-    render.emit({**render.jsonable(result), PUSHED_KEY: render.jsonable(pushes.pushed)}, as_json, human)
+    render.emit({**render.jsonable(result), PUSHED_KEY: render.jsonable(result.pushed)}, as_json, human)
 
 
 @app.command()
@@ -219,9 +216,6 @@ def status(
     """Where a message is, per recipient: queued, delivered, handed (to a live session, waiting
     for its turn), surfaced (in the model's context), read, acked — when, and its history."""
     with open_client(db) as client:
-        # Mail this machine pushed into Claude Code sessions we do not serve: what their
-        # transcripts show their model took is told before the service judges it.
-        session_push.confirm_pushed(client)
         report = client.message_status(message_id)
 
     def human() -> None:

@@ -20,7 +20,14 @@ from pydantic import BaseModel, TypeAdapter
 
 from switchboard.client.backoff import Backoff
 from switchboard.errors import BadRequest, HubUnavailable, SwitchboardError, error_class
-from switchboard.headers import AGENT_HEADER, PROCESS_HEADER, SESSION_HEADER, WORKSPACE_HEADER, process_header
+from switchboard.headers import (
+    AGENT_HEADER,
+    PROCESS_HEADER,
+    SESSION_HEADER,
+    UNREAD_HEADER,
+    WORKSPACE_HEADER,
+    process_header,
+)
 from switchboard.identity import SessionHint, acting_pid, machine_name, process_start_time
 from switchboard.model import (
     AckResult,
@@ -90,6 +97,7 @@ class HubClient:
         self.url = self._urls[0]
         self.identity_source = identity_source
         self._token, self._workspace, self._ca_cert = token, workspace, ca_cert
+        self._unread: int | None = None  # what the hub's last answer said of the agent's unread mail
         headers = {"User-Agent": f"switchboard/{__version__}"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -109,15 +117,15 @@ class HubClient:
             verify=_verification(ca_cert),
         )
 
-    def as_agent(self, agent: str, workspace: str | None = None, session_id: str | None = None) -> HubClient:
-        """The same hub and credential acting as another agent (of ``workspace``, default this
-        one's; in its session ``session_id`` when given): a connection of its own, to close. A
-        user or admin token may act so; an agent token is refused (forbidden) at the first request."""
+    def as_agent(self, agent: str, session_id: str | None = None) -> HubClient:
+        """The same hub and credential acting as another agent of this workspace (in its session
+        ``session_id`` when given): a connection of its own, to close. A user or admin token may
+        act so; an agent token is refused (forbidden) at the first request."""
         return HubClient(
             ",".join(self._urls),
             self._token,
             agent,
-            workspace or self._workspace,
+            self._workspace,
             ca_cert=self._ca_cert,
             session=SessionHint(session_id=session_id) if session_id else None,
         )
@@ -135,6 +143,7 @@ class HubClient:
     ) -> Any:
         import httpx
 
+        self._unread = None
         tried = 0
         while True:
             try:
@@ -154,6 +163,8 @@ class HubClient:
                 raise self._unavailable(error) from None
             if response.status_code >= 400:
                 raise _error_from(response)
+            counted = response.headers.get(UNREAD_HEADER)
+            self._unread = int(counted) if counted is not None and counted.isascii() and counted.isdigit() else None
             return response.json()
 
     def _next_replica(self) -> None:
@@ -258,6 +269,9 @@ class HubClient:
 
     def unread_count(self) -> int:
         return self.read(peek=True, limit=1).unread  # a read answers with the count; no call of its own
+
+    def last_unread(self) -> int:
+        return self._unread if self._unread is not None else self.unread_count()
 
     def ack(self, message_ids: Sequence[str]) -> AckResult:
         return self._model(AckResult, "POST", "/v1/ack", json={"message_ids": list(message_ids)})
@@ -449,5 +463,4 @@ def _error_from(response: httpx.Response) -> SwitchboardError:
     exception = cls(message)
     if cls is SwitchboardError:
         exception.code = code
-        exception.http_status = response.status_code
     return exception

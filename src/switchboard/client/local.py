@@ -45,12 +45,20 @@ class LocalClient:
     """The Client interface on a Service in this process (the embedded store)."""
 
     def __init__(
-        self, service: Service, caller: Caller, identity_source: str = "given", session: SessionHint | None = None
+        self,
+        service: Service,
+        caller: Caller,
+        identity_source: str = "given",
+        session: SessionHint | None = None,
+        *,
+        owns_store: bool = True,
     ) -> None:
         self.service = service
         self.caller = caller
         self.identity_source = identity_source
         self.session = session
+        self._owns_store = owns_store  # another client's (as_agent): closing this one leaves it open
+        self._counted: int | None = None  # the unread count the last call brought (a read's)
 
     @classmethod
     def open(
@@ -73,6 +81,7 @@ class LocalClient:
         return cls(service, Caller(workspace=workspace, agent=agent), source, SessionHint.from_env(env))
 
     def _as(self) -> Caller:
+        self._counted = None  # a new call: what the last one counted is past
         self.service.enter(self.caller)  # the identity's agent exists from its first call on
         if self.session is None:
             return self.caller
@@ -84,7 +93,8 @@ class LocalClient:
         """Another client on the same store and workspace, acting as ``agent`` (in its session
         ``session_id`` when given: mail it surfaces by a handing path is handed to that session)."""
         caller = self.caller.model_copy(update={"agent": parse_name(agent, "agent name")})
-        return LocalClient(self.service, caller, session=SessionHint(session_id=session_id) if session_id else None)
+        session = SessionHint(session_id=session_id) if session_id else None
+        return LocalClient(self.service, caller, session=session, owns_store=False)
 
     def whoami(self) -> WhoAmI:
         return self.service.whoami(self._as(), self.identity_source)
@@ -116,13 +126,18 @@ class LocalClient:
         )
 
     def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
-        return self.service.read(self._as(), peek=peek, after=after, limit=limit, wait=wait)
+        result = self.service.read(self._as(), peek=peek, after=after, limit=limit, wait=wait)
+        self._counted = result.unread
+        return result
 
     def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
         return self.service.inbox(self._as(), include_acked=include_acked, limit=limit)
 
     def unread_count(self) -> int:
         return self.service.unread_count(self._as())
+
+    def last_unread(self) -> int:
+        return self._counted if self._counted is not None else self.unread_count()
 
     def ack(self, message_ids: Sequence[str]) -> AckResult:
         return self.service.ack(self._as(), message_ids)
@@ -133,7 +148,9 @@ class LocalClient:
     def surface(
         self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
     ) -> ReadResult:
-        return self.service.surface(self._as(), via=via, urgent_only=urgent_only, limit=limit, wait=wait, peek=peek)
+        result = self.service.surface(self._as(), via=via, urgent_only=urgent_only, limit=limit, wait=wait, peek=peek)
+        self._counted = result.unread
+        return result
 
     def confirm_surfaced(self, message_ids: Sequence[str], evidence: str = "transcript") -> MarkResult:
         return self.service.confirm_surfaced(self._as(), message_ids, evidence)
@@ -210,4 +227,5 @@ class LocalClient:
         return self.service.list_workspaces()
 
     def close(self) -> None:
-        self.service.store.close()
+        if self._owns_store:
+            self.service.store.close()

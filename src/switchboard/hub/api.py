@@ -1,27 +1,15 @@
-"""The REST endpoints of /v1: each authenticates, parses, calls the service, answers JSON."""
+"""The REST endpoints of /v1, each written one way (``hub/endpoint.py``): identify the caller,
+read what the request brings, run the service operation through ``call.run``, return the answer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from starlette.requests import Request
-from starlette.responses import Response
+from starlette.requests import HTTPConnection
 
 from switchboard import __version__
 from switchboard.address import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
-from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest
-from switchboard.hub.context import (
-    WORKSPACE_HEADER,
-    HubContext,
-    blocking,
-    json_response,
-    query_bool,
-    query_int,
-    read_body,
-    refuse_body,
-)
+from switchboard.hub.context import WORKSPACE_HEADER
+from switchboard.hub.endpoint import Answer, Call
 from switchboard.hub.schemas import (
     AckRequest,
     AgentRequest,
@@ -35,240 +23,221 @@ from switchboard.hub.schemas import (
     SessionRequest,
     TokenRequest,
 )
-from switchboard.service import Service
+from switchboard.model import (
+    AckResult,
+    Agent,
+    AuditEntry,
+    Channel,
+    ChannelMember,
+    DeletedAgent,
+    MailItem,
+    MarkResult,
+    MessageStatus,
+    Reach,
+    Session,
+    TokenInfo,
+    WhoAmI,
+    WhoReport,
+    Workspace,
+)
 
 
-def _hub(request: Request) -> HubContext:
-    return request.app.state.hub
+async def health(call: Call) -> dict[str, object]:
+    hub = call.hub
+    return {"status": "ok", "version": __version__, "replica": hub.replica, "store": hub.store_kind}
 
 
-async def _as_caller(request: Request, operation: Callable[..., Any], *path: str, no_body: bool = False) -> Response:
-    """The plain endpoint: authenticate, call ``operation(service, caller, *path values)``, answer JSON."""
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    if no_body:
-        await refuse_body(request)
-    return json_response(await blocking(operation, hub.service, caller, *(request.path_params[p] for p in path)))
+async def whoami(call: Call) -> WhoAmI:
+    credential, _ = await call.identify()
+    url = str(HTTPConnection(call.scope).base_url).rstrip("/")
+    return await call.run_as(call.hub.service.whoami, f"{credential.kind} token", url)
 
 
-async def health(request: Request) -> Response:
-    hub = _hub(request)
-    return json_response({"status": "ok", "version": __version__, "replica": hub.replica, "store": hub.store_kind})
+async def message_status(call: Call) -> MessageStatus:
+    await call.identify()
+    return await call.run_as(call.hub.service.message_status, call.path("message_id"))
 
 
-async def whoami(request: Request) -> Response:
-    hub = _hub(request)
-    credential, caller = await hub.identify(request)
-    me = await blocking(hub.service.whoami, caller, f"{credential.kind} token", str(request.base_url).rstrip("/"))
-    return json_response(me)
+async def inbox(call: Call) -> list[MailItem]:
+    await call.identify()
+    include_acked = call.query_bool("all")
+    limit = call.query_int("limit", INBOX_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
+    return await call.run_as(call.hub.service.inbox, include_acked=include_acked, limit=limit)
 
 
-async def message_status(request: Request) -> Response:
-    return await _as_caller(request, Service.message_status, "message_id")
+async def mark_read(call: Call) -> MarkResult:
+    await call.identify()
+    body = await call.body(MarkReadRequest)
+    return await call.run_as(call.hub.service.mark_read, body.message_ids)
 
 
-async def inbox(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    items = await blocking(
-        hub.service.inbox,
-        caller,
-        include_acked=query_bool(request, "all"),
-        limit=query_int(request, "limit", INBOX_LIMIT_DEFAULT, 1, READ_LIMIT_MAX),
-    )
-    return json_response(items)
+async def confirm_surfaced(call: Call) -> MarkResult:
+    await call.identify()
+    body = await call.body(ConfirmSurfacedRequest)
+    return await call.run_as(call.hub.service.confirm_surfaced, body.message_ids, body.evidence)
 
 
-async def mark_read(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    body = await read_body(request, MarkReadRequest)
-    return json_response(await blocking(hub.service.mark_read, caller, body.message_ids))
+async def record_receipt(call: Call) -> MarkResult:
+    await call.identify()
+    body = await call.body(ReceiptRequest)
+    return await call.run_as(call.hub.service.record_receipt, body.message_ids, body.status, body.reason)
 
 
-async def confirm_surfaced(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    body = await read_body(request, ConfirmSurfacedRequest)
-    return json_response(await blocking(hub.service.confirm_surfaced, caller, body.message_ids, body.evidence))
+async def ack(call: Call) -> AckResult:
+    await call.identify()
+    body = await call.body(AckRequest)
+    return await call.run_as(call.hub.service.ack, body.message_ids)
 
 
-async def record_receipt(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    body = await read_body(request, ReceiptRequest)
-    return json_response(await blocking(hub.service.record_receipt, caller, body.message_ids, body.status, body.reason))
+async def who(call: Call) -> WhoReport:
+    await call.identify()
+    report = await call.run_as(call.hub.service.who)
+    return report.model_copy(update={"replica": call.hub.replica})
 
 
-async def ack(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    body = await read_body(request, AckRequest)
-    return json_response(await blocking(hub.service.ack, caller, body.message_ids))
-
-
-async def who(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    report = await blocking(hub.service.who, caller)
-    return json_response(report.model_copy(update={"replica": hub.replica}))
-
-
-async def register_session(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    body = await read_body(request, SessionRequest)
-    session = await blocking(
-        hub.service.register_session,
-        caller,
+async def register_session(call: Call) -> Answer:
+    await call.identify()
+    body = await call.body(SessionRequest)
+    session = await call.run_as(
+        call.hub.service.register_session,
         pid=body.pid,
         runtime=body.runtime,
         machine=body.machine,
         proc_start=body.proc_start,
         terminal=body.terminal,
     )
-    return json_response(session, 201)
+    return Answer(session, 201)
 
 
-async def heartbeat(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    body = await read_body(request, HeartbeatRequest)
-    return json_response(
-        await blocking(hub.service.heartbeat, caller, request.path_params["session_id"], body.delivery_error)
-    )
+async def heartbeat(call: Call) -> Session:
+    await call.identify()
+    body = await call.body(HeartbeatRequest)
+    return await call.run_as(call.hub.service.heartbeat, call.path("session_id"), body.delivery_error)
 
 
-async def reach(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    address = request.query_params.get("address", "")
+async def reach(call: Call) -> Reach:
+    await call.identify()
+    address = call.query("address") or ""
     if not address.strip():
         raise BadRequest("name the address to look up: ?address=name, name@machine or name@machine#pid.")
-    return json_response(await blocking(hub.service.reach, caller, address))
+    return await call.run_as(call.hub.service.reach, address)
 
 
-async def end_session(request: Request) -> Response:
-    return await _as_caller(request, Service.end_session, "session_id")
+async def end_session(call: Call) -> Session:
+    await call.identify()
+    return await call.run_as(call.hub.service.end_session, call.path("session_id"))
 
 
-async def list_agents(request: Request) -> Response:
-    return await _as_caller(request, Service.list_agents)
+async def list_agents(call: Call) -> list[Agent]:
+    await call.identify()
+    return await call.run_as(call.hub.service.list_agents)
 
 
-async def create_agent(request: Request) -> Response:
-    hub = _hub(request)
-    credential, caller = await hub.identify(request)
-    body = await read_body(request, AgentRequest)
+async def create_agent(call: Call) -> Answer:
+    credential, _ = await call.identify()
+    body = await call.body(AgentRequest)
     credential.check_manages(body.name)
-    agent = await blocking(hub.service.create_agent, caller, body.name, body.description, body.skills)
-    return json_response(agent, 201)
+    agent = await call.run_as(call.hub.service.create_agent, body.name, body.description, body.skills)
+    return Answer(agent, 201)
 
 
-async def describe_agent(request: Request) -> Response:
-    return await _as_caller(request, Service.describe_agent, "name")
+async def describe_agent(call: Call) -> Agent:
+    await call.identify()
+    return await call.run_as(call.hub.service.describe_agent, call.path("name"))
 
 
-async def update_agent(request: Request) -> Response:
-    hub = _hub(request)
-    name = request.path_params["name"]
-    caller = await hub.caller_managing(request, name)
-    body = await read_body(request, AgentUpdate)
-    return json_response(await blocking(hub.service.update_agent, caller, name, body.description, body.skills))
+async def update_agent(call: Call) -> Agent:
+    name = call.path("name")
+    credential, _ = await call.identify()
+    credential.check_manages(name)
+    body = await call.body(AgentUpdate)
+    return await call.run_as(call.hub.service.update_agent, name, body.description, body.skills)
 
 
-async def delete_agent(request: Request) -> Response:
-    hub = _hub(request)
-    name = request.path_params["name"]
-    caller = await hub.caller_managing(request, name)
-    force = query_bool(request, "force")
-    return json_response(await blocking(hub.service.delete_agent, caller, name, force=force))
+async def delete_agent(call: Call) -> DeletedAgent:
+    name = call.path("name")
+    credential, _ = await call.identify()
+    credential.check_manages(name)
+    force = call.query_bool("force")
+    return await call.run_as(call.hub.service.delete_agent, name, force=force)
 
 
-async def list_channels(request: Request) -> Response:
-    return await _as_caller(request, Service.list_channels)
+async def list_channels(call: Call) -> list[Channel]:
+    await call.identify()
+    return await call.run_as(call.hub.service.list_channels)
 
 
-async def create_channel(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    body = await read_body(request, ChannelRequest)
-    channel = await blocking(
-        hub.service.create_channel, caller, body.name, body.description, invite_only=body.invite_only
+async def create_channel(call: Call) -> Answer:
+    await call.identify()
+    body = await call.body(ChannelRequest)
+    channel = await call.run_as(
+        call.hub.service.create_channel, body.name, body.description, invite_only=body.invite_only
     )
-    return json_response(channel, 201)
+    return Answer(channel, 201)
 
 
-async def join_channel(request: Request) -> Response:
-    return await _as_caller(request, Service.join_channel, "name", no_body=True)
+async def join_channel(call: Call) -> Channel:
+    await call.identify()
+    await call.no_body()
+    return await call.run_as(call.hub.service.join_channel, call.path("name"))
 
 
-async def leave_channel(request: Request) -> Response:
-    return await _as_caller(request, Service.leave_channel, "name", no_body=True)
+async def leave_channel(call: Call) -> Channel:
+    await call.identify()
+    await call.no_body()
+    return await call.run_as(call.hub.service.leave_channel, call.path("name"))
 
 
-async def channel_members(request: Request) -> Response:
-    return await _as_caller(request, Service.channel_members, "name")
+async def channel_members(call: Call) -> list[ChannelMember]:
+    await call.identify()
+    return await call.run_as(call.hub.service.channel_members, call.path("name"))
 
 
-async def invite_to_channel(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    body = await read_body(request, InviteRequest)
-    return json_response(
-        await blocking(hub.service.invite_to_channel, caller, request.path_params["name"], body.agents)
-    )
+async def invite_to_channel(call: Call) -> Channel:
+    await call.identify()
+    body = await call.body(InviteRequest)
+    return await call.run_as(call.hub.service.invite_to_channel, call.path("name"), body.agents)
 
 
-async def remove_from_channel(request: Request) -> Response:
-    return await _as_caller(request, Service.remove_from_channel, "name", "agent", no_body=True)
+async def remove_from_channel(call: Call) -> Channel:
+    await call.identify()
+    await call.no_body()
+    return await call.run_as(call.hub.service.remove_from_channel, call.path("name"), call.path("agent"))
 
 
-async def audit_trail(request: Request) -> Response:
-    hub = _hub(request)
-    caller = await hub.caller(request)
-    return json_response(
-        await blocking(
-            hub.service.audit_trail, caller, query_int(request, "limit", AUDIT_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
-        )
-    )
+async def audit_trail(call: Call) -> list[AuditEntry]:
+    await call.identify()
+    limit = call.query_int("limit", AUDIT_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
+    return await call.run_as(call.hub.service.audit_trail, limit)
 
 
-async def _as_credential(request: Request, operation: Callable[..., Any], *path: str) -> Response:
-    """The plain credentials endpoint: authenticate, call ``operation(credentials, credential,
-    *path values, workspace named)``: it acts in the workspace the request names, as every route does."""
-    hub = _hub(request)
-    credential = await hub.credential(request)
-    named = request.headers.get(WORKSPACE_HEADER)
-    return json_response(
-        await blocking(operation, hub.credentials, credential, *(request.path_params[p] for p in path), named)
-    )
+# --- credentials: a token's own business, as no agent (their answers carry no unread count) ----
 
 
-async def list_workspaces(request: Request) -> Response:
-    return await _as_credential(request, Credentials.workspaces)
+async def list_workspaces(call: Call) -> list[Workspace]:
+    credential = await call.credential()
+    return await call.run(call.hub.credentials.workspaces, credential, call.headers.get(WORKSPACE_HEADER))
 
 
-async def create_token(request: Request) -> Response:
-    hub = _hub(request)
-    credential = await hub.credential(request)
-    body = await read_body(request, TokenRequest)
+async def create_token(call: Call) -> Answer:
+    credential = await call.credential()
+    body = await call.body(TokenRequest)
     kind = body.kind or ("agent" if body.agent else "user")
-    named = request.headers.get(WORKSPACE_HEADER)
-    issued = await blocking(
-        hub.credentials.issue, credential, kind, body.workspace, body.agent, body.label, named=named
+    named = call.headers.get(WORKSPACE_HEADER)
+    issued = await call.run(
+        call.hub.credentials.issue, credential, kind, body.workspace, body.agent, body.label, named=named
     )
-    return json_response(issued, 201)
+    return Answer(issued, 201)
 
 
-async def list_tokens(request: Request) -> Response:
-    return await _as_credential(request, Credentials.list)
+async def list_tokens(call: Call) -> list[TokenInfo]:
+    credential = await call.credential()
+    return await call.run(call.hub.credentials.list, credential, call.headers.get(WORKSPACE_HEADER))
 
 
-async def revoke_token(request: Request) -> Response:
-    hub = _hub(request)
-    credential = await hub.credential(request)
-    named = request.headers.get(WORKSPACE_HEADER)
-    token = await blocking(hub.credentials.revoke, credential, request.path_params["token_id"], named)
-    await hub.streams.revoke(token.id)  # its streams and waiting reads end before this answers
-    return json_response(token)
+async def revoke_token(call: Call) -> TokenInfo:
+    credential = await call.credential()
+    named = call.headers.get(WORKSPACE_HEADER)
+    token = await call.run(call.hub.credentials.revoke, credential, call.path("token_id"), named)
+    await call.hub.streams.revoke(token.id)  # its streams and waiting reads end before this answers
+    return token

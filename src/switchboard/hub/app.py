@@ -1,4 +1,4 @@
-"""The hub's ASGI application: the route table, error handlers, shared context."""
+"""The hub's ASGI application: the route table served, error handlers, shared context."""
 
 from __future__ import annotations
 
@@ -9,19 +9,16 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as StarletteRoute
 
-from switchboard.credentials import Credentials
-from switchboard.errors import SwitchboardError
 from switchboard.hub.context import HubContext, blocking
-from switchboard.hub.errors import on_client_gone, on_http_error, on_switchboard_error, on_unexpected
+from switchboard.hub.endpoint import Call, Endpoint, served
+from switchboard.hub.errors import encoded, on_http_error, on_unexpected
 from switchboard.hub.mcp_endpoint import MCP_PATH, McpEndpoint
 from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS
 from switchboard.hub.openapi import build_openapi
 from switchboard.hub.ratelimit import RateLimiter
-from switchboard.hub.replicas import SHARED_STORE_RECHECK_SECONDS, Notifying
+from switchboard.hub.replicas import SHARED_STORE_RECHECK_SECONDS
 from switchboard.hub.routes import ROUTES
 from switchboard.service import Service
 
@@ -40,15 +37,16 @@ def create_app(
     """The hub on ``service``, served on ``host``; ``running()`` is entered on the server's event
     loop when it starts and left when it stops, after the last request (the store's group commit).
     ``max_streams``: the SSE streams and waiting reads one credential may hold open at once."""
-    # Replicas share their store: a token revoked through another one is refused within seconds.
-    recheck = SHARED_STORE_RECHECK_SECONDS if isinstance(service.store, Notifying) else None
-    credentials = Credentials(service.store, service.clock, recheck_seconds=recheck)
+    # Replicas share their (PostgreSQL) store: a token revoked through another one is refused
+    # within seconds.
+    recheck = SHARED_STORE_RECHECK_SECONDS if service.store_kind == "postgresql" else None
+    credentials = service.credentials(recheck_seconds=recheck)
     hub = HubContext(service, credentials, RateLimiter(rate_limit), replica, max_streams)
-    document = build_openapi()
+    document = encoded(build_openapi())
     mcp = McpEndpoint(hub, host)
 
-    async def openapi(request: Request) -> Response:
-        return JSONResponse(document)
+    async def openapi(call: Call) -> bytes:
+        return document
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -66,43 +64,34 @@ def create_app(
                     rechecking.cancel()
             hub.stop()
 
-    routes = [
-        StarletteRoute(r.path, _AsgiRoute(hub, r.endpoint) if r.asgi else r.endpoint, methods=[r.method])
-        for r in ROUTES
-    ]
-    routes.append(StarletteRoute("/openapi.json", openapi, methods=["GET"]))
+    table: list[tuple[str, str, Endpoint]] = [(r.method, r.path, r.endpoint) for r in ROUTES]
+    table.append(("GET", "/openapi.json", openapi))
+    apps = {(method, path): _Served(hub, endpoint) for method, path, endpoint in table}
     app = Starlette(
-        routes=routes,
+        routes=[StarletteRoute(path, apps[method, path], methods=[method]) for method, path, _ in table],
         lifespan=lifespan,
-        exception_handlers={
-            SwitchboardError: on_switchboard_error,
-            HTTPException: on_http_error,
-            ClientDisconnect: on_client_gone,
-            Exception: on_unexpected,
-        },
+        exception_handlers={HTTPException: on_http_error, Exception: on_unexpected},
     )
     app.state.hub = hub
-    return HubApp(app, hub, {(r.method, r.path): r.endpoint for r in ROUTES if r.asgi}, mcp)
+    exact = {key: served_app for key, served_app in apps.items() if "{" not in key[1]}
+    return HubApp(app, exact, mcp)
 
 
 class HubApp:
-    """The hub's ASGI application: bare ASGI routes by exact method and path, the MCP endpoint,
-    Starlette for the rest."""
+    """The hub's ASGI application: routes without path parameters by exact method and path, the
+    MCP endpoint, and Starlette's routing for the rest (path parameters, 404, 405)."""
 
-    def __init__(
-        self, starlette: Starlette, hub: HubContext, asgi_routes: dict[tuple[str, str], Any], mcp: McpEndpoint
-    ) -> None:
+    def __init__(self, starlette: Starlette, exact: dict[tuple[str, str], _Served], mcp: McpEndpoint) -> None:
         self.starlette = starlette
         self.state = starlette.state
-        self._hub = hub
-        self._asgi_routes = asgi_routes
+        self._exact = exact
         self._mcp = mcp
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            endpoint = self._asgi_routes.get((scope["method"], scope["path"]))
+            endpoint = self._exact.get((scope["method"], scope["path"]))
             if endpoint is not None:
-                await endpoint(self._hub, scope, receive, send)
+                await endpoint(scope, receive, send)
                 return
             if scope["path"] == MCP_PATH:
                 await self._mcp(scope, receive, send)
@@ -110,13 +99,12 @@ class HubApp:
         await self.starlette(scope, receive, send)
 
 
-class _AsgiRoute:
-    """A bare ASGI endpoint as a Starlette route, so that its path still answers other methods
-    with 405 and is listed like the rest (HubApp serves its own method before Starlette)."""
+class _Served:
+    """An endpoint served (``endpoint.served``) as an ASGI app: an instance, so that Starlette
+    routes to it as an app rather than wrapping it as a request handler."""
 
-    def __init__(self, hub: HubContext, endpoint: Any) -> None:
-        self._hub = hub
-        self._endpoint = endpoint
+    def __init__(self, hub: HubContext, endpoint: Endpoint) -> None:
+        self._serve = served(hub, endpoint)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        await self._endpoint(self._hub, scope, receive, send)
+        await self._serve(scope, receive, send)

@@ -1,24 +1,16 @@
-"""What the hub's bare ASGI endpoints share: their request's headers and query, their answer,
-and errors answered exactly as the Starlette endpoints answer them.
-
-The busiest paths (a send, and every event of every stream) skip Starlette's routing,
-middleware and Request/Response objects; see ``routes.Route.asgi``.
-"""
+"""The ASGI pieces every hub endpoint stands on (``hub/endpoint.py``): the request's headers
+and query, and its answer, without Starlette's Request and Response objects."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from functools import wraps
 from typing import Any
 from urllib.parse import parse_qsl
 
 from switchboard import headers
-from switchboard.errors import SwitchboardError, TooLarge
-from switchboard.hub.context import HubContext
-from switchboard.hub.errors import INTERNAL_MESSAGE, error_document, error_headers
+from switchboard.errors import TooLarge
 
 log = logging.getLogger("switchboard.hub")
 
@@ -52,8 +44,7 @@ class Reply:
         server had room to write it, the usual case), else a task that finishes it."""
         return run_now(self._send({"type": "http.response.body", "body": data, "more_body": True}))
 
-    async def json(self, status: int, document: str | dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = (document if isinstance(document, str) else json.dumps(document, separators=(",", ":"))).encode()
+    async def json(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         await self.start(status, b"application/json", {"content-length": str(len(data)), **(headers or {})})
         await self.body(data)
 
@@ -92,36 +83,7 @@ def run_now(coroutine: Coroutine[Any, Any, None]) -> asyncio.Future[None] | None
     return asyncio.ensure_future(carry_on(awaited))
 
 
-BareEndpoint = Callable[[HubContext, Scope, Receive, Reply], Awaitable[None]]
-
-
-def bare_endpoint(endpoint: BareEndpoint) -> Callable[[HubContext, Scope, Receive, Send], Awaitable[None]]:
-    """An ASGI endpoint answering errors as the rest of the hub does: a SwitchboardError as its
-    JSON and status, anything else as a logged 500; once the answer has begun, the error ends it."""
-
-    @wraps(endpoint)
-    async def serve(hub: HubContext, scope: Scope, receive: Receive, send: Send) -> None:
-        reply = Reply(send)
-        try:
-            await endpoint(hub, scope, receive, reply)
-        except Disconnected:
-            return
-        except SwitchboardError as error:
-            if not reply.started:
-                await reply.json(error.http_status, error_document(error.code, error.message), error_headers(error))
-                return
-            await reply.body(b"")
-        except Exception:
-            log.exception("unexpected error on %s %s", scope["method"], scope["path"])
-            if not reply.started:
-                await reply.json(500, error_document("internal", INTERNAL_MESSAGE))
-                return
-            await reply.body(b"")
-
-    return serve
-
-
-# The only headers a bare endpoint reads (ASGI gives names in lower case).
+# The only headers an endpoint reads (ASGI gives names in lower case).
 _READ_HEADERS = frozenset(
     name.lower().encode()
     for name in (

@@ -1,22 +1,65 @@
-"""Every error the hub answers is JSON: ``{"error": {"code": …, "message": …}}``, never a 500 for bad input."""
+"""Errors at the hub's edge: which HTTP status each answers with, and the JSON it writes.
+
+Every error the hub answers is JSON: ``{"error": {"code": …, "message": …}}``, never a 500 for
+bad input. The errors themselves know nothing of HTTP (``switchboard.errors``): their family says
+what happened, and this table alone says what status that is here.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse
 from starlette.routing import Match
 
-from switchboard.errors import RateLimited, SwitchboardError
+from switchboard.errors import (
+    Forbidden,
+    HeadersTooLarge,
+    Invalid,
+    NotFound,
+    NotMember,
+    RateLimited,
+    Refused,
+    RequestTimeout,
+    SwitchboardError,
+    TooLarge,
+    Unauthorized,
+    Unavailable,
+)
 
 log = logging.getLogger("switchboard.hub")
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 
-
 INTERNAL_MESSAGE = "the hub failed on this request; its log has the details."
+
+# An error's status: the nearest class in its ancestry named here (a family, or one of its
+# members whose status HTTP has its own word for). A code the hub does not know is a 400.
+_STATUS: dict[type[SwitchboardError], int] = {
+    NotFound: 404,
+    Refused: 409,
+    Unauthorized: 401,
+    Forbidden: 403,
+    NotMember: 403,
+    RateLimited: 429,
+    Invalid: 400,
+    TooLarge: 413,
+    HeadersTooLarge: 431,
+    RequestTimeout: 408,
+    Unavailable: 503,
+}
+
+
+def http_status(error: SwitchboardError) -> int:
+    """The HTTP status the hub answers ``error`` with."""
+    for cls in type(error).__mro__:
+        status = _STATUS.get(cls)
+        if status is not None:
+            return status
+    return 400
 
 
 def error_document(code: str, message: str) -> dict[str, dict[str, str]]:
@@ -30,16 +73,18 @@ def error_headers(error: SwitchboardError) -> dict[str, str]:
     return {}
 
 
+def encoded(document: object) -> bytes:
+    """A JSON document as the hub writes an error or a document of its own (as Starlette's
+    JSONResponse encodes: compact, UTF-8)."""
+    return json.dumps(document, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
+
+
 def error_response(code: str, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse(error_document(code, message), status_code=status, headers=headers)
 
 
-async def on_switchboard_error(request: Request, error: Exception) -> JSONResponse:
-    assert isinstance(error, SwitchboardError)
-    return error_response(error.code, error.message, error.http_status, error_headers(error))
-
-
 async def on_http_error(request: Request, error: Exception) -> JSONResponse:
+    """Starlette's own refusals (no such path, a method the path does not take) in our shape."""
     assert isinstance(error, HTTPException)
     code = _HTTP_CODES.get(error.status_code, "bad_request")
     headers = dict(error.headers or {})
@@ -60,12 +105,6 @@ def allowed_methods(request: Request) -> list[str]:
         if matched != Match.NONE:
             methods.update(getattr(route, "methods", None) or ())
     return sorted(methods)
-
-
-async def on_client_gone(request: Request, error: Exception) -> Response:
-    """The client went away while still sending its request (a process stopped mid-call):
-    nothing was done, nobody is there to answer, and it is no error of the hub's."""
-    return Response(status_code=499)  # "client closed request"; never reaches the client
 
 
 async def on_unexpected(request: Request, error: Exception) -> JSONResponse:

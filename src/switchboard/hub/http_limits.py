@@ -17,7 +17,7 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from switchboard.errors import HeadersTooLarge, RequestTimeout, SwitchboardError
-from switchboard.hub.errors import error_document
+from switchboard.hub.errors import error_document, http_status
 
 MAX_HEAD_BYTES = 64 * 1024  # the request line and every header: ample for any token or header the hub reads
 HEAD_TIMEOUT_SECONDS = 10.0
@@ -148,7 +148,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         cycle = self.cycle
         if cycle is None or not cycle.response_started or cycle.response_complete:
             body = json.dumps(error_document(error.code, error.message)).encode()
-            head = [STATUS_LINE[error.http_status]]
+            head = [STATUS_LINE[http_status(error)]]
             head += [name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers]
             head += [
                 b"content-type: application/json\r\n",

@@ -25,7 +25,7 @@ from switchboard.credentials import Credential
 from switchboard.errors import SwitchboardError, Unauthorized
 from switchboard.hub.asgi import Receive, Reply, Scope, Send, client_of, headers_of
 from switchboard.hub.context import HubContext, bearer_token
-from switchboard.hub.errors import error_document, error_headers
+from switchboard.hub.errors import encoded, error_document, error_headers, http_status
 from switchboard.mcp.tools import call_in_thread, mailbox_server
 from switchboard.model import Caller, ReadResult
 from switchboard.service import Service
@@ -65,9 +65,10 @@ class McpEndpoint:
                 credential, caller = await self._hub.identify_by(headers_of(scope), client_of(scope))
             except SwitchboardError as error:
                 headers: dict[str, Any] = error_headers(error)
-                if error.http_status == 401:
+                status = http_status(error)
+                if status == 401:
                     headers["WWW-Authenticate"] = 'Bearer realm="switchboard"'
-                await Reply(send).json(error.http_status, error_document(error.code, error.message), headers)
+                await Reply(send).json(status, encoded(error_document(error.code, error.message)), headers)
                 return
             scope[CALLER_KEY] = caller
             scope["user"] = _principal(credential, caller)

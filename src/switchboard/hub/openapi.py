@@ -85,6 +85,8 @@ def _operation(route: Route, refs: Refs) -> dict[str, Any]:
         "description": "An error with a stable code",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
     }
+    if route.agent and not route.public:
+        ok["headers"] = {headers.UNREAD_HEADER: _UNREAD}
     links = _LINKS.get(operation["operationId"])
     if links:
         ok["links"] = {target: {"operationId": target, **link} for target, link in links.items()}
@@ -125,6 +127,13 @@ _LINKS: dict[str, dict[str, dict[str, Any]]] = {
         "channel_members": _path("name", "name"),
     },
     "create_token": {"revoke_token": _path("token_id", "id")},
+}
+
+# The answer header with the acting agent's unread count (hub/endpoint.py sets it).
+_UNREAD: dict[str, Any] = {
+    "description": "the unread messages of the agent this request acted as, after it (for a session: "
+    "not counting those pushed to its agent's other live sessions)",
+    "schema": {"type": "integer", "minimum": 0},
 }
 
 # What each path parameter looks like (its canonical form: names are also taken in upper case).

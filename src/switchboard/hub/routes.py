@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
-from starlette.requests import Request
-from starlette.responses import Response
 
 from switchboard import address
 from switchboard.hub import api, schemas, sending, streams
+from switchboard.hub.endpoint import Endpoint
 from switchboard.model import (
     SURFACE_PATHS,
     AckResult,
@@ -34,15 +32,12 @@ from switchboard.model import (
     Workspace,
 )
 
-Endpoint = Callable[[Request], Awaitable[Response]]
-AsgiEndpoint = Callable[[Any, dict[str, Any], Any, Any], Awaitable[None]]  # (hub, scope, receive, send)
-
 
 @dataclass(frozen=True)
 class Route:
     method: str
     path: str
-    endpoint: Endpoint | AsgiEndpoint
+    endpoint: Endpoint
     summary: str
     body: type[BaseModel] | None = None
     answer: type[BaseModel] | None = None
@@ -50,7 +45,7 @@ class Route:
     query: dict[str, Param] = field(default_factory=dict)  # name -> its JSON schema, as /openapi.json states it
     public: bool = False
     stream: bool = False
-    asgi: bool = False  # endpoint is bare ASGI, served ahead of Starlette (the hottest path)
+    agent: bool = True  # the request acts as an agent: its answer carries the agent's unread count
 
 
 # Query parameters, with the bounds the hub keeps (content.py): ``required`` marks one that must be given.
@@ -69,7 +64,7 @@ ADDRESS: Param = {
 READ_QUERY = {"wait": WAIT, "peek": BOOLEAN, "after": AFTER, "limit": LIMIT}
 
 ROUTES: list[Route] = [
-    Route("GET", "/health", api.health, "Liveness of the hub itself.", public=True),
+    Route("GET", "/health", api.health, "Liveness of the hub itself.", public=True, agent=False),
     Route("GET", "/v1/whoami", api.whoami, "The agent and workspace this request acts as.", answer=WhoAmI),
     Route(
         "POST",
@@ -78,7 +73,6 @@ ROUTES: list[Route] = [
         "Send a message; answers per recipient.",
         schemas.SendRequest,
         SendResult,
-        asgi=True,
     ),
     Route(
         "GET",
@@ -102,7 +96,6 @@ ROUTES: list[Route] = [
         "Your deliveries as Server-Sent Events; resumes from Last-Event-ID.",
         query={"after": AFTER},
         stream=True,
-        asgi=True,
     ),
     Route(
         "GET",
@@ -236,7 +229,13 @@ ROUTES: list[Route] = [
         query={"limit": LIMIT},
     ),
     Route(
-        "GET", "/v1/workspaces", api.list_workspaces, "Workspaces this credential may see.", answer=Workspace, many=True
+        "GET",
+        "/v1/workspaces",
+        api.list_workspaces,
+        "Workspaces this credential may see.",
+        answer=Workspace,
+        many=True,
+        agent=False,
     ),
     Route(
         "POST",
@@ -245,7 +244,16 @@ ROUTES: list[Route] = [
         "Create a user or agent token (shown once).",
         schemas.TokenRequest,
         IssuedToken,
+        agent=False,
     ),
-    Route("GET", "/v1/tokens", api.list_tokens, "Tokens this credential may see.", answer=TokenInfo, many=True),
-    Route("DELETE", "/v1/tokens/{token_id}", api.revoke_token, "Revoke a token.", answer=TokenInfo),
+    Route(
+        "GET",
+        "/v1/tokens",
+        api.list_tokens,
+        "Tokens this credential may see.",
+        answer=TokenInfo,
+        many=True,
+        agent=False,
+    ),
+    Route("DELETE", "/v1/tokens/{token_id}", api.revoke_token, "Revoke a token.", answer=TokenInfo, agent=False),
 ]

@@ -1,27 +1,23 @@
-"""POST /v1/messages, the hub's busiest endpoint, served as bare ASGI (see ``hub.asgi``).
+"""POST /v1/messages, the hub's busiest endpoint.
 
-It behaves as the Starlette endpoints do: the same checks in the same order (token, rate,
-body size, JSON, fields), the same JSON answers and errors.
+The send is decided on a worker thread (its reads are store work, never the event loop's),
+and the caller's unread count is taken in that same worker call; the commit is then awaited
+on the loop, so no thread waits for it and concurrent sends share a group commit.
 """
 
 from __future__ import annotations
 
-import functools
-
-from switchboard.hub.asgi import Receive, Reply, Scope, bare_endpoint, client_of, headers_of, receive_body
-from switchboard.hub.context import MAX_BODY_BYTES, HubContext, blocking, check_declared_length, parse_body, settled
+from switchboard.hub.context import settled
+from switchboard.hub.endpoint import Answer, Call
 from switchboard.hub.schemas import SendRequest
 
 
-@bare_endpoint
-async def send_message(hub: HubContext, scope: Scope, receive: Receive, reply: Reply) -> None:
-    headers = headers_of(scope)
-    caller = (await hub.identify_by(headers, client_of(scope)))[1]
-    check_declared_length(headers)
-    body = parse_body(await receive_body(receive, MAX_BODY_BYTES), SendRequest)
-    send = functools.partial(
-        hub.service.submit_send,
-        caller,
+async def send_message(call: Call) -> Answer:
+    service = call.hub.service
+    caller = (await call.identify())[1]
+    body = await call.body(SendRequest)
+    pending = await call.run_as(
+        service.submit_send,
         body.to,
         body.text,
         subject=body.subject,
@@ -32,10 +28,7 @@ async def send_message(hub: HubContext, scope: Scope, receive: Receive, reply: R
         idempotency_key=body.idempotency_key,
         urgent=body.urgent,
     )
-    # Deciding a send to known names takes a few quick reads: done here on the loop. One that
-    # must guess new names, list a machine's sessions or re-read the workspace's open sessions
-    # is decided on a worker thread, so that it holds up no other request. The commit is
-    # awaited either way: no thread waits for it, and concurrent sends share a group commit.
-    pending = send() if hub.service.decides_quickly(caller, body.to) else await blocking(send)
     result = await settled(pending)
-    await reply.json(200 if result.duplicate else 201, result.model_dump_json())
+    if any(r.agent == caller.agent for r in result.recipients):
+        await call.recount()  # a send to itself: its count was taken before the commit
+    return Answer(result, 200 if result.duplicate else 201)

@@ -11,23 +11,12 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from starlette.requests import Request
-from starlette.responses import Response
-
 from switchboard.address import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
 from switchboard.credentials import Credential
 from switchboard.events import AsyncSubscription, PushedDelivery
-from switchboard.hub.asgi import Receive, Reply, Scope, bare_endpoint, client_of, headers_of, query_of
-from switchboard.hub.context import (
-    HubContext,
-    blocking,
-    json_response,
-    query_bool,
-    query_float,
-    query_int,
-    refuse_body,
-    secret_hash_of,
-)
+from switchboard.hub.asgi import Receive, Reply
+from switchboard.hub.context import HubContext, blocking, secret_hash_of
+from switchboard.hub.endpoint import Call
 from switchboard.hub.open_streams import OpenStream
 from switchboard.hub.query_numbers import resume_point
 from switchboard.model import Caller, ReadResult
@@ -37,96 +26,89 @@ STREAM_BATCH = 100
 _NONE: frozenset[str | None] = frozenset()
 
 
-def _hub(request: Request) -> HubContext:
-    return request.app.state.hub
-
-
-async def read(request: Request) -> Response:
+async def read(call: Call) -> ReadResult:
     """POST /v1/read?wait=&peek=&after=&limit= — drain (or peek) the caller's mail, waiting up to ``wait``."""
-    hub = _hub(request)
-    credential, caller = await hub.identify(request)
-    await refuse_body(request)
-    peek, wait = query_bool(request, "peek"), query_float(request, "wait", 0.0, 0.0, WAIT_SECONDS_MAX)
-    after = query_int(request, "after", None, 0, SEQ_MAX)
-    limit = query_int(request, "limit", READ_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
+    service = call.hub.service
+    credential, caller = await call.identify()
+    await call.no_body()
+    peek, wait = call.query_bool("peek"), call.query_float("wait", 0.0, 0.0, WAIT_SECONDS_MAX)
+    after = call.query_int("after", None, 0, SEQ_MAX)
+    limit = call.query_int("limit", READ_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
     assert limit is not None
-    hub.service.check_read_options(limit=limit, after=after, wait=wait)
+    service.check_read_options(limit=limit, after=after, wait=wait)
     return await _long_poll(
-        hub, request, credential, caller, wait, lambda: hub.service.read(caller, peek=peek, after=after, limit=limit)
+        call, credential, caller, wait, lambda acting: service.read(acting, peek=peek, after=after, limit=limit)
     )
 
 
-async def surface(request: Request) -> Response:
+async def surface(call: Call) -> ReadResult:
     """POST /v1/surface?via=&urgent=&wait=&limit=&peek= — take the caller's mail not yet read nor
     put before the agent, marked surfaced by ``via`` (see Service.surface), waiting up to ``wait``."""
-    hub = _hub(request)
-    credential, caller = await hub.identify(request)
-    await refuse_body(request)
-    via, urgent, peek = request.query_params.get("via", ""), query_bool(request, "urgent"), query_bool(request, "peek")
-    wait = query_float(request, "wait", 0.0, 0.0, WAIT_SECONDS_MAX)
-    limit = query_int(request, "limit", READ_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
+    service = call.hub.service
+    credential, caller = await call.identify()
+    await call.no_body()
+    via, urgent, peek = call.query("via") or "", call.query_bool("urgent"), call.query_bool("peek")
+    wait = call.query_float("wait", 0.0, 0.0, WAIT_SECONDS_MAX)
+    limit = call.query_int("limit", READ_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
     assert limit is not None
-    hub.service.check_read_options(limit=limit, after=None, wait=wait)
+    service.check_read_options(limit=limit, after=None, wait=wait)
     return await _long_poll(
-        hub,
-        request,
+        call,
         credential,
         caller,
         wait,
-        lambda: hub.service.surface(caller, via=via, urgent_only=urgent, limit=limit, peek=peek),
+        lambda acting: service.surface(acting, via=via, urgent_only=urgent, limit=limit, peek=peek),
     )
 
 
 async def _long_poll(
-    hub: HubContext,
-    request: Request,
-    credential: Credential,
-    caller: Caller,
-    wait: float,
-    take: Callable[[], ReadResult],
-) -> Response:
-    """``take()`` on a worker thread, again at each signal of the caller's mailbox until it finds
+    call: Call, credential: Credential, caller: Caller, wait: float, take: Callable[[Caller], ReadResult]
+) -> ReadResult:
+    """``take(caller)`` on a worker thread, again at each signal of the caller's mailbox until it finds
     mail or ``wait`` seconds pass; the loop holds no thread while it waits. A read that waits
     counts against its credential's streams; any read ends (401) if its token is revoked."""
+    hub = call.hub
     deadline = time.monotonic() + wait
     with (
         hub.service.events.subscribe_async(caller.workspace, caller.agent) as subscription,
         hub.streams.opened(
-            credential, secret_hash_of(request.headers), lambda: subscription.receive(None), counted=wait > 0
+            credential, secret_hash_of(call.headers), lambda: subscription.receive(None), counted=wait > 0
         ) as stream,
     ):
         while True:
             async with stream.taking():  # refused once revoked; a revocation waits for it
-                result = await blocking(take)
+                result = await call.run_as(take)
             remaining = deadline - time.monotonic()
             if result.items or remaining <= 0 or hub.stopping:
-                return json_response(result)
+                return result
             await subscription.wait(remaining)  # shutdown and revocation wake every waiter too
 
 
-def _resume_point(headers: dict[str, str], query: dict[str, str]) -> int | None:
-    raw = query.get("after") or headers.get("last-event-id")
+def _resume_point(headers: dict[str, str], after: str | None) -> int | None:
+    raw = after or headers.get("last-event-id")
     return None if raw is None or raw.strip() == "" else resume_point(raw.strip())
 
 
-@bare_endpoint
-async def events(hub: HubContext, scope: Scope, receive: Receive, reply: Reply) -> None:
+async def events(call: Call) -> None:
     """GET /v1/events — the caller's deliveries as Server-Sent Events (id = sequence number).
 
     Starts after ``Last-Event-ID`` (or ``?after=``); without one, with deliveries from now on.
-    Streaming marks nothing read: acknowledge with POST /v1/ack. Bare ASGI (see ``hub.asgi``):
-    a channel post wakes every member's stream, and each event should cost little."""
-    headers = headers_of(scope)
-    credential, caller = await hub.identify_by(headers, client_of(scope))
-    after = _resume_point(headers, query_of(scope))
-    cursor = after if after is not None else await blocking(hub.service.mailbox_position, caller)
+    Streaming marks nothing read: acknowledge with POST /v1/ack. A channel post wakes every
+    member's stream, and each event should cost little."""
+    hub, reply = call.hub, call.reply
+    credential, caller = await call.identify()
+    after = _resume_point(call.headers, call.query("after"))
+    # One worker call at the start, which also counts the agent's unread mail for the header.
+    cursor = await call.run_as(lambda acting: after if after is not None else hub.service.mailbox_position(acting))
+    caller = call.caller  # in the session the request names, now
+    assert caller is not None
     with (
         hub.service.events.subscribe_async(caller.workspace, caller.agent) as subscription,
-        hub.streams.opened(credential, secret_hash_of(headers), lambda: subscription.receive(None)) as stream,
+        hub.streams.opened(credential, secret_hash_of(call.headers), lambda: subscription.receive(None)) as stream,
     ):
-        gone = asyncio.get_running_loop().create_task(_disconnect(receive, subscription))
+        gone = asyncio.get_running_loop().create_task(_disconnect(call.receive, subscription))
         try:
-            await reply.start(200, b"text/event-stream", {"cache-control": "no-cache", "x-accel-buffering": "no"})
+            await call.start_stream(b"text/event-stream", {"cache-control": "no-cache", "x-accel-buffering": "no"})
             await _stream(hub, caller, cursor, subscription, gone, reply, stream)
             if stream.revoked:  # a comment, for whoever reads the stream by hand; clients see its end
                 await reply.body(b": this token was revoked\n\n", more=True)

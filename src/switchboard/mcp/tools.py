@@ -29,8 +29,6 @@ from switchboard import __version__
 from switchboard.client.base import Client
 from switchboard.errors import SwitchboardError
 from switchboard.fence import PREAMBLE, fenced_mail, fenced_words, one_line
-from switchboard.integrations.claude_code import push as session_push
-from switchboard.integrations.claude_code.push import PushReport
 from switchboard.model import DeliveryEvent, HeldMail, MailItem, Reach
 
 log = logging.getLogger("switchboard.push")
@@ -223,14 +221,11 @@ def one_client(client: Client) -> ClientOf:
     return client_of
 
 
-def mailbox_server(
-    client_of: ClientOf, *, run: Run = call_in_place, name: str = "switchboard", push_to_claude_code: bool = False
-) -> MCPServer:
+def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str = "switchboard") -> MCPServer:
     """An MCP server whose tools act through ``await client_of(ctx)``: the one agent of a stdio
     session, or the agent a hub request's credential names. A read that may wait for mail always
-    runs on a worker thread, so other calls go on meanwhile. With ``push_to_claude_code`` (a
-    server on the sender's own machine, not a hub's), a send also pushes the mail into this
-    machine's Claude Code sessions that Switchboard does not serve (``session_push``)."""
+    runs on a worker thread, so other calls go on meanwhile. What a send did besides (mail the
+    client pushed into local sessions) is the client's to tell, in its result."""
     server = MCPServer(name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     async def acting(ctx: Context) -> Client:
@@ -251,9 +246,7 @@ def mailbox_server(
     ) -> Annotated[CallToolResult, Sent]:
         """Send a message to another agent or a #channel."""
         client = await acting(ctx)
-        return await run(
-            lambda: _send(client, to, message, subject, reply_to, require_live, urgent, push_to_claude_code)
-        )
+        return await run(lambda: _send(client, to, message, subject, reply_to, require_live, urgent))
 
     @server.tool()
     async def read_messages(
@@ -284,7 +277,7 @@ def mailbox_server(
     async def message_status(message_id: str, ctx: Context) -> Annotated[CallToolResult, Status]:
         """Who got a message you sent, and who read it."""
         client = await acting(ctx)
-        return await run(lambda: _status(client, message_id, confirm_pushed=push_to_claude_code))
+        return await run(lambda: _status(client, message_id))
 
     @server.tool()
     async def who(
@@ -311,19 +304,17 @@ def _send(
     reply_to: str | None,
     require_live: bool,
     urgent: bool,
-    push: bool = False,
 ) -> CallToolResult:
     sent = _acting(
         lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live, urgent=urgent)
     )
-    pushes = session_push.push_sent(client, sent) if push else PushReport()
-    if pushes.problem:
-        log.warning("%s", pushes.problem)
+    if sent.push_problem:
+        log.warning("%s", sent.push_problem)
     recipients = [Recipient(address=r.address, state=r.state, agent=r.agent, note=r.reason) for r in sent.recipients]
     result = Sent(message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=_unread(client))
     lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]
     lines += [f"- {r.address}: {r.state}" + (f" — {r.note}" if r.note else "") for r in recipients]
-    lines += [f"- pushed into {p.agent}'s Claude Code session {p.pid}" for p in pushes.pushed]
+    lines += [f"- pushed into {p.agent}'s Claude Code session {p.pid}" for p in sent.pushed]
     return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
 
 
@@ -336,18 +327,15 @@ def _read(client: Client, wait_seconds: float, limit: int) -> CallToolResult:
 
 
 def _agents(client: Client, search: str | None) -> CallToolResult:
-    agents = _acting(client.list_agents)
-    presence = _acting(client.who).agents
-    live = {a.name for a in presence if a.live}
-    held = {a.name: len(a.held) for a in presence}
+    agents = _acting(client.who).agents  # one call: every agent's card, and whether it is live
     wanted = (search or "").lower()
     listed = [
         AgentInfo(
             name=a.name,
             description=_shown(a.description),
             skills=[one_line(s) for s in a.skills],
-            live=a.name in live,
-            held=held.get(a.name, 0),
+            live=a.live,
+            held=len(a.held),
         )
         for a in agents
         if wanted in a.name.lower() or wanted in (a.description or "").lower()
@@ -391,9 +379,7 @@ def _step(event: DeliveryEvent) -> str:
     return f"{event.at.isoformat(timespec='seconds').replace('+00:00', 'Z')} {event.event}{where}{how}{why}"
 
 
-def _status(client: Client, message_id: str, *, confirm_pushed: bool = False) -> CallToolResult:
-    if confirm_pushed:  # this machine's unserved Claude Code sessions: their transcripts first
-        session_push.confirm_pushed(client)
+def _status(client: Client, message_id: str) -> CallToolResult:
     status = _acting(lambda: client.message_status(message_id))
     recipients = [
         Delivery(
@@ -488,7 +474,8 @@ def _shown(text: str | None) -> str | None:
 
 
 def _unread(client: Client) -> int:
-    return client.unread_count()
+    """The caller's unread count as the tool's last call left it: no call of its own."""
+    return client.last_unread()
 
 
 def _unread_line(unread: int) -> str:

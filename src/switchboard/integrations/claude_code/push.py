@@ -43,8 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from switchboard.client.base import Client
-from switchboard.client.hub import HubClient
-from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 from switchboard.errors import Forbidden, SwitchboardError
 from switchboard.identity import machine_name, process_alive, process_start_time, resolve_agent, resolve_workspace
@@ -107,8 +105,8 @@ def _push(client: Client, sent: SendResult, env: Mapping[str, str]) -> PushRepor
         if workspace != report.workspace or session.pid in served or not _delivers(session, env):
             continue
         try:
-            with _acting_as(client, agent, report.workspace) as recipient:
-                if recipient is not None and (done := _push_into(client, recipient, agent, session, settings, env)):
+            with _acting_as(client, agent) as recipient:
+                if done := _push_into(client, recipient, agent, session, settings, env):
                     pushed.append(done)
         except Forbidden:
             continue  # an agent token may not act as another agent: the mail waits for its reading
@@ -128,8 +126,7 @@ def _push_into(
     registered = _register_unserved(recipient, current, settings)
     token = claude_sessions.peer_token(current, env)
     written: list[str] = []
-    with _acting_as(client, agent, registered.workspace, registered.id) as handing:
-        assert handing is not None  # the same kind of client as ``recipient``
+    with _acting_as(client, agent, registered.id) as handing:
         while True:
             taken = write_batch(
                 handing, current.socket_path, token=token, session_id=current.session_id, timeout=TIMEOUT_SECONDS
@@ -174,9 +171,7 @@ def confirm_pushed(client: Client, env: Mapping[str, str] | None = None, setting
         running = process_alive(note.pid, note.proc_start)
         try:
             shown = unserved_sessions.carried(note, env)
-            with _acting_as(client, note.agent, note.workspace) as recipient:
-                if recipient is None:
-                    continue
+            with _acting_as(client, note.agent) as recipient:
                 if shown:
                     confirmed += recipient.confirm_surfaced(shown, "transcript").marked
                 if running:
@@ -221,20 +216,14 @@ def _served_pids(report: WhoReport, machine: str) -> set[int]:
 
 
 @contextmanager
-def _acting_as(client: Client, agent: str, workspace: str, session_id: str | None = None) -> Iterator[Client | None]:
-    """A client acting as ``agent`` (in its session ``session_id`` when given): on the embedded
-    store, the same store; through a hub, the same hub and credential (a user or admin token
-    may act as any agent of its workspace). None when there is no such client."""
-    if isinstance(client, LocalClient):
-        yield client.as_agent(agent, session_id)
-    elif isinstance(client, HubClient):
-        recipient = client.as_agent(agent, workspace, session_id)
-        try:
-            yield recipient
-        finally:
-            recipient.close()
-    else:
-        yield None
+def _acting_as(client: Client, agent: str, session_id: str | None = None) -> Iterator[Client]:
+    """``client`` acting as ``agent`` of its workspace (in its session ``session_id`` when given),
+    closed after (``Client.as_agent``: through a hub only a user or admin token may)."""
+    recipient = client.as_agent(agent, session_id)
+    try:
+        yield recipient
+    finally:
+        recipient.close()
 
 
 # --- does the session deliver a frame from us ----------------------------------------------------

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from switchboard.errors import SwitchboardError, TooLarge
+from switchboard.errors import TooLarge, Unavailable
 from switchboard.identity import process_alive
 
 SOCKET_ENV = "CLAUDE_CODE_MESSAGING_SOCKET"  # in the environment of a session's own children
@@ -40,11 +40,10 @@ MANAGED_SETTINGS = Path("/etc/claude-code/managed-settings.json")
 INBOUND_POLICIES = ("accept", "hold", "refuse")  # strictness grows to the right
 
 
-class MessagingSocketUnavailable(SwitchboardError):
+class MessagingSocketUnavailable(Unavailable):
     """A Claude Code session's messaging socket cannot be reached (or took no frame)."""
 
     code = "socket_unavailable"
-    http_status = 503
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,41 @@
+"""A Client that, after each send, pushes the mail into this machine's Claude Code sessions that
+Switchboard does not serve (``push``), and confirms what they took before a status.
+
+The CLI hands it in once, where it opens the client for a command (``cli/app.open_client``):
+the faces (the send and post commands, the MCP tools of ``switchboard mcp``) only send, and
+show what the result's ``pushed`` and ``push_problem`` say. Every other call is the client's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from switchboard.client.base import Client
+from switchboard.integrations.claude_code.push import confirm_pushed, push_sent
+from switchboard.model import MessageStatus, PushedInto, SendResult
+
+
+class PushingClient:
+    """``client``, with the sender's push after each send (best effort: it never fails a send)."""
+
+    def __init__(self, client: Client, env: Mapping[str, str] | None = None) -> None:
+        self._client = client
+        self._env = os.environ if env is None else env
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)  # every call but these two is the client's own
+
+    def send(self, to: str | Sequence[str], text: str | None = None, **options: Any) -> SendResult:
+        sent = self._client.send(to, text, **options)
+        report = push_sent(self._client, sent, self._env)
+        pushed = [PushedInto.model_validate(dataclasses.asdict(p)) for p in report.pushed]
+        return sent.model_copy(update={"pushed": pushed, "push_problem": report.problem})
+
+    def message_status(self, message_id: str) -> MessageStatus:
+        # Mail pushed into sessions we do not serve: what their transcripts show their model
+        # took is told before the service judges it.
+        confirm_pushed(self._client, self._env)
+        return self._client.message_status(message_id)
