@@ -1,5 +1,6 @@
-"""How the credentials phrase what the store reports when a new token collides with a stored one
-(the store says which field; the person reads what to do)."""
+"""The credentials' own rules, without a hub: what each kind of token may manage, and how a new
+token that collides with a stored one is phrased (the store says which field; the person reads
+what to do)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from switchboard import credentials as credentials_module
-from switchboard.credentials import Credentials
-from switchboard.errors import AlreadyExists
+from switchboard.credentials import Credential, Credentials
+from switchboard.errors import AlreadyExists, Forbidden
 from switchboard.store.sqlite.store import SQLiteStore
 
 
@@ -39,3 +40,16 @@ def test_a_token_id_issued_twice_is_refused_with_what_to_do(credentials, monkeyp
     with pytest.raises(AlreadyExists) as refused:
         credentials.issue(None, "admin")
     assert refused.value.message == "a token with id tok-1 already exists; issue it again."
+
+
+def test_an_agent_token_manages_only_its_own_agents_card():
+    token = Credential("t1", "agent", "team", "bob")
+    token.check_manages("bob")
+    token.check_manages(" Bob ")  # as the endpoint's path may spell it: names are lowercase, trimmed
+    with pytest.raises(Forbidden, match="this token acts only as agent bob; it cannot change alice"):
+        token.check_manages("alice")
+
+
+@pytest.mark.parametrize("kind", ["user", "admin"])
+def test_a_persons_token_manages_any_agents_card(kind):
+    Credential("t1", kind, "team" if kind == "user" else None, None).check_manages("alice")

@@ -137,7 +137,7 @@ def test_built_is_indistinguishable_from_the_validated_model_of_the_same_values(
     assert made.model_fields_set == checked.model_fields_set == set(values)
 
 
-# Field orders the hub's send path uses: Service._outcome names agent and channel before state, and a
+# Field orders the hub's send path uses: delivery.sending._outcome names agent and channel before state, and a
 # Message whose sender has no session may leave sender_session (the 4th field) out. pydantic serialises
 # a model's __dict__ in its own order, so built must store the fields in declaration order; otherwise a
 # send's answer and its idempotent replay (validated from the stored JSON) would differ byte for byte.

@@ -240,6 +240,17 @@ def team(alice: LocalClient, bob: LocalClient, carol: LocalClient) -> str:
     return "#team"
 
 
+def test_whoami_says_who_where_and_in_which_session_from_the_service(service, db, bob):
+    me = service.whoami(Caller(workspace=WS, agent="bob"), "given")
+    assert (me.workspace, me.agent, me.source, me.machine, me.session) == (WS, "bob", "given", MACHINE, None)
+    assert me.store == service.store.location and me.liveness_seconds == LIVENESS
+    session = bob.register_session(runtime="claude-code")
+    in_session = Caller(workspace=WS, agent="bob", session_id=session.id)
+    assert service.whoami(in_session, "bob token", "https://hub.example").session == session.address
+    assert service.whoami(in_session, "bob token", "https://hub.example").store == "https://hub.example"
+    assert bob.whoami() == service.whoami(bob.caller, bob.identity_source)  # the local client's is the service's
+
+
 # --- conversations ---------------------------------------------------------------------------
 
 

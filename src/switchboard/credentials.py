@@ -51,6 +51,12 @@ class Credential:
             raise Forbidden(f"this token belongs to workspace {self.workspace}, not {named}.")
         return self.workspace
 
+    def check_manages(self, agent: str) -> None:
+        """Whether this credential may create, change or delete ``agent``'s card: an agent token
+        only its own agent's; a person's credential (user or admin token) any agent's."""
+        if self.kind == "agent" and agent.strip().lower() != self.agent:
+            raise Forbidden(f"this token acts only as agent {self.agent}; it cannot change {agent}.")
+
     def caller(self, agent: str | None, workspace: str | None) -> Caller:
         """Who this request acts as: the agent token's own agent, or the agent the client names
         (a person's credential: user and admin tokens)."""

@@ -1,7 +1,8 @@
-"""Agents, channels, sessions and presence: who is there, and whether an address reaches anyone.
+"""Agents, channels and sessions: who is there, which the service's other parts consult.
 
-A part of ``Service`` (which inherits it), kept in its own module because it is its own idea:
-the directory that sending and reading consult.
+One of the service's collaborators (see ``Service``): it keeps, in memory, what a send asks
+of it for every recipient (the agents known to exist, each workspace's open sessions, the
+index of names for a guess), so that a send costs what its recipients cost.
 """
 
 from __future__ import annotations
@@ -16,15 +17,12 @@ from switchboard.address import (
     PROC_START_MAX,
     SKILL_CHARS,
     TERMINAL_CHARS,
-    AgentAddress,
-    parse_address,
     parse_channel_name,
     parse_machine,
     parse_name,
     shown,
 )
 from switchboard.content import Limits, check_text, is_id
-from switchboard.delivery import holds
 from switchboard.errors import (
     AlreadyExists,
     BadRequest,
@@ -39,37 +37,52 @@ from switchboard.errors import (
 from switchboard.liveness import Liveness, OpenSessions
 from switchboard.model import (
     Agent,
-    AgentPresence,
     AuditEntry,
     Caller,
     Channel,
     ChannelMember,
     DeletedAgent,
-    DeliveryState,
-    HeldMail,
-    Machine,
-    Reach,
-    RecipientStatus,
     Session,
-    WhoReport,
     new_id,
 )
 from switchboard.reach import AgentNames
-from switchboard.reach import reach as reach_of
 from switchboard.store.base import NewSession, Store
 
 
 class Directory:
-    store: Store
-    machine: str
-    liveness: Liveness
-    limits: Limits
-    clock: Callable[[], datetime]
-    _known_agents: set[tuple[str, str]]
-    _sessions_read: dict[str, OpenSessions]
-    _agent_names: dict[str, AgentNames]
+    """The agents, channels and sessions of every workspace of one store."""
 
-    def _agent_exists(self, workspace: str, name: str) -> bool:
+    def __init__(
+        self, store: Store, *, machine: str, liveness: Liveness, limits: Limits, clock: Callable[[], datetime]
+    ) -> None:
+        self.store = store
+        self.machine = machine
+        self.liveness = liveness
+        self.limits = limits
+        self.clock = clock
+        self._known_agents: set[tuple[str, str]] = set()
+        self._sessions_read: dict[str, OpenSessions] = {}
+        self._agent_names: dict[str, AgentNames] = {}
+
+    # --- callers -------------------------------------------------------------------------
+
+    def has_entered(self, caller: Caller) -> bool:
+        """Whether ``enter`` has nothing to do (no I/O: a server asks before every request)."""
+        return (caller.workspace, caller.agent) in self._known_agents
+
+    def enter(self, caller: Caller) -> None:
+        """Create the caller's workspace and agent on first use (the identity rule named them).
+
+        Cheap to call before every operation: an agent known to exist is not looked up again."""
+        if self.has_entered(caller):
+            return
+        now = self.clock()
+        self.store.ensure_workspace(caller.workspace, now)
+        self.store.ensure_agent(caller.workspace, caller.agent, now)
+        self._known_agents.add((caller.workspace, caller.agent))
+        self.agents_changed(caller.workspace, [caller.agent], added=True)
+
+    def agent_exists(self, workspace: str, name: str) -> bool:
         """Whether the agent exists; a yes is remembered (sends ask it for every recipient).
 
         An agent deleted by another process since is caught by the store when the send
@@ -81,7 +94,7 @@ class Directory:
             self._known_agents.add((workspace, name))
         return exists
 
-    def _did_you_mean(self, workspace: str, name: str) -> str:
+    def did_you_mean(self, workspace: str, name: str) -> str:
         """For a name that names no agent: " Did you mean 'backend'?" when agents of close names
         exist (a typo would otherwise create an agent nobody reads), else nothing.
 
@@ -94,7 +107,7 @@ class Directory:
         guesses = names.closest(name, lambda: [agent.name for agent in self.store.list_agents(workspace)])
         return f" Did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else ""
 
-    def _agents_changed(self, workspace: str, names: Sequence[str], added: bool) -> None:
+    def agents_changed(self, workspace: str, names: Sequence[str], added: bool) -> None:
         """Agents created (or deleted) through this service: the guesses know them at once."""
         index = self._agent_names.get(workspace)
         if index is not None:
@@ -110,7 +123,7 @@ class Directory:
         self._check_card(description, skills)
         if not self.store.create_agent(caller.workspace, name, description, list(skills), self.clock()):
             raise AlreadyExists(f"agent {name} already exists; use 'agent describe {name}' to change it.")
-        self._agents_changed(caller.workspace, [name], added=True)
+        self.agents_changed(caller.workspace, [name], added=True)
         return self.describe_agent(caller, name)
 
     def describe_agent(self, caller: Caller, name: str) -> Agent:
@@ -149,7 +162,7 @@ class Directory:
                 unread=unread,
             )
         self._sessions_changed(caller.workspace)
-        self._agents_changed(caller.workspace, [name], added=False)
+        self.agents_changed(caller.workspace, [name], added=False)
         return DeletedAgent(deleted=name, unread_dropped=unread)
 
     def _record(self, caller: Caller, action: str, target: str, **detail: object) -> AuditEntry:
@@ -220,10 +233,10 @@ class Directory:
         if not names:
             raise BadRequest(f"name at least one agent to add to #{name}.")
         for agent in names:
-            if not self._agent_exists(caller.workspace, agent):
+            if not self.agent_exists(caller.workspace, agent):
                 raise UnknownAgent(
                     f"no agent named {agent} in workspace {caller.workspace}; nobody was added."
-                    + self._did_you_mean(caller.workspace, agent)
+                    + self.did_you_mean(caller.workspace, agent)
                 )
         now = self.clock()
         for agent in names:
@@ -290,6 +303,9 @@ class Directory:
         proc_start: int | None = None,
         terminal: str | None = None,
     ) -> Session:
+        """The caller's process ``pid`` on ``machine`` (this one by default) as a session of its
+        agent; another agent's session of that pid ends with it, once no longer live (see
+        ``_claimable``)."""
         if not 1 <= pid <= PID_MAX:
             raise BadRequest(f"pid {shown(str(pid), 30)} is not a process id: pids are 1-{PID_MAX}.")
         if proc_start is not None and not 0 <= proc_start <= PROC_START_MAX:
@@ -345,6 +361,7 @@ class Directory:
         return self.liveness.marked(session, self.clock())
 
     def end_session(self, caller: Caller, session_id: str) -> Session:
+        """End the caller's own session (unknown_session for another agent's)."""
         self._own_session(caller, session_id)
         session = self.store.end_session(caller.workspace, session_id, self.clock())
         assert session is not None
@@ -411,7 +428,7 @@ class Directory:
             if s.id != caller.session_id and self.liveness.is_live(s, now)
         )
 
-    def _live_sessions_by_agent(self, caller: Caller, agents: Sequence[str], now: datetime) -> dict[str, list[Session]]:
+    def live_sessions_by_agent(self, caller: Caller, agents: Sequence[str], now: datetime) -> dict[str, list[Session]]:
         """Live sessions of these agents (liveness judged now, on the workspace's open sessions)."""
         open_now = self._open(caller.workspace)
         live: dict[str, list[Session]] = {}
@@ -419,10 +436,6 @@ class Directory:
             marked = (self.liveness.marked(session, now) for session in open_now.of(agent))
             live[agent] = [session for session in marked if session.live]
         return live
-
-    def _open_sessions(self, workspace: str) -> list[Session]:
-        """The workspace's open sessions (see ``_open``)."""
-        return list(self._open(workspace).by_id.values())
 
     def _open(self, workspace: str) -> OpenSessions:
         """The workspace's open sessions by agent and id, read from the store at most once a
@@ -445,95 +458,6 @@ class Directory:
         cached = self._sessions_read.get(session.workspace)
         if cached is not None:
             cached.replace(session)
-
-    # --- presence ------------------------------------------------------------------------
-
-    def reach(self, caller: Caller, address: str) -> Reach:
-        """Whether an agent address can be reached now, and if not, plainly why."""
-        parsed = parse_address(address)
-        if not isinstance(parsed, AgentAddress):
-            raise BadRequest(
-                f"{address!r} is a channel; ask about an agent address (name, name@machine, name@machine#pid)."
-            )
-        return self._reach(caller, parsed, self.clock())[0]
-
-    def _reach(self, caller: Caller, address: AgentAddress, now: datetime) -> tuple[Reach, list[Session]]:
-        """The address's reach, and every session of its agent (newest first, ``live`` marked)."""
-        exists = self._agent_exists(caller.workspace, address.name)
-        stored = self.store.list_sessions(caller.workspace, address.name, include_ended=True) if exists else []
-        sessions = [self.liveness.marked(s, now) for s in stored]
-        return self._reach_among(address, exists, sessions, self._machines_seen(caller.workspace), now), sessions
-
-    def _reach_among(
-        self, address: AgentAddress, exists: bool, sessions: list[Session], machines: dict[str, datetime], now: datetime
-    ) -> Reach:
-        return reach_of(
-            address,
-            exists=exists,
-            sessions=sessions,
-            machines=machines,
-            window_seconds=self.liveness.window_seconds,
-            now=now,
-        )
-
-    def _machines_seen(self, workspace: str) -> dict[str, datetime]:
-        """Each machine of the workspace and when a session on it last reported."""
-        return {m.name: m.last_seen for m in self.store.list_machines(workspace)}
-
-    def _with_reach(self, caller: Caller, statuses: list[RecipientStatus]) -> list[RecipientStatus]:
-        """Each recipient that has not read the message yet, with whether it can be reached now
-        (and if not, why): mail that waits should say what it waits for."""
-
-        def waiting(row: RecipientStatus) -> bool:
-            return (
-                row.agent is not None and row.state != "unknown_recipient" and row.state.rank < DeliveryState.read.rank
-            )
-
-        if not any(waiting(row) for row in statuses):
-            return statuses
-        now = self.clock()
-        sessions: dict[str, list[Session]] = {}  # every agent's, read once for all the rows
-        for session in self.store.list_sessions(caller.workspace, include_ended=True):
-            sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
-        machines = self._machines_seen(caller.workspace)
-
-        def with_reach(row: RecipientStatus) -> RecipientStatus:
-            parsed = parse_address(row.address)
-            if not isinstance(parsed, AgentAddress) or parsed.name != row.agent:
-                parsed = AgentAddress(row.agent or "")  # reached through a channel: the agent's mailbox
-            found = self._reach_among(parsed, True, sessions.get(parsed.name, []), machines, now)
-            return row.model_copy(update={"reach": found})
-
-        return [with_reach(row) if waiting(row) else row for row in statuses]
-
-    def who(self, caller: Caller) -> WhoReport:
-        now = self.clock()
-        sessions: dict[str, list[Session]] = {}  # by agent: a workspace may have thousands of each
-        for session in self.store.list_sessions(caller.workspace):
-            sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
-        listed = self.store.list_agents(caller.workspace)
-        held: dict[str, list[HeldMail]] = {}
-        for mail in holds.held_mail(self.store, caller.workspace, None, now):  # one query for all of them
-            held.setdefault(mail.recipient, []).append(mail)
-        agents = [
-            AgentPresence(
-                name=agent.name,
-                description=agent.description,
-                skills=agent.skills,
-                live=any(s.live for s in sessions.get(agent.name, ())),
-                unread=self.store.unread_count(caller.workspace, agent.name),
-                sessions=sessions.get(agent.name, []),
-                held=held.get(agent.name, []),
-            )
-            for agent in listed
-        ]
-        machines = [
-            Machine(name=m.name, last_seen=m.last_seen, up=self.liveness.recent(m.last_seen, now))
-            for m in self.store.list_machines(caller.workspace)
-        ]
-        return WhoReport(
-            workspace=caller.workspace, agents=agents, machines=machines, liveness_seconds=self.liveness.window_seconds
-        )
 
 
 def _no_agent(caller: Caller, name: str) -> UnknownAgent:

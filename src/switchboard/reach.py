@@ -4,7 +4,9 @@
 that machine, ``name@machine#pid`` exactly that session. A session that ended or went quiet
 never shadows a live one (only live sessions are candidates), and a pid that a newer process
 reuses is a new session (its own id), so it never inherits mail meant for the dead one.
-Pure: the caller hands in the sessions (live flags marked) and the machines' last reports.
+The rule (``reach``) is pure: the caller hands in the sessions (live flags marked) and the
+machines' last reports. ``Presence``, one of the service's collaborators, reads those facts from
+the store and answers ``reach`` and ``who``; ``AgentNames`` guesses the name a typo meant.
 """
 
 from __future__ import annotations
@@ -16,9 +18,27 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from switchboard.address import AgentAddress
-from switchboard.model import Reach, Session
+from switchboard.address import AgentAddress, parse_address
+from switchboard.delivery import holds
+from switchboard.errors import BadRequest
+from switchboard.model import (
+    AgentPresence,
+    Caller,
+    DeliveryState,
+    HeldMail,
+    Machine,
+    Reach,
+    RecipientStatus,
+    Session,
+    WhoReport,
+)
+
+if TYPE_CHECKING:
+    from switchboard.directory import Directory
+    from switchboard.liveness import Liveness
+    from switchboard.store.base import Store
 
 
 def reach(
@@ -53,24 +73,22 @@ def reach(
                 f"mail waits in {address.name}'s mailbox until that session reads it.",
             )
         return Reach(**common, state="live", machine=target.machine, reason=f"pushed to {target.address}.")
+    return _unreached(address, candidates, machines, window_seconds, now)
 
-    # Nothing live: say which of the plain reasons it is, most specific first.
+
+def _unreached(
+    address: AgentAddress,
+    candidates: Sequence[Session],
+    machines: Mapping[str, datetime],
+    window_seconds: float,
+    now: datetime,
+) -> Reach:
+    """Nothing live answers the address: which of the plain reasons it is, most specific first."""
+    text = str(address)
     machine = address.machine or (candidates[0].machine if candidates else None)
     last_seen = machines.get(machine) if machine else None
     down = last_seen is not None and (now - last_seen).total_seconds() > window_seconds
-    where = "" if address.machine is None else f" on {address.machine}"
-    if address.pid is not None:
-        if not candidates:
-            detail = f"no session {text} has ever reported"
-        else:
-            detail = f"session {text} is not live: {_gone(candidates[0], window_seconds)}"
-    elif candidates:
-        newest = candidates[0]
-        detail = (
-            f"{address.name} has no live session{where} (newest: {newest.address}, {_gone(newest, window_seconds)})"
-        )
-    else:
-        detail = f"{address.name} has no session{where} that ever reported"
+    detail = _no_live_session(address, candidates, window_seconds)
     if address.machine is not None and address.machine not in machines:
         detail += f"; no machine named {address.machine} has reported"
     if not candidates and address.machine is not None:  # a wrong address, not an absent agent
@@ -88,6 +106,20 @@ def reach(
     return Reach(
         address=text, state="no_live_session", machine=machine, machine_last_seen=last_seen, reason=f"{detail}."
     )
+
+
+def _no_live_session(address: AgentAddress, candidates: Sequence[Session], window_seconds: float) -> str:
+    """Why none of the address's sessions (``candidates``, newest first) is live, in words."""
+    text = str(address)
+    if address.pid is not None:
+        if not candidates:
+            return f"no session {text} has ever reported"
+        return f"session {text} is not live: {_gone(candidates[0], window_seconds)}"
+    where = "" if address.machine is None else f" on {address.machine}"
+    if candidates:
+        newest = candidates[0]
+        return f"{address.name} has no live session{where} (newest: {newest.address}, {_gone(newest, window_seconds)})"
+    return f"{address.name} has no session{where} that ever reported"
 
 
 def _gone(session: Session, window_seconds: float) -> str:
@@ -248,3 +280,107 @@ class AgentNames:
             added, name = self._changes.popleft()
             (self._index.add if added else self._index.remove)(name)
         return self._index
+
+
+# --- presence: the rule above, on the store's facts
+
+
+class Presence:
+    """Whether an address reaches anyone now, and who is there (``who``)."""
+
+    def __init__(self, store: Store, directory: Directory, liveness: Liveness, clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self.directory = directory
+        self.liveness = liveness
+        self.clock = clock
+
+    def reach(self, caller: Caller, address: str) -> Reach:
+        """Whether an agent address can be reached now, and if not, plainly why."""
+        parsed = parse_address(address)
+        if not isinstance(parsed, AgentAddress):
+            raise BadRequest(
+                f"{address!r} is a channel; ask about an agent address (name, name@machine, name@machine#pid)."
+            )
+        return self.of_address(caller, parsed, self.clock())[0]
+
+    def of_address(self, caller: Caller, address: AgentAddress, now: datetime) -> tuple[Reach, list[Session]]:
+        """The address's reach, and every session of its agent (newest first, ``live`` marked)."""
+        exists = self.directory.agent_exists(caller.workspace, address.name)
+        stored = self.store.list_sessions(caller.workspace, address.name, include_ended=True) if exists else []
+        sessions = [self.liveness.marked(s, now) for s in stored]
+        return self._among(address, exists, sessions, self._machines_seen(caller.workspace), now), sessions
+
+    def _among(
+        self, address: AgentAddress, exists: bool, sessions: list[Session], machines: dict[str, datetime], now: datetime
+    ) -> Reach:
+        return reach(
+            address,
+            exists=exists,
+            sessions=sessions,
+            machines=machines,
+            window_seconds=self.liveness.window_seconds,
+            now=now,
+        )
+
+    def _machines_seen(self, workspace: str) -> dict[str, datetime]:
+        """Each machine of the workspace and when a session on it last reported."""
+        return {m.name: m.last_seen for m in self.store.list_machines(workspace)}
+
+    def with_reach(self, caller: Caller, statuses: list[RecipientStatus]) -> list[RecipientStatus]:
+        """Each recipient that has not read the message yet, with whether it can be reached now
+        (and if not, why): mail that waits should say what it waits for."""
+
+        def waiting(row: RecipientStatus) -> bool:
+            return (
+                row.agent is not None and row.state != "unknown_recipient" and row.state.rank < DeliveryState.read.rank
+            )
+
+        if not any(waiting(row) for row in statuses):
+            return statuses
+        now = self.clock()
+        sessions = self._sessions_by_agent(caller.workspace, now, include_ended=True)  # read once for all rows
+        machines = self._machines_seen(caller.workspace)
+
+        def with_reach(row: RecipientStatus) -> RecipientStatus:
+            parsed = parse_address(row.address)
+            if not isinstance(parsed, AgentAddress) or parsed.name != row.agent:
+                parsed = AgentAddress(row.agent or "")  # reached through a channel: the agent's mailbox
+            found = self._among(parsed, True, sessions.get(parsed.name, []), machines, now)
+            return row.model_copy(update={"reach": found})
+
+        return [with_reach(row) if waiting(row) else row for row in statuses]
+
+    def _sessions_by_agent(self, workspace: str, now: datetime, include_ended: bool) -> dict[str, list[Session]]:
+        """The workspace's sessions by agent, ``live`` marked (a workspace may have thousands)."""
+        sessions: dict[str, list[Session]] = {}
+        for session in self.store.list_sessions(workspace, include_ended=include_ended):
+            sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
+        return sessions
+
+    def who(self, caller: Caller) -> WhoReport:
+        """Every agent of the workspace with its sessions, unread count and the mail a guard
+        holds now, and every machine, up or down."""
+        now = self.clock()
+        sessions = self._sessions_by_agent(caller.workspace, now, include_ended=False)
+        held_by: dict[str, list[HeldMail]] = {}
+        for mail in holds.held_mail(self.store, caller.workspace, None, now):  # one query for all of them
+            held_by.setdefault(mail.recipient, []).append(mail)
+        agents = [
+            AgentPresence(
+                name=agent.name,
+                description=agent.description,
+                skills=agent.skills,
+                live=any(s.live for s in sessions.get(agent.name, ())),
+                unread=self.store.unread_count(caller.workspace, agent.name),
+                sessions=sessions.get(agent.name, []),
+                held=held_by.get(agent.name, []),
+            )
+            for agent in self.store.list_agents(caller.workspace)
+        ]
+        machines = [
+            Machine(name=m.name, last_seen=m.last_seen, up=self.liveness.recent(m.last_seen, now))
+            for m in self.store.list_machines(caller.workspace)
+        ]
+        return WhoReport(
+            workspace=caller.workspace, agents=agents, machines=machines, liveness_seconds=self.liveness.window_seconds
+        )

@@ -91,16 +91,7 @@ class LocalClient:
         return LocalClient(self.service, caller, session=session, owns_store=False)
 
     def whoami(self) -> WhoAmI:
-        caller = self._as()
-        return WhoAmI(
-            workspace=caller.workspace,
-            agent=caller.agent,
-            source=self.identity_source,
-            machine=self.service.machine,
-            store=self.service.store.location,
-            session=self.service.session_address(caller),
-            liveness_seconds=self.service.liveness.window_seconds,
-        )
+        return self.service.whoami(self._as(), self.identity_source)
 
     def send(
         self,

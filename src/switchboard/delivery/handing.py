@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -28,7 +28,10 @@ from switchboard.model import SURFACE_PATHS, Caller, DeliveryEvent, DeliveryStat
 from switchboard.procs import process_alive
 
 if TYPE_CHECKING:
-    from switchboard.service import Service
+    from switchboard.directory import Directory
+    from switchboard.events import MailboxEvents
+    from switchboard.liveness import Liveness
+    from switchboard.store.base import Store
 
 # Paths whose success hands mail to a session rather than putting it before the model.
 HANDING_PATHS = frozenset({"socket", "waiter"})
@@ -86,18 +89,28 @@ class Handover:
     """The service's side of handed mail: confirming it, receipts, sweeping back what dead
     sessions held, and naming it in a status."""
 
-    def __init__(self, service: Service) -> None:
-        self.service = service
+    def __init__(
+        self,
+        store: Store,
+        directory: Directory,
+        events: MailboxEvents,
+        liveness: Liveness,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.store = store
+        self.directory = directory
+        self.events = events
+        self.liveness = liveness
+        self.clock = clock
 
     def confirm_surfaced(self, caller: Caller, message_ids: Sequence[str], evidence: str) -> MarkResult:
         """See Service.confirm_surfaced."""
         if evidence not in EVIDENCE:
             raise BadRequest(f"evidence must be one of {', '.join(EVIDENCE)}.")
         check_message_ids(message_ids, "confirm")
-        service = self.service
-        marked = service.store.confirm_surfaced(caller.workspace, caller.agent, message_ids, evidence, service.clock())
+        marked = self.store.confirm_surfaced(caller.workspace, caller.agent, message_ids, evidence, self.clock())
         if marked:
-            service.events.publish_many(caller.workspace, [(caller.agent, None)])
+            self.events.publish_many(caller.workspace, [(caller.agent, None)])
         return MarkResult(marked=marked)
 
     def record_receipt(
@@ -109,8 +122,8 @@ class Handover:
         check_message_ids(message_ids, "record")
         if reason is not None:
             check_text(reason, DELIVERY_ERROR_CHARS, "reason")
-        service, store = self.service, self.service.store
-        now, session = service.clock(), caller.session_id
+        store = self.store
+        now, session = self.clock(), caller.session_id
         recorded = [
             m
             for m in dict.fromkeys(message_ids)
@@ -120,17 +133,17 @@ class Handover:
         ]
         if status in RETURNING_RECEIPTS and session is not None and recorded:
             # The session lives on (only its socket refused): its hooks can still take the mail.
-            live = service.store.list_sessions(caller.workspace, caller.agent)
-            others = sum(1 for s in live if service.liveness.is_live(s, now))
+            live = store.list_sessions(caller.workspace, caller.agent)
+            others = sum(1 for s in live if self.liveness.is_live(s, now))
             why = f"the session's client reported it {status}" + (f": {reason}" if reason else "")
             if store.return_handed(caller.workspace, caller.agent, session, returned_state(others), why, now, recorded):
-                service.events.publish_many(caller.workspace, [(caller.agent, None)])
+                self.events.publish_many(caller.workspace, [(caller.agent, None)])
         return MarkResult(marked=recorded)
 
     def named(self, workspace: str, status: RecipientStatus) -> RecipientStatus:
         """The status with its whole history, and sessions named agent@machine#pid."""
         ids = {e.session for e in status.history if e.session} | ({status.handed_to} if status.handed_to else set())
-        names = {i: s.address for i in ids if (s := self.service.session_by_id(workspace, i)) is not None}
+        names = {i: s.address for i in ids if (s := self.directory.session_by_id(workspace, i)) is not None}
         handed_to = names.get(status.handed_to, status.handed_to) if status.state == DeliveryState.handed else None
         status = status.model_copy(update={"handed_to": handed_to, "history": named_sessions(status.history, names)})
         return with_derived_history(status)
@@ -139,11 +152,11 @@ class Handover:
         """Return to the mailbox the agent's mail handed to sessions that are gone: ended, not
         known, or (past the liveness window) whose process no longer runs on this machine or,
         elsewhere, that stopped reporting. The ids returned."""
-        service, store = self.service, self.service.store
+        store = self.store
         held_by = store.handed_sessions(workspace, agent)
         if not held_by:
             return []
-        live = [s for s in service.store.list_sessions(workspace, agent) if service.liveness.is_live(s, now)]
+        live = [s for s in store.list_sessions(workspace, agent) if self.liveness.is_live(s, now)]
         returned: list[str] = []
         for session_id in held_by:
             reason = self._gone(workspace, session_id, now)
@@ -152,20 +165,19 @@ class Handover:
             others = sum(1 for s in live if s.id != session_id)
             returned += store.return_handed(workspace, agent, session_id, returned_state(others), reason, now)
         if returned:
-            service.events.publish_many(workspace, [(agent, None)])
+            self.events.publish_many(workspace, [(agent, None)])
         return returned
 
     def _gone(self, workspace: str, session_id: str, now: datetime) -> str | None:
         """Why the session can no longer put handed mail before its model, or None (it can)."""
-        service = self.service
-        session = service.store.get_session(workspace, session_id)
+        session = self.store.get_session(workspace, session_id)
         if session is None:
             return "its session is not known any more"
         if session.ended_at is not None:
             return "its session ended before the model took it"
-        if service.liveness.is_live(session, now):
+        if self.liveness.is_live(session, now):
             return None
-        if session.machine == service.machine:
+        if session.machine == self.liveness.machine:
             if process_alive(session.pid, session.proc_start):
                 return None  # quiet, but there: a hooks-only session reports only on its turns
             return "its session's process is gone"

@@ -8,7 +8,7 @@ from starlette.requests import HTTPConnection
 from switchboard import __version__
 from switchboard.address import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
 from switchboard.errors import BadRequest
-from switchboard.hub.context import WORKSPACE_HEADER, check_manages
+from switchboard.hub.context import WORKSPACE_HEADER
 from switchboard.hub.endpoint import Answer, Call
 from switchboard.hub.schemas import (
     AckRequest,
@@ -48,17 +48,9 @@ async def health(call: Call) -> dict[str, object]:
 
 
 async def whoami(call: Call) -> WhoAmI:
-    service = call.hub.service
-    credential, caller = await call.identify()
-    return WhoAmI(
-        workspace=caller.workspace,
-        agent=caller.agent,
-        source=f"{credential.kind} token",
-        machine=service.machine,
-        store=str(HTTPConnection(call.scope).base_url).rstrip("/"),
-        session=await call.run_as(service.session_address),
-        liveness_seconds=service.liveness.window_seconds,
-    )
+    credential, _ = await call.identify()
+    url = str(HTTPConnection(call.scope).base_url).rstrip("/")
+    return await call.run_as(call.hub.service.whoami, f"{credential.kind} token", url)
 
 
 async def message_status(call: Call) -> MessageStatus:
@@ -142,9 +134,9 @@ async def list_agents(call: Call) -> list[Agent]:
 
 
 async def create_agent(call: Call) -> Answer:
-    credential, caller = await call.identify()
+    credential, _ = await call.identify()
     body = await call.body(AgentRequest)
-    check_manages(credential, caller, body.name)
+    credential.check_manages(body.name)
     agent = await call.run_as(call.hub.service.create_agent, body.name, body.description, body.skills)
     return Answer(agent, 201)
 
@@ -156,16 +148,16 @@ async def describe_agent(call: Call) -> Agent:
 
 async def update_agent(call: Call) -> Agent:
     name = call.path("name")
-    credential, caller = await call.identify()
-    check_manages(credential, caller, name)
+    credential, _ = await call.identify()
+    credential.check_manages(name)
     body = await call.body(AgentUpdate)
     return await call.run_as(call.hub.service.update_agent, name, body.description, body.skills)
 
 
 async def delete_agent(call: Call) -> DeletedAgent:
     name = call.path("name")
-    credential, caller = await call.identify()
-    check_manages(credential, caller, name)
+    credential, _ = await call.identify()
+    credential.check_manages(name)
     force = call.query_bool("force")
     return await call.run_as(call.hub.service.delete_agent, name, force=force)
 

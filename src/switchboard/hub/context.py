@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from switchboard import headers
 from switchboard.credentials import Credential, Credentials, hash_secret
-from switchboard.errors import BadName, BadRequest, Forbidden, TooLarge, Unauthorized
+from switchboard.errors import BadName, BadRequest, TooLarge, Unauthorized
 from switchboard.headers import parse_process_header
 from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS, OpenStreams
 from switchboard.hub.ratelimit import RateLimiter, bad_token_limiter
@@ -172,11 +172,6 @@ def bearer_token(headers: Headers) -> str | None:
 def secret_hash_of(headers: Headers) -> str:
     """The hash of the request's bearer token (as the store keeps it), for an open stream's recheck."""
     return hash_secret(bearer_token(headers) or "")
-
-
-def check_manages(credential: Credential, caller: Caller, agent: str) -> None:
-    if credential.kind == "agent" and agent.strip().lower() != caller.agent:
-        raise Forbidden(f"this token acts only as agent {caller.agent}; it cannot change {agent}.")
 
 
 class NoBody(BaseModel):
