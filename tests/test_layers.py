@@ -5,7 +5,7 @@ under TYPE_CHECKING) and each import is judged by the parts of the house it join
 
 - the core (the root modules) and store/ import no client, no face;
 - client/ imports no face, and mcp/ (the tool set, bound to any Client) no other face;
-- delivery/ (the delivery-state rules the service holds) imports no client, no face;
+- delivery/ (the service's mail collaborators and delivery-state rules) imports no client, no face;
 - nothing outside integrations/ and cli/ imports what is particular to Claude Code.
 """
 
