@@ -1,8 +1,8 @@
 """Benchmark: how soon a Claude Code session acts on a message, with and without Switchboard.
 
-Three real Claude Codes (the version pinned in tests/clients/conftest.py, from the npm cache the
+Three real Claude Codes (the version pinned in tests/agent_clis_e2e/conftest.py, from the npm cache the
 client tests use; installed there if missing) run headless with stream-json input and their
-stdin left open, against the local mock model of tests/clients, each on a machine of its own
+stdin left open, against the local mock model of tests/support/mock_model.py, each on a machine of its own
 (HOME, fresh embedded store, project folder). After its first turn each sits idle:
 
 - the plain session: no Switchboard at all (no hooks, no MCP server); its messaging socket on;
@@ -59,9 +59,9 @@ from common import BenchFailure, ms, percentile, report  # noqa: E402
 from switchboard import claude_sessions  # noqa: E402
 from switchboard.config import Settings  # noqa: E402
 from switchboard.integrations.hooks.state import SessionFiles, session_key  # noqa: E402
-from tests.cli_runner import isolated_env  # noqa: E402
-from tests.clients.conftest import CLAUDE_CODE_CURRENT, LiveCli, Machine, claude_code_env, install  # noqa: E402
-from tests.clients.mock_model import MockModel  # noqa: E402
+from tests.agent_clis_e2e.conftest import CLAUDE_CODE_CURRENT, LiveCli, Machine, claude_code_env, install  # noqa: E402
+from tests.support.cli_runner import isolated_env  # noqa: E402
+from tests.support.mock_model import MockModel  # noqa: E402
 
 PATHS = ("without", "installed", "socket", "waiter")
 SENDERS = ("bob", "carol", "erin", "frank", "grace", "heidi")

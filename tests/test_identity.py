@@ -9,15 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from switchboard.config import Settings
 from switchboard.errors import BadName, NoIdentity
-from switchboard.identity import (
-    machine_name,
-    process_alive,
-    process_start_time,
-    resolve_agent,
-    resolve_workspace,
-    slug,
-)
+from switchboard.identity import machine_name, resolve_agent, slug
+from switchboard.procs import process_alive, process_start_time
 
 
 @pytest.fixture
@@ -81,10 +76,24 @@ def test_slug(folder, name):
     assert slug(folder) == name
 
 
-def test_workspace_comes_from_env_then_config_then_default():
-    assert resolve_workspace({"SWITCHBOARD_WORKSPACE": "Team"}, "other") == "team"
-    assert resolve_workspace({}, "other") == "other"
-    assert resolve_workspace({}) == "default"
+def test_workspace_comes_from_env_then_config_then_default(tmp_path):
+    configured, unset = Settings(tmp_path, tmp_path / "db", workspace="other"), Settings(tmp_path, tmp_path / "db")
+    assert configured.workspace_in({"SWITCHBOARD_WORKSPACE": "Team"}) == "team"
+    assert configured.workspace_in({}) == "other"
+    assert unset.workspace_in({}) == "default"
+
+
+def test_a_hub_names_the_workspace_only_when_env_or_config_does(tmp_path):
+    configured, unset = Settings(tmp_path, tmp_path / "db", workspace="other"), Settings(tmp_path, tmp_path / "db")
+    assert configured.named_workspace({"SWITCHBOARD_WORKSPACE": " Team "}) == "Team"
+    assert configured.named_workspace({}) == "other"
+    assert unset.named_workspace({"SWITCHBOARD_WORKSPACE": " "}) is None
+
+
+def test_the_hub_setting_lists_its_replicas_in_order(tmp_path):
+    settings = Settings(tmp_path, tmp_path / "db", hub=" http://a:1/ , http://b:2,")
+    assert settings.hub_urls == ["http://a:1", "http://b:2"]
+    assert Settings(tmp_path, tmp_path / "db").hub_urls == []
 
 
 def test_machine_name_is_the_host_name_unless_overridden():

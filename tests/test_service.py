@@ -41,7 +41,6 @@ from switchboard.errors import (
     UnknownRecipient,
     UnknownSession,
 )
-from switchboard.identity import process_start_time
 from switchboard.model import (
     AgentPresence,
     Caller,
@@ -54,10 +53,11 @@ from switchboard.model import (
     WhoReport,
     new_id,
 )
+from switchboard.procs import process_start_time
 from switchboard.service import Service
 from switchboard.store.opening import is_postgres, open_store
-from tests.postgres import fresh_schema, table_rows
-from tests.waiting import wait_until
+from tests.support.postgres import fresh_schema, table_rows
+from tests.support.waiting import wait_until
 
 STORES = ["sqlite", "postgres"]
 WS = "acme"

@@ -17,7 +17,7 @@ from switchboard.model import Caller, MailItem
 from switchboard.service import Service
 from switchboard.store.opening import is_postgres, open_store
 from switchboard.store.rows import UNREADABLE_NOTE
-from tests.postgres import fresh_schema
+from tests.support.postgres import fresh_schema
 from tests.test_service import MACHINE, STORES, WS, Clock
 
 DAMAGE = {

@@ -2,7 +2,9 @@
 
 ``SWITCHBOARD_HOME`` is the one folder holding the config file and the embedded database
 (default: the platform's user data folder). ``--db`` or ``SWITCHBOARD_DB`` point elsewhere.
-``SWITCHBOARD_HUB``, ``SWITCHBOARD_TOKEN`` and ``SWITCHBOARD_CA_CERT`` override the login's.
+``SWITCHBOARD_HUB``, ``SWITCHBOARD_TOKEN`` and ``SWITCHBOARD_CA_CERT`` override the login's,
+and ``SWITCHBOARD_WORKSPACE`` the config's workspace: the settings resolve both (the hub's
+replicas, the workspace a process acts in) for the hooks and the clients alike.
 On the machine that first ran ``up`` the config also keeps the hub's admin token
 (``admin_token``, ``admin_hub``), apart from the login: only commands given ``--as-admin`` use it.
 """
@@ -19,11 +21,13 @@ from pathlib import Path
 
 import platformdirs
 
-from switchboard.address import is_utf8
+from switchboard.address import is_utf8, parse_name
 from switchboard.errors import BadRequest
+from switchboard.identity import DEFAULT_WORKSPACE
 
 CONFIG_FILE = "config.toml"
 DATABASE_FILE = "switchboard.db"
+WORKSPACE_ENV = "SWITCHBOARD_WORKSPACE"
 
 
 def home_dir(env: Mapping[str, str]) -> Path:
@@ -71,9 +75,38 @@ class Settings:
         return self.hub is not None and not self.db_given
 
     @property
+    def hub_urls(self) -> list[str]:
+        """The hub's URL, or its replicas' in order (``hub`` lists them comma-separated); [] without a hub."""
+        return hub_urls(self.hub) if self.hub is not None else []
+
+    def named_workspace(self, env: Mapping[str, str] = os.environ) -> str | None:
+        """The workspace a process with ``env`` names: ``SWITCHBOARD_WORKSPACE``, else the config's;
+        None when neither does (a hub then takes the token's own)."""
+        return workspace_override(env) or self.workspace
+
+    def workspace_in(self, env: Mapping[str, str] = os.environ) -> str:
+        """The workspace a process with ``env`` acts in: the one it names, else the default (a
+        BadName when the name is not valid)."""
+        return parse_name(self.named_workspace(env) or DEFAULT_WORKSPACE, "workspace name")
+
+    @property
     def store_location(self) -> str | Path:
         """The database commands open: a PostgreSQL URL, or the embedded file."""
         return self.db_url or self.db_path
+
+
+def workspace_override(env: Mapping[str, str]) -> str | None:
+    """The workspace ``SWITCHBOARD_WORKSPACE`` names for this one process, if any (the admin
+    token takes only this: without it, it acts across workspaces)."""
+    return env.get(WORKSPACE_ENV, "").strip() or None
+
+
+def hub_urls(text: str) -> list[str]:
+    """The hub's URL, or its replicas' URLs given comma-separated, in order."""
+    urls = [part.strip().rstrip("/") for part in text.split(",") if part.strip()]
+    if not urls:
+        raise BadRequest("no hub URL given: use https://host:8465 (several replicas: comma-separated).")
+    return urls
 
 
 def read_config(path: Path) -> dict[str, str]:

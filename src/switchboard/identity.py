@@ -7,7 +7,8 @@ The agent name, first match wins:
   4. the user default (``agent`` in the config file);
   5. otherwise a clear ``no_identity`` error.
 
-Pure: reads environment, files and /proc only; imports only the other pure modules.
+Pure: reads environment, files and (through ``procs``) /proc only; imports only the other pure
+modules.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from switchboard.address import NAME_MAX, parse_machine, parse_name
 from switchboard.errors import BadName, NoIdentity
+from switchboard.procs import parent_of, process_lineage, process_stdin
 
 AGENT_FILES = (".switchboard-agent", ".agent-id")
 DEFAULT_WORKSPACE = "default"
@@ -83,11 +85,6 @@ def _valid(raw: str, source: str) -> str:
         raise BadName(error.message, source=source) from None
 
 
-def resolve_workspace(env: Mapping[str, str], user_default: str | None = None) -> str:
-    raw = env.get("SWITCHBOARD_WORKSPACE", "").strip() or user_default or DEFAULT_WORKSPACE
-    return parse_name(raw, "workspace name")
-
-
 def machine_name(env: Mapping[str, str]) -> str:
     """This host's name as sessions report it (``SWITCHBOARD_MACHINE`` overrides)."""
     raw = env.get("SWITCHBOARD_MACHINE", "").strip() or socket.gethostname()
@@ -124,58 +121,6 @@ def act_for(pid: int) -> None:
     _acting_pid = pid
 
 
-def process_start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux), to tell a recycled pid apart.
-
-    None when the process does not exist or the platform has no /proc.
-    """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, ValueError):
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):  # exited, not yet reaped by its parent: no longer running
-        return None
-    return int(fields[19])  # field 22 overall: starttime
-
-
-def process_alive(pid: int, start_time: int | None) -> bool:
-    """Whether ``pid`` runs on this machine and (when known) is the process that started then."""
-    if start_time is not None and Path("/proc").is_dir():
-        return process_start_time(pid) == start_time
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def parent_of(pid: int) -> int:
-    """The parent of ``pid`` (Linux /proc); raises OSError when it cannot be read."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2 :].split()[1])  # field 4 overall: ppid
-
-
-LINEAGE_DEPTH = 12  # an agent CLI's command runs under a shell or two, rarely deeper
-
-
-def process_lineage(pid: int | None = None) -> list[tuple[int, int | None]]:
-    """This process (or ``pid``) and its ancestors, nearest first, each with its start time: a
-    command an agent CLI runs finds that CLI's session by it. Without /proc: just the process."""
-    pid = acting_pid() if pid is None else pid
-    lineage: list[tuple[int, int | None]] = []
-    while pid > 1 and len(lineage) < LINEAGE_DEPTH:
-        lineage.append((pid, process_start_time(pid)))
-        try:
-            pid = parent_of(pid)
-        except (OSError, ValueError, IndexError):
-            break
-    return lineage
-
-
 # Terminals and multiplexers that name their window or pane in the environment, most specific first.
 _TERMINAL_VARIABLES = (
     ("TMUX_PANE", "tmux"),
@@ -196,9 +141,8 @@ def terminal_of(env: Mapping[str, str], pid: int | None = None) -> str | None:
     for variable, kind in _TERMINAL_VARIABLES:
         if value := env.get(variable, "").strip():
             return f"{kind}:{value}"[:200]
-    try:
-        tty = os.readlink(f"/proc/{pid if pid is not None else acting_pid()}/fd/0")
-    except OSError:
+    tty = process_stdin(pid if pid is not None else acting_pid())
+    if tty is None:
         return None
     return f"tty:{tty}" if tty.startswith("/dev/pts/") or tty.startswith("/dev/tty") else None
 
@@ -215,4 +159,4 @@ class SessionHint:
     def from_env(cls, env: Mapping[str, str]) -> SessionHint:
         if session_id := env.get("SWITCHBOARD_SESSION", "").strip():
             return cls(session_id=session_id)
-        return cls(lineage=tuple(process_lineage()))
+        return cls(lineage=tuple(process_lineage(acting_pid())))

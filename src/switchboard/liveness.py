@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from switchboard.identity import process_alive
 from switchboard.model import Session
+from switchboard.procs import process_alive
 
 DEFAULT_WINDOW_SECONDS = 60.0
 

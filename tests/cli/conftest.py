@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from tests.cli_runner import CLI, expect_error, mark_e2e, texts
-from tests.waiting import wait_until
+from tests.support.cli_runner import CLI, expect_error, mark_e2e, texts
+from tests.support.waiting import wait_until
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

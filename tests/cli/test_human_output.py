@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.forgery import FORGED_LINES, forged, hidden_characters
+from tests.support.forgery import FORGED_LINES, forged, hidden_characters
 
 SENT_LINE = re.compile(r"^sent ([0-9a-f-]{36})\b", re.MULTILINE)
 

@@ -22,9 +22,9 @@ import pytest
 from switchboard.cli import mcp_config
 from switchboard.client import hub as client_module
 from switchboard.errors import BadRequest
+from switchboard.integrations.agent_clis import MCP_CLIENTS
 from switchboard.integrations.mcp_registration import (
     AGENT_HEADER,
-    CLIENTS,
     CODEX_FORWARDED_ENV,
     Snippet,
     client_name,
@@ -40,7 +40,7 @@ FORMS = ("stdio", "http")
 
 # Keys each client's file format accepts (Codex rejects unknown keys in an [mcp_servers.x] table).
 CODEX_KEYS = {"command", "args", "env", "env_vars", "cwd", "url", "bearer_token_env_var", "http_headers"} | {
-    # what `codex exec` needs to wait for the server and to let its tools run (tests/clients/test_codex.py)
+    # what `codex exec` needs to wait for the server and to let its tools run (tests/agent_clis_e2e/test_codex.py)
     "required",
     "startup_timeout_sec",
     "default_tools_approval_mode",
@@ -169,7 +169,7 @@ def _snippet(client: str, form: str, agent: str | None = None, command: list[str
 # --- the pure module ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_stdio_registers_switchboard_mcp_with_no_environment(client: str) -> None:
     snippet = _snippet(client, "stdio")
     assert (snippet.client, snippet.form) == (client, "stdio")
@@ -179,7 +179,7 @@ def test_stdio_registers_switchboard_mcp_with_no_environment(client: str) -> Non
     assert got.scope == "user"  # one registration serves every project, each acting as its own agent
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_stdio_with_an_agent_pins_it_in_the_servers_environment(client: str) -> None:
     got = registered(_snippet(client, "stdio", agent="alice"))
     assert got.command == COMMAND
@@ -187,7 +187,7 @@ def test_stdio_with_an_agent_pins_it_in_the_servers_environment(client: str) -> 
     assert got.scope == ("user" if client == "copilot" else "project")
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_http_points_at_the_mcp_endpoint_with_the_token_from_the_environment(client: str) -> None:
     snippet = _snippet(client, "http")
     assert snippet.form == "http"
@@ -200,7 +200,7 @@ def test_http_points_at_the_mcp_endpoint_with_the_token_from_the_environment(cli
     assert TOKEN_ENV in " ".join(snippet.notes)
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_http_with_an_agent_sends_the_agent_header(client: str) -> None:
     got = registered(_snippet(client, "http", agent="alice"))
     assert got.headers == {AGENT_HEADER: "alice"}
@@ -209,7 +209,7 @@ def test_http_with_an_agent_sends_the_agent_header(client: str) -> None:
 
 
 @pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_kind_and_path_agree(client: str, form: str) -> None:
     snippet = _snippet(client, form)
     if snippet.kind == "command":
@@ -222,7 +222,7 @@ def test_kind_and_path_agree(client: str, form: str) -> None:
 
 
 def test_kinds_per_client() -> None:
-    kinds = {(c, f): _snippet(c, f).kind for c in CLIENTS for f in FORMS}
+    kinds = {(c, f): _snippet(c, f).kind for c in MCP_CLIENTS for f in FORMS}
     assert kinds == {
         ("claude", "stdio"): "command",
         ("claude", "http"): "command",
@@ -237,7 +237,7 @@ def test_kinds_per_client() -> None:
     }
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_a_command_with_spaces_and_options_survives_quoting(client: str) -> None:
     command = ["/Users/me/My Tools/python3", "-m", "switchboard", "mcp"]
     assert registered(stdio_snippet(client, command)).command == command
@@ -284,7 +284,7 @@ def test_client_names() -> None:
     with pytest.raises(BadRequest) as caught:
         client_name("vscode")
     assert "vscode" in caught.value.message
-    assert all(name in caught.value.message for name in CLIENTS)
+    assert all(name in caught.value.message for name in MCP_CLIENTS)
 
 
 # --- which command the snippet runs ------------------------------------------------------------
@@ -338,7 +338,7 @@ def _read_back(client: str, form: str, document: dict) -> Registered:
     return registered(Snippet(client, form, document["kind"], document["path"], document["text"], ""))
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_e2e_every_client_and_form_never_prints_the_token(cli, client: str) -> None:
     _log_in(cli)
     for form in FORMS:
@@ -388,6 +388,12 @@ def test_e2e_url_implies_http_and_needs_no_login(cli) -> None:
     assert document["path"] == ".codex/config.toml"
 
 
+def test_e2e_logged_in_to_replicas_the_agent_cli_gets_the_first(cli) -> None:
+    _log_in(cli, "http://10.0.0.1:8465/, http://10.0.0.2:8465")
+    document = cli.run_json("mcp-config", "cursor", "--http", agent="alice")
+    assert registered(_as_snippet(document)).url == "http://10.0.0.1:8465/mcp"
+
+
 def test_e2e_without_an_identity_there_is_no_agent_header(cli) -> None:
     if not cli.outside_any_project():
         pytest.skip("the test folder is inside a project, so the identity rule names an agent")
@@ -404,7 +410,7 @@ def test_e2e_unknown_client(cli, expect_error, as_json: bool) -> None:
     proc = cli.run("mcp-config", "vscode", *(["--json"] if as_json else []))
     error = expect_error(proc, "bad_request", as_json=as_json)
     message = error["message"] if as_json else error
-    assert "vscode" in message and all(name in message for name in CLIENTS)
+    assert "vscode" in message and all(name in message for name in MCP_CLIENTS)
 
 
 @pytest.mark.parametrize("as_json", [False, True])

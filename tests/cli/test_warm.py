@@ -17,8 +17,8 @@ import pytest
 
 from switchboard.cli import warm_client
 from switchboard.cli.main import ALL_MODULES, COMMAND_MODULES
-from tests.cli_runner import CLI, describe
-from tests.waiting import wait_until
+from tests.support.cli_runner import CLI, describe
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 

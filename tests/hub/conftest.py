@@ -33,9 +33,9 @@ import httpx
 import pytest
 
 from switchboard.client.hub import HubClient
-from tests import cli_runner
-from tests.cli_runner import isolated_env, mark_e2e
-from tests.waiting import wait_until
+from tests.support import cli_runner
+from tests.support.cli_runner import isolated_env, mark_e2e
+from tests.support.waiting import wait_until
 
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 30.0
@@ -285,7 +285,7 @@ def tenant(hub: Hub) -> Tenant:
 
 
 class CLI(cli_runner.CLI):
-    """The command line of one machine (tests/cli_runner.py), which may be the hub's own."""
+    """The command line of one machine (tests/support/cli_runner.py), which may be the hub's own."""
 
     @classmethod
     def on_hub_machine(cls, hub: Hub) -> CLI:

@@ -19,7 +19,7 @@ import pytest
 
 from switchboard.hub.routes import ROUTES, Route
 from tests.hub.conftest import EventStream, Hub, Tenant, auth_headers, expect_http_error, new_tenant, unique
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 PRIVATE_ROUTES = [r for r in ROUTES if not r.public]
 CREDENTIAL_ONLY = {

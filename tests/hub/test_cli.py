@@ -15,9 +15,9 @@ import tomllib
 
 import pytest
 
-from tests.cli_runner import isolated_env
 from tests.hub.conftest import CLI, LISTENING, Hub, Tenant, expect_error, unique
-from tests.waiting import wait_until
+from tests.support.cli_runner import isolated_env
+from tests.support.waiting import wait_until
 
 DEAD_HUB = "http://127.0.0.1:9"  # the discard port: nothing answers there
 

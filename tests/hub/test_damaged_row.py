@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from switchboard.client.hub import HubClient
-from tests.hooks.conftest import AGENT, Hooks
 from tests.hub.conftest import CLI, EventStream, Hub, unique
 from tests.hub.test_mcp import mcp_client
+from tests.integrations.hooks.conftest import AGENT, Hooks
 from tests.mcp.test_tools import ok, words
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.hub.conftest import EventStream, Hub
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 SENDERS = 12
 STOP_DEADLINE = 25.0  # the hub must exit on its own long before this

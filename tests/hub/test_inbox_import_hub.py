@@ -17,7 +17,7 @@ from switchboard.cli.main import main
 from switchboard.client.hub import HubClient
 from switchboard.integrations.inbox_tree import import_plan, scan
 from tests.hub.conftest import Tenant
-from tests.test_inbox_import import write
+from tests.integrations.test_inbox_tree import write
 
 FILES: dict[str, dict[str, Any]] = {
     "bob/.read/0001.json": {

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.hub.conftest import EventStream, Hub, Tenant, auth_headers, expect_http_error, unique
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 AGENTS = 3000
 TYPOS = 100  # the most recipients one send may have

@@ -20,9 +20,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from switchboard.identity import machine_name
-from tests.forgery import assert_reads_as_from_only, assert_structured_is_plain, forged
 from tests.hub.conftest import CLI, Hub, Tenant, auth_headers, expect_http_error, unique
 from tests.mcp.test_tools import TOOLS, ok, text_of, words
+from tests.support.forgery import assert_reads_as_from_only, assert_structured_is_plain, forged
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from switchboard.hub.mcp_endpoint import CredentialBound
 from switchboard.model import Caller
 from switchboard.service import Service
 from switchboard.store.sqlite.store import SQLiteStore
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 
 def test_a_waiting_tool_read_ends_at_the_revocation_and_later_mail_stays_unread(tmp_path: Path) -> None:

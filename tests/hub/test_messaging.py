@@ -10,8 +10,8 @@ import pytest
 
 from switchboard.errors import UnknownAgent
 from switchboard.store.sqlite.messages import FAN_OUT_LATER_FROM
-from tests.cli_runner import texts
 from tests.hub.conftest import CLI, Hub, Tenant, expect_http_error, unique
+from tests.support.cli_runner import texts
 
 
 def test_two_agents_exchange_messages_through_the_hub_by_cli(tenant: Tenant, make_cli) -> None:

@@ -23,8 +23,8 @@ from switchboard.client.hub import HubClient
 from switchboard.errors import HubUnavailable
 from switchboard.model import MailItem
 from tests.hub.conftest import CLI, EventStream, Hub
-from tests.postgres import fresh_database
-from tests.waiting import wait_until
+from tests.support.postgres import fresh_database
+from tests.support.waiting import wait_until
 
 REPLICAS = 3
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.hub.conftest import EventStream, Hub, Tenant, auth_headers, expect_http_error, unique
-from tests.postgres import fresh_database
+from tests.support.postgres import fresh_database
 
 
 def _revoke(tenant: Tenant, token_id: str) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from switchboard.headers import SESSION_HEADER
 from tests.hub.conftest import CLI, EventStream, Hub, Tenant, expect_error
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 
 def _free_port() -> int:

@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.cli_runner import describe
 from tests.hub.conftest import CLI, Event, EventStream, Hub, Tenant, auth_headers, expect_http_error, unique
-from tests.waiting import wait_until
+from tests.support.cli_runner import describe
+from tests.support.waiting import wait_until
 
 LONG_WAIT = 60.0  # a long-poll's wait: the tests' deadlines for waking are far inside it
 WAKE_DEADLINE = 20.0

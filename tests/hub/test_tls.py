@@ -16,9 +16,9 @@ import pytest
 from switchboard.client.hub import HubClient
 from switchboard.errors import BadRequest, HubUnavailable
 from switchboard.integrations.hooks import hub_probe
-from tests.cli_runner import texts
-from tests.hooks.conftest import AGENT, Hooks
 from tests.hub.conftest import CLI, Hub, expect_error, unique
+from tests.integrations.hooks.conftest import AGENT, Hooks
+from tests.support.cli_runner import texts
 
 UNVERIFIED = "certificate could not be verified"
 

@@ -1,6 +1,6 @@
 """Through a hub (a user token acting as each recipient): mail the sender pushes into a Claude
 Code session Switchboard does not serve is handed to a session of the agent registered for that
-process, and comes back when the process dies. The machine of tests/test_session_push.py."""
+process, and comes back when the process dies. The machine of tests/integrations/claude_code/test_push.py."""
 
 # ruff: noqa: F811 (the machine fixture is imported, and named as the tests' argument)
 from __future__ import annotations
@@ -9,8 +9,8 @@ from contextlib import closing
 
 from switchboard.integrations.claude_code.push import push_sent
 from tests.hub.conftest import Tenant
-from tests.test_session_push import Machine, machine  # noqa: F401 (the fixture)
-from tests.waiting import wait_until
+from tests.integrations.claude_code.test_push import Machine, machine  # noqa: F401 (the fixture)
+from tests.support.waiting import wait_until
 
 
 def alice_state(tenant: Tenant, message_id: str) -> tuple[str, str | None, list[str]]:

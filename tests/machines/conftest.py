@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_runner import mark_e2e
 from tests.machines.netns import Network
+from tests.support.cli_runner import mark_e2e
 
 FAILURE_IN_LOG = ("Traceback", "unexpected error")
 

@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from tests.cli_runner import isolated_env
 from tests.hub.conftest import ADMIN_TOKEN
-from tests.waiting import wait_until
+from tests.support.cli_runner import isolated_env
+from tests.support.waiting import wait_until
 
 MACHINES = ("hub", "m1", "m2")
 MACHINE_NAMES = {"hub": "hubhost", "m1": "m1", "m2": "m2"}  # their SWITCHBOARD_MACHINE

@@ -60,7 +60,7 @@ import pytest
 
 from switchboard.client.hub import SEND_RETRY_SECONDS
 from tests.machines.netns import Network, unavailable_reason
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 UNAVAILABLE = unavailable_reason()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no network namespaces here: {UNAVAILABLE}")

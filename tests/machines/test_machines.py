@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from tests.cli_runner import expect_error, texts
 from tests.hub.conftest import unique
 from tests.machines.netns import CALL_TIMEOUT as CALL
 from tests.machines.netns import PORT, SWITCHBOARD, Network, unavailable_reason
 from tests.machines.netns import STOP_TIMEOUT as STOP
-from tests.waiting import wait_until
+from tests.support.cli_runner import expect_error, texts
+from tests.support.waiting import wait_until
 
 UNAVAILABLE = unavailable_reason()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no network namespaces here: {UNAVAILABLE}")

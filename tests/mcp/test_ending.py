@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_runner import CLI
 from tests.mcp.test_session import live_sessions, process_gone, sessions
-from tests.waiting import wait_until
+from tests.support.cli_runner import CLI
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -1,6 +1,6 @@
-"""The faces reach the mailbox through the Client interface only: the MCP tools know no
-particular coding CLI (the push into Claude Code sessions is the client's, handed in where the
-CLI opens it), and the hub calls the service, never its store."""
+"""The faces reach the mailbox through the Client interface only: the hub calls the service,
+never its store. (That the MCP tools import no integration, so know no particular coding CLI, is
+the import check's: tests/test_layers.py.)"""
 
 from __future__ import annotations
 
@@ -10,23 +10,6 @@ from pathlib import Path
 import switchboard
 
 PACKAGE = Path(switchboard.__file__).parent
-
-
-def imported(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
-
-
-def test_the_mcp_tools_import_nothing_of_claude_code() -> None:
-    for path in sorted((PACKAGE / "mcp").rglob("*.py")):
-        found = [name for name in imported(path) if name.startswith("switchboard.integrations")]
-        assert not found, (path.name, found)
 
 
 def test_the_hub_does_not_reach_into_the_services_store() -> None:

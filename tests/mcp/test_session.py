@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.session_keeper import runtime_of
+from switchboard.integrations.agent_clis import runtime_of
 from switchboard.model import Session
 from switchboard.store.sqlite.store import SQLiteStore
-from tests.cli_runner import CLI
-from tests.waiting import wait_until
+from tests.support.cli_runner import CLI
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 

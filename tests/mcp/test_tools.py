@@ -13,7 +13,7 @@ from mcp.types import CallToolResult
 
 from switchboard.client.local import LocalClient
 from switchboard.mcp.tools import DEFAULT_READ_LIMIT, mailbox_server, one_client
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 

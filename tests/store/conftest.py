@@ -24,7 +24,7 @@ from switchboard.store.base import Store
 from switchboard.store.sqlite import messages as sqlite_messages
 from switchboard.store.sqlite.connection import SQLiteDatabase
 from switchboard.store.sqlite.store import SQLiteStore
-from tests.postgres import schema_url, server_url
+from tests.support.postgres import schema_url, server_url
 
 try:  # the hub runs on uvloop where it is installed: test on the loop it uses
     import uvloop
@@ -74,7 +74,7 @@ async def leave(manager: AbstractAsyncContextManager[None]) -> None:
 
 
 class PostgresSchema:
-    """A fresh schema for one test on the test server (``tests.postgres``: 127.0.0.1:5432, database
+    """A fresh schema for one test on the test server (``tests.support.postgres``: 127.0.0.1:5432, database
     ``test``, or the URL in SWITCHBOARD_TEST_POSTGRES); ``.url`` connects to it, ``drop`` removes
     it and all in it. SWITCHBOARD_TEST_POSTGRES=0 skips (a developer without the server); a server
     that cannot be reached otherwise fails the test, so that a CI without it cannot pass by skipping."""

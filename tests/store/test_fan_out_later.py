@@ -30,7 +30,7 @@ from switchboard.store.sqlite.store import SQLiteStore
 from tests.store.conftest import LoopThread, db, on_loop
 from tests.store.test_loop_commit import DEADLINE, STILL_PENDING, loop_held
 from tests.store.test_store_contract import T0, WS, agents, build, ids, send
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 MEMBERS = [f"m{i:02d}" for i in range(FAN_OUT_LATER_FROM)]  # just enough to be fanned out later
 

@@ -25,7 +25,7 @@ from switchboard.store.sqlite import writer as sqlite_writer
 from switchboard.store.sqlite.connection import SQLiteDatabase
 from switchboard.store.sqlite.store import SQLiteStore
 from tests.store.test_store_contract import T0, WS, agents, at, build, ids, send
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 DEADLINE = 60.0
 MODES = {"inline": False, "group-commit": True}

@@ -35,7 +35,7 @@ from tests.store.test_group_commit import (
     run_threads,
 )
 from tests.store.test_store_contract import OTHER_WS, T0, WS, agents, ids, send
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 T = TypeVar("T")
 

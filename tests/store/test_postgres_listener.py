@@ -15,7 +15,7 @@ from switchboard.store.postgres.notices import MAX_PAYLOAD_BYTES, payload
 from switchboard.store.postgres.store import PostgresStore
 from tests.store.conftest import PostgresSchema
 from tests.store.test_store_contract import OTHER_WS, T0, WS, agents, at, build, new_token, send
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 DEADLINE = 20.0
 

@@ -38,7 +38,7 @@ from switchboard.store.base import (
     Store,
     TokenTaken,
 )
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 WS = "acme"
 OTHER_WS = "globex"

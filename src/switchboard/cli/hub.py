@@ -14,10 +14,10 @@ import typer
 
 from switchboard.cli import render
 from switchboard.cli.app import AsAdminOption, DbOption, JsonOption, app
-from switchboard.client.hub import HubClient, hub_urls
+from switchboard.client.hub import HubClient
 from switchboard.client.opening import admin_client
 from switchboard.client.opening import open_client as client_for
-from switchboard.config import Settings, clear_login, save_login
+from switchboard.config import Settings, clear_login, hub_urls, save_login
 from switchboard.errors import BadRequest, HubUnavailable
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS
 from switchboard.model import TokenInfo

@@ -20,15 +20,12 @@ from switchboard.cli.app import JsonOption, app
 from switchboard.cli.mcp_config import server_command
 from switchboard.config import Settings, home_dir
 from switchboard.identity import find_git_root
+from switchboard.integrations.agent_clis import HOOK_CLIENTS
 from switchboard.integrations.install import install_plans
 from switchboard.integrations.install.installer import Report, install, uninstall
 
-
-class Client(StrEnum):
-    claude = "claude"
-    codex = "codex"
-    copilot = "copilot"
-    gemini = "gemini"
+# The CLIs ``install`` puts the mailbox into: those with hooks (agent_clis, the one table).
+Client = StrEnum("Client", {name: name for name in HOOK_CLIENTS})
 
 
 class Scope(StrEnum):
@@ -38,9 +35,7 @@ class Scope(StrEnum):
 
 ClientArgument = Annotated[
     Client,
-    typer.Argument(
-        case_sensitive=False, help=f"The agent CLI: {', '.join(install_plans.CLIENTS)}.", show_default=False
-    ),
+    typer.Argument(case_sensitive=False, help=f"The agent CLI: {', '.join(HOOK_CLIENTS)}.", show_default=False),
 ]
 ScopeOption = Annotated[
     Scope,

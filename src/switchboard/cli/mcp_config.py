@@ -16,8 +16,8 @@ from switchboard.cli.app import JsonOption, app
 from switchboard.config import Settings
 from switchboard.errors import BadRequest, NoIdentity
 from switchboard.identity import resolve_agent
+from switchboard.integrations.agent_clis import MCP_CLIENTS
 from switchboard.integrations.mcp_registration import (
-    CLIENTS,
     Snippet,
     client_name,
     http_snippet,
@@ -60,7 +60,7 @@ def _http_agent(agent: str | None, settings: Settings) -> tuple[str | None, str 
 
 @app.command("mcp-config")
 def mcp_config(
-    client: Annotated[str, typer.Argument(help=f"The agent CLI: {', '.join(CLIENTS)}.", show_default=False)],
+    client: Annotated[str, typer.Argument(help=f"The agent CLI: {', '.join(MCP_CLIENTS)}.", show_default=False)],
     http: Annotated[
         bool, typer.Option("--http", help="Use the hub's /mcp endpoint over HTTP instead of a stdio child.")
     ] = False,
@@ -85,7 +85,8 @@ def mcp_config(
     notes: list[str] = []
     if http or url is not None:
         settings = Settings.load()
-        hub = url if url is not None else settings.hub
+        # Logged in to several replicas: the agent CLI is pointed at the first (it takes one URL).
+        hub = url if url is not None else next(iter(settings.hub_urls), None)
         if not hub:
             raise BadRequest(
                 "--http needs a hub and this machine is not logged in to one: "

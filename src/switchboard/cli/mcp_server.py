@@ -9,6 +9,7 @@ from importlib.util import find_spec
 from switchboard.cli.app import DbOption, app, open_client
 from switchboard.client.session_keeper import SessionKeeper
 from switchboard.identity import terminal_of
+from switchboard.integrations.agent_clis import runtime_of
 from switchboard.integrations.claude_code.socket_delivery import SocketPusher
 from switchboard.integrations.claude_code.transcript_watch import TranscriptWatcher
 from switchboard.mcp.ending import Ending
@@ -51,7 +52,7 @@ def mcp_command(db: DbOption = None) -> None:
         ending.then(keeper.stop)
         if pusher is not None:
             ending.then(pusher.stop)
-        keeper.start()
+        keeper.start(runtime_of(keeper.parent))  # the agent CLI that started us, by its command line
         if pusher is not None:
             pusher.start()
         if watcher is not None:

@@ -19,6 +19,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, TypeAdapter
 
 from switchboard.client.backoff import Backoff
+from switchboard.config import hub_urls
 from switchboard.errors import BadRequest, HubUnavailable, SwitchboardError, error_class
 from switchboard.headers import (
     AGENT_HEADER,
@@ -28,7 +29,7 @@ from switchboard.headers import (
     WORKSPACE_HEADER,
     process_header,
 )
-from switchboard.identity import SessionHint, acting_pid, machine_name, process_start_time
+from switchboard.identity import SessionHint, acting_pid, machine_name
 from switchboard.model import (
     AckResult,
     Agent,
@@ -51,6 +52,7 @@ from switchboard.model import (
     WhoReport,
     Workspace,
 )
+from switchboard.procs import process_start_time
 
 if TYPE_CHECKING:
     import ssl
@@ -401,14 +403,6 @@ class HubClient:
 
     def close(self) -> None:
         self._http.close()
-
-
-def hub_urls(text: str) -> list[str]:
-    """The hub's URL, or its replicas' URLs given comma-separated, in order."""
-    urls = [part.strip().rstrip("/") for part in text.split(",") if part.strip()]
-    if not urls:
-        raise BadRequest("no hub URL given: use https://host:8465 (several replicas: comma-separated).")
-    return urls
 
 
 def _send_retry_seconds() -> float:

@@ -8,14 +8,7 @@ from pathlib import Path
 
 from switchboard.address import parse_machine, parse_name
 from switchboard.config import Settings
-from switchboard.identity import (
-    SessionHint,
-    acting_pid,
-    machine_name,
-    process_start_time,
-    resolve_agent,
-    resolve_workspace,
-)
+from switchboard.identity import SessionHint, acting_pid, machine_name, resolve_agent
 from switchboard.model import (
     AckResult,
     Agent,
@@ -37,6 +30,7 @@ from switchboard.model import (
     WhoReport,
     Workspace,
 )
+from switchboard.procs import process_start_time
 from switchboard.service import Service
 from switchboard.store.opening import open_store
 
@@ -76,7 +70,7 @@ class LocalClient:
             agent, source = identity.name, identity.source
         else:
             agent, source = parse_name(agent, "agent name"), "given"
-        workspace = resolve_workspace(env, settings.workspace)
+        workspace = settings.workspace_in(env)
         service = Service(open_store(settings.store_location), machine=machine_name(env))
         return cls(service, Caller(workspace=workspace, agent=agent), source, SessionHint.from_env(env))
 

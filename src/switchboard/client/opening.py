@@ -9,7 +9,7 @@ from pathlib import Path
 from switchboard.client.base import Client
 from switchboard.client.hub import HubClient
 from switchboard.client.local import LocalClient
-from switchboard.config import Settings
+from switchboard.config import Settings, workspace_override
 from switchboard.errors import NoIdentity, Unauthorized
 from switchboard.identity import (
     SessionHint,
@@ -40,9 +40,13 @@ def admin_client(settings: Settings, env: Mapping[str, str] = os.environ) -> Hub
             "'switchboard up' saved it (admin_token in config.toml); elsewhere give the admin token "
             "as SWITCHBOARD_TOKEN for that one command."
         )
-    workspace = env.get("SWITCHBOARD_WORKSPACE", "").strip() or None
     return HubClient(
-        settings.admin_hub, settings.admin_token, None, workspace, "the admin token", ca_cert=settings.ca_cert
+        settings.admin_hub,
+        settings.admin_token,
+        None,
+        workspace_override(env),
+        "the admin token",
+        ca_cert=settings.ca_cert,
     )
 
 
@@ -52,12 +56,11 @@ def hub_client(
     """A HubClient for the hub this machine is logged in to, acting as ``agent`` (None: the
     agent token's own) in the workspace ``SWITCHBOARD_WORKSPACE`` or the config names."""
     assert settings.hub is not None
-    workspace = env.get("SWITCHBOARD_WORKSPACE", "").strip() or settings.workspace
     return HubClient(
         settings.hub,
         settings.token,
         agent,
-        workspace,
+        settings.named_workspace(env),
         source,
         ca_cert=settings.ca_cert,
         session=SessionHint.from_env(env),

@@ -15,12 +15,11 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from switchboard.address import DELIVERY_ERROR_CHARS
 from switchboard.errors import SwitchboardError, UnknownSession
-from switchboard.identity import acting_parent, parent_of, process_alive, process_start_time
+from switchboard.procs import process_alive, process_start_time
 
 if TYPE_CHECKING:  # annotations only: the hooks import this module and must stay light
     from switchboard.client.base import Client
@@ -31,52 +30,6 @@ log = logging.getLogger("switchboard.session")
 HEARTBEAT_SECONDS = 15.0  # well within the default 60 s liveness window, even if one is lost
 RETRY_FIRST_SECONDS = 0.5  # a failed heartbeat is tried again after this, doubling up to the interval
 PARENT_CHECK_SECONDS = 0.5  # how soon a dead parent is noticed (a read of /proc)
-
-# What the parent's command line says it is → the runtime recorded for the session.
-_RUNTIMES = {
-    "claude": "claude-code",
-    "codex": "codex",
-    "gemini": "gemini-cli",
-    "copilot": "copilot-cli",
-    "cursor-agent": "cursor",
-}
-# What an agent CLI may run a helper through: a hook's command goes through a shell.
-_LAUNCHERS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "env", "nohup", "timeout"})
-_MAX_LAUNCHERS = 8  # a chain longer than this is not a launcher chain: stop looking
-
-
-def agent_process(pid: int | None = None) -> int:
-    """The agent CLI process a helper serves: ``pid`` (default: this process's parent), or, when
-    that is a shell or a similar launcher, the nearest ancestor that is not one.
-
-    ``switchboard mcp`` is the agent CLI's own child; a hook command runs under a shell (or two)
-    under it. Without /proc the answer is ``pid`` itself.
-    """
-    pid = acting_parent() if pid is None else pid
-    for _ in range(_MAX_LAUNCHERS):
-        try:
-            name = Path(f"/proc/{pid}/comm").read_text().strip()
-            parent = parent_of(pid)
-        except (OSError, ValueError, IndexError):
-            return pid
-        if name not in _LAUNCHERS or parent <= 1:
-            return pid
-        pid = parent
-    return pid
-
-
-def runtime_of(pid: int) -> str:
-    """The agent CLI running as ``pid``, from its command line (node scripts name the CLI in an argument)."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return "mcp-client"
-    for arg in argv[:3]:
-        name = os.path.basename(arg.decode(errors="replace"))
-        for known, runtime in _RUNTIMES.items():
-            if name == known or name.startswith(f"{known}.") or name.startswith(f"{known}-"):
-                return runtime
-    return "mcp-client"
 
 
 class SessionKeeper:
@@ -105,7 +58,7 @@ class SessionKeeper:
         self._every = every
         self._terminal = terminal
         self._delivery_problem = delivery_problem
-        self._runtime = "mcp-client"
+        self._runtime = ""
         self.session: Session | None = None
         self._stopping = threading.Event()
         self._ending = threading.Lock()  # the keeper and stop() may both end it: once
@@ -116,11 +69,13 @@ class SessionKeeper:
         """Still keeping the session (false once the parent is gone or stop() was called)."""
         return self._thread.is_alive()
 
-    def start(self, runtime: str | None = None) -> None:
+    def start(self, runtime: str) -> None:
+        """Register the session as run by ``runtime`` (what the face that starts it knows the
+        parent to be: an agent CLI's runtime, ``cli``, ``script``…) and keep it."""
         if not process_alive(self.parent, self._parent_start):
             log.warning("process %s is not running; no session to keep", self.parent)
             return
-        self._runtime = runtime or runtime_of(self.parent)
+        self._runtime = runtime
         try:
             self.session = self._register()
         except SwitchboardError as error:  # the tools still work; only presence is missing

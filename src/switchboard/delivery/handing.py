@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Literal
 from switchboard.address import DELIVERY_ERROR_CHARS
 from switchboard.content import check_message_ids, check_text
 from switchboard.errors import BadRequest
-from switchboard.identity import process_alive
 from switchboard.model import SURFACE_PATHS, Caller, DeliveryEvent, DeliveryState, MarkResult, RecipientStatus
+from switchboard.procs import process_alive
 
 if TYPE_CHECKING:
     from switchboard.directory import Directory

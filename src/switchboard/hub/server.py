@@ -35,7 +35,7 @@ from switchboard.hub.http_limits import LimitedHttpProtocol
 from switchboard.hub.machine_login import hub_url, machine_login
 from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS
 from switchboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
-from switchboard.identity import machine_name, resolve_workspace
+from switchboard.identity import machine_name
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS
 from switchboard.service import Service
 from switchboard.store.opening import open_store
@@ -80,7 +80,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     """Serve the store ``settings`` names (the embedded file, or PostgreSQL as one of several
     replicas) until stopped."""
     _check_transport(options)  # before anything listens or is written
-    workspace = resolve_workspace(os.environ, settings.workspace)  # this machine's, logged in on the first start
+    workspace = settings.workspace_in(os.environ)  # this machine's, logged in on the first start
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs a line per MCP session at INFO
     if options.tls_cert is None and not is_loopback(options.host):

@@ -25,12 +25,10 @@ from urllib.parse import urlsplit
 
 from switchboard.errors import BadRequest
 from switchboard.headers import AGENT_HEADER
+from switchboard.integrations.agent_clis import BY_NAME, MCP_CLIENTS
 
 SERVER_NAME = "switchboard"
-CLIENTS = ("claude", "codex", "copilot", "cursor", "gemini")
 TOKEN_ENV = "SWITCHBOARD_TOKEN"
-TOKEN_REF = "${SWITCHBOARD_TOKEN}"  # expanded by Claude Code, Copilot and Gemini when they load the entry
-CURSOR_TOKEN_REF = "${env:SWITCHBOARD_TOKEN}"  # Cursor's interpolation syntax
 AGENT_ENV = "SWITCHBOARD_AGENT"
 MCP_PATH = "/mcp"
 
@@ -69,8 +67,8 @@ class Snippet:
 def client_name(raw: str) -> str:
     """The supported client ``raw`` names, or a BadRequest listing them."""
     name = raw.strip().lower()
-    if name not in CLIENTS:
-        raise BadRequest(f"unknown client {raw!r}: choose one of {', '.join(CLIENTS)}.")
+    if name not in MCP_CLIENTS:
+        raise BadRequest(f"unknown client {raw!r}: choose one of {', '.join(MCP_CLIENTS)}.")
     return name
 
 
@@ -104,16 +102,14 @@ def stdio_entry(client: str, command: Sequence[str], env: Mapping[str, str] | No
         raise ValueError("Codex is configured in TOML: use stdio_snippet('codex', command).text")
     if not command:
         raise ValueError("the server command is empty")
-    entry: dict[str, object] = {"type": _JSON_STDIO_TYPE[name]} if name in _JSON_STDIO_TYPE else {}
+    stdio_type = BY_NAME[name].mcp.stdio_type
+    entry: dict[str, object] = {"type": stdio_type} if stdio_type else {}
     entry.update(command=command[0], args=list(command[1:]))
     if env:
         entry["env"] = dict(env)
     if name == "copilot":
         entry["tools"] = ["*"]  # which tools Copilot may use: all, as `copilot mcp add` writes
     return entry
-
-
-_JSON_STDIO_TYPE = {"claude": "stdio", "copilot": "local"}
 
 
 def http_snippet(client: str, url: str, agent: str | None = None, name: str = SERVER_NAME) -> Snippet:
@@ -127,6 +123,11 @@ def http_snippet(client: str, url: str, agent: str | None = None, name: str = SE
 
 
 # --- the clients ------------------------------------------------------------------------------
+
+
+def _snippet(client: str, form: Form, path: str | None, text: str, where: str, notes: tuple[str, ...] = ()) -> Snippet:
+    """A snippet of the kind the client registers servers by (its table row: a command or a file)."""
+    return Snippet(client, form, BY_NAME[client].mcp.kind, path, text, where, notes)
 
 
 def _command(argv: Sequence[str]) -> str:
@@ -149,8 +150,9 @@ def _toml_array(values: Sequence[str]) -> str:
     return "[" + ", ".join(_toml_string(v) for v in values) + "]"
 
 
-def _bearer(reference: str) -> str:
-    return f"Bearer {reference}"
+def _bearer(client: str) -> str:
+    """The Authorization header's value, naming $SWITCHBOARD_TOKEN in the client's own syntax."""
+    return f"Bearer {BY_NAME[client].mcp.token_ref}"
 
 
 def _token_note(client: str, how: str) -> str:
@@ -164,16 +166,16 @@ def _claude_stdio(name: str, command: list[str], env: dict[str, str]) -> Snippet
         argv += ["-e", f"{key}={value}"]
     argv += ["--", *command]
     where = _claude_where(scope)
-    return Snippet("claude", "stdio", "command", None, _command(argv) + "\n", where)
+    return _snippet("claude", "stdio", None, _command(argv) + "\n", where)
 
 
 def _claude_http(name: str, url: str, headers: dict[str, str]) -> Snippet:
     scope = "local" if headers else "user"
     argv = ["claude", "mcp", "add", "--transport", "http", "--scope", scope, name, url]
-    for key, value in {"Authorization": _bearer(TOKEN_REF), **headers}.items():
+    for key, value in {"Authorization": _bearer("claude"), **headers}.items():
         argv += ["--header", f"{key}: {value}"]
     notes = (_token_note("claude", "${" + TOKEN_ENV + "} in the header"),)
-    return Snippet("claude", "http", "command", None, _command(argv) + "\n", _claude_where(scope), notes)
+    return _snippet("claude", "http", None, _command(argv) + "\n", _claude_where(scope), notes)
 
 
 def _claude_where(scope: str) -> str:
@@ -215,7 +217,7 @@ def _codex_stdio(name: str, command: list[str], env: dict[str, str]) -> Snippet:
         lines.append(f"env = {_toml_inline(env)}")
     project = bool(env)
     text = "\n".join(lines) + "\n"
-    return Snippet("codex", "stdio", "file", _codex_path(project), text, _codex_where(project))
+    return _snippet("codex", "stdio", _codex_path(project), text, _codex_where(project))
 
 
 def _codex_http(name: str, url: str, headers: dict[str, str]) -> Snippet:
@@ -230,7 +232,7 @@ def _codex_http(name: str, url: str, headers: dict[str, str]) -> Snippet:
     project = bool(headers)
     notes = (_token_note("codex", "bearer_token_env_var"),)
     text = "\n".join(lines) + "\n"
-    return Snippet("codex", "http", "file", _codex_path(project), text, _codex_where(project), notes)
+    return _snippet("codex", "http", _codex_path(project), text, _codex_where(project), notes)
 
 
 _COPILOT_WHERE = "run this: it registers the server for every project (in ~/.copilot/mcp-config.json)."
@@ -248,15 +250,15 @@ def _copilot_stdio(name: str, command: list[str], env: dict[str, str]) -> Snippe
         argv += ["--env", f"{key}={value}"]
     argv += ["--", *command]
     notes = _copilot_pinned(env.get(AGENT_ENV))
-    return Snippet("copilot", "stdio", "command", None, _command(argv) + "\n", _COPILOT_WHERE, notes)
+    return _snippet("copilot", "stdio", None, _command(argv) + "\n", _COPILOT_WHERE, notes)
 
 
 def _copilot_http(name: str, url: str, headers: dict[str, str]) -> Snippet:
     argv = ["copilot", "mcp", "add", "--transport", "http", name, url]
-    for key, value in {"Authorization": _bearer(TOKEN_REF), **headers}.items():
+    for key, value in {"Authorization": _bearer("copilot"), **headers}.items():
         argv += ["--header", f"{key}: {value}"]
     notes = (_token_note("copilot", "${" + TOKEN_ENV + "} in the header"), *_copilot_pinned(headers.get(AGENT_HEADER)))
-    return Snippet("copilot", "http", "command", None, _command(argv) + "\n", _COPILOT_WHERE, notes)
+    return _snippet("copilot", "http", None, _command(argv) + "\n", _COPILOT_WHERE, notes)
 
 
 def _cursor_path(project: bool) -> str:
@@ -273,15 +275,15 @@ def _cursor_stdio(name: str, command: list[str], env: dict[str, str]) -> Snippet
     server = stdio_entry("cursor", command, env)
     project = bool(env)
     text = _json({"mcpServers": {name: server}})
-    return Snippet("cursor", "stdio", "file", _cursor_path(project), text, _cursor_where(project))
+    return _snippet("cursor", "stdio", _cursor_path(project), text, _cursor_where(project))
 
 
 def _cursor_http(name: str, url: str, headers: dict[str, str]) -> Snippet:
-    server = {"url": url, "headers": {"Authorization": _bearer(CURSOR_TOKEN_REF), **headers}}
+    server = {"url": url, "headers": {"Authorization": _bearer("cursor"), **headers}}
     project = bool(headers)
     notes = (_token_note("cursor", "${env:" + TOKEN_ENV + "} in the header"),)
     text = _json({"mcpServers": {name: server}})
-    return Snippet("cursor", "http", "file", _cursor_path(project), text, _cursor_where(project), notes)
+    return _snippet("cursor", "http", _cursor_path(project), text, _cursor_where(project), notes)
 
 
 def _gemini_where(scope: str) -> str:
@@ -300,17 +302,17 @@ def _gemini_stdio(name: str, command: list[str], env: dict[str, str]) -> Snippet
     if any(arg.startswith("-") for arg in args):
         argv.append("--")  # so that `gemini mcp add` passes `-m …` to the server, not to itself
     argv += args
-    return Snippet("gemini", "stdio", "command", None, _command(argv) + "\n", _gemini_where(scope))
+    return _snippet("gemini", "stdio", None, _command(argv) + "\n", _gemini_where(scope))
 
 
 def _gemini_http(name: str, url: str, headers: dict[str, str]) -> Snippet:
     scope = "project" if headers else "user"
     argv = ["gemini", "mcp", "add", "--scope", scope, "--transport", "http"]
-    for key, value in {"Authorization": _bearer(TOKEN_REF), **headers}.items():
+    for key, value in {"Authorization": _bearer("gemini"), **headers}.items():
         argv += ["--header", f"{key}: {value}"]
     argv += [name, url]
     notes = (_token_note("gemini", "${" + TOKEN_ENV + "} in settings.json"),)
-    return Snippet("gemini", "http", "command", None, _command(argv) + "\n", _gemini_where(scope), notes)
+    return _snippet("gemini", "http", None, _command(argv) + "\n", _gemini_where(scope), notes)
 
 
 _STDIO = {

@@ -45,13 +45,14 @@ from typing import Any
 from switchboard.client.base import Client
 from switchboard.config import Settings
 from switchboard.errors import Forbidden, SwitchboardError
-from switchboard.identity import machine_name, process_alive, process_start_time, resolve_agent, resolve_workspace
+from switchboard.identity import machine_name, resolve_agent
 from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.integrations.claude_code import unserved_sessions
 from switchboard.integrations.claude_code.sessions import ClaudeSession
 from switchboard.integrations.claude_code.socket_delivery import BATCH, write_batch
 from switchboard.integrations.claude_code.unserved_sessions import Note
 from switchboard.model import UNSERVED_RUNTIME, SendResult, Session, WhoReport
+from switchboard.procs import process_alive, process_command_line, process_environment, process_start_time
 
 TIMEOUT_SECONDS = 1.0  # a session's socket is local: it answers at once or not at all
 BYPASS_FLAGS = frozenset({"--dangerously-skip-permissions", "--allow-dangerously-skip-permissions"})
@@ -195,7 +196,7 @@ def _owner(session: ClaudeSession, settings: Settings) -> tuple[str, str] | None
         return None
     try:
         agent = resolve_agent(environ, Path(session.cwd), settings.agent).name
-        workspace = resolve_workspace(environ, settings.workspace)
+        workspace = settings.workspace_in(environ)
     except (SwitchboardError, OSError):
         return None
     return agent, workspace
@@ -277,25 +278,6 @@ def _flag_settings(argv: Sequence[str], project: Path) -> dict[str, Any] | None:
             return None
         merged.update(settings)
     return merged
-
-
-def process_command_line(pid: int) -> list[str] | None:
-    """A process's arguments (Linux), or None when they cannot be read."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return [arg.decode("utf-8", errors="replace") for arg in raw.split(b"\0")[:-1]] if raw else None
-
-
-def process_environment(pid: int) -> dict[str, str] | None:
-    """The environment a process started with (Linux, the same user's), or None."""
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return None
-    pairs = (entry.decode("utf-8", errors="replace").partition("=") for entry in raw.split(b"\0") if entry)
-    return {key: value for key, _, value in pairs}
 
 
 def _reason(error: Exception) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from switchboard.errors import TooLarge, Unavailable
-from switchboard.identity import process_alive
+from switchboard.procs import has_proc, process_alive
 
 SOCKET_ENV = "CLAUDE_CODE_MESSAGING_SOCKET"  # in the environment of a session's own children
 TOKEN_ENV = "CLAUDE_CODE_MESSAGING_TOKEN"
@@ -113,7 +113,7 @@ def _read_entry(path: Path) -> ClaudeSession | None:
 def _is_running(pid: int, proc_start: Any) -> bool:
     # procStart is the process's start time in clock ticks since boot (/proc/<pid>/stat field
     # 22), as a string. Without /proc (macOS) only "does the pid exist" can be asked.
-    if not Path("/proc").is_dir():
+    if not has_proc():
         return process_alive(pid, None)
     try:
         started = int(proc_start)

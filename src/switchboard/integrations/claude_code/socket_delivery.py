@@ -32,12 +32,12 @@ from switchboard.client.base import Client
 from switchboard.config import Settings
 from switchboard.errors import SwitchboardError
 from switchboard.fence import PREAMBLE, fenced, fenced_mail
-from switchboard.identity import process_start_time
 from switchboard.integrations.claude_code import sessions as claude_sessions
 from switchboard.integrations.claude_code.sessions import MessagingSocketUnavailable
 from switchboard.integrations.claude_code.socket_receipts import ReceiptListener
 from switchboard.integrations.hooks.state import DeliveryClaim, take_pusher_lock
 from switchboard.model import DeliveryState, MailItem
+from switchboard.procs import process_start_time
 
 # Receipts after which the session will not take our frames: leave its mail to the hooks.
 REFUSING_RECEIPTS = frozenset({"refused", "denied"})

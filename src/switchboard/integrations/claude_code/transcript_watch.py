@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from switchboard.client.session_keeper import runtime_of
 from switchboard.errors import SwitchboardError
+from switchboard.integrations.agent_clis import CLAUDE_CODE, runtime_of
 from switchboard.integrations.claude_code import sessions as claude_sessions
 
 if TYPE_CHECKING:  # the hooks read transcripts too, and must stay light
@@ -129,7 +129,7 @@ class TranscriptWatcher:
         session = claude_sessions.session_of(parent, env)
         # Not registered (yet): only Claude Code itself as our parent, not a program that
         # inherited a Claude Code session's environment (a Codex run from its shell).
-        if session is None and runtime_of(parent) != "claude-code":
+        if session is None and runtime_of(parent) != CLAUDE_CODE.runtime:
             return None
         session_id = session.session_id if session else env.get(claude_sessions.SESSION_ID_ENV)
         if not session_id:

@@ -33,14 +33,14 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TextIO
 
-from switchboard.client.session_keeper import HEARTBEAT_SECONDS, runtime_of
-from switchboard.identity import process_alive
+from switchboard.client.session_keeper import HEARTBEAT_SECONDS
+from switchboard.integrations.agent_clis import CLAUDE_CODE, runtime_of
 from switchboard.integrations.hooks.context import HookContext
 from switchboard.integrations.hooks.handlers import register
 from switchboard.integrations.hooks.state import pusher_running
+from switchboard.procs import process_alive, process_command_line
 
 WAIT_SECONDS = HEARTBEAT_SECONDS  # one round of waiting on the mailbox; each round heartbeats
 WATCH_SECONDS = 0.2  # how soon the end of the agent CLI is noticed
@@ -93,11 +93,10 @@ def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
 
 def wakeable(pid: int) -> bool:
     """Whether the agent CLI ``pid`` can be woken: not a Claude Code one-shot print run with text input."""
-    if runtime_of(pid) != "claude-code":
+    if runtime_of(pid) != CLAUDE_CODE.runtime:
         return True
-    try:
-        args = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
-    except OSError:
+    args = process_command_line(pid)
+    if args is None:
         return True
     if not any(a in ("-p", "--print") for a in args):
         return True

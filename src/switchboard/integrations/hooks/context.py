@@ -14,16 +14,15 @@ from typing import TYPE_CHECKING
 
 from switchboard.config import Settings
 from switchboard.errors import SwitchboardError
-from switchboard.identity import process_start_time, resolve_agent, resolve_workspace
+from switchboard.identity import resolve_agent
+from switchboard.integrations.agent_clis import BY_NAME, UNKNOWN_RUNTIME, agent_process, runtime_of
 from switchboard.integrations.hooks import probe
 from switchboard.integrations.hooks.payload import HookInput
 from switchboard.integrations.hooks.state import SessionFiles, session_key
+from switchboard.procs import process_start_time
 
 if TYPE_CHECKING:
     from switchboard.client.base import Client
-
-# The runtime recorded for a session whose agent CLI's command line does not name it.
-RUNTIMES = {"claude": "claude-code", "codex": "codex", "copilot": "copilot-cli", "gemini": "gemini-cli"}
 
 
 class HookContext:
@@ -41,8 +40,6 @@ class HookContext:
     @cached_property
     def agent_pid(self) -> int:
         """The agent CLI process this hook serves (the hook runs under a shell under it)."""
-        from switchboard.client.session_keeper import agent_process
-
         return agent_process()
 
     @cached_property
@@ -51,10 +48,9 @@ class HookContext:
 
     @cached_property
     def runtime(self) -> str:
-        from switchboard.client.session_keeper import runtime_of
-
+        """The agent CLI's runtime by its command line, else the one the hook was installed for."""
         found = runtime_of(self.agent_pid)
-        return RUNTIMES[self.client_name] if found == "mcp-client" else found
+        return BY_NAME[self.client_name].runtime if found == UNKNOWN_RUNTIME else found
 
     @cached_property
     def files(self) -> SessionFiles:
@@ -70,20 +66,17 @@ class HookContext:
         if self.settings.uses_hub:
             from switchboard.integrations.hooks import hub_probe  # http.client and ssl: only for a hub
 
-            assert self.settings.hub is not None
-            # As client.hub_client names it (that module is too heavy to load here).
-            workspace = self.env.get("SWITCHBOARD_WORKSPACE", "").strip() or self.settings.workspace
             return hub_probe.may_have_mail(
-                self.settings.hub.split(",")[0].strip(),  # the first of several replicas: a look, not a delivery
+                self.settings.hub_urls[0],  # the first of several replicas: a look, not a delivery
                 self.settings.token,
                 agent,
-                workspace,
+                self.settings.named_workspace(self.env),  # as client.opening names it to the hub
                 urgent_only=urgent_only,
                 ca_cert=self.settings.ca_cert,
             )
         if self.settings.db_url is not None:
             return True  # the quick look reads SQLite files only: a PostgreSQL store takes the ordinary path
-        workspace = resolve_workspace(self.env, self.settings.workspace)
+        workspace = self.settings.workspace_in(self.env)
         return probe.may_have_mail(self.settings.db_path, workspace, agent, urgent_only=urgent_only)
 
     def may_have_handed(self) -> bool:
@@ -93,7 +86,7 @@ class HookContext:
         if self.settings.uses_hub or self.settings.db_url is not None:
             return False
         agent = resolve_agent(self.env, self.payload.cwd, self.settings.agent).name
-        workspace = resolve_workspace(self.env, self.settings.workspace)
+        workspace = self.settings.workspace_in(self.env)
         return probe.has_handed(self.settings.db_path, workspace, agent)
 
     def client(self) -> Client:

@@ -20,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from switchboard.errors import SwitchboardError
+from switchboard.integrations.agent_clis import CLAUDE_CODE, HOOK_CLIENTS
 from switchboard.integrations.hooks.context import HookContext
-from switchboard.integrations.hooks.payload import CLIENTS, parse, read_stdin
+from switchboard.integrations.hooks.payload import parse, read_stdin
 
 EVENTS = ("session-start", "prompt", "post-tool", "stop", "wake")
-USAGE = f"usage: switchboard hook {{{'|'.join(EVENTS)}}} [--client {'|'.join(CLIENTS)}]  (hook JSON on stdin)"
+USAGE = f"usage: switchboard hook {{{'|'.join(EVENTS)}}} [--client {'|'.join(HOOK_CLIENTS)}]  (hook JSON on stdin)"
 DEADLINE_SECONDS = 3.0  # a synchronous hook's whole run; the agent CLI waits for it
 
 
@@ -34,15 +35,15 @@ class UsageError(Exception):
 
 def parse_args(argv: Sequence[str]) -> tuple[str | None, str]:
     """(event, client) from the arguments after ``hook``; event None asks for the usage."""
-    event, client, rest = None, "claude", list(argv)
+    event, client, rest = None, CLAUDE_CODE.name, list(argv)  # without --client: Claude Code
     while rest:
         arg = rest.pop(0)
         if arg in ("-h", "--help"):
             return None, client
         if arg == "--client" or arg.startswith("--client="):
             client = arg.partition("=")[2] if "=" in arg else (rest.pop(0) if rest else "")
-            if client not in CLIENTS:
-                raise UsageError(f"--client must be one of {', '.join(CLIENTS)}, not {client!r}")
+            if client not in HOOK_CLIENTS:
+                raise UsageError(f"--client must be one of {', '.join(HOOK_CLIENTS)}, not {client!r}")
         elif event is None and arg in EVENTS:
             event = arg
         else:
@@ -133,9 +134,9 @@ def _arm_deadline(finish: threading.Lock, stderr: TextIO, event: str) -> None:
 def _watch_agent(finish: threading.Lock) -> Any:
     """For the waiter: end this process once the agent CLI it serves has ended (from now on,
     before stdin is even read)."""
-    from switchboard.client.session_keeper import agent_process
-    from switchboard.identity import process_start_time
+    from switchboard.integrations.agent_clis import agent_process
     from switchboard.integrations.claude_code.waiter import AgentWatch
+    from switchboard.procs import process_start_time
 
     pid = agent_process()
     watch = AgentWatch(pid, process_start_time(pid), finish)

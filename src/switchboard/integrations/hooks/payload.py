@@ -14,7 +14,6 @@ from pathlib import Path
 
 from switchboard.errors import BadRequest
 
-CLIENTS = ("claude", "codex", "copilot", "gemini")
 MAX_INPUT_BYTES = 4 * 1024 * 1024  # a hook's input is a few hundred bytes; a transcript is never inlined
 
 

@@ -2,7 +2,7 @@
 entries in each. Pure: computed from the folders, the command that runs switchboard, and the
 names of the MCP tools; nothing is read or written here.
 
-Every client gets the stdio MCP server (the shapes are mcp_clients', the one source of them)
+Every client gets the stdio MCP server (the shapes are mcp_registration's, the one source of them)
 and hooks that run ``switchboard hook <event> --client <client>``. Claude Code also gets the
 idle-session waiter (an ``asyncRewake`` hook), permission for the mailbox tools (headless
 sessions refuse tools that are not allowed) and an ``/inbox`` command.
@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from switchboard.integrations.agent_clis import CLAUDE_CODE, CODEX, COPILOT, GEMINI, HOOK_CLIENTS
 from switchboard.integrations.install import toml_block
 from switchboard.integrations.install.entries import Block, Entry, Item, Member, Whole
 from switchboard.integrations.mcp_registration import SERVER_NAME, stdio_entry, stdio_snippet
 
-CLIENTS = ("claude", "codex", "copilot", "gemini")
 SCOPES = ("user", "project")
 HOOK_TIMEOUT_SECONDS = 10  # a hook that finds no mail answers in milliseconds; never hold a turn long
 # The waiter runs in the background for as long as its session is idle; Claude Code's default
@@ -137,11 +137,11 @@ def fast_hook_command(switchboard: Sequence[str], event: str, client: str, home:
 def plan(client: str, scope: str, folders: Folders, switchboard: Sequence[str], tools: Sequence[str]) -> InstallPlan:
     """What ``switchboard install <client> --scope <scope>`` writes. ``switchboard`` is the
     command that runs switchboard (absolute); ``tools`` are the MCP tool names."""
-    if client not in CLIENTS:
+    if client not in HOOK_CLIENTS:  # a CLI without hooks has nothing to install but its MCP entry
         raise ValueError(f"unknown client {client!r}")
     if scope not in SCOPES:
         raise ValueError(f"unknown scope {scope!r}")
-    build = {"claude": _claude, "codex": _codex, "copilot": _copilot, "gemini": _gemini}[client]
+    build = {CLAUDE_CODE.name: _claude, CODEX.name: _codex, COPILOT.name: _copilot, GEMINI.name: _gemini}[client]
     files, notes = build(scope == "project", folders, list(switchboard), list(tools))
     project = folders.project if scope == "project" else None
     return InstallPlan(client, scope, project, tuple(files), tuple(notes))
@@ -157,20 +157,21 @@ def _mcp_command(switchboard: list[str]) -> list[str]:
 def _claude(project: bool, f: Folders, switchboard: list[str], tools: list[str]) -> tuple[list[FilePlan], list[str]]:
     def hook(event: str, **options: object) -> dict[str, object]:
         if event in PER_TURN_EVENTS and f.switchboard_home is not None and Path("/bin/sh").is_file():
-            command = fast_hook_command(switchboard, event, "claude", f.switchboard_home)
+            command = fast_hook_command(switchboard, event, CLAUDE_CODE.name, f.switchboard_home)
         else:
-            command = hook_command(switchboard, event, "claude")
+            command = hook_command(switchboard, event, CLAUDE_CODE.name)
         return {"type": "command", "command": command, **options}
 
     wake = hook(
         "wake", asyncRewake=True, rewakeMessage=WAKE_MESSAGE, rewakeSummary=WAKE_SUMMARY, timeout=WAKE_TIMEOUT_SECONDS
     )
     timeout = HOOK_TIMEOUT_SECONDS
+    native = CLAUDE_CODE.hook_events
     settings: list[Entry] = [
-        Item(("hooks", "SessionStart"), {"hooks": [hook("session-start", timeout=timeout), wake]}),
-        Item(("hooks", "UserPromptSubmit"), {"hooks": [hook("prompt", timeout=timeout)]}),
-        Item(("hooks", "PostToolUse"), {"matcher": "*", "hooks": [hook("post-tool", timeout=timeout)]}),
-        Item(("hooks", "Stop"), {"hooks": [hook("stop", timeout=timeout), wake]}),
+        Item(("hooks", native["session-start"]), {"hooks": [hook("session-start", timeout=timeout), wake]}),
+        Item(("hooks", native["prompt"]), {"hooks": [hook("prompt", timeout=timeout)]}),
+        Item(("hooks", native["post-tool"]), {"matcher": "*", "hooks": [hook("post-tool", timeout=timeout)]}),
+        Item(("hooks", native["stop"]), {"hooks": [hook("stop", timeout=timeout), wake]}),
         *(Item(("permissions", "allow"), f"mcp__{SERVER_NAME}__{tool}") for tool in tools),
     ]
     if project:
@@ -187,23 +188,16 @@ def _claude(project: bool, f: Folders, switchboard: list[str], tools: list[str])
 
 # --- Codex --------------------------------------------------------------------------------------
 
-_CODEX_EVENTS = (
-    ("SessionStart", "session-start"),
-    ("UserPromptSubmit", "prompt"),
-    ("PostToolUse", "post-tool"),
-    ("Stop", "stop"),
-)
-
 
 def _codex(project: bool, f: Folders, switchboard: list[str], tools: list[str]) -> tuple[list[FilePlan], list[str]]:
     body = stdio_snippet("codex", _mcp_command(switchboard)).text
     server = Block(toml_block.block(body, "codex"), ("mcp_servers", SERVER_NAME))
     hooks: list[Entry] = []
-    for event, ours in _CODEX_EVENTS:
-        group: dict[str, object] = {"matcher": "*"} if event == "PostToolUse" else {}
+    for ours, event in CODEX.hook_events.items():
+        group: dict[str, object] = {"matcher": "*"} if ours == "post-tool" else {}
         command = {
             "type": "command",
-            "command": hook_command(switchboard, ours, "codex"),
+            "command": hook_command(switchboard, ours, CODEX.name),
             "timeout": HOOK_TIMEOUT_SECONDS,
         }
         hooks.append(Item(("hooks", event), {**group, "hooks": [command]}))
@@ -220,22 +214,19 @@ def _codex(project: bool, f: Folders, switchboard: list[str], tools: list[str]) 
 
 # --- Copilot CLI --------------------------------------------------------------------------------
 
-_COPILOT_EVENTS = (
-    ("sessionStart", "session-start"),
-    ("userPromptSubmitted", "prompt"),
-    ("postToolUse", "post-tool"),
-    ("agentStop", "stop"),
-)
-
 
 def _copilot(project: bool, f: Folders, switchboard: list[str], tools: list[str]) -> tuple[list[FilePlan], list[str]]:
     server = Member(("mcpServers", SERVER_NAME), stdio_entry("copilot", _mcp_command(switchboard)))
     hooks: list[Entry] = [
         Item(
             ("hooks", event),
-            {"type": "command", "bash": hook_command(switchboard, ours, "copilot"), "timeoutSec": HOOK_TIMEOUT_SECONDS},
+            {
+                "type": "command",
+                "bash": hook_command(switchboard, ours, COPILOT.name),
+                "timeoutSec": HOOK_TIMEOUT_SECONDS,
+            },
         )
-        for event, ours in _COPILOT_EVENTS
+        for ours, event in COPILOT.hook_events.items()
     ]
     if project:
         # .github/mcp.json, not .mcp.json: Claude Code reads .mcp.json and rejects Copilot's "local" type.
@@ -256,20 +247,13 @@ def _copilot(project: bool, f: Folders, switchboard: list[str], tools: list[str]
 
 # --- Gemini CLI ---------------------------------------------------------------------------------
 
-_GEMINI_EVENTS = (
-    ("SessionStart", "session-start"),
-    ("BeforeAgent", "prompt"),
-    ("AfterTool", "post-tool"),
-    ("AfterAgent", "stop"),
-)
-
 
 def _gemini(project: bool, f: Folders, switchboard: list[str], tools: list[str]) -> tuple[list[FilePlan], list[str]]:
     entries: list[Entry] = [Member(("mcpServers", SERVER_NAME), stdio_entry("gemini", _mcp_command(switchboard)))]
-    for event, ours in _GEMINI_EVENTS:
+    for ours, event in GEMINI.hook_events.items():
         command = {
             "type": "command",
-            "command": hook_command(switchboard, ours, "gemini"),
+            "command": hook_command(switchboard, ours, GEMINI.name),
             "name": f"switchboard-{ours}",
             "timeout": HOOK_TIMEOUT_SECONDS * 1000,  # Gemini counts milliseconds
         }

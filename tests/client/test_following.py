@@ -1,0 +1,67 @@
+"""Following a mailbox (switchboard.client.following) on the embedded store: every message once, in order;
+mail pushed to a sibling session that died unread is handed on late, once."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from switchboard.client.following import follow
+from switchboard.client.local import LocalClient
+from switchboard.model import Caller, MailItem
+from switchboard.service import Service
+from switchboard.store.sqlite.store import SQLiteStore
+from tests.support.waiting import wait_until
+from tests.test_service import Clock
+
+WS = "acme"
+
+
+def _follower(client: LocalClient, **options: object) -> tuple[list[MailItem], threading.Event, threading.Thread]:
+    got: list[MailItem] = []
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=follow, args=(client, got.append), kwargs={"stop": stop, "wait": 0.2, **options}, daemon=True
+    )
+    thread.start()
+    return got, stop, thread
+
+
+def test_a_follower_hands_on_each_message_once_in_order_and_marks_it_read(tmp_path: Path) -> None:
+    service = Service(SQLiteStore(tmp_path / "db"), machine="here")
+    alice = LocalClient(service, Caller(workspace=WS, agent="alice"))
+    bob = LocalClient(service, Caller(workspace=WS, agent="bob"))
+    early = alice.send("bob", "before following").message_id
+    got, stop, thread = _follower(bob)
+    later = [alice.send("bob", f"message {i}").message_id for i in range(5)]
+    wait_until(lambda: len(got) >= 6, what="six messages")
+    stop.set()
+    thread.join(timeout=5)
+    assert [item.message.id for item in got] == [early, *later]
+    assert bob.unread_count() == 0
+
+
+def test_mail_of_a_sibling_session_that_died_unread_is_handed_on_late_once(tmp_path: Path) -> None:
+    clock = Clock()
+    service = Service(SQLiteStore(tmp_path / "db"), machine="here", liveness_seconds=60, clock=clock)
+    bob = Caller(workspace=WS, agent="bob")
+    service.enter(bob)
+    service.register_session(bob, pid=100, runtime="script", machine="m1")
+    clock.advance(1)
+    second = service.register_session(bob, pid=200, runtime="script", machine="m1")
+    alice = LocalClient(service, Caller(workspace=WS, agent="alice"))
+    for_first = alice.send("bob@m1#100", "for the first pane").message_id
+    for_second = alice.send("bob@m1#200", "for the second pane").message_id
+
+    in_second = LocalClient(service, bob.model_copy(update={"session_id": second.id}))
+    got, stop, thread = _follower(in_second, after=0, sweep=0.1)
+    wait_until(lambda: len(got) >= 1, what="the second pane's own mail")
+    clock.advance(45)
+    service.heartbeat(bob, second.id)
+    clock.advance(30)  # the first pane went quiet past the window: its unread mail is anyone's
+    wait_until(lambda: len(got) >= 2, what="the first pane's mail, late")
+    newer = alice.send("bob", "after").message_id
+    wait_until(lambda: len(got) >= 3, what="new mail after that")
+    stop.set()
+    thread.join(timeout=5)
+    assert [item.message.id for item in got] == [for_second, for_first, newer]

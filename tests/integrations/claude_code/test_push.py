@@ -1,0 +1,422 @@
+"""Mail pushed by the sender into this machine's Claude Code sessions that Switchboard does not
+serve: a registry in a temporary CLAUDE_CONFIG_DIR whose sessions are real, live processes (with
+their real start time, command line and environment), each with a stand-in messaging socket
+(tests/support/frame_listener.py); a real embedded store. With the real Claude Code:
+tests/agent_clis_e2e/test_claude_code_reach.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from mcp import Client as McpClient
+
+from switchboard.client.local import LocalClient
+from switchboard.config import Settings
+from switchboard.integrations.claude_code import sessions as claude_sessions
+from switchboard.integrations.claude_code.push import Pushed, _served_pids, push_sent
+from switchboard.integrations.claude_code.pushing import PushingClient
+from switchboard.integrations.claude_code.socket_delivery import render
+from switchboard.mcp.tools import mailbox_server, one_client
+from switchboard.model import AgentPresence, Session, WhoReport
+from switchboard.procs import process_start_time
+from tests.support.cli_runner import CLI, describe
+from tests.support.frame_listener import FrameListener
+from tests.support.waiting import wait_until
+
+
+@dataclass
+class FakeSession:
+    """A live process registered as a Claude Code session, listening on a stand-in socket."""
+
+    process: subprocess.Popen[bytes]
+    listener: FrameListener
+    project: Path
+    session_id: str
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def frames(self) -> list[list[dict]]:
+        return self.listener.frames()
+
+
+class Machine:
+    """This machine as the tests see it: Claude Code's config folder, projects, sessions, a store."""
+
+    def __init__(self, root: Path, socket_dir: Path) -> None:
+        self.root = root
+        self.socket_dir = socket_dir
+        self.config = root / "claude-config"
+        (self.config / "sessions").mkdir(parents=True)
+        self.env = {
+            "CLAUDE_CONFIG_DIR": str(self.config),
+            "SWITCHBOARD_HOME": str(root / "switchboard-home"),
+            "HOME": str(root / "home"),
+        }
+        self._sessions: list[FakeSession] = []
+        self._clients: list[LocalClient] = []
+
+    def project(self, agent: str) -> Path:
+        """A project folder whose agent file names ``agent``."""
+        folder = self.root / f"{agent}-project"
+        folder.mkdir(exist_ok=True)
+        (folder / ".switchboard-agent").write_text(f"{agent}\n")
+        return folder
+
+    def session(
+        self, project: Path, *args: str, environ: Mapping[str, str] | None = None, socket: bool = True
+    ) -> FakeSession:
+        """A sleeping process run in ``project`` with ``args`` on its command line, registered
+        as Claude Code 2.1.332 registers a session."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+        process = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(300)", *args], cwd=project, env={**env, **(environ or {})}
+        )
+        start = process_start_time(process.pid)
+        assert start is not None
+        path = str(self.socket_dir / f"{process.pid}.sock")
+        listener = FrameListener(path)
+        if not socket:
+            listener.close()  # the socket is gone, the registry file not yet
+        session = FakeSession(process, listener, project, f"session-{process.pid}")
+        entry = {
+            "pid": process.pid,
+            "sessionId": session.session_id,
+            "cwd": str(project),
+            "procStart": str(start),
+            "version": "2.1.332",
+            "kind": "interactive",
+            "entrypoint": "sdk-cli",
+            "messagingSocketPath": path,
+            "name": "alpha",
+            "status": "idle",
+        }
+        (self.config / "sessions" / f"{process.pid}.json").write_text(json.dumps(entry))
+        self._sessions.append(session)
+        return session
+
+    def key_file(self, session: FakeSession, token: str) -> None:
+        digest = hashlib.sha256(session.listener.path.encode()).hexdigest()
+        key = {"peerToken": token, "procStart": "1", "pidDomain": "linux:test"}
+        (self.config / "sessions" / f"{session.pid}.{digest}.key").write_text(json.dumps(key))
+
+    def settings(self, path: Path, document: dict) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(document))
+
+    def client(self, agent: str) -> LocalClient:
+        client = LocalClient.open(Settings.load(self.env), agent=agent, env=self.env)
+        self._clients.append(client)
+        return client
+
+    def close(self) -> None:
+        for session in self._sessions:
+            session.process.kill()
+            session.process.wait()
+            session.listener.close()
+        for client in self._clients:
+            client.close()
+
+
+@pytest.fixture
+def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Machine]:
+    # No settings of this machine's administrator apply; a socket path has about 100 bytes.
+    monkeypatch.setattr(claude_sessions, "MANAGED_SETTINGS", tmp_path / "managed-settings.json")
+    with tempfile.TemporaryDirectory(prefix="sb-") as socket_dir:
+        machine = Machine(tmp_path, Path(socket_dir))
+        try:
+            yield machine
+        finally:
+            machine.close()
+
+
+def status(client: LocalClient, message_id: str, agent: str) -> tuple[str, str | None]:
+    (row,) = [r for r in client.message_status(message_id).recipients if r.agent == agent]
+    return str(row.state), row.via
+
+
+def nothing_pushed(session: FakeSession, bob: LocalClient, message_id: str, report) -> None:
+    assert report.pushed == () and report.problem is None
+    assert status(bob, message_id, "alice")[1] is None  # not surfaced: queued for the session's own reading
+    assert session.listener.received() == []  # not even connected
+
+
+# --- pushed ------------------------------------------------------------------------------------
+
+
+def test_mail_is_pushed_into_the_recipients_session_fenced_and_marked_handed_by_socket(machine):
+    session = machine.session(machine.project("alice"))
+    machine.key_file(session, "f" * 32)
+    bob = machine.client("bob")
+    alice = machine.client("alice")
+
+    sent = bob.send("alice", "Can you review PR 12?", subject="review")
+    report = push_sent(bob, sent, machine.env)
+
+    assert report.pushed == (Pushed("alice", session.pid, "alpha", session.session_id, (sent.message_id,)),)
+    assert report.problem is None
+    (frame,) = wait_until(session.frames, what="a frame")
+    assert frame[0] == {"type": "auth", "token": "f" * 32}  # the peerToken of the session's key file
+    assert frame[1]["type"] == "user" and frame[1]["session_id"] == session.session_id
+    text = frame[1]["message"]["content"]
+    assert text == render(alice.read(peek=True).items)
+    assert "from: bob" in text and "Can you review PR 12?" in text and "from-mode" not in text
+    assert status(bob, sent.message_id, "alice") == ("handed", "socket")
+    assert alice.surface(via="hook").items == []  # the hooks will not put it before the agent again
+
+
+def test_a_message_goes_into_one_session_of_the_agent_once(machine):
+    project = machine.project("alice")
+    first, second = machine.session(project), machine.session(project)
+    bob = machine.client("bob")
+
+    sent = bob.send("alice", "once")
+    report = push_sent(bob, sent, machine.env)
+    again = push_sent(bob, sent, machine.env)
+
+    assert [p.pid for p in report.pushed] == [first.pid] and again.pushed == ()
+    wait_until(first.frames, what="a frame")
+    assert second.listener.received() == []
+
+
+def test_a_channel_post_reaches_each_members_session(machine):
+    alice_session = machine.session(machine.project("alice"))
+    carol_session = machine.session(machine.project("carol"))
+    bob, alice, carol = machine.client("bob"), machine.client("alice"), machine.client("carol")
+    bob.create_channel("ops")
+    alice.join_channel("ops")
+    carol.join_channel("ops")
+
+    sent = bob.send("#ops", "deploying")
+    report = push_sent(bob, sent, machine.env)
+
+    assert sorted((p.agent, p.pid) for p in report.pushed) == [
+        ("alice", alice_session.pid),
+        ("carol", carol_session.pid),
+    ]
+    for session in (alice_session, carol_session):
+        (frame,) = wait_until(session.frames, what="a frame")
+        assert "deploying" in frame[-1]["message"]["content"]
+
+
+def test_the_sessions_own_switchboard_agent_names_its_agent(machine):
+    session = machine.session(machine.project("carol"), environ={"SWITCHBOARD_AGENT": "alice"})
+    bob = machine.client("bob")
+
+    report = push_sent(bob, bob.send("alice", "hi"), machine.env)
+
+    assert [p.pid for p in report.pushed] == [session.pid]
+
+
+# --- left alone --------------------------------------------------------------------------------
+
+
+def test_another_agents_session_is_not_touched(machine):
+    carol = machine.session(machine.project("carol"))
+    bob = machine.client("bob")
+
+    sent = bob.send("alice", "for alice only")
+    report = push_sent(bob, sent, machine.env)
+
+    assert report.pushed == () and report.problem is None
+    assert carol.listener.received() == []
+    assert machine.client("carol").read(peek=True).items == []
+
+
+def test_a_session_of_another_workspace_is_not_touched(machine):
+    session = machine.session(machine.project("alice"), environ={"SWITCHBOARD_WORKSPACE": "elsewhere"})
+    bob = machine.client("bob")
+
+    sent = bob.send("alice", "hi")
+    nothing_pushed(session, bob, sent.message_id, push_sent(bob, sent, machine.env))
+
+
+def test_a_session_served_by_switchboard_is_left_to_its_server_or_hooks(machine):
+    session = machine.session(machine.project("alice"))
+    alice, bob = machine.client("alice"), machine.client("bob")
+    alice.register_session(runtime="claude-code", pid=session.pid)  # what our server or hooks do
+
+    sent = bob.send("alice", "hi")
+    nothing_pushed(session, bob, sent.message_id, push_sent(bob, sent, machine.env))
+    assert status(bob, sent.message_id, "alice") == ("delivered", None)
+
+
+def test_a_session_kept_by_hooks_alone_still_counts_as_served_while_idle(machine):
+    # Hooks heartbeat only when the session works: idle, it drops out of the liveness window,
+    # and its hooks still serve it. An ended one, or one of another process with that pid, does not.
+    session = machine.session(machine.project("alice"))
+    start = process_start_time(session.pid)
+    now = datetime.now(UTC)
+
+    def who(**fields: object) -> WhoReport:
+        fields = {"id": "s1", "workspace": "default", "agent": "alice", "runtime": "claude-code", **fields}
+        one = Session(machine="here", pid=session.pid, started_at=now, last_seen=now, **fields)
+        return WhoReport(
+            workspace="default",
+            agents=[AgentPresence(name="alice", live=False, unread=0, sessions=[one])],
+            machines=[],
+            liveness_seconds=60,
+        )
+
+    assert _served_pids(who(proc_start=start), "here") == {session.pid}
+    assert _served_pids(who(proc_start=None), "here") == {session.pid}  # through a hub: no start time
+    assert _served_pids(who(proc_start=start, ended_at=now), "here") == set()
+    assert _served_pids(who(proc_start=start - 1), "here") == set()
+    assert _served_pids(who(proc_start=start), "another-machine") == set()
+
+
+BYPASS = {
+    "dangerously-skip-permissions": (["--dangerously-skip-permissions"], {}),
+    "allow-dangerously-skip-permissions": (["--allow-dangerously-skip-permissions"], {}),
+    "permission-mode": (["--permission-mode", "bypassPermissions"], {}),
+    "permission-mode=": (["--permission-mode=bypassPermissions"], {}),
+    "settings-flag": (["--settings", '{"permissions": {"defaultMode": "bypassPermissions"}}'], {}),
+    "user-settings": ([], {"user": {"permissions": {"defaultMode": "bypassPermissions"}}}),
+    "project-local-settings": ([], {"local": {"permissions": {"defaultMode": "bypassPermissions"}}}),
+}
+HOLD = {
+    "user-hold": ([], {"user": {"crossSessionInbound": "hold"}}),
+    "project-refuse": ([], {"project": {"crossSessionInbound": "refuse"}}),
+    "unknown-value": ([], {"user": {"crossSessionInbound": "maybe"}}),
+    "settings-flag-hold": (["--settings", '{"crossSessionInbound": "hold"}'], {}),
+    "settings-file-unreadable": (["--settings", "missing-settings.json"], {}),
+}
+
+
+def settings_path(machine: Machine, project: Path, where: str) -> Path:
+    return {
+        "user": machine.config / "settings.json",
+        "project": project / ".claude" / "settings.json",
+        "local": project / ".claude" / "settings.local.json",
+    }[where]
+
+
+@pytest.mark.parametrize("case", [*BYPASS.values(), *HOLD.values()], ids=[*BYPASS, *HOLD])
+def test_a_session_that_would_hold_or_refuse_a_frame_from_us_is_left_alone(machine, case):
+    # A frame from a process that is not the session's descendant and claims no mode: a
+    # bypassing session holds it (no-mode-asserted); hold and refuse are the user's opt-outs.
+    args, files = case
+    project = machine.project("alice")
+    for where, document in files.items():
+        machine.settings(settings_path(machine, project, where), document)
+    session = machine.session(project, *args)
+    bob = machine.client("bob")
+
+    sent = bob.send("alice", "hi")
+    nothing_pushed(session, bob, sent.message_id, push_sent(bob, sent, machine.env))
+
+
+def test_a_session_whose_setting_accepts_and_that_prompts_is_pushed_into(machine):
+    project = machine.project("alice")
+    machine.settings(project / ".claude" / "settings.json", {"permissions": {"defaultMode": "acceptEdits"}})
+    machine.settings(machine.config / "settings.json", {"crossSessionInbound": "accept"})
+    session = machine.session(project, "--permission-mode", "default")
+    bob = machine.client("bob")
+
+    assert [p.pid for p in push_sent(bob, bob.send("alice", "hi"), machine.env).pushed] == [session.pid]
+
+
+def test_a_dead_socket_surfaces_nothing_and_the_send_stands(machine):
+    session = machine.session(machine.project("alice"), socket=False)
+    bob = machine.client("bob")
+
+    sent = bob.send("alice", "anyone there?")
+    report = push_sent(bob, sent, machine.env)
+
+    assert report.pushed == ()
+    assert report.problem is not None
+    assert report.problem.startswith(f"could not push mail into Claude Code session {session.pid}: cannot write")
+    assert status(bob, sent.message_id, "alice") == ("queued", None)
+    assert [i.message.id for i in machine.client("alice").surface(via="hook").items] == [sent.message_id]
+
+
+def test_a_failing_mailbox_is_a_problem_reported_never_raised(machine):
+    machine.session(machine.project("alice"))
+    bob = machine.client("bob")
+    sent = bob.send("alice", "hi")
+
+    class Broken:
+        def who(self):
+            raise RuntimeError("the store went away")
+
+    report = push_sent(Broken(), sent, machine.env)  # type: ignore[arg-type]
+    assert report == type(report)(problem="could not push mail into Claude Code sessions: the store went away")
+
+
+# --- the faces ---------------------------------------------------------------------------------
+
+
+def test_the_cli_says_which_session_it_pushed_into_and_lists_it_in_json(machine):
+    session = machine.session(machine.project("alice"))
+    cli = CLI(machine.root / "cli", switchboard_home=Path(machine.env["SWITCHBOARD_HOME"]))
+    env = {"CLAUDE_CONFIG_DIR": machine.env["CLAUDE_CONFIG_DIR"]}
+
+    human = cli.run("send", "alice", "first", agent="bob", env=env)
+    assert human.returncode == 0 and human.stderr == "", describe(human)
+    assert f"pushed into Claude Code session {session.pid} (alpha) for alice" in human.stdout, describe(human)
+
+    sent = cli.run_json("send", "alice", "second", agent="bob", env=env)
+    assert sent["recipients"][0]["agent"] == "alice"  # the send's own keys, unchanged
+    assert sent["pushed_into_claude_code"] == [
+        {
+            "agent": "alice",
+            "pid": session.pid,
+            "name": "alpha",
+            "session_id": session.session_id,
+            "messages": [sent["message_id"]],
+        }
+    ]
+    assert len(wait_until(lambda: len(session.frames()) == 2 and session.frames(), what="two frames")) == 2
+
+    cli.run_json("channel", "create", "ops", agent="bob", env=env)
+    cli.run_json("channel", "join", "ops", agent="alice", env=env)
+    posted = cli.run_json("channel", "post", "ops", "deploying", agent="bob", env=env)
+    assert [p["pid"] for p in posted["pushed_into_claude_code"]] == [session.pid]
+
+    nobody = cli.run_json("send", "carol", "no session", agent="bob", env=env)
+    assert nobody["pushed_into_claude_code"] == []
+
+
+def test_the_cli_warns_in_one_line_when_a_push_fails_and_the_send_stands(machine):
+    session = machine.session(machine.project("alice"), socket=False)
+    cli = CLI(machine.root / "cli", switchboard_home=Path(machine.env["SWITCHBOARD_HOME"]))
+
+    proc = cli.run("send", "alice", "hi", agent="bob", env={"CLAUDE_CONFIG_DIR": machine.env["CLAUDE_CONFIG_DIR"]})
+
+    assert proc.returncode == 0 and "sent " in proc.stdout, describe(proc)
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"warning: could not push mail into Claude Code session {session.pid}: "), describe(proc)
+
+
+@pytest.mark.anyio
+async def test_the_stdio_servers_send_message_pushes_and_a_hubs_does_not(machine, monkeypatch: pytest.MonkeyPatch):
+    """The stdio server gets the CLI's pushing client (cli/app.open_client); a hub's tools act
+    through a plain one."""
+    for key, value in machine.env.items():
+        monkeypatch.setenv(key, value)
+    session = machine.session(machine.project("alice"))
+    bob = machine.client("bob")
+
+    async def send(push: bool, text: str) -> str:
+        server = mailbox_server(one_client(PushingClient(bob) if push else bob))
+        async with McpClient(server) as tools:
+            result = await tools.call_tool("send_message", {"to": "alice", "message": text})
+        assert not result.is_error
+        return "".join(getattr(block, "text", "") for block in result.content)
+
+    assert "pushed into" not in await send(False, "as a hub would send it")
+    assert session.listener.received() == []
+    assert f"- pushed into alice's Claude Code session {session.pid}" in await send(True, "as a stdio server sends it")
+    (frame,) = wait_until(session.frames, what="a frame")
+    assert "as a hub would send it" in frame[-1]["message"]["content"]  # waiting mail goes along

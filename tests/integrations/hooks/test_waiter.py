@@ -1,0 +1,207 @@
+"""``hook wake``: the background waiter that wakes an idle Claude Code session (asyncRewake)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from switchboard.client.local import LocalClient
+from switchboard.fence import PREAMBLE, fenced_mail
+from switchboard.identity import DEFAULT_WORKSPACE
+from switchboard.integrations.hooks.state import take_pusher_lock
+from switchboard.model import Caller
+from switchboard.procs import process_start_time
+from switchboard.service import Service
+from switchboard.store.sqlite.store import SQLiteStore
+from tests.integrations.hooks.conftest import AGENT, Hooks
+from tests.support.waiting import wait_until
+
+WAKE_TIMEOUT = 20.0
+
+# Stands for the agent CLI: `python -c AGENT_CLI [its own args…] -- <waiter argv>` starts the
+# waiter as its child with $HOOK_STDIN on its stdin, prints the waiter's pid and exit status
+# (when it ends), then idles.
+AGENT_CLI = """
+import os, subprocess, sys, time
+argv = sys.argv[sys.argv.index("--") + 1:]
+child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+child.stdin.write(os.environ["HOOK_STDIN"].encode())
+child.stdin.close()
+print(child.pid, flush=True)
+print(child.wait(), flush=True)
+time.sleep(300)
+"""
+
+
+def registered(hooks: Hooks, pid: int) -> bool:
+    return any(s["pid"] == pid and s["live"] for s in hooks.sessions())
+
+
+def ended(pid: int) -> bool:
+    """The process has exited (gone, or a zombie nobody reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] == "Z"
+
+
+def test_mail_wakes_the_session(hooks: Hooks) -> None:
+    waiter = hooks.spawn_wake()
+    wait_until(lambda: registered(hooks, os.getpid()), what="the waiter to register the session")
+    assert waiter.poll() is None  # nothing to say yet: it waits
+    message = hooks.send("the build is red")
+    assert waiter.wait(WAKE_TIMEOUT) == 2  # exit 2: Claude Code starts a turn
+    assert waiter.stdout is not None and waiter.stderr is not None
+    # Quiet: Claude Code logs an asyncRewake's output as a hook error; the turn's prompt hook
+    # brings the mail instead.
+    assert (waiter.stdout.read(), waiter.stderr.read()) == ("", "")
+    assert hooks.status(message)["state"] != "surfaced"  # the waiter took nothing
+    context = hooks.context("prompt")
+    assert context is not None
+    text = context["hookSpecificOutput"]["additionalContext"]
+    assert PREAMBLE in text and "from: reviewer" in text and "-----\nthe build is red\n----- END MESSAGE" in text
+    status = hooks.status(message)
+    assert (status["state"], status["via"], status["read_at"]) == ("surfaced", "hook", None)
+    assert hooks.context("prompt") is None  # surfaced once
+
+
+def test_mail_already_waiting_wakes_at_once(hooks: Hooks) -> None:
+    hooks.send("waiting since before")
+    waiter = hooks.spawn_wake()
+    assert waiter.wait(WAKE_TIMEOUT) == 2
+
+
+def test_one_waiter_per_session(hooks: Hooks) -> None:
+    first = hooks.spawn_wake()
+    wait_until(lambda: registered(hooks, os.getpid()), what="the first waiter to register the session")
+    started = time.monotonic()
+    second = hooks.spawn_wake()
+    assert second.wait(WAKE_TIMEOUT) == 0
+    assert time.monotonic() - started < 5.0  # at once: it does not wait for mail
+    assert second.stderr is not None and second.stderr.read() == ""
+    assert first.poll() is None
+    other_session = hooks.spawn_wake(session="sess-2")  # another session has its own waiter
+    hooks.send("for whoever waits")
+    woken = wait_until(lambda: [p for p in (first, other_session) if p.poll() is not None], WAKE_TIMEOUT)
+    assert [p.returncode for p in woken] == [2]  # one message wakes one waiter, once
+
+
+def start_agent_cli(hooks: Hooks, python: str = sys.executable, *args: str) -> subprocess.Popen[str]:
+    argv = [*hooks.cli.argv("hook", "wake"), "--client", "claude"]
+    return subprocess.Popen(
+        [python, "-c", AGENT_CLI, *args, "--", *argv],
+        env=hooks.cli.env(env={"HOOK_STDIN": hooks.stdin("session-start")}),
+        cwd=hooks.cli.workdir,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_the_waiter_ends_with_its_agent_cli(hooks: Hooks) -> None:
+    agent_cli = start_agent_cli(hooks)
+    try:
+        assert agent_cli.stdout is not None
+        waiter_pid = int(agent_cli.stdout.readline())
+        wait_until(lambda: registered(hooks, agent_cli.pid), what="the waiter to register its agent CLI's session")
+        state_folder = hooks.cli.switchboard_home / "hooks" / "sess-1"
+        assert state_folder.is_dir() and not ended(waiter_pid)
+        agent_cli.send_signal(signal.SIGKILL)
+        agent_cli.wait()
+        died = time.monotonic()
+        wait_until(lambda: ended(waiter_pid), 10.0, "the waiter to exit after its agent CLI")
+        assert time.monotonic() - died < 1.5  # within about a second of the session's end
+        assert not state_folder.exists()  # its hook state went with it
+    finally:
+        if agent_cli.poll() is None:
+            agent_cli.kill()
+            agent_cli.wait()
+        if agent_cli.stdout is not None:
+            agent_cli.stdout.close()
+
+
+def test_no_waiter_for_a_one_shot_claude_print_run(hooks: Hooks, tmp_path: Path) -> None:
+    """``claude -p "prompt"`` runs an asyncRewake hook in the foreground and would wait for the
+    waiter for ever; with stream-json input it runs it in the background and can be woken."""
+    claude = tmp_path / "bin" / "claude"  # a Python that the process table calls claude
+    claude.parent.mkdir()
+    claude.symlink_to(os.path.realpath(sys.executable))
+    hooks.send("mail that must not hang the run")
+    for args, expected in ((["-p", "fix it"], 0), (["-p", "--input-format", "stream-json"], 2)):
+        agent_cli = start_agent_cli(hooks, str(claude), *args)
+        try:
+            assert agent_cli.stdout is not None
+            int(agent_cli.stdout.readline())
+            assert int(agent_cli.stdout.readline()) == expected, args
+        finally:
+            agent_cli.kill()
+            agent_cli.wait()
+            agent_cli.stdout.close()  # type: ignore[union-attr]
+
+
+def pusher_lock(hooks: Hooks) -> int:
+    """Hold the pusher lock of the agent CLI (this test process) as its `switchboard mcp` does
+    while it pushes mail into the session's messaging socket; the descriptor, to close."""
+    fd = take_pusher_lock(hooks.cli.switchboard_home, os.getpid(), process_start_time(os.getpid()))
+    assert fd is not None
+    return fd
+
+
+def test_no_waiter_beside_a_socket_pusher(hooks: Hooks) -> None:
+    fd = pusher_lock(hooks)
+    try:
+        started = time.monotonic()
+        assert hooks.spawn_wake().wait(WAKE_TIMEOUT) == 0
+        assert time.monotonic() - started < 5.0  # at once: it does not wait for mail
+    finally:
+        os.close(fd)
+
+
+def test_a_waiter_leaves_mail_to_a_pusher_that_started_after_it(hooks: Hooks) -> None:
+    waiter = hooks.spawn_wake()
+    wait_until(lambda: registered(hooks, os.getpid()), what="the waiter to register the session")
+    fd = pusher_lock(hooks)  # the session's server has started pushing
+    try:
+        message = hooks.send("for the socket")
+        assert waiter.wait(WAKE_TIMEOUT) == 0, "the waiter does not wake the session: the pusher does"
+        assert hooks.status(message)["surfaced_at"] is None, "left for the pusher to take"
+    finally:
+        os.close(fd)
+
+
+def test_the_stop_hook_confirms_handed_mail_surfaced_from_the_transcript(hooks: Hooks, tmp_path: Path) -> None:
+    """A session with no ``switchboard mcp`` watching its transcript (its server handed a frame,
+    then was killed): the turn's stop hook reads the transcript, and the handed mail is surfaced
+    once a record carrying it to the model is there."""
+    waiter = hooks.spawn_wake()  # registers this process (the agent CLI) as the session
+    wait_until(lambda: registered(hooks, os.getpid()), what="the waiter to register the session")
+    (session,) = [s for s in hooks.sessions() if s["pid"] == os.getpid() and s["live"]]
+    message = hooks.send("the build is red")
+    assert waiter.wait(WAKE_TIMEOUT) == 2  # the waiter takes nothing
+    service = Service(SQLiteStore(hooks.cli.default_db), machine="testhost")
+    try:  # the session's server writes it into the socket: handed to the session
+        caller = Caller(workspace=DEFAULT_WORKSPACE, agent=AGENT, session_id=session["id"])
+        handed = LocalClient(service, caller).surface(via="socket")
+    finally:
+        service.store.close()
+    assert [item.message.id for item in handed.items] == [message]
+    frame = fenced_mail(handed.items)
+    transcript = tmp_path / "sess-1.jsonl"
+    # Queued, not yet sent to the model: no evidence.
+    transcript.write_text(json.dumps({"type": "queue-operation", "operation": "enqueue", "content": frame}) + "\n")
+    stop = {**json.loads(hooks.stdin("stop")), "transcript_path": str(transcript)}
+    assert hooks.output(hooks.run("stop", raw=json.dumps(stop))) is None
+    assert hooks.status(message)["state"] == "handed"
+    # The turn that carries it to the model.
+    with transcript.open("a") as file:
+        file.write(json.dumps({"type": "attachment", "attachment": {"type": "queued_command", "prompt": frame}}) + "\n")
+    assert hooks.output(hooks.run("stop", raw=json.dumps(stop))) is None
+    status = hooks.status(message)
+    assert (status["state"], status["via"]) == ("surfaced", "socket")
+    assert [(e["event"], e["detail"]) for e in status["history"]][-1] == ("surfaced", "transcript")
