@@ -10,7 +10,7 @@ SWITCHBOARD_HOME whose database exists and holds mail for another agent only. Ev
 
 Cases:
 - ``prompt``, ``post_tool``, ``stop``: the session was registered by a session-start and no
-  heartbeat is due, so each is answered by the quick look (hooks/probe.py).
+  heartbeat is due, so each is answered by the quick look (integrations/hooks/probe.py).
 - ``prompt_heartbeat_due``: the session's last heartbeat is older than 15 s (reset before each
   run), so the prompt hook loads the service and heartbeats: what a prompt after a pause costs.
 - ``session_start``: registers the session (again) and drains nothing.
