@@ -159,6 +159,20 @@ async def sends_through_hub(folder: Path, hub: ServerProcess, agents: int, param
     return times
 
 
+async def pings_through_hub(folder: Path, hub: ServerProcess, params: Params) -> list[float]:
+    """The MCP SDK's own floor: a ping answered by the same kind of server (``switchboard mcp``
+    logged in to ``hub``), a round trip over its stdio that does no work of ours."""
+    folder.mkdir()
+    times: list[float] = []
+    async with Client(hub_stdio_server(folder, hub, "pinger"), mode="legacy") as client:
+        for i in range(params.warmup + params.calls):
+            began = time.perf_counter()
+            await client.send_ping()
+            if i >= params.warmup:
+                times.append(time.perf_counter() - began)
+    return times
+
+
 async def rest_sends(url: str, token: str, params: Params) -> list[float]:
     """REST sends to the same hub, for scale: one keep-alive connection, one at a time."""
     times: list[float] = []
@@ -210,6 +224,7 @@ async def run(params: Params, folder: Path) -> dict[str, object]:
                 record(figures, f"http_{era.replace('-', '_')}_{tool}", times)
         record(figures, "rest_send", await rest_sends(hub.url, hub.token, params))
         print("[3] stdio through the hub: 'switchboard mcp' logged in to it")
+        record(figures, "hub_mcp_ping", await pings_through_hub(folder / "through-hub-ping", hub, params))
         for agents in (1, HUB_AGENTS):
             times = await sends_through_hub(folder / f"through-hub-{agents}", hub, agents, params)
             record(figures, f"hub_{agents}_agent{'s' if agents > 1 else ''}_send", times)
@@ -225,6 +240,10 @@ def through_hub(figures: dict[str, object]) -> None:
     if isinstance(one, float) and isinstance(rest, float):
         figures["hub_1_agent_vs_rest_send"] = one / rest
         print(f"\nthrough the hub, 1 agent: send_message p50 {one / rest:.2f}x the REST send's; aim within 1.5x")
+        ping = figures.get("hub_mcp_ping_ms_p50")
+        if isinstance(ping, float):  # what the send adds to the SDK's bare round trip
+            figures["hub_1_agent_over_ping_vs_rest_send"] = (one - ping) / rest
+            print(f"  less the MCP SDK's own stdio round trip (a ping, p50 {ms(ping)}): {(one - ping) / rest:.2f}x")
     if isinstance(p50, float) and isinstance(p99, float):
         figures[f"hub_{HUB_AGENTS}_agents_p99_vs_p50"] = p99 / p50
         print(f"through the hub, {HUB_AGENTS} agents at once: p99 {p99 / p50:.2f}x p50; aim under 10x")
