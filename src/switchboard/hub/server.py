@@ -123,7 +123,23 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         if login is not None and saved is not None:
             login.announce(saved, out)
 
-    config = uvicorn.Config(
+    config = _uvicorn_config(app, options)
+    server = _HubServer(config, on_stop=lambda: _call_in_loop(hub.stop), on_listening=listening)
+    _settle_collector()
+    # uvicorn re-raises the stop signal once it has shut down gracefully; with these handlers
+    # in place that re-raise returns here, so the store is closed and the hub exits with 0.
+    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        server.run(sockets=[listener])
+    finally:
+        store.close()  # after every request finished: the last commits are on disk
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _uvicorn_config(app: Any, options: HubOptions) -> uvicorn.Config:
+    """How uvicorn serves the hub: httptools with our limits, no access log, no proxy trusted."""
+    return uvicorn.Config(
         app,
         host=options.host,
         port=options.port,
@@ -138,7 +154,10 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         ssl_certfile=options.tls_cert,
         ssl_keyfile=options.tls_key,
     )
-    server = _HubServer(config, on_stop=lambda: _call_in_loop(hub.stop), on_listening=listening)
+
+
+def _settle_collector() -> None:
+    """Set the garbage collector for a long-lived server, once start-up is done."""
     # Everything made so far lives as long as the hub: move it out of the collector's sight. A
     # full collection otherwise walks it all, pausing every request for tens of milliseconds.
     gc.collect()
@@ -148,15 +167,6 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     # full collection of every stream's objects followed every few posts: 20-60 ms pauses.
     # Collections still happen, after 50,000 net new objects (see gc.set_threshold).
     gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *gc.get_threshold()[1:])
-    # uvicorn re-raises the stop signal once it has shut down gracefully; with these handlers
-    # in place that re-raise returns here, so the store is closed and the hub exits with 0.
-    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        server.run(sockets=[listener])
-    finally:
-        store.close()  # after every request finished: the last commits are on disk
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def is_loopback(host: str) -> bool:
