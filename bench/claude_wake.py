@@ -56,8 +56,8 @@ sys.path.insert(0, str(ROOT))
 import pytest  # noqa: E402  (the client-test machinery reports its failures with pytest.fail)
 from common import BenchFailure, ms, percentile, report  # noqa: E402
 
-from switchboard.integrations.claude_code import sessions as claude_sessions  # noqa: E402
 from switchboard.config import Settings  # noqa: E402
+from switchboard.integrations.claude_code import sessions as claude_sessions  # noqa: E402
 from switchboard.integrations.hooks.state import SessionFiles, session_key  # noqa: E402
 from tests.agent_clis_e2e.conftest import CLAUDE_CODE_CURRENT, LiveCli, Machine, claude_code_env, install  # noqa: E402
 from tests.support.cli_runner import isolated_env  # noqa: E402

@@ -114,6 +114,20 @@ class IdempotencyConflict(Refused):
     code = "idempotency_conflict"
 
 
+class UnknownTask(NotFound):
+    code = "unknown_task"
+
+
+class TaskFinished(Refused):
+    """The task is completed, failed, canceled or rejected: nothing moves it any more."""
+
+    code = "task_finished"
+
+
+class BadTaskState(Invalid):
+    code = "bad_task_state"
+
+
 class StoreUnavailable(Unavailable):
     code = "store_unavailable"
 
