@@ -23,11 +23,11 @@ from mcp import Client as McpClient
 from switchboard.client.local import LocalClient
 from switchboard.config import Settings
 from switchboard.integrations.claude_code import sessions as claude_sessions
-from switchboard.integrations.claude_code.push import Pushed, _served_pids, push_sent
+from switchboard.integrations.claude_code.push import _served_pids, push_sent
 from switchboard.integrations.claude_code.pushing import PushingClient
 from switchboard.integrations.claude_code.socket_delivery import render
 from switchboard.mcp.tools import mailbox_server, one_client
-from switchboard.model import AgentPresence, Session, WhoReport
+from switchboard.model import AgentPresence, PushedInto, Session, WhoReport
 from switchboard.procs import process_start_time
 from tests.support.cli_runner import CLI, describe
 from tests.support.frame_listener import FrameListener
@@ -164,7 +164,11 @@ def test_mail_is_pushed_into_the_recipients_session_fenced_and_marked_handed_by_
     sent = bob.send("alice", "Can you review PR 12?", subject="review")
     report = push_sent(bob, sent, machine.env)
 
-    assert report.pushed == (Pushed("alice", session.pid, "alpha", session.session_id, (sent.message_id,)),)
+    assert report.pushed == (
+        PushedInto(
+            agent="alice", pid=session.pid, name="alpha", session_id=session.session_id, messages=[sent.message_id]
+        ),
+    )
     assert report.problem is None
     (frame,) = wait_until(session.frames, what="a frame")
     assert frame[0] == {"type": "auth", "token": "f" * 32}  # the peerToken of the session's key file

@@ -83,7 +83,7 @@ def test_a_session_the_push_registered_is_still_pushed_into(machine):
     second = bob.send("alice", "second")
     report = push_sent(bob, second, machine.env)
 
-    assert [p.messages for p in report.pushed] == [(second.message_id,)]
+    assert [p.messages for p in report.pushed] == [[second.message_id]]
     wait_until(lambda: len(session.frames()) == 2, what="two frames")
 
 

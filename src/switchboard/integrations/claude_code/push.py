@@ -51,7 +51,7 @@ from switchboard.integrations.claude_code import unserved_sessions
 from switchboard.integrations.claude_code.sessions import ClaudeSession
 from switchboard.integrations.claude_code.socket_delivery import BATCH, write_batch
 from switchboard.integrations.claude_code.unserved_sessions import Note
-from switchboard.model import UNSERVED_RUNTIME, SendResult, Session, WhoReport
+from switchboard.model import UNSERVED_RUNTIME, PushedInto, SendResult, Session, WhoReport
 from switchboard.procs import process_alive, process_command_line, process_environment, process_start_time
 
 TIMEOUT_SECONDS = 1.0  # a session's socket is local: it answers at once or not at all
@@ -60,19 +60,8 @@ BYPASS_MODE = "bypassPermissions"
 
 
 @dataclass(frozen=True, slots=True)
-class Pushed:
-    """Mail written into one Claude Code session."""
-
-    agent: str
-    pid: int
-    name: str | None
-    session_id: str
-    messages: tuple[str, ...]  # the ids of the messages written
-
-
-@dataclass(frozen=True, slots=True)
 class PushReport:
-    pushed: tuple[Pushed, ...] = ()
+    pushed: tuple[PushedInto, ...] = ()  # the model's type: a send's result carries them
     problem: str | None = None  # what went wrong, one sentence; the send itself stands
 
 
@@ -100,7 +89,7 @@ def _push(client: Client, sent: SendResult, env: Mapping[str, str]) -> PushRepor
         return PushReport()
     report = client.who()
     served = _served_pids(report, machine_name(env))
-    pushed: list[Pushed] = []
+    pushed: list[PushedInto] = []
     problems: list[str] = []
     for (agent, workspace), session in owned:
         if workspace != report.workspace or session.pid in served or not _delivers(session, env):
@@ -118,7 +107,7 @@ def _push(client: Client, sent: SendResult, env: Mapping[str, str]) -> PushRepor
 
 def _push_into(
     client: Client, recipient: Client, agent: str, session: ClaudeSession, settings: Settings, env: Mapping[str, str]
-) -> Pushed | None:
+) -> PushedInto | None:
     if not recipient.surface(via="socket", peek=True, limit=1).items:
         return None  # nothing waiting: another session of the agent took it, or it was read
     current = claude_sessions.session_of(session.pid, env)  # the session id follows /clear
@@ -137,9 +126,7 @@ def _push_into(
                 break
     if not written:
         return None
-    return Pushed(
-        agent=agent, pid=current.pid, name=current.name, session_id=current.session_id, messages=tuple(written)
-    )
+    return PushedInto(agent=agent, pid=current.pid, name=current.name, session_id=current.session_id, messages=written)
 
 
 def _register_unserved(recipient: Client, current: ClaudeSession, settings: Settings) -> Session:

@@ -8,14 +8,13 @@ show what the result's ``pushed`` and ``push_problem`` say. Every other call is 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from switchboard.client.base import Client
 from switchboard.integrations.claude_code.push import confirm_pushed, push_sent
-from switchboard.model import MessageStatus, PushedInto, SendResult
+from switchboard.model import MessageStatus, SendResult
 
 
 class PushingClient:
@@ -31,8 +30,7 @@ class PushingClient:
     def send(self, to: str | Sequence[str], text: str | None = None, **options: Any) -> SendResult:
         sent = self._client.send(to, text, **options)
         report = push_sent(self._client, sent, self._env)
-        pushed = [PushedInto.model_validate(dataclasses.asdict(p)) for p in report.pushed]
-        return sent.model_copy(update={"pushed": pushed, "push_problem": report.problem})
+        return sent.model_copy(update={"pushed": list(report.pushed), "push_problem": report.problem})
 
     def message_status(self, message_id: str) -> MessageStatus:
         # Mail pushed into sessions we do not serve: what their transcripts show their model
