@@ -60,7 +60,7 @@ def open_client(db: str | None, *, as_admin: bool = False) -> Iterator[Client]:
     else:
         from switchboard.integrations.claude_code.pushing import PushingClient  # what only a send needs
 
-        client = PushingClient(client_for(settings))
+        client = PushingClient(client_for(settings), settings=settings)
     try:
         yield client
     finally:

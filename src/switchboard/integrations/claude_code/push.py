@@ -65,20 +65,22 @@ class PushReport:
     problem: str | None = None  # what went wrong, one sentence; the send itself stands
 
 
-def push_sent(client: Client, sent: SendResult, env: Mapping[str, str] | None = None) -> PushReport:
+def push_sent(
+    client: Client, sent: SendResult, env: Mapping[str, str] | None = None, settings: Settings | None = None
+) -> PushReport:
     """Write the mail of ``sent``'s recipients into their Claude Code sessions on this machine
-    that Switchboard does not serve. Never raises."""
+    that Switchboard does not serve (``settings``: the ones the client was opened with, else
+    loaded now). Never raises."""
     env = os.environ if env is None else env
     try:
-        return _push(client, sent, env)
+        return _push(client, sent, env, settings or Settings.load(env))
     except Exception as error:  # best effort: the send has committed whatever happens here
         return PushReport(problem=f"could not push mail into Claude Code sessions: {_reason(error)}")
 
 
-def _push(client: Client, sent: SendResult, env: Mapping[str, str]) -> PushReport:
+def _push(client: Client, sent: SendResult, env: Mapping[str, str], settings: Settings) -> PushReport:
     # What the sessions pushed into before took is told first: the surface below sweeps back
     # the mail of those that are gone, and mail their model took must not come back.
-    settings = Settings.load(env)
     confirm_pushed(client, env, settings)
     recipients = {r.agent for r in sent.recipients if r.agent and r.state != "unknown_recipient"}
     sessions = [s for s in claude_sessions.live_sessions(env) if s.socket_path] if recipients else []

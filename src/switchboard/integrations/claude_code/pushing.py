@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from switchboard.client.base import Client
+from switchboard.config import Settings
 from switchboard.integrations.claude_code.push import confirm_pushed, push_sent
 from switchboard.model import MessageStatus, SendResult
 
@@ -20,20 +21,22 @@ from switchboard.model import MessageStatus, SendResult
 class PushingClient:
     """``client``, with the sender's push after each send (best effort: it never fails a send)."""
 
-    def __init__(self, client: Client, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, client: Client, env: Mapping[str, str] | None = None, settings: Settings | None = None) -> None:
         self._client = client
         self._env = os.environ if env is None else env
+        # The settings the client was opened with: a send then reads no config file again.
+        self._settings = settings
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)  # every call but these two is the client's own
 
     def send(self, to: str | Sequence[str], text: str | None = None, **options: Any) -> SendResult:
         sent = self._client.send(to, text, **options)
-        report = push_sent(self._client, sent, self._env)
+        report = push_sent(self._client, sent, self._env, self._settings)
         return sent.model_copy(update={"pushed": list(report.pushed), "push_problem": report.problem})
 
     def message_status(self, message_id: str) -> MessageStatus:
         # Mail pushed into sessions we do not serve: what their transcripts show their model
         # took is told before the service judges it.
-        confirm_pushed(self._client, self._env)
+        confirm_pushed(self._client, self._env, self._settings)
         return self._client.message_status(message_id)
