@@ -346,8 +346,8 @@ class HubClient:
         body = {"description": description, "skills": None if skills is None else list(skills)}
         return self._model(Agent, "PATCH", f"/v1/agents/{_segment(name)}", json=body)
 
-    def list_agents(self) -> list[Agent]:
-        return self._models(Agent, "GET", "/v1/agents")
+    def list_agents(self, skill: str | None = None) -> list[Agent]:
+        return self._models(Agent, "GET", "/v1/agents", params=None if skill is None else {"skill": skill})
 
     def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
         params = {"force": "true"} if force else None

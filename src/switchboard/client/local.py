@@ -187,8 +187,8 @@ class LocalClient:
     def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent:
         return self.service.update_agent(self._as(), name, description, skills)
 
-    def list_agents(self) -> list[Agent]:
-        return self.service.list_agents(self._as())
+    def list_agents(self, skill: str | None = None) -> list[Agent]:
+        return self.service.list_agents(self._as(), skill)
 
     def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
         return self.service.delete_agent(self._as(), name, force=force)

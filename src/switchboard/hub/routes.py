@@ -61,6 +61,7 @@ ADDRESS: Param = {
     "maxLength": address.ADDRESS_CHARS,
     "required": True,
 }
+SKILL: Param = {"type": "string", "maxLength": address.SKILL_CHARS, "pattern": address.NON_BLANK_TEXT_PATTERN}
 READ_QUERY = {"wait": WAIT, "peek": BOOLEAN, "after": AFTER, "limit": LIMIT}
 
 ROUTES: list[Route] = [
@@ -166,7 +167,15 @@ ROUTES: list[Route] = [
         Session,
     ),
     Route("DELETE", "/v1/sessions/{session_id}", api.end_session, "End a session.", answer=Session),
-    Route("GET", "/v1/agents", api.list_agents, "Agents of your workspace.", answer=Agent, many=True),
+    Route(
+        "GET",
+        "/v1/agents",
+        api.list_agents,
+        "Agents of your workspace; skill= only those offering that skill (case aside).",
+        answer=Agent,
+        many=True,
+        query={"skill": SKILL},
+    ),
     Route("POST", "/v1/agents", api.create_agent, "Create an agent.", schemas.AgentRequest, Agent),
     Route("GET", "/v1/agents/{name}", api.describe_agent, "One agent's card.", answer=Agent),
     Route(

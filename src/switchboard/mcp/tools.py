@@ -144,10 +144,11 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
     async def list_agents(
         ctx: Context,
         search: Annotated[str | None, Field(description="only names or descriptions containing this")] = None,
+        skill: Annotated[str | None, Field(description="only agents offering this skill, e.g. review")] = None,
     ) -> Annotated[CallToolResult, Agents]:
-        """The agents of your workspace, and whether each is live."""
+        """Agents of your workspace, whether each is live; skill finds who can do a job."""
         client = await acting(ctx)
-        return await run(lambda: _agents(client, search))
+        return await run(lambda: _agents(client, search, skill))
 
     @server.tool()
     async def list_channels(ctx: Context) -> Annotated[CallToolResult, Channels]:
@@ -208,8 +209,12 @@ def _read(client: Client, wait_seconds: float, limit: int) -> CallToolResult:
     return _result(result, "\n\n".join([text, *_held_lines(held), _unread_line(got.unread)]))
 
 
-def _agents(client: Client, search: str | None) -> CallToolResult:
+def _agents(client: Client, search: str | None, skill: str | None = None) -> CallToolResult:
+    # The skill filter is the service's (one rule for every face); who() then tells who is live.
+    offering = None if skill is None else {a.name for a in _acting(lambda: client.list_agents(skill=skill))}
     agents = _acting(client.who).agents  # one call: every agent's card, and whether it is live
+    if offering is not None:
+        agents = [a for a in agents if a.name in offering]
     wanted = (search or "").lower()
     listed = [
         AgentInfo(
