@@ -47,12 +47,17 @@ from switchboard.model import (
     SendResult,
     Session,
     SurfacePath,
+    Task,
+    TaskArtifact,
+    TaskPage,
+    TaskSent,
     TokenInfo,
     WhoAmI,
     WhoReport,
     Workspace,
 )
 from switchboard.procs import process_start_time
+from switchboard.tasks import TaskState
 
 if TYPE_CHECKING:
     import ssl
@@ -226,7 +231,7 @@ class HubClient:
             "to": to if isinstance(to, str) else list(to),
             "text": text,
             "subject": subject,
-            "parts": [p.model_dump() if isinstance(p, Part) else p for p in parts],
+            "parts": _parts(parts),
             "thread_id": thread_id,
             "reply_to": reply_to,
             "require_live": require_live,
@@ -382,6 +387,64 @@ class HubClient:
     def list_workspaces(self) -> list[Workspace]:
         return self._models(Workspace, "GET", "/v1/workspaces")
 
+    # --- tasks ----------------------------------------------------------------------------
+
+    def open_task(
+        self,
+        worker: str,
+        parts: Sequence[Part | dict],
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        subject: str | None = None,
+    ) -> TaskSent:
+        body = {
+            "to": worker,
+            "parts": _parts(parts),
+            "task_id": task_id,
+            "context_id": context_id,
+            "metadata": metadata,
+            "subject": subject,
+        }
+        return self._model(TaskSent, "POST", "/v1/tasks", json=body)
+
+    def update_task(
+        self,
+        task_id: str,
+        *,
+        state: TaskState | str | None = None,
+        parts: Sequence[Part | dict] = (),
+        artifacts: Sequence[TaskArtifact | dict[str, Any]] = (),
+    ) -> Task:
+        body = {
+            "state": None if state is None else str(state),
+            "parts": _parts(parts),
+            "artifacts": [a.model_dump() if isinstance(a, TaskArtifact) else a for a in artifacts],
+        }
+        return self._model(Task, "POST", f"/v1/tasks/{_segment(task_id)}/update", json=body)
+
+    def cancel_task(self, task_id: str) -> Task:
+        return self._model(Task, "POST", f"/v1/tasks/{_segment(task_id)}/cancel")
+
+    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
+        params = None if history_length is None else {"history_length": history_length}
+        return self._model(Task, "GET", f"/v1/tasks/{_segment(task_id)}", params=params)
+
+    def list_tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | str | None = None,
+        page_size: int = 50,
+        page_token: str | None = None,
+    ) -> TaskPage:
+        params: dict[str, Any] = {"page_size": page_size}
+        for name, value in (("context_id", context_id), ("state", state), ("page_token", page_token)):
+            if value is not None:
+                params[name] = str(value)
+        return self._model(TaskPage, "GET", "/v1/tasks", params=params)
+
     # --- credentials (hub only) -----------------------------------------------------------
 
     def create_token(
@@ -413,6 +476,10 @@ def _send_retry_seconds() -> float:
         return max(0.0, float(raw)) if raw else SEND_RETRY_SECONDS
     except ValueError:
         raise BadRequest(f"SWITCHBOARD_SEND_RETRY_SECONDS={raw!r} is not a number of seconds.") from None
+
+
+def _parts(parts: Sequence[Part | dict]) -> list[Any]:
+    return [p.model_dump() if isinstance(p, Part) else p for p in parts]
 
 
 def _segment(value: str) -> str:
