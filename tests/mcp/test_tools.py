@@ -17,7 +17,16 @@ from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"send_message", "read_messages", "list_agents", "list_channels", "message_status", "who"}
+TOOLS = {
+    "send_message",
+    "read_messages",
+    "list_agents",
+    "list_channels",
+    "message_status",
+    "who",
+    "update_task",
+    "list_tasks",
+}
 LONG_WAIT = 30.0  # a read that waits this long and returns early was woken
 
 
@@ -46,7 +55,7 @@ def failed(result: CallToolResult, code: str) -> str:
     return text
 
 
-async def test_the_tool_set_is_the_six_named_tools_each_described_briefly_with_an_output_schema(tools):
+async def test_the_tool_set_is_the_eight_named_tools_each_described_briefly_with_an_output_schema(tools):
     async with tools("alice") as alice:
         listed = (await alice.list_tools()).tools
     assert {tool.name for tool in listed} == TOOLS and len(listed) <= 8

@@ -143,7 +143,8 @@ def print_part(part: Part) -> None:
         console.print(f"[link]{escape(part.url)}[/] {escape(part.filename or '')} [dim]{part.media_type or ''}[/]")
     else:
         name, media = escape(one_line(part.filename or "")), escape(one_line(part.media_type or ""))
-        console.print(f"[dim]<{len(part.raw or '') * 3 // 4} bytes {media} {name}>[/]")
+        raw = part.raw or ""
+        console.print(f"[dim]<{len(raw) * 3 // 4 - raw[-2:].count('=')} bytes {media} {name}>[/]")
 
 
 TASK_STATE_STYLE = {
@@ -171,6 +172,8 @@ def _status_words(task: Task) -> str:
 def task_page(page: TaskPage) -> None:
     """Tasks, one a line: id, state, who asked whom, when it last moved, its latest status."""
     grid = table("id", "state", "asked", "updated", "status")
+    for column in grid.columns[1:4]:  # a state or a name cut in two reads as another
+        column.no_wrap = True
     for task in page.tasks:
         asked = f"{task.requester} → {task.worker}"
         grid.add_row(task.id, task_state(task.state), asked, when(task.updated_at), _status_words(task))
