@@ -413,3 +413,26 @@ def test_a_subscriber_wakes_on_a_change_made_through_another_store(db: str) -> N
     finally:
         far.close()
         near.close()
+
+
+def test_bad_task_input_is_refused_before_anything_is_written(service: Service) -> None:
+    for bad in ({"x": float("nan")}, ["not", "an", "object"]):
+        with pytest.raises(BadRequest):
+            service.open_task(BOSS, "worker", text("go"), metadata=bad)  # type: ignore[arg-type]
+    task_id = opened(service)
+    for artifacts in (
+        [{"artifact_id": "a", "parts": []}],
+        [{"artifact_id": "a", "parts": [{"text": "x", "data": 1}]}],
+        [{"artifact_id": "a", "parts": [{"data": float("inf")}]}],
+        [{"parts": [{"text": "x"}], "metadata": {"n": float("nan")}}],
+    ):
+        with pytest.raises(BadRequest):
+            service.update_task(WORKER, task_id, state="working", artifacts=artifacts)
+    with pytest.raises(BadRequest):
+        service.update_task(WORKER, task_id, parts=[{"text": "x", "url": "http://x"}])
+    with pytest.raises(BadRequest):
+        service.list_tasks(BOSS, history_length=-1)
+    assert service.list_tasks(BOSS).total_size == 1
+    assert service.get_task(BOSS, task_id).generation == 1 and service.read(BOSS).items == []
+    made = service.update_task(WORKER, task_id, artifacts=[{"name": "no id", "parts": [{"text": "x"}]}])
+    assert made.artifacts[0].artifact_id  # one without an id is given one
