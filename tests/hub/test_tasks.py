@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.hub.conftest import CLI, Tenant, new_tenant
+from tests.hub.conftest import CLI, Tenant, expect_error, new_tenant
 
 
 def _error(answer, status: int, code: str) -> str:
@@ -134,3 +134,33 @@ def test_the_cli_logged_in_to_a_hub_answers_a_task_with_a_file(tenant: Tenant, c
     shown = cli.run_json("task", "show", task_id, agent="alice")
     assert shown["state"] == "completed" and "LGTM" in json.dumps(shown["artifacts"])
     assert [t["id"] for t in cli.run_json("task", "list", agent="alice")["tasks"]] == [task_id]
+
+
+def test_a_repeated_message_id_returns_the_first_task_never_a_second(tenant: Tenant, cli: CLI) -> None:
+    with tenant.http("alice") as alice:
+        first = alice.post("/v1/tasks", json={"to": "bob", "text": "once", "message_id": "m-1"})
+        again = alice.post("/v1/tasks", json={"to": "bob", "text": "once", "message_id": "m-1"})
+        assert (first.status_code, again.status_code) == (201, 200), again.text
+        assert again.json()["task"]["id"] == first.json()["task"]["id"] and again.json()["send"]["duplicate"]
+    client = tenant.client("alice")
+    try:
+        one = client.open_task("bob", [{"text": "twice"}], message_id="m-2")
+        two = client.open_task("bob", [{"text": "twice"}], message_id="m-2")
+        assert one.task.id == two.task.id and two.send.duplicate
+        fresh = client.open_task("bob", [{"text": "its own key"}])  # a key of the client's own: not a duplicate
+        assert fresh.task.id != one.task.id and not fresh.send.duplicate
+    finally:
+        client.close()
+    cli.run_json("login", tenant.hub.url, "--token", tenant.token)
+    ids = {cli.run_json("task", "send", "bob", "x", "--message-id", "m-3", agent="alice")["task"]["id"] for _ in "ab"}
+    assert len(ids) == 1
+    with tenant.http("bob") as bob:
+        assert bob.get("/v1/tasks").json()["total_size"] == 4
+
+
+def test_a_task_sent_to_a_hub_that_is_down_is_a_clear_error(make_hub, cli: CLI) -> None:
+    hub = make_hub()
+    cli.run_json("login", hub.url, "--token", hub.admin_token)
+    hub.kill()
+    proc = cli.run("task", "send", "bob", "anyone?", agent="alice", env={"SWITCHBOARD_SEND_RETRY_SECONDS": "1"})
+    assert "nothing was sent" in str(expect_error(proc, "hub_unavailable", as_json=False))

@@ -75,12 +75,18 @@ def task_send(
         Optional[str],
         typer.Option("--answer", help="Answer this task of yours that asked you for input, instead of a new one."),
     ] = None,
+    message_id: Annotated[
+        Optional[str],
+        typer.Option("--message-id", help="Your id for this message: sending again with it never opens a second task."),
+    ] = None,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Ask an agent to do something: a task, mailed to it. Prints the task's id."""
     with open_client(db) as client:
-        sent = client.open_task(agent, [{"text": text}], task_id=answer, context_id=context, subject=subject)
+        sent = client.open_task(
+            agent, [{"text": text}], task_id=answer, context_id=context, subject=subject, message_id=message_id
+        )
     render.emit(sent, as_json, lambda: render.console.print(sent.task.id))
 
 

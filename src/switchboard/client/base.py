@@ -137,9 +137,11 @@ class Client(Protocol):
         context_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         subject: str | None = None,
+        message_id: str | None = None,
     ) -> TaskSent:
         """Ask ``worker`` to do something (a new task, submitted); with ``task_id``, answer a
-        task of yours that waits on you (it goes on, same task and context)."""
+        task of yours that waits on you (it goes on, same task and context). ``message_id``:
+        the caller's id for this message; a repeat with it returns the first, never a second."""
         ...
 
     def update_task(

@@ -12,7 +12,7 @@ import functools
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 5.0  # a hub that does not answer a connection in 5 s is not there now
 SEND_RETRY_SECONDS = 10.0  # how long a send keeps trying a hub it cannot reach before it says so
@@ -238,11 +239,21 @@ class HubClient:
             "idempotency_key": key,
             "urgent": urgent,
         }
+        result = self._retried(
+            lambda: self._model(SendResult, "POST", "/v1/messages", json=body), key, "--idempotency-key"
+        )
+        # A repeat of our own first try is not the caller's "earlier send with this key".
+        return result if idempotency_key else result.model_copy(update={"duplicate": False})
+
+    def _retried(self, attempt: Callable[[], T], key: str, option: str) -> T:
+        """``attempt()`` (a request carrying ``key``, so that a repeat stores nothing twice), tried
+        again with backoff while the hub cannot be reached, for SWITCHBOARD_SEND_RETRY_SECONDS;
+        then a HubUnavailable that says whether it may have been stored, and how to retry safely."""
         patience = _send_retry_seconds()
         started, backoff, reached = time.monotonic(), Backoff(), False
         while True:
             try:
-                result = self._model(SendResult, "POST", "/v1/messages", json=body)
+                return attempt()
             except HubUnavailable as error:
                 if error.details.get("lasting"):
                     raise
@@ -252,7 +263,7 @@ class HubClient:
                     raise HubUnavailable(
                         f"{error.message} Tried for {time.monotonic() - started:.0f} s; "
                         + (
-                            f"it may have been stored: sending again with --idempotency-key {key} is safe "
+                            f"it may have been stored: sending again with {option} {key} is safe "
                             "(it never stores a second copy)."
                             if reached
                             else "nothing was sent."
@@ -261,9 +272,6 @@ class HubClient:
                         idempotency_key=key,
                     ) from None
                 time.sleep(delay)
-                continue
-            # A repeat of our own first try is not the caller's "earlier send with this key".
-            return result if idempotency_key else result.model_copy(update={"duplicate": False})
 
     def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
         params: dict[str, Any] = {"peek": str(peek).lower(), "limit": limit, "wait": wait}
@@ -398,7 +406,11 @@ class HubClient:
         context_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         subject: str | None = None,
+        message_id: str | None = None,
     ) -> TaskSent:
+        # As a send: an id of our own when none is given, so a request tried again after the hub
+        # was cut off returns the task the first one opened instead of opening a second.
+        key = message_id or f"retry-{uuid.uuid4().hex}"
         body = {
             "to": worker,
             "parts": _parts(parts),
@@ -406,8 +418,12 @@ class HubClient:
             "context_id": context_id,
             "metadata": metadata,
             "subject": subject,
+            "message_id": key,
         }
-        return self._model(TaskSent, "POST", "/v1/tasks", json=body)
+        sent = self._retried(lambda: self._model(TaskSent, "POST", "/v1/tasks", json=body), key, "--message-id")
+        if message_id is None and sent.send.duplicate:  # our own retry, not the caller's repeat
+            sent = sent.model_copy(update={"send": sent.send.model_copy(update={"duplicate": False})})
+        return sent
 
     def update_task(
         self,

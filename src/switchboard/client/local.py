@@ -235,9 +235,17 @@ class LocalClient:
         context_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         subject: str | None = None,
+        message_id: str | None = None,
     ) -> TaskSent:
         return self.service.open_task(
-            self._as(), worker, parts, task_id=task_id, context_id=context_id, metadata=metadata, subject=subject
+            self._as(),
+            worker,
+            parts,
+            task_id=task_id,
+            context_id=context_id,
+            a2a_message_id=message_id,
+            metadata=metadata,
+            subject=subject,
         )
 
     def update_task(

@@ -215,6 +215,9 @@ class TaskRequest(Body):
     context_id: ContextId | None = Field(default=None, description="the thread to open it in (default: a new one)")
     subject: Subject | None = None
     metadata: dict[str, Any] | None = None
+    message_id: Annotated[str, _text(address.IDEMPOTENCY_KEY_CHARS - 4, blank=False)] | None = Field(
+        default=None, description="your id for this message: a repeat with it returns the first task, never a second"
+    )
 
 
 class ArtifactBody(Body):

@@ -41,6 +41,7 @@ async def open_task(call: Call) -> Answer:
         parts,
         task_id=body.task_id,
         context_id=body.context_id,
+        a2a_message_id=body.message_id,
         metadata=body.metadata,
         subject=body.subject,
     )
