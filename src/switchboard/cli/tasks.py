@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import mimetypes
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -19,6 +20,7 @@ import typer
 from switchboard.address import MESSAGE_BYTES
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
+from switchboard.cli.messaging import PUSHED_KEY
 from switchboard.errors import BadRequest, TooLarge
 from switchboard.model import Part, Task
 
@@ -87,7 +89,14 @@ def task_send(
         sent = client.open_task(
             agent, [{"text": text}], task_id=answer, context_id=context, subject=subject, message_id=message_id
         )
-    render.emit(sent, as_json, lambda: render.console.print(sent.task.id))
+    pushed = sent.send
+    if pushed.push_problem:
+        sys.stderr.write(f"warning: {pushed.push_problem}\n")
+    for push in pushed.pushed:  # the id stays stdout's only line: scripts take it with $(…)
+        name = f" ({push.name})" if push.name else ""
+        sys.stderr.write(f"pushed into Claude Code session {push.pid}{name} for {push.agent}\n")
+    document = {**render.jsonable(sent), PUSHED_KEY: render.jsonable(pushed.pushed)}
+    render.emit(document, as_json, lambda: render.console.print(sent.task.id))
 
 
 @task_app.command("update")
