@@ -27,6 +27,8 @@ def make_consoles() -> tuple[Console, Console]:
 
 console, err_console = make_consoles()
 
+PUSHED_KEY = "pushed_into_claude_code"  # in send's --json: the sessions its mail was written into
+
 
 def jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):

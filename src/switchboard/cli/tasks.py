@@ -20,7 +20,6 @@ import typer
 from switchboard.address import MESSAGE_BYTES
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
-from switchboard.cli.messaging import PUSHED_KEY
 from switchboard.errors import BadRequest, TooLarge
 from switchboard.model import Part, Task
 
@@ -95,7 +94,7 @@ def task_send(
     for push in pushed.pushed:  # the id stays stdout's only line: scripts take it with $(…)
         name = f" ({push.name})" if push.name else ""
         sys.stderr.write(f"pushed into Claude Code session {push.pid}{name} for {push.agent}\n")
-    document = {**render.jsonable(sent), PUSHED_KEY: render.jsonable(pushed.pushed)}
+    document = {**render.jsonable(sent), render.PUSHED_KEY: render.jsonable(pushed.pushed)}
     render.emit(document, as_json, lambda: render.console.print(sent.task.id))
 
 
