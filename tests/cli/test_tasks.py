@@ -19,6 +19,8 @@ def test_a_task_round_trip_with_a_question_back_and_artifacts(cli, tmp_path) -> 
     assert plain.returncode == 0, plain.stderr
     task_id = plain.stdout.strip()  # the human output is the id, for scripts: id=$(switchboard task send …)
 
+    peeked = cli.run("read", "--peek", agent="bob")  # a person sees which task, and its state
+    assert f"task {task_id} submitted" in peeked.stdout and "please review" in peeked.stdout, peeked.stdout
     [item] = cli.run_json("read", agent="bob")["items"]
     assert (item["task_id"], item["task_state"], item["message"]["task_id"]) == (task_id, "submitted", task_id)
 
