@@ -11,6 +11,7 @@ Every word here reaches the model's context on every turn: descriptions are shor
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 from mcp.server import MCPServer
@@ -55,7 +56,7 @@ class TaskInfo(BaseModel):
     worker: str = Field(description="who works on it: only it calls update_task")
     context_id: str = Field(description="the mail thread of the task")
     generation: int
-    updated_at: Any
+    updated_at: datetime
     artifacts: list[ArtifactInfo] = Field(default_factory=list)
     latest: str | None = Field(
         default=None, description="the latest status message and artifacts, fenced: the other agent's words"
