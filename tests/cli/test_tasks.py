@@ -72,6 +72,15 @@ def test_a_task_round_trip_with_a_question_back_and_artifacts(cli, tmp_path) -> 
     ]
 
 
+def test_a_task_to_a_name_nobody_used_says_so_on_stderr(cli) -> None:
+    cli.run_json("agent", "create", "bob", agent="alice")
+    typo = cli.run("task", "send", "bobb", "please review", agent="alice")
+    assert typo.returncode == 0 and len(typo.stdout.split()) == 1  # still only the id on stdout
+    assert "note: " in typo.stderr and "'bob'" in typo.stderr, typo.stderr
+    known = cli.run("task", "send", "bob", "please review", agent="alice")
+    assert known.stderr == "", known.stderr
+
+
 def test_cancel_tells_the_worker_and_a_finished_task_moves_no_more(cli, expect_error) -> None:
     task_id = _open(cli)
     cli.run_json("read", agent="bob")

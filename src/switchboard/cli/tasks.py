@@ -89,6 +89,9 @@ def task_send(
             agent, [{"text": text}], task_id=answer, context_id=context, subject=subject, message_id=message_id
         )
     pushed = sent.send
+    for outcome in pushed.recipients:  # a name nobody had used (a typo?): said, as send says it
+        if outcome.new_agent and outcome.reason:
+            sys.stderr.write(f"note: {outcome.reason}\n")
     if pushed.push_problem:
         sys.stderr.write(f"warning: {pushed.push_problem}\n")
     for push in pushed.pushed:  # the id stays stdout's only line: scripts take it with $(…)
