@@ -337,8 +337,9 @@ class Service:
     ) -> Agent:
         return self.directory.update_agent(caller, name, description, skills)
 
-    def list_agents(self, caller: Caller) -> list[Agent]:
-        return self.directory.list_agents(caller)
+    def list_agents(self, caller: Caller, skill: str | None = None) -> list[Agent]:
+        """The workspace's agents; with ``skill``, those offering it (see ``Directory.list_agents``)."""
+        return self.directory.list_agents(caller, skill)
 
     def delete_agent(self, caller: Caller, name: str, *, force: bool = False) -> DeletedAgent:
         """Delete the agent, its mailbox, memberships and sessions (what it sent stays), and

@@ -130,7 +130,7 @@ async def end_session(call: Call) -> Session:
 
 async def list_agents(call: Call) -> list[Agent]:
     await call.identify()
-    return await call.run_as(call.hub.service.list_agents)
+    return await call.run_as(call.hub.service.list_agents, call.query("skill"))
 
 
 async def create_agent(call: Call) -> Answer:
