@@ -21,6 +21,7 @@ import ssl
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any
 
 import uvicorn
@@ -30,7 +31,7 @@ from switchboard.config import Settings
 from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest, HubUnavailable
 from switchboard.events import MailboxEvents
-from switchboard.hub.app import DEFAULT_RATE_LIMIT, create_app
+from switchboard.hub.app import DEFAULT_RATE_LIMIT, A2AOptions, create_app
 from switchboard.hub.http_limits import LimitedHttpProtocol
 from switchboard.hub.machine_login import hub_url, machine_login
 from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS
@@ -55,6 +56,9 @@ class HubOptions:
     insecure: bool = False  # serve plain HTTP beyond loopback, knowingly
     liveness_seconds: float = DEFAULT_WINDOW_SECONDS
     max_streams: int = DEFAULT_MAX_STREAMS  # per credential: SSE streams and waiting reads open at once
+    public_url: str | None = None  # the hub as A2A callers reach it (agent cards' URLs)
+    a2a_compat_0_3: bool = False  # A2A 0.3 clients answered too
+    allow_private_webhooks: bool = False  # A2A push notifications may go to loopback and private addresses
 
 
 class _HubServer(uvicorn.Server):
@@ -107,6 +111,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         host=options.host,
         replica=replica,
         max_streams=options.max_streams,
+        a2a=A2AOptions(options.public_url, options.a2a_compat_0_3, options.allow_private_webhooks),
     )
     hub = app.state.hub
 
@@ -187,6 +192,13 @@ def _check_transport(options: HubOptions) -> None:
         raise BadRequest("--liveness-seconds must be 1-86400: sessions heartbeat well inside it.")
     if not 1 <= options.max_streams <= 1_000_000:
         raise BadRequest("--max-streams must be 1-1000000 (SSE streams and waiting reads per credential).")
+    if options.public_url is not None:
+        public = urlsplit(options.public_url)
+        if public.scheme not in ("http", "https") or not public.hostname or public.query or public.fragment:
+            raise BadRequest(
+                f"--public-url {options.public_url!r} is not a URL like https://hub.example.com: "
+                "give the scheme and host (and port) callers reach this hub by."
+            )
     if (cert is None) != (key is None):
         raise BadRequest("--tls-cert and --tls-key go together: give both (a certificate and its key), or neither.")
     if cert is not None and key is not None:
