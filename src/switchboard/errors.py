@@ -128,6 +128,18 @@ class BadTaskState(Invalid):
     code = "bad_task_state"
 
 
+class TaskBusy(Unavailable):
+    """The task kept changing while an update of it was being written (other updates won)."""
+
+    code = "task_busy"
+
+
+class BadWebhook(Invalid):
+    """A push-notification URL the hub will not post to (not http(s), or a private target)."""
+
+    code = "bad_webhook"
+
+
 class StoreUnavailable(Unavailable):
     code = "store_unavailable"
 
