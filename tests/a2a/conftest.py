@@ -15,7 +15,6 @@ from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import AgentCard
 from google.protobuf.json_format import ParseDict
 
-from switchboard.hub.app import A2AOptions
 from tests.support.a2a_hub import InProcessHub
 
 BINDINGS = ("JSONRPC", "HTTP+JSON")
@@ -27,7 +26,7 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessHub]:
-    with InProcessHub(tmp_path_factory.mktemp("a2a-hub"), a2a=A2AOptions(allow_private_webhooks=True)) as running:
+    with InProcessHub(tmp_path_factory.mktemp("a2a-hub"), allow_private_webhooks=True) as running:
         yield running
 
 

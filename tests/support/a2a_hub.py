@@ -37,11 +37,20 @@ class _ErrorLog(logging.Handler):
 class InProcessHub:
     """``with InProcessHub(tmp_path) as hub:`` then ``hub.url``, ``hub.service``, ``hub.token(agent)``."""
 
-    def __init__(self, root: Path, *, a2a: A2AOptions | None = None, workspace: str = "default") -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        a2a: A2AOptions | None = None,
+        allow_private_webhooks: bool = False,
+        workspace: str = "default",
+    ) -> None:
         self.root = root
         self.workspace = workspace
         self.store = open_store(root / "switchboard.db")
-        self.service = Service(self.store, machine="a2a-test", events=MailboxEvents())
+        self.service = Service(
+            self.store, machine="a2a-test", events=MailboxEvents(), allow_private_webhooks=allow_private_webhooks
+        )
         app = create_app(self.service, running=self.store.committing_on_loop, a2a=a2a or A2AOptions())
         config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", access_log=False)
         self._server = uvicorn.Server(config)

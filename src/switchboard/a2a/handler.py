@@ -45,10 +45,9 @@ from a2a.utils.task import validate_page_size
 from switchboard.a2a.context import CALLER_STATE, WORKER_STATE
 from switchboard.a2a.convert import a2a_event, a2a_task, dict_of, our_parts, our_state
 from switchboard.a2a.errors import a2a_errors
-from switchboard.a2a.push import check_webhook_url
 from switchboard.model import Caller, PushConfig, Task
 from switchboard.service import Service
-from switchboard.tasks import FINAL, WAITING_ON_REQUESTER, TaskState
+from switchboard.tasks import FINAL, WAITING_ON_REQUESTER
 
 T = TypeVar("T")
 Run = Callable[..., Awaitable[Any]]  # runs a blocking service call off the event loop
@@ -60,22 +59,16 @@ BLOCKING_WAIT_SECONDS = 3.0
 STREAM_RECHECK_SECONDS = 15.0
 SETTLED = FINAL | WAITING_ON_REQUESTER  # where a blocking send or a stream stops: the task waits on others
 DEFAULT_PAGE_SIZE = 50
+# A task's messages a Task carries when the client names no historyLength (A2A: the server's choice).
+DEFAULT_HISTORY = 100
 
 
 class SwitchboardRequestHandler(RequestHandler):
     """The SDK's request handler interface, answered by the Service."""
 
-    def __init__(
-        self,
-        service: Service,
-        run: Run,
-        *,
-        allow_private_webhooks: bool = False,
-        blocking_wait: float = BLOCKING_WAIT_SECONDS,
-    ) -> None:
+    def __init__(self, service: Service, run: Run, *, blocking_wait: float = BLOCKING_WAIT_SECONDS) -> None:
         self._service = service
         self._run = run
-        self._allow_private_webhooks = allow_private_webhooks
         self._blocking_wait = blocking_wait
 
     # --- sending -----------------------------------------------------------------------------
@@ -86,8 +79,8 @@ class SwitchboardRequestHandler(RequestHandler):
         config = params.configuration
         if not config.return_immediately and reachable and task.state not in SETTLED:
             task = await self._settled(caller, task)
-        history = config.history_length if config.HasField("history_length") else None
-        if history is not None and history < 0:
+        history = config.history_length if config.HasField("history_length") else DEFAULT_HISTORY
+        if history < 0:
             raise InvalidParamsError(message="historyLength must be 0 or more.")
         if history:
             with a2a_errors():
@@ -177,8 +170,8 @@ class SwitchboardRequestHandler(RequestHandler):
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> A2ATask | None:
         caller, worker = _parties(context)
-        history = params.history_length if params.HasField("history_length") else None
-        if history is not None and history < 0:
+        history = params.history_length if params.HasField("history_length") else DEFAULT_HISTORY
+        if history < 0:
             raise InvalidParamsError(message="historyLength must be 0 or more.")
         with a2a_errors():
             task = await self._run(self._service.get_task, caller, params.id, history_length=history)
@@ -242,7 +235,6 @@ class SwitchboardRequestHandler(RequestHandler):
         self, caller: Caller, task_id: str, params: TaskPushNotificationConfig
     ) -> TaskPushNotificationConfig:
         with a2a_errors():
-            await check_webhook_url(params.url, allow_private=self._allow_private_webhooks)
             auth = params.authentication if params.HasField("authentication") else None
             config = await self._run(
                 self._service.set_push_config,

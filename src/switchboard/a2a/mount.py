@@ -49,12 +49,11 @@ class A2ADoor:
         *,
         public_url: str | None = None,
         compat_0_3: bool = False,
-        allow_private_webhooks: bool = False,
     ) -> None:
         self._hub = hub
         self._public_url = public_url.rstrip("/") if public_url else None
         self._compat_0_3 = compat_0_3
-        self.handler = SwitchboardRequestHandler(hub.service, blocking, allow_private_webhooks=allow_private_webhooks)
+        self.handler = SwitchboardRequestHandler(hub.service, blocking)
         builder = SwitchboardContextBuilder()
         routes: list[BaseRoute] = [
             *create_jsonrpc_routes(self.handler, f"{AGENT_ROOT}/jsonrpc", builder, enable_v0_3_compat=compat_0_3),

@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Route as StarletteRoute
 
 from switchboard.a2a.mount import A2A_PREFIX, A2ADoor
+from switchboard.a2a.push import PushPoster
 from switchboard.hub.context import HubContext, blocking
 from switchboard.hub.endpoint import Call, Endpoint, served
 from switchboard.hub.errors import encoded, on_http_error, on_unexpected
@@ -50,12 +51,8 @@ def create_app(
     hub.public_url, hub.a2a_compat_0_3 = a2a.public_url, a2a.compat_0_3
     document = encoded(build_openapi())
     mcp = McpEndpoint(hub, host)
-    door = A2ADoor(
-        hub,
-        public_url=a2a.public_url,
-        compat_0_3=a2a.compat_0_3,
-        allow_private_webhooks=a2a.allow_private_webhooks,
-    )
+    door = A2ADoor(hub, public_url=a2a.public_url, compat_0_3=a2a.compat_0_3)
+    poster = PushPoster(service, blocking)
 
     async def openapi(call: Call) -> bytes:
         return document
@@ -64,16 +61,17 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with running() if running is not None else nullcontext(), mcp.session_manager.run():
             # Open streams end within the recheck time when another replica revokes their token.
+            loop = asyncio.get_running_loop()
             rechecking = (
-                asyncio.get_running_loop().create_task(hub.streams.recheck(credentials, recheck, blocking))
-                if recheck is not None
-                else None
+                loop.create_task(hub.streams.recheck(credentials, recheck, blocking)) if recheck is not None else None
             )
+            posting = loop.create_task(poster.run())  # A2A push notifications, from the store's outbox
             try:
                 yield
             finally:
                 if rechecking is not None:
                     rechecking.cancel()
+                posting.cancel()
             hub.stop()
 
     table: list[tuple[str, str, Endpoint]] = [(r.method, r.path, r.endpoint) for r in ROUTES]
@@ -91,11 +89,11 @@ def create_app(
 
 @dataclass(frozen=True)
 class A2AOptions:
-    """How the hub serves A2A (``up --public-url``, ``--a2a-compat-0-3``, ``--allow-private-webhooks``)."""
+    """How the hub serves A2A (``up --public-url``, ``--a2a-compat-0-3``); private webhooks are the
+    Service's to allow (``up --allow-private-webhooks``)."""
 
     public_url: str | None = None  # the hub as A2A callers reach it (cards' URLs); else each request's Host
     compat_0_3: bool = False  # also answer A2A 0.3 clients on the same endpoints
-    allow_private_webhooks: bool = False  # push notifications may go to loopback and private addresses
 
 
 class HubApp:

@@ -101,7 +101,13 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     events = MailboxEvents()
     if isinstance(store, Notifying):
         store.add_listener(replica_wakeups(events, replica, store))
-    service = Service(store, machine=machine_name(os.environ), events=events, liveness_seconds=options.liveness_seconds)
+    service = Service(
+        store,
+        machine=machine_name(os.environ),
+        events=events,
+        liveness_seconds=options.liveness_seconds,
+        allow_private_webhooks=options.allow_private_webhooks,
+    )
     tls = options.tls_cert is not None
     login = machine_login(Credentials(store), settings, workspace, hub_url(listener.getsockname(), tls))
     app = create_app(
@@ -111,7 +117,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         host=options.host,
         replica=replica,
         max_streams=options.max_streams,
-        a2a=A2AOptions(options.public_url, options.a2a_compat_0_3, options.allow_private_webhooks),
+        a2a=A2AOptions(options.public_url, options.a2a_compat_0_3),
     )
     hub = app.state.hub
 
