@@ -11,13 +11,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.client import A2AClientError, Client, ClientConfig, ClientFactory
 from a2a.types import AgentCard
+from a2a.utils.errors import A2AError
 from google.protobuf.json_format import ParseDict
 
 from tests.support.a2a_hub import InProcessHub
 
 BINDINGS = ("JSONRPC", "HTTP+JSON")
+A2A_ERRORS = (A2AClientError, A2AError)  # what the SDK client raises for an error answer
 
 
 def unique(prefix: str) -> str:
