@@ -57,7 +57,6 @@ def steps_for(message_id: str, task_id: str) -> list[Step]:
         ("tck-artifact-file-url", [artifact(_url_parts()), done]),
         ("tck-artifact-file", [artifact(_file_parts()), done]),
         ("tck-artifact-data", [artifact([Part(data={"key": "value", "count": 42})]), done]),
-        ("tck-message-response", [(TaskState.COMPLETED, _text("Direct message response"), [], False, True)]),
         ("tck-input-required", [(TaskState.INPUT_REQUIRED, _text("Please provide more input"), [], False, True)]),
         ("tck-reject-task", [(TaskState.REJECTED, _text("rejected"), [], False, True)]),
         ("tck-stream-001", [working, artifact(_text("Stream hello from TCK")), done]),
@@ -129,6 +128,15 @@ class ConformanceAgent:
             return  # a cancel notice, or a task already answered
         message_id = self.a2a_id_of(message) or ""
         self.handled.append(message_id)
+        if message_id.startswith("tck-message-response"):  # answered by a plain reply, not a task move
+            self.service.send(
+                self.caller,
+                task.requester,
+                parts=_text("Direct message response"),
+                thread_id=task.context_id,
+                reply_to=message.id,
+            )
+            return
         if message_id.startswith("test-resubscribe-message-id"):
             self._move(task.id, (TaskState.WORKING, [], [], False, True))
             later = threading.Timer(

@@ -14,6 +14,7 @@ The caller and the agent addressed come from the call context (``context.py``); 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from datetime import UTC
 from typing import Any, TypeVar
@@ -34,6 +35,7 @@ from a2a.types import (
     ListTasksRequest,
     ListTasksResponse,
     Message,
+    Role,
     SendMessageRequest,
     SubscribeToTaskRequest,
     TaskPushNotificationConfig,
@@ -43,9 +45,11 @@ from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedO
 from a2a.utils.task import validate_page_size
 
 from switchboard.a2a.context import CALLER_STATE, WORKER_STATE
-from switchboard.a2a.convert import a2a_event, a2a_task, dict_of, our_parts, our_state
+from switchboard.a2a.convert import a2a_event, a2a_part, a2a_task, dict_of, our_parts, our_state
 from switchboard.a2a.errors import a2a_errors
-from switchboard.model import Caller, PushConfig, Task
+from switchboard.errors import UnknownTask
+from switchboard.model import Caller, PushConfig, Task, TaskSent, new_id
+from switchboard.model import Message as OurMessage
 from switchboard.service import Service
 from switchboard.tasks import FINAL, WAITING_ON_REQUESTER
 
@@ -61,6 +65,7 @@ SETTLED = FINAL | WAITING_ON_REQUESTER  # where a blocking send or a stream stop
 DEFAULT_PAGE_SIZE = 50
 # A task's messages a Task carries when the client names no historyLength (A2A: the server's choice).
 DEFAULT_HISTORY = 100
+CONTEXT_NAMESPACE = uuid.UUID("6f1c2b0e-5a3d-4c8e-9b7a-2d4e6f8a0c1e")  # A2A contexts named by clients
 
 
 class SwitchboardRequestHandler(RequestHandler):
@@ -75,13 +80,20 @@ class SwitchboardRequestHandler(RequestHandler):
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> A2ATask | Message:
         caller, worker = _parties(context)
-        task, reachable = await self._open(params, caller, worker)
         config = params.configuration
-        if not config.return_immediately and reachable and task.state not in SETTLED:
-            task = await self._settled(caller, task)
         history = config.history_length if config.HasField("history_length") else DEFAULT_HISTORY
         if history < 0:
             raise InvalidParamsError(message="historyLength must be 0 or more.")
+        blocking = not config.return_immediately
+        # Where the caller's mailbox stands before the send: a plain reply after it answers the send.
+        cursor = await self._run(self._service.mailbox_position, caller) if blocking else 0
+        sent, reachable = await self._open(params, caller, worker)
+        task = sent.task
+        if blocking and reachable and task.state not in SETTLED:
+            answer = await self._answered(caller, sent, cursor)
+            if isinstance(answer, Message):
+                return answer
+            task = answer
         if history:
             with a2a_errors():
                 task = await self._run(self._service.get_task, caller, task.id, history_length=history)
@@ -91,11 +103,11 @@ class SwitchboardRequestHandler(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         caller, worker = _parties(context)
-        task, _ = await self._open(params, caller, worker)
-        async for event in self._follow(caller, task, stop_at_snapshot=True):
+        sent, _ = await self._open(params, caller, worker)
+        async for event in self._follow(caller, sent.task, stop_at_snapshot=True):
             yield event
 
-    async def _open(self, params: SendMessageRequest, caller: Caller, worker: str) -> tuple[Task, bool]:
+    async def _open(self, params: SendMessageRequest, caller: Caller, worker: str) -> tuple[TaskSent, bool]:
         """The task the message opens or follows up, and whether its worker can take it now (a
         live session, or a stream open on its mailbox in this hub)."""
         message = params.message
@@ -110,8 +122,8 @@ class SwitchboardRequestHandler(RequestHandler):
                 worker,
                 parts,
                 task_id=message.task_id or None,
-                context_id=message.context_id or None,
-                a2a_message_id=message.message_id or None,
+                context_id=thread_of(caller, message.context_id),
+                a2a_message_id=sent_id(message),
                 metadata=metadata,
             )
         if params.configuration.HasField("task_push_notification_config"):
@@ -120,7 +132,7 @@ class SwitchboardRequestHandler(RequestHandler):
         outcome = sent.send.recipients[0] if sent.send.recipients else None
         live = outcome is not None and (outcome.state == "delivered" or bool(outcome.sessions))
         streaming = self._service.events.waiting(caller.workspace, worker) > 0
-        return sent.task, live or streaming
+        return sent, live or streaming
 
     async def _own_task(self, caller: Caller, worker: str, task_id: str, context_id: str) -> Task:
         """The task a follow-up names: the caller's, worked on by the agent addressed, in the
@@ -128,24 +140,43 @@ class SwitchboardRequestHandler(RequestHandler):
         task = await self._run(self._service.get_task, caller, task_id)
         if task.worker != worker:
             raise TaskNotFoundError(message=f"task {task_id} is not a task of agent {worker}.")
-        if context_id and context_id != task.context_id:
+        if context_id and thread_of(caller, context_id) != task.context_id:
             raise InvalidParamsError(
                 message=f"context {context_id} is not the context of task {task_id} ({task.context_id})."
             )
         return task
 
-    async def _settled(self, caller: Caller, task: Task) -> Task:
-        """The task once it is final or waits on its requester, or as it is after the blocking wait."""
+    async def _answered(self, caller: Caller, sent: TaskSent, cursor: int) -> Task | Message:
+        """What answers a blocking send: the task once it is final or waits on its requester, or
+        the worker's plain reply to the task's mail (A2A's direct Message answer); else, after the
+        blocking wait, the task as it is. Every move of the task is mail to its requester too, so
+        the requester's mailbox wakes this wait for both."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._blocking_wait
-        with self._service.subscribe_task(caller.workspace, task.id) as changes:
+        task = sent.task
+        with self._service.events.subscribe_async(caller.workspace, caller.agent) as mail:
             while True:
                 with a2a_errors():
                     task = await self._run(self._service.get_task, caller, task.id)
-                left = deadline - loop.time()
-                if task.state in SETTLED or left <= 0 or self._service.events.closed:
+                    reply, cursor = await self._run(self._reply, caller, cursor, sent.send.message_id, task.worker)
+                if task.state in SETTLED:
                     return task
-                await changes.wait(left)
+                if reply is not None:
+                    return a2a_reply(reply, task.context_id)
+                left = deadline - loop.time()
+                if left <= 0 or self._service.events.closed:
+                    return task
+                await mail.wait(left)
+
+    def _reply(self, caller: Caller, cursor: int, asked: str, worker: str) -> tuple[OurMessage | None, int]:
+        """The worker's plain reply (no task move) to the mail ``asked`` among the caller's mail
+        past ``cursor``, and the cursor past what was looked at."""
+        items = self._service.deliveries_since(caller, cursor)
+        for item in items:
+            message = item.message
+            if message.reply_to == asked and message.task_id is None and message.sender == worker:
+                return message, item.seq
+        return None, max((item.seq for item in items), default=cursor)
 
     async def _follow(self, caller: Caller, task: Task, *, stop_at_snapshot: bool) -> AsyncGenerator[Event, None]:
         """The task, then each of its events after it, until it is final or waits on its
@@ -189,7 +220,7 @@ class SwitchboardRequestHandler(RequestHandler):
             page = await self._run(
                 self._service.list_tasks,
                 caller,
-                context_id=params.context_id or None,
+                context_id=thread_of(caller, params.context_id),
                 state=our_state(params.status),
                 page_size=params.page_size if params.HasField("page_size") else DEFAULT_PAGE_SIZE,
                 page_token=params.page_token or None,
@@ -269,13 +300,48 @@ class SwitchboardRequestHandler(RequestHandler):
     ) -> None:
         caller, _ = _parties(context)
         with a2a_errors():
+            await self._run(self._service.get_task, caller, params.task_id)  # an unknown task is not found
+        try:  # A2A: deleting a config that is gone already is no error
             await self._run(self._service.delete_push_config, caller, params.task_id, params.id)
+        except UnknownTask:
+            pass
 
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:
         # The public card says all there is: no card holds more for an authenticated caller.
         raise UnsupportedOperationError(message="this agent has no extended card; its public card is complete.")
+
+
+def sent_id(message: Message) -> str | None:
+    """The A2A message id as the mail keeps it: with a suffix of its own per send. A2A asks a
+    client for a new id per message, but clients reuse them (the TCK sends the same message, id
+    and all, for one test after another, each expecting a task of its own), so an inbound id
+    cannot be a retry key; kept beside the mail, it still names the client's message."""
+    return f"{message.message_id}#{new_id()}" if message.message_id else None
+
+
+def thread_of(caller: Caller, context_id: str) -> str | None:
+    """The mail thread an A2A contextId names. Our threads are UUIDs; a client may name its own
+    context with any string, which is mapped to a thread of its own, the same every time for the
+    same caller (so the client's later messages in that context join it)."""
+    if not context_id:
+        return None
+    try:
+        uuid.UUID(context_id)
+        return context_id
+    except ValueError:
+        return str(uuid.uuid5(CONTEXT_NAMESPACE, f"{caller.workspace}/{caller.agent}/{context_id}"))
+
+
+def a2a_reply(message: OurMessage, context_id: str) -> Message:
+    """The worker's plain reply as A2A's direct Message answer."""
+    return Message(
+        message_id=message.id,
+        context_id=context_id,
+        role=Role.ROLE_AGENT,
+        parts=[a2a_part(part) for part in message.parts],
+    )
 
 
 def a2a_push_config(config: PushConfig) -> TaskPushNotificationConfig:

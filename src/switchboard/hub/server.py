@@ -87,6 +87,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     workspace = settings.workspace_in(os.environ)  # this machine's, logged in on the first start
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs a line per MCP session at INFO
+    logging.getLogger("a2a").setLevel(logging.ERROR)  # the A2A SDK warns of every client's bad request
     if options.tls_cert is None and not is_loopback(options.host):
         log.warning(
             "serving plain HTTP on %s (--insecure): tokens and mail cross the network unencrypted", options.host
