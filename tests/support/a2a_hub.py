@@ -17,6 +17,7 @@ import uvicorn
 
 from switchboard.events import MailboxEvents
 from switchboard.hub.app import A2AOptions, create_app
+from switchboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
 from switchboard.model import Caller
 from switchboard.service import Service
 from switchboard.store.opening import open_store
@@ -44,12 +45,19 @@ class InProcessHub:
         a2a: A2AOptions | None = None,
         allow_private_webhooks: bool = False,
         workspace: str = "default",
+        store: str | None = None,
     ) -> None:
+        """``store``: a PostgreSQL URL, for one of several replicas (each an InProcessHub) on it;
+        else an embedded store under ``root``."""
         self.root = root
         self.workspace = workspace
-        self.store = open_store(root / "switchboard.db")
+        replica = new_replica_id()
+        self.store = open_store(store or root / "switchboard.db", replica=replica)
+        events = MailboxEvents()
+        if isinstance(self.store, Notifying):  # as `up` does: other replicas' commits wake this one
+            self.store.add_listener(replica_wakeups(events, replica, self.store))
         self.service = Service(
-            self.store, machine="a2a-test", events=MailboxEvents(), allow_private_webhooks=allow_private_webhooks
+            self.store, machine="a2a-test", events=events, allow_private_webhooks=allow_private_webhooks
         )
         app = create_app(self.service, running=self.store.committing_on_loop, a2a=a2a or A2AOptions())
         config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", access_log=False)
