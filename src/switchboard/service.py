@@ -31,6 +31,7 @@ from switchboard.content import Limits
 from switchboard.credentials import Credentials
 from switchboard.delivery.handing import Handover
 from switchboard.delivery.holds import Guards
+from switchboard.delivery.push_targets import check_webhook
 from switchboard.delivery.reading import Mailbox
 from switchboard.delivery.recipients import Recipients
 from switchboard.delivery.sending import Sending
@@ -69,7 +70,6 @@ from switchboard.model import (
 )
 from switchboard.pending import Pending
 from switchboard.reach import Presence
-from switchboard.delivery.push_targets import check_webhook
 from switchboard.store.base import PushDelivery, Store
 from switchboard.store.opening import store_kind
 from switchboard.tasks import TaskState

@@ -20,7 +20,9 @@ OLD_SEND = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "message/send",
-    "params": {"message": {"kind": "message", "role": "user", "messageId": "old-1", "parts": [{"kind": "text", "text": "hi"}]}},
+    "params": {
+        "message": {"kind": "message", "role": "user", "messageId": "old-1", "parts": [{"kind": "text", "text": "hi"}]}
+    },
 }
 
 
@@ -47,7 +49,9 @@ async def test_a_0_3_client_tasks_an_agent_when_the_hub_allows_it(tmp_path) -> N
         card = only_0_3(await fetch_card(hub, bob))
         assert [i.protocol_version for i in card.supported_interfaces] == ["0.3"]
         async with a2a_client(card, hub.token(unique("old")), "JSONRPC") as client:
-            request = SendMessageRequest(message=Message(role=Role.ROLE_USER, message_id=unique("m"), parts=[Part(text="old hello")]))
+            request = SendMessageRequest(
+                message=Message(role=Role.ROLE_USER, message_id=unique("m"), parts=[Part(text="old hello")])
+            )
             [sent] = [e async for e in client.send_message(request)]
             task_id = sent.task.id
             [item] = [i for i in hub.service.read(hub.caller(bob)).items if i.message.task_id == task_id]

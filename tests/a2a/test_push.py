@@ -91,9 +91,13 @@ async def test_the_webhook_receives_each_event_signed(hub: InProcessHub, webhook
         )
         created = await client.create_task_push_notification_config(config)
         assert (created.id, created.task_id, created.url, created.token) == ("hook-1", task_id, webhook.url, "tok-123")
-        got = await client.get_task_push_notification_config(GetTaskPushNotificationConfigRequest(task_id=task_id, id="hook-1"))
+        got = await client.get_task_push_notification_config(
+            GetTaskPushNotificationConfigRequest(task_id=task_id, id="hook-1")
+        )
         assert got.authentication.scheme == "Bearer"
-        listed = await client.list_task_push_notification_configs(ListTaskPushNotificationConfigsRequest(task_id=task_id))
+        listed = await client.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id=task_id)
+        )
         assert [c.id for c in listed.configs] == ["hook-1"]
 
         worker = hub.caller(bob)
@@ -114,12 +118,16 @@ async def test_the_webhook_receives_each_event_signed(hub: InProcessHub, webhook
         assert documents[0][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
         assert documents[1][1]["artifactUpdate"]["artifact"]["parts"] == [{"text": "out"}]
         assert documents[2][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-        assert all(d["statusUpdate" if "statusUpdate" in d else "artifactUpdate"]["taskId"] == task_id for _, d in documents)
+        assert all(
+            d["statusUpdate" if "statusUpdate" in d else "artifactUpdate"]["taskId"] == task_id for _, d in documents
+        )
 
         request = DeleteTaskPushNotificationConfigRequest(task_id=task_id, id="hook-1")
         await client.delete_task_push_notification_config(request)
         await client.delete_task_push_notification_config(request)  # A2A: deleting again is no error
-        listed = await client.list_task_push_notification_configs(ListTaskPushNotificationConfigsRequest(task_id=task_id))
+        listed = await client.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id=task_id)
+        )
         assert list(listed.configs) == []
 
 

@@ -6,11 +6,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
-from a2a.types import CancelTaskRequest, GetTaskRequest, Message, Part, Role, SendMessageRequest, SubscribeToTaskRequest, TaskState
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+)
 
 from switchboard.model import Part as OurPart
 from switchboard.model import TaskArtifact
@@ -31,7 +39,9 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[InProce
 
 
 def ask(text: str, **fields: str) -> SendMessageRequest:
-    return SendMessageRequest(message=Message(role=Role.ROLE_USER, message_id=unique("m"), parts=[Part(text=text)], **fields))
+    return SendMessageRequest(
+        message=Message(role=Role.ROLE_USER, message_id=unique("m"), parts=[Part(text=text)], **fields)
+    )
 
 
 @pytest.mark.parametrize("binding", BINDINGS)

@@ -95,7 +95,9 @@ async def test_a_task_round_trip_with_the_worker_answering_by_its_tools(
         assert [i.message.text for i in mail_of(hub, bob, task.id)] == ["main"]
 
         artifact = TaskArtifact(artifact_id="review", name="review.txt", parts=[OurPart(text="LGTM")])
-        hub.service.update_task(worker, task.id, state=OurState.COMPLETED, parts=[OurPart(text="done")], artifacts=[artifact])
+        hub.service.update_task(
+            worker, task.id, state=OurState.COMPLETED, parts=[OurPart(text="done")], artifacts=[artifact]
+        )
         done = await client.get_task(GetTaskRequest(id=task.id, history_length=2))
         assert done.status.state == TaskState.TASK_STATE_COMPLETED
         assert [(a.artifact_id, a.name, a.parts[0].text) for a in done.artifacts] == [("review", "review.txt", "LGTM")]
@@ -107,11 +109,16 @@ async def test_a_task_round_trip_with_the_worker_answering_by_its_tools(
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-async def test_list_pages_and_filters_the_callers_tasks(hub: InProcessHub, pair: tuple[str, str, str], binding: str) -> None:
+async def test_list_pages_and_filters_the_callers_tasks(
+    hub: InProcessHub, pair: tuple[str, str, str], binding: str
+) -> None:
     bob, _, token = pair
     card = await fetch_card(hub, bob)
     async with a2a_client(card, token, binding) as client:
-        ids = [(e.task.id, e.task.context_id) for e in [[x async for x in client.send_message(ask(f"t{n}"))][0] for n in range(3)]]
+        ids = [
+            (e.task.id, e.task.context_id)
+            for e in [[x async for x in client.send_message(ask(f"t{n}"))][0] for n in range(3)]
+        ]
         first = await client.list_tasks(ListTasksRequest(page_size=2))
         assert first.total_size == 3 and len(first.tasks) == 2 and first.next_page_token
         rest = await client.list_tasks(ListTasksRequest(page_size=2, page_token=first.next_page_token))
@@ -142,7 +149,9 @@ async def test_cancel_tells_the_worker_and_a_finished_task_cannot_be_canceled(
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-async def test_another_workspace_cannot_read_the_task(hub: InProcessHub, pair: tuple[str, str, str], binding: str) -> None:
+async def test_another_workspace_cannot_read_the_task(
+    hub: InProcessHub, pair: tuple[str, str, str], binding: str
+) -> None:
     bob, _, token = pair
     card = await fetch_card(hub, bob)
     async with a2a_client(card, token, binding) as client:
@@ -208,12 +217,16 @@ async def test_a_streaming_send_sees_working_then_completed_with_the_artifact(
         TaskState.TASK_STATE_COMPLETED,
     ]
     assert events[2].artifact_update.artifact.parts[0].text == "result"
-    generations = [MessageToDict(e.status_update.metadata or e.artifact_update.metadata)["generation"] for e in events[1:]]
+    generations = [
+        MessageToDict(e.status_update.metadata or e.artifact_update.metadata)["generation"] for e in events[1:]
+    ]
     assert generations == [2, 3, 4]
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-async def test_subscribe_follows_a_task_worked_on_later(hub: InProcessHub, pair: tuple[str, str, str], binding: str) -> None:
+async def test_subscribe_follows_a_task_worked_on_later(
+    hub: InProcessHub, pair: tuple[str, str, str], binding: str
+) -> None:
     bob, _, token = pair
     card = await fetch_card(hub, bob)
     async with a2a_client(card, token, binding) as sender:

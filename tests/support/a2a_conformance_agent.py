@@ -155,7 +155,13 @@ class ConformanceAgent:
         state, parts, artifacts, append, last_chunk = step
         try:
             self.service.update_task(
-                self.caller, task_id, state=state, parts=parts, artifacts=artifacts, append=append, last_chunk=last_chunk
+                self.caller,
+                task_id,
+                state=state,
+                parts=parts,
+                artifacts=artifacts,
+                append=append,
+                last_chunk=last_chunk,
             )
         except Exception as error:  # a canceled task refuses: recorded, the agent goes on
             self.failures.append(f"{task_id}: {error!r}")

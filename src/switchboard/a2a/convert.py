@@ -8,7 +8,6 @@ data part survives the round trip as it was written.
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -123,14 +122,6 @@ def our_parts(parts: Sequence[A2APart]) -> list[Part]:
     if not parts:
         raise BadRequest("the message has no parts; send at least one (text, data, url or raw).")
     return [our_part(part) for part in parts]
-
-
-def raw_bytes(text: str) -> bytes:
-    """Base64 text as bytes, or BadRequest."""
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raise BadRequest("a raw part is not valid base64.") from None
 
 
 # --- tasks --------------------------------------------------------------------------------------

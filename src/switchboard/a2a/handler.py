@@ -215,7 +215,9 @@ class SwitchboardRequestHandler(RequestHandler):
         history = params.history_length if params.HasField("history_length") else 0
         if history < 0:
             raise InvalidParamsError(message="historyLength must be 0 or more.")
-        after = params.status_timestamp_after.ToDatetime(tzinfo=UTC) if params.HasField("status_timestamp_after") else None
+        after = (
+            params.status_timestamp_after.ToDatetime(tzinfo=UTC) if params.HasField("status_timestamp_after") else None
+        )
         with a2a_errors():
             page = await self._run(
                 self._service.list_tasks,

@@ -58,7 +58,9 @@ class A2ADoor:
         routes: list[BaseRoute] = [
             *create_jsonrpc_routes(self.handler, f"{AGENT_ROOT}/jsonrpc", builder, enable_v0_3_compat=compat_0_3),
             *create_jsonrpc_routes(self.handler, f"{AGENT_ROOT}/jsonrpc/", builder, enable_v0_3_compat=compat_0_3),
-            Mount(f"{AGENT_ROOT}/rest", routes=create_rest_routes(self.handler, builder, enable_v0_3_compat=compat_0_3)),
+            Mount(
+                f"{AGENT_ROOT}/rest", routes=create_rest_routes(self.handler, builder, enable_v0_3_compat=compat_0_3)
+            ),
         ]
         self._app = Starlette(
             routes=routes, exception_handlers={HTTPException: on_http_error, Exception: on_unexpected}
@@ -70,7 +72,10 @@ class A2ADoor:
         reply = Reply(send)
         pieces = scope["path"][len(A2A_PREFIX) :].split("/")
         if len(pieces) < 3 or not pieces[0] or not pieces[1]:
-            await _refuse(reply, UnknownAgent("an A2A agent is at /a2a/WORKSPACE/AGENT/; its card at …/.well-known/agent-card.json."))
+            await _refuse(
+                reply,
+                UnknownAgent("an A2A agent is at /a2a/WORKSPACE/AGENT/; its card at …/.well-known/agent-card.json."),
+            )
             return
         workspace, agent, rest = pieces[0], pieces[1], tuple(pieces[2:])
         try:

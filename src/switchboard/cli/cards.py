@@ -31,7 +31,9 @@ def card_of(client: Client, name: str) -> tuple[dict[str, Any], str | None]:
 
 def print_card(document: dict[str, Any]) -> None:
     console = render.console
-    console.print(f"[bold]{render.escape(document.get('name', ''))}[/]  {render.escape(document.get('description', ''))}")
+    console.print(
+        f"[bold]{render.escape(document.get('name', ''))}[/]  {render.escape(document.get('description', ''))}"
+    )
     for interface in document.get("supportedInterfaces", []):
         console.print(f"  {interface.get('protocolBinding')}: {interface.get('url')}")
     skills = [skill.get("name", "") for skill in document.get("skills", [])]

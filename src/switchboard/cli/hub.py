@@ -59,7 +59,9 @@ def up(
     ] = 4000,
     public_url: Annotated[
         Optional[str],
-        typer.Option("--public-url", help="The hub's URL as A2A callers reach it (agent cards); else each request's Host."),
+        typer.Option(
+            "--public-url", help="The hub's URL as A2A callers reach it (agent cards); else each request's Host."
+        ),
     ] = None,
     a2a_compat_0_3: Annotated[
         bool, typer.Option("--a2a-compat-0-3", help="Also answer A2A 0.3 clients on the A2A endpoints.")

@@ -21,8 +21,8 @@ import ssl
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 
