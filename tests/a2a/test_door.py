@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
@@ -95,4 +97,23 @@ async def test_bad_input_gets_an_a2a_error_not_a_crash(hub: InProcessHub) -> Non
     assert empty.json()["error"]["code"] in (-32602, -32600), empty.text
     assert not_json.json()["error"]["code"] == -32700
     assert old.json()["error"]["code"] == -32009  # VersionNotSupported: 0.3 is opt-in
+    assert hub.service.inbox(hub.caller(bob)) == []
+
+
+async def test_a_json_rpc_body_not_declared_json_is_content_type_not_supported(hub: InProcessHub) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    token = hub.token(unique("asker"))
+    headers = {**VERSION, "Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(timeout=10, headers=headers) as http:
+        plain = await http.post(
+            f"{hub.agent_url(bob)}/jsonrpc", content=str(SEND).encode(), headers={"Content-Type": "text/plain"}
+        )
+        charset = await http.post(
+            f"{hub.agent_url(bob)}/jsonrpc/",
+            content=json.dumps({**SEND, "method": "GetTask", "params": {"id": "none"}}).encode(),
+            headers={"Content-Type": "application/json; charset=utf-8"},
+        )
+    assert plain.status_code == 200 and plain.json()["error"]["code"] == -32005, plain.text
+    assert charset.json()["error"]["code"] == -32001  # declared JSON: served (task not found)
     assert hub.service.inbox(hub.caller(bob)) == []

@@ -18,7 +18,9 @@ from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any
 
+from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
+from a2a.utils.errors import ContentTypeNotSupportedError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Mount
@@ -38,6 +40,8 @@ A2A_PREFIX = "/a2a/"
 AGENT_ROOT = "/a2a/{workspace}/{agent}"
 CARD_PATH = (".well-known", "agent-card.json")
 CARD_CACHE_CONTROL = "public, max-age=60"
+JSON_MEDIA_TYPES = frozenset({"application/json", "application/a2a+json"})
+JSON_ONLY = "A2A's JSON-RPC binding takes a JSON body: send it as Content-Type application/json."
 
 
 class A2ADoor:
@@ -88,6 +92,11 @@ class A2ADoor:
             return
         except SwitchboardError as error:
             await _refuse(reply, error)
+            return
+        if rest[:1] == ("jsonrpc",) and not _json_content(scope):
+            # A2A's ContentTypeNotSupported (-32005), rather than the SDK's parse error of the body.
+            answer = build_error_response(None, ContentTypeNotSupportedError(message=JSON_ONLY))
+            await reply.json(200, encoded(answer))
             return
         await self._app({**scope, CALLER_SCOPE: caller}, _replaying(body, receive), send)
 
@@ -179,6 +188,15 @@ def _not_modified(scope: Scope, etag: str, modified: datetime) -> bool:
         except (TypeError, ValueError):
             return False
     return False
+
+
+def _json_content(scope: Scope) -> bool:
+    """Whether the request's body is declared JSON (or not declared at all)."""
+    declared = next((value for name, value in scope["headers"] if name == b"content-type"), None)
+    if declared is None:
+        return True
+    media = declared.decode("latin-1").split(";", 1)[0].strip().lower()
+    return media in JSON_MEDIA_TYPES
 
 
 def _no_agent(workspace: str, agent: str) -> NotFound:
