@@ -17,7 +17,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from datetime import UTC
-from typing import Any, TypeVar
+from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
@@ -53,7 +53,6 @@ from switchboard.model import Message as OurMessage
 from switchboard.service import Service
 from switchboard.tasks import FINAL, WAITING_ON_REQUESTER
 
-T = TypeVar("T")
 Run = Callable[..., Awaitable[Any]]  # runs a blocking service call off the event loop
 
 # A blocking SendMessage waits this long for the worker to finish or ask back; then it answers
