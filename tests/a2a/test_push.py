@@ -41,13 +41,16 @@ class Webhook:
 
     def __init__(self) -> None:
         self.posts: list[tuple[dict[str, str], bytes]] = []
-        received = self.posts
+        self.failures_left = 0  # answer this many posts with 503 first
+        received, hook = self.posts, self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(200)
+                failing = hook.failures_left > 0
+                hook.failures_left -= failing
+                self.send_response(503 if failing else 200)
                 self.end_headers()
 
             def log_message(self, *args: Any) -> None:
@@ -129,6 +132,21 @@ async def test_the_webhook_receives_each_event_signed(hub: InProcessHub, webhook
             ListTaskPushNotificationConfigsRequest(task_id=task_id)
         )
         assert list(listed.configs) == []
+
+
+async def test_a_failed_post_is_tried_again(hub: InProcessHub, webhook: Webhook) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    card = await fetch_card(hub, bob)
+    async with a2a_client(card, hub.token(unique("asker")), "HTTP+JSON") as client:
+        [sent] = [e async for e in client.send_message(quick_task_request("push me"))]
+        config = TaskPushNotificationConfig(task_id=sent.task.id, url=webhook.url)
+        await client.create_task_push_notification_config(config)
+    webhook.failures_left = 1
+    hub.service.update_task(hub.caller(bob), sent.task.id, state=OurState.COMPLETED)
+    wait_until(lambda: len(webhook.posts) >= 2, 20, "the post tried again after a 503")
+    first, second = webhook.posts[:2]
+    assert first[1] == second[1] and "x-switchboard-signature" not in second[0]  # no token: nothing to sign with
 
 
 async def test_a_hub_not_told_to_allow_private_webhooks_refuses_them(tmp_path, webhook: Webhook) -> None:
