@@ -284,3 +284,21 @@ async def test_a_blocking_send_to_a_listening_worker_returns_the_finished_task(
     thread.join(10)
     assert answer.task.status.state == TaskState.TASK_STATE_COMPLETED
     assert answer.task.status.message.parts[0].text == "quick answer"
+
+
+async def test_an_agents_endpoint_answers_for_its_own_tasks_only(hub: InProcessHub, pair: tuple[str, str, str]) -> None:
+    bob, _, token = pair
+    carol = unique("carol")
+    hub.describe(carol, "writes docs", [])
+    async with a2a_client(await fetch_card(hub, bob), token, "JSONRPC") as to_bob:
+        [sent] = [e async for e in to_bob.send_message(ask("for bob"))]
+    async with a2a_client(await fetch_card(hub, carol), token, "JSONRPC") as to_carol:
+        for call in (
+            to_carol.get_task(GetTaskRequest(id=sent.task.id)),
+            to_carol.cancel_task(CancelTaskRequest(id=sent.task.id)),
+        ):
+            with pytest.raises(A2A_ERRORS, match="(?i)no task"):
+                await call
+        with pytest.raises(A2A_ERRORS, match="(?i)no task"):
+            [e async for e in to_carol.send_message(ask("sneak in", task_id=sent.task.id))]
+    assert hub.service.get_task(hub.caller(bob), sent.task.id).state == OurState.SUBMITTED

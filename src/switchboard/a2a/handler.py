@@ -138,7 +138,7 @@ class SwitchboardRequestHandler(RequestHandler):
         context the message names (if it names one)."""
         task = await self._run(self._service.get_task, caller, task_id)
         if task.worker != worker:
-            raise TaskNotFoundError(message=f"task {task_id} is not a task of agent {worker}.")
+            raise TaskNotFoundError(message=f"no task {task_id!r} of agent {worker}; ask the agent that has it.")
         if context_id and thread_of(caller, context_id) != task.context_id:
             raise InvalidParamsError(
                 message=f"context {context_id} is not the context of task {task_id} ({task.context_id})."
@@ -203,9 +203,17 @@ class SwitchboardRequestHandler(RequestHandler):
         history = params.history_length if params.HasField("history_length") else DEFAULT_HISTORY
         if history < 0:
             raise InvalidParamsError(message="historyLength must be 0 or more.")
-        with a2a_errors():
-            task = await self._run(self._service.get_task, caller, params.id, history_length=history)
+        task = await self._agents_task(caller, worker, params.id, history)
         return a2a_task(task)
+
+    async def _agents_task(self, caller: Caller, agent: str, task_id: str, history: int | None = None) -> Task:
+        """The caller's task (requester or worker), if it is one of the agent the URL addresses:
+        an agent's endpoint answers for its own tasks only."""
+        with a2a_errors():
+            task = await self._run(self._service.get_task, caller, task_id, history_length=history)
+        if agent not in (task.worker, task.requester):
+            raise TaskNotFoundError(message=f"no task {task_id!r} of agent {agent}; ask the agent that has it.")
+        return task
 
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         caller, _ = _parties(context)
@@ -237,7 +245,8 @@ class SwitchboardRequestHandler(RequestHandler):
         )
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> A2ATask | None:
-        caller, _ = _parties(context)
+        caller, agent = _parties(context)
+        await self._agents_task(caller, agent, params.id)
         with a2a_errors(canceling=True):
             task = await self._run(self._service.cancel_task, caller, params.id)
         return a2a_task(task)
@@ -245,9 +254,8 @@ class SwitchboardRequestHandler(RequestHandler):
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
-        caller, _ = _parties(context)
-        with a2a_errors():
-            task = await self._run(self._service.get_task, caller, params.id)
+        caller, agent = _parties(context)
+        task = await self._agents_task(caller, agent, params.id)
         if task.state in FINAL:
             raise UnsupportedOperationError(
                 message=f"task {task.id} is {task.state.value}: nothing more will happen to it; GetTask reads it."
