@@ -100,12 +100,14 @@ class PushPoster:
             while not self._service.events.closed:
                 try:
                     due = await self._run(self._service.claim_push_deliveries, LEASE_SECONDS, BATCH)
-                except SwitchboardError as error:  # the store is away: look again later
-                    log.warning("push outbox unavailable: %s", error)
+                    # One post's failure is its own (recorded); the others go on.
+                    await asyncio.gather(*(self._post(http, delivery) for delivery in due), return_exceptions=True)
+                except Exception as error:  # the store is away, or closing: look again later
+                    if self._service.events.closed:
+                        return
+                    log.warning("push notifications: the outbox cannot be read now (%r)", error)
                     due = []
-                if due:
-                    await asyncio.gather(*(self._post(http, delivery) for delivery in due))
-                else:
+                if not due:
                     await asyncio.sleep(IDLE_SECONDS)
 
     async def _post(self, http: httpx.AsyncClient, delivery: PushDelivery) -> None:

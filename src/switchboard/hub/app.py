@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,7 @@ def create_app(
     """The hub on ``service``, served on ``host``; ``running()`` is entered on the server's event
     loop when it starts and left when it stops, after the last request (the store's group commit).
     ``max_streams``: the SSE streams and waiting reads one credential may hold open at once.
-    ``a2a``: how the A2A face serves (its public URL, 0.3 compatibility, private webhooks)."""
+    ``a2a``: how the A2A face serves (its public URL, 0.3 compatibility)."""
     a2a = a2a or A2AOptions()
     # Replicas share their (PostgreSQL) store: a token revoked through another one is refused
     # within seconds.
@@ -72,6 +72,8 @@ def create_app(
                 if rechecking is not None:
                     rechecking.cancel()
                 posting.cancel()
+                with suppress(asyncio.CancelledError):
+                    await posting  # ended before the store closes
             hub.stop()
 
     table: list[tuple[str, str, Endpoint]] = [(r.method, r.path, r.endpoint) for r in ROUTES]
