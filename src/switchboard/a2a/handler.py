@@ -21,7 +21,7 @@ from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
-from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.server.request_handlers.request_handler import RequestHandler, validate_request_params
 from a2a.types import (
     AgentCard,
     AuthenticationInfo,
@@ -77,6 +77,7 @@ class SwitchboardRequestHandler(RequestHandler):
 
     # --- sending -----------------------------------------------------------------------------
 
+    @validate_request_params  # the proto's required fields, as the SDK's own handler checks them
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> A2ATask | Message:
         caller, worker = _parties(context)
         config = params.configuration
@@ -98,6 +99,7 @@ class SwitchboardRequestHandler(RequestHandler):
                 task = await self._run(self._service.get_task, caller, task.id, history_length=history)
         return a2a_task(task)
 
+    @validate_request_params
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
@@ -198,6 +200,7 @@ class SwitchboardRequestHandler(RequestHandler):
 
     # --- reading and canceling ---------------------------------------------------------------
 
+    @validate_request_params
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> A2ATask | None:
         caller, worker = _parties(context)
         history = params.history_length if params.HasField("history_length") else DEFAULT_HISTORY
@@ -215,6 +218,7 @@ class SwitchboardRequestHandler(RequestHandler):
             raise TaskNotFoundError(message=f"no task {task_id!r} of agent {agent}; ask the agent that has it.")
         return task
 
+    @validate_request_params
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         caller, _ = _parties(context)
         if params.HasField("page_size"):
@@ -244,6 +248,7 @@ class SwitchboardRequestHandler(RequestHandler):
             total_size=page.total_size,
         )
 
+    @validate_request_params
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> A2ATask | None:
         caller, agent = _parties(context)
         await self._agents_task(caller, agent, params.id)
@@ -251,6 +256,7 @@ class SwitchboardRequestHandler(RequestHandler):
             task = await self._run(self._service.cancel_task, caller, params.id)
         return a2a_task(task)
 
+    @validate_request_params
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
@@ -265,6 +271,7 @@ class SwitchboardRequestHandler(RequestHandler):
 
     # --- push-notification configs ----------------------------------------------------------
 
+    @validate_request_params
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
@@ -288,6 +295,7 @@ class SwitchboardRequestHandler(RequestHandler):
             )
         return a2a_push_config(config)
 
+    @validate_request_params
     async def on_get_task_push_notification_config(
         self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
@@ -296,6 +304,7 @@ class SwitchboardRequestHandler(RequestHandler):
             config = await self._run(self._service.get_push_config, caller, params.task_id, params.id)
         return a2a_push_config(config)
 
+    @validate_request_params
     async def on_list_task_push_notification_configs(
         self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> ListTaskPushNotificationConfigsResponse:
@@ -304,6 +313,7 @@ class SwitchboardRequestHandler(RequestHandler):
             configs = await self._run(self._service.list_push_configs, caller, params.task_id)
         return ListTaskPushNotificationConfigsResponse(configs=[a2a_push_config(config) for config in configs])
 
+    @validate_request_params
     async def on_delete_task_push_notification_config(
         self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
