@@ -22,6 +22,7 @@ import subprocess
 import sys
 import venv
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from switchboard.model import Message
 from tests.conformance.header_proxy import HeaderProxy
 from tests.support.a2a_conformance_agent import ConformanceAgent
 from tests.support.a2a_hub import InProcessHub
+from tests.support.postgres import fresh_database
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -56,27 +58,41 @@ def tck(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return source, python
 
 
-def a2a_message_ids(db_path: Path) -> Any:
-    """``a2a_id_of(message)``: the A2A client's message id the store keeps beside a mail."""
-    connection = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+def a2a_message_ids(store: str) -> Any:
+    """``a2a_id_of(message)``: the A2A client's message id the store keeps beside a mail (read
+    straight from the store: a worker is not shown it)."""
+    if store.startswith("postgresql"):
+        import psycopg
+
+        connection: Any = psycopg.connect(store, autocommit=True)
+        query = "SELECT a2a_message_id FROM messages WHERE id = %s"
+    else:
+        connection = sqlite3.connect(f"file:{store}?mode=ro", uri=True, check_same_thread=False)
+        query = "SELECT a2a_message_id FROM messages WHERE id = ?"
 
     def a2a_id_of(message: Message) -> str | None:
-        row = connection.execute("SELECT a2a_message_id FROM messages WHERE id = ?", (message.id,)).fetchone()
+        row = connection.execute(query, (message.id,)).fetchone()
         return row[0] if row else None
 
     return a2a_id_of
 
 
-@pytest.fixture(scope="module")
-def sut(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, InProcessHub, ConformanceAgent]]:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def sut(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, InProcessHub, ConformanceAgent]]:
+    """The hub on the embedded store, then on PostgreSQL, with the conformance agent and the proxy."""
     root = tmp_path_factory.mktemp("tck-hub")
-    with InProcessHub(root, allow_private_webhooks=True) as hub:
+    with ExitStack() as stack:
+        pg = stack.enter_context(fresh_database()) if request.param == "postgresql" else None
+        hub = stack.enter_context(InProcessHub(root, allow_private_webhooks=True, store=pg))
         hub.describe(AGENT, "The A2A TCK's system under test: answers by message-id prefix.", ["tck"])
         token = hub.token(CLIENT)
         port = int(hub.url.rsplit(":", 1)[1])
-        agent = ConformanceAgent(hub.service, hub.caller(AGENT), a2a_message_ids(root / "switchboard.db"))
-        with agent, HeaderProxy("127.0.0.1", port, {"Authorization": f"Bearer {token}"}) as proxy:
-            yield f"http://127.0.0.1:{proxy.port}/a2a/{hub.workspace}/{AGENT}", hub, agent
+        ids = a2a_message_ids(pg or str(root / "switchboard.db"))
+        agent = stack.enter_context(ConformanceAgent(hub.service, hub.caller(AGENT), ids))
+        proxy = stack.enter_context(HeaderProxy("127.0.0.1", port, {"Authorization": f"Bearer {token}"}))
+        yield f"http://127.0.0.1:{proxy.port}/a2a/{hub.workspace}/{AGENT}", hub, agent
 
 
 def test_the_tck_passes_at_least_97_percent_of_must(
@@ -84,6 +100,7 @@ def test_the_tck_passes_at_least_97_percent_of_must(
 ) -> None:
     source, python = tck
     url, hub, agent = sut
+    shutil.rmtree(source / "reports", ignore_errors=True)  # this store's run alone
     argv = [str(python), "run_tck.py", "--sut-host", url, "--transport", "jsonrpc,http_json", "--level", "must"]
     argv += ["--", "--webhook-host=127.0.0.1"]
     run = subprocess.run(argv, cwd=source, capture_output=True, text=True, timeout=RUN_TIMEOUT)
