@@ -173,6 +173,7 @@ REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked,
     ("GET", "/v1/agents"): {},
     ("POST", "/v1/agents"): {"json": {"name": "{bob}"}},
     ("GET", "/v1/agents/{name}"): {"path": {"name": "{bob}"}},
+    ("GET", "/v1/agents/{name}/card"): {"path": {"name": "{bob}"}},
     ("PATCH", "/v1/agents/{name}"): {"path": {"name": "{bob}"}, "json": {"description": "defaced"}},
     ("DELETE", "/v1/agents/{name}"): {"path": {"name": "{bob}"}},
     ("GET", "/v1/channels"): {},
@@ -328,6 +329,7 @@ def _rows() -> list[Row]:
         Row("eve", "GET", "/v1/agents", 200),
         Row("eve", "POST", "/v1/agents", 403, "forbidden"),
         Row("eve", "GET", "/v1/agents/{name}", 200),  # the workspace's directory is shared
+        Row("eve", "GET", "/v1/agents/{name}/card", 200),  # an A2A card is public anyway
         Row("eve", "PATCH", "/v1/agents/{name}", 403, "forbidden"),
         Row("eve", "DELETE", "/v1/agents/{name}", 403, "forbidden"),
         Row("eve", "GET", "/v1/channels", 200),
@@ -353,6 +355,7 @@ def _rows() -> list[Row]:
         Row("B", "GET", "/v1/agents", 200),
         Row("B", "POST", "/v1/agents", 201, override={"json": {"name": "{dave}"}}, check=_in_own_workspace),
         Row("B", "GET", "/v1/agents/{name}", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
+        Row("B", "GET", "/v1/agents/{name}/card", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
         Row("B", "PATCH", "/v1/agents/{name}", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
         Row("B", "DELETE", "/v1/agents/{name}", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
         Row("B", "GET", "/v1/channels", 200),

@@ -332,3 +332,19 @@ def workspace_list(as_json: JsonOption = False, as_admin: AsAdminOption = False,
     with open_client(db, as_admin=as_admin) as client:
         workspaces = client.list_workspaces()
     render.emit(workspaces, as_json, lambda: [render.console.print(w.name) for w in workspaces])
+
+
+@agent_app.command("card")
+def agent_card(
+    name: Annotated[str, typer.Argument(help="The agent whose A2A card to print.")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """The agent's A2A card, as the hub serves it to outside A2A clients."""
+    from switchboard.cli.cards import card_of, print_card  # the A2A SDK loads only for this command
+
+    with open_client(db) as client:
+        document, note = card_of(client, name)
+    if note:
+        render.err_console.print(note)
+    render.emit(document, as_json, lambda: print_card(document))

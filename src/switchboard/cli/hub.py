@@ -58,6 +58,21 @@ def up(
             help="SSE streams and waiting reads (read/surface with wait) one token may hold open at once.",
         ),
     ] = 4000,
+    public_url: Annotated[
+        Optional[str],
+        typer.Option(
+            "--public-url", help="The hub's URL as A2A callers reach it (agent cards); else each request's Host."
+        ),
+    ] = None,
+    a2a_compat_0_3: Annotated[
+        bool, typer.Option("--a2a-compat-0-3", help="Also answer A2A 0.3 clients on the A2A endpoints.")
+    ] = False,
+    allow_private_webhooks: Annotated[
+        bool,
+        typer.Option(
+            "--allow-private-webhooks", help="Let A2A push notifications go to loopback and private addresses."
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Serve this machine's store as a hub: REST /v1, SSE, long-poll; other machines log in to it."""
@@ -74,6 +89,9 @@ def up(
         insecure=insecure,
         liveness_seconds=liveness_seconds,
         max_streams=max_streams,
+        public_url=public_url,
+        a2a_compat_0_3=a2a_compat_0_3,
+        allow_private_webhooks=allow_private_webhooks,
     )
     serve(Settings.load(db=db), options)
 

@@ -355,6 +355,10 @@ class HubClient:
     def describe_agent(self, name: str) -> Agent:
         return self._model(Agent, "GET", f"/v1/agents/{_segment(name)}")
 
+    def agent_card(self, name: str) -> dict[str, Any]:
+        """The agent's A2A card as the hub serves it (its JSON: A2A's camelCase field names)."""
+        return self._call("GET", f"/v1/agents/{_segment(name)}/card")
+
     def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent:
         body = {"description": description, "skills": None if skills is None else list(skills)}
         return self._model(Agent, "PATCH", f"/v1/agents/{_segment(name)}", json=body)

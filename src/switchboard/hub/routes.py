@@ -190,6 +190,12 @@ ROUTES: list[Route] = [
     Route("POST", "/v1/agents", api.create_agent, "Create an agent.", schemas.AgentRequest, Agent),
     Route("GET", "/v1/agents/{name}", api.describe_agent, "One agent's card.", answer=Agent),
     Route(
+        "GET",
+        "/v1/agents/{name}/card",
+        api.agent_card,
+        "One agent's A2A agent card (JSON), as served at /a2a/WORKSPACE/NAME/.well-known/agent-card.json.",
+    ),
+    Route(
         "PATCH",
         "/v1/agents/{name}",
         api.update_agent,
