@@ -25,6 +25,7 @@ said and when it reached the model.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +35,8 @@ from typing import Any
 
 TOOL = "send_message"
 CALL_ID = "call_switchboard_1"  # our tool call's id, in both protocols
+TOOL_SEARCH = "ToolSearch"  # Claude Code's loader of deferred tools
+SEARCH_CALL_ID = "call_toolsearch_1"
 SIDE_TEXT = "ok"
 RUN_BASH = "RUN_BASH:"  # a user message asking for a Bash call: RUN_BASH: <command>
 BASH = "Bash"
@@ -88,6 +91,14 @@ class Recorded:
             if name == tool or name.endswith(f"__{tool}"):
                 return name
         return None
+
+    def deferred_tool(self, tool: str = TOOL) -> str | None:
+        """The full name of our ``tool`` when the request names it among the deferred tools
+        (ToolSearch offered, our tool not loaded, and no search of ours answered yet)."""
+        if TOOL_SEARCH not in self.tool_names() or SEARCH_CALL_ID in json.dumps(self.body):
+            return None
+        found = re.search(rf"mcp__[A-Za-z0-9_-]+?__{re.escape(tool)}\b", json.dumps(self.body))
+        return found.group(0) if found else None
 
     def tool_result(self) -> str | None:
         """The text of the result of our tool call this request carries back, if any."""
@@ -288,16 +299,25 @@ class MockModel:
     def call_for(self, request: Recorded, number: int) -> Call | None:
         """The tool call that answers ``request`` (the ``number``-th), if the answer is one."""
         tool = request.our_tool(self.tool)
-        if tool and self.tool_input is not None and request.tool_result() is None:
-            arguments = self.tool_input(request) if callable(self.tool_input) else self.tool_input
-            if arguments is not None:
-                return Call(tool, arguments, CALL_ID)
+        arguments = self._arguments(request)
+        if tool and arguments is not None and request.tool_result() is None:
+            return Call(tool, arguments, CALL_ID)
+        deferred = request.deferred_tool(self.tool)
+        if tool is None and deferred and arguments is not None:
+            # Claude Code 2.1.332 defers MCP tools behind ToolSearch: load ours first, as a model does.
+            return Call(TOOL_SEARCH, {"query": f"select:{deferred}", "max_results": 1}, SEARCH_CALL_ID)
         command = request.bash_command()
         if command is not None:
             return Call(
                 BASH, {"command": command, "description": "Run the command asked for"}, f"{BASH_CALL_PREFIX}{number}"
             )
         return None
+
+    def _arguments(self, request: Recorded) -> dict[str, Any] | None:
+        """Our tool's input for this request, if the script calls it here."""
+        if self.tool_input is None:
+            return None
+        return self.tool_input(request) if callable(self.tool_input) else self.tool_input
 
     def text_for(self, request: Recorded) -> str:
         """The text that answers ``request`` when it is not a call of our tool."""
