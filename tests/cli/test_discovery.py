@@ -39,17 +39,21 @@ def test_agent_export_writes_oasf_records_with_skills_and_card_locators(cli, tmp
     assert bob["locators"] == [{"type": "url", "urls": [card], "annotations": {"a2a.card": "true"}}]
     [module] = bob["modules"]
     assert (module["name"], module["data"]["card_url"]) == ("integration/a2a", card)
-    card_data = module["data"]["card_data"]
+    card_data = module["data"]["card_data"]  # the card the hub serves, whole
     assert {i["protocolBinding"] for i in card_data["supportedInterfaces"]} == {"JSONRPC", "HTTP+JSON"}
+    assert all(
+        i["url"].startswith("https://hub.example:8465/a2a/default/bob/") for i in card_data["supportedInterfaces"]
+    )
     assert [(s["id"], s["name"]) for s in card_data["skills"]] == [("review", "Review")]
     assert records["carol"]["description"]  # none given: the record still says what it is
 
     target = tmp_path / "directory.json"
-    wrote = cli.run_json("agent", "export", "--output", target, agent="me")
-    assert wrote == {"output": str(target), "format": "oasf", "records": 3}
+    wrote = cli.run("agent", "export", "--output", target, "--json", agent="me")
+    assert json.loads(wrote.stdout) == {"output": str(target), "format": "oasf", "records": 3}
+    assert "no hub" in wrote.stderr  # the embedded store: the cards assume the default hub address, and say so
     on_disk = json.loads(target.read_text())
-    assert on_disk["source"]["hub"] is None  # the embedded store: no hub, so no card to locate
-    assert all(r["locators"] == [] and r["modules"] == [] for r in on_disk["records"])
+    assert on_disk["source"]["hub"] == "http://127.0.0.1:8465"
+    assert on_disk["records"][0]["locators"][0]["urls"][0].startswith("http://127.0.0.1:8465/a2a/default/")
 
 
 def test_agent_export_refuses_a_bad_address_or_format_and_writes_nothing(cli, expect_error, tmp_path) -> None:

@@ -40,4 +40,7 @@ def test_agent_export_through_a_hub_locates_each_card_on_that_hub(tenant: Tenant
         "workspaces": [tenant.workspace],
     }
     bob = next(r for r in document["records"] if r["name"] == "bob")
-    assert bob["locators"][0]["urls"] == [f"{tenant.hub.url}/a2a/{tenant.workspace}/bob/.well-known/agent-card.json"]
+    card_url = f"{tenant.hub.url}/a2a/{tenant.workspace}/bob/.well-known/agent-card.json"
+    assert bob["locators"][0]["urls"] == [card_url]
+    with tenant.http("me") as http:  # the record carries the very card the hub serves there
+        assert bob["modules"][0]["data"]["card_data"] == http.get(card_url).json()

@@ -152,36 +152,48 @@ def agent_export(
         Optional[str],
         typer.Option(
             "--base-url",
-            help="The hub's public address for the agents' A2A card URLs (default: the hub this machine uses; "
-            "none on the embedded store).",
+            help="The hub's public address for the agents' A2A cards (default: as the hub this machine uses serves "
+            "them).",
         ),
     ] = None,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Write this workspace's agents as OASF records (one JSON document) that another directory
-    can import: name, description, skills, and where each agent's A2A card is. The document goes
-    to standard output (it is JSON, --json or not) or to --output FILE."""
+    can import: name, description, skills, and each agent's A2A card and where it is. The document
+    goes to standard output (it is JSON, --json or not) or to --output FILE."""
+    from switchboard.a2a.cards import build_card, card_document  # the A2A SDK loads only for this command
     from switchboard.cli import oasf
+    from switchboard.cli.cards import DEFAULT_HUB_URL, card_of
 
     if base_url is not None and not base_url.startswith(("http://", "https://")):
         raise BadRequest(f"--base-url {base_url!r} is not a hub address: use http://HOST:PORT or https://HOST.")
+    notes: set[str] = set()
     with open_client(db) as client:
         agents = client.list_agents()
-        if base_url is None:
-            store = client.whoami().store  # the hub's URL, or the embedded database's path
-            base_url = store if store.startswith(("http://", "https://")) else None
-    document = oasf.export_document(agents, base_url=base_url)
+        cards = {}
+        for agent in agents:
+            if base_url is not None:
+                cards[agent.name] = card_document(build_card(agent, base_url))
+                continue
+            cards[agent.name], note = card_of(client, agent.name)  # as the hub serves it
+            notes.update([note] if note else [])
+    # The hub's address as its cards name it (its --public-url, or the address this machine uses).
+    base = base_url or next((c["provider"]["url"] for c in cards.values() if c.get("provider")), DEFAULT_HUB_URL)
+    document = oasf.export_document(agents, cards, base_url=base)
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    if output is not None:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise BadRequest(
+                f"cannot write {output}: {error.strerror or error}; name a file in a folder you can write."
+            ) from None
+    for note in notes:  # once the document is out: a failure is then its one line alone
+        render.err_console.print(note)
     if output is None:
         sys.stdout.write(text)
         return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise BadRequest(
-            f"cannot write {output}: {error.strerror or error}; name a file in a folder you can write."
-        ) from None
     written = {"output": str(output), "format": export_format.value, "records": len(agents)}
     render.emit(
         written,
