@@ -66,6 +66,8 @@ def start_session(claude: Path, machine: Machine, model: MockModel, tmp: Path, h
             "--mcp-config",
             json.dumps(config),
             "--strict-mcp-config",
+            "--allowedTools",
+            f"mcp__{SERVER}__update_task",  # allowed without a prompt, as a user allows our tools
         ],
         claude_code_env(machine, model, {"TMPDIR": str(tmp)}),
     )
@@ -108,10 +110,14 @@ def test_an_a2a_task_reaches_a_live_claude_code_session_and_its_model_completes_
         session = start_session(claude_code_current, machine, model, socket_tmp, hub)
         turns = len(session.results())
 
-        seen = asyncio.run(outside_client_sends_a_task(hub))
+        try:
+            seen = asyncio.run(asyncio.wait_for(outside_client_sends_a_task(hub), 2 * WAKE_TIMEOUT))
+        except TimeoutError:
+            tasks = hub.service.list_tasks(hub.caller("outside-caller")).tasks
+            pytest.fail(f"the task did not complete: {tasks}\n{model.summary()}\n{session.transcript()[-3000:]}")
 
         # The session woke by itself (nothing typed on stdin), took the task up, answered it.
-        (asked,) = [r for r in model.model_requests() if r.mentions(ASK) and r.tool_result() is None]
+        asked = next(r for r in model.model_requests() if r.mentions(ASK))  # then ToolSearch, then update_task
         assert "BEGIN MESSAGE" in asked.last_user_text() and "from: outside-caller" in asked.last_user_text()
         assert len(session.results()) > turns or session.wait_for(
             lambda: len(session.results()) > turns, "the woken turn to finish"
