@@ -156,7 +156,9 @@ def test_built_serialises_fields_in_declaration_order_whatever_order_they_are_gi
     made = built(cls, **values)
     checked = cls.model_validate(values)
     assert made.model_dump_json() == checked.model_dump_json()
-    assert list(made.model_dump()) == list(cls.model_fields)
+    # Every field, in declaration order, but those left out when unset (a message's task_id).
+    shown = [n for n, f in cls.model_fields.items() if f.exclude_if is None or getattr(made, n) is not None]
+    assert list(made.model_dump()) == shown
     assert made == checked
     assert made.model_fields_set == set(values)
 

@@ -153,6 +153,18 @@ class BadRemoteAnswer(Invalid):
     code = "bad_remote_answer"
 
 
+class TaskBusy(Unavailable):
+    """The task kept changing while an update of it was being written (other updates won)."""
+
+    code = "task_busy"
+
+
+class BadWebhook(Invalid):
+    """A push-notification URL the hub will not post to (not http(s), or a private target)."""
+
+    code = "bad_webhook"
+
+
 class StoreUnavailable(Unavailable):
     code = "store_unavailable"
 

@@ -21,6 +21,8 @@ from typing import TypeVar
 POLL_INTERVAL_SECONDS = 0.005
 PUSH_BACKLOG = 256  # deliveries a stream may fall behind by before it reads the store instead
 MailboxKey = tuple[str, str]  # (workspace, agent)
+# A task's own key beside the mailboxes: (workspace, "task:" + its id) wakes its subscribers.
+TASK_KEY_PREFIX = "task:"
 W = TypeVar("W", "Subscription", "AsyncSubscription")
 
 
@@ -32,10 +34,15 @@ class PushedDelivery:
     state: str
     message_json: str  # the message serialised once, shared by every recipient's stream
     target_session: str | None = None  # the session it is pushed to (other sessions' streams skip it)
+    task_id: str | None = None  # a task's mail: the task (an id: nothing to escape) and its state
+    task_state: str | None = None
 
     def mail_item_json(self) -> str:
         """The same JSON as ``MailItem.model_dump_json()`` for this delivery."""
-        return f'{{"seq":{self.seq},"state":"{self.state}","message":{self.message_json}}}'
+        task = f',"task_id":"{self.task_id}"' if self.task_id is not None else ""
+        if self.task_state is not None:
+            task += f',"task_state":"{self.task_state}"'
+        return f'{{"seq":{self.seq},"state":"{self.state}","message":{self.message_json}{task}}}'
 
 
 class Subscription:

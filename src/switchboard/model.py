@@ -19,6 +19,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field, model_validator
 
+from switchboard.tasks import TaskState
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -177,6 +179,9 @@ class Message(Model):
     reply_to: str | None = None
     created_at: datetime
     urgent: bool = Field(default=False, description="the sender asked that it reach a busy agent between tool calls")
+    task_id: str | None = Field(
+        default=None, description="the task this message belongs to (an A2A task)", exclude_if=_unset
+    )
 
     @property
     def text(self) -> str:
@@ -298,6 +303,17 @@ class MailItem(Model):
     seq: int = Field(description="this recipient's delivery sequence number, the resume cursor")
     state: DeliveryState
     message: Message
+    # A task's mail says so at the top of the item, where a script looks first: the task and its
+    # state when this was read (not when it was sent). Left out of the JSON for other mail.
+    task_id: str | None = Field(default=None, description="the task this message belongs to", exclude_if=_unset)
+    task_state: TaskState | None = Field(
+        default=None, description="the task's state when this was read", exclude_if=_unset
+    )
+
+
+def mail_item(seq: int, state: DeliveryState, message: Message, task_state: TaskState | None = None) -> MailItem:
+    """A mailbox item; its task id is its message's (one source), its state as read with it."""
+    return built(MailItem, seq=seq, state=state, message=message, task_id=message.task_id, task_state=task_state)
 
 
 class ReadResult(Model):
@@ -536,3 +552,80 @@ class IssuedToken(TokenInfo):
     """A credential just created: the only time its secret is shown."""
 
     token: str
+
+
+# --- tasks (A2A 1.0; the lifecycle's rules are tasks.py's) -------------------------------------
+
+
+class TaskArtifact(Model):
+    """What a task's worker hands over: parts under an id (a later update may append to it)."""
+
+    artifact_id: str
+    name: str | None = None
+    description: str | None = None
+    parts: list[Part]
+    metadata: dict[str, Any] | None = None
+
+
+class Task(Model):
+    """A task: mail with a lifecycle between a requester and a worker of one workspace."""
+
+    id: str
+    workspace: str
+    context_id: str = Field(description="the mail thread the task's messages go in")
+    requester: str = Field(description="the agent that asked")
+    worker: str = Field(description="the agent that works on it")
+    state: TaskState
+    status_parts: list[Part] = Field(default_factory=list, description="the latest status message's parts")
+    status_message_id: str | None = Field(default=None, description="the mail that carried the latest status")
+    status_at: datetime
+    artifacts: list[TaskArtifact] = Field(default_factory=list)
+    generation: int = Field(description="counts every event of the task: a subscriber knows what it missed")
+    metadata: dict[str, Any] | None = None
+    created_at: datetime
+    updated_at: datetime
+    history: list[Message] = Field(default_factory=list, description="the task's mail, oldest first, when asked")
+
+
+TaskEventKind = Literal["status", "artifact"]
+
+
+class TaskEvent(Model):
+    """One change of a task, numbered by its generation (what a subscriber replays)."""
+
+    task_id: str
+    generation: int
+    kind: TaskEventKind
+    state: TaskState = Field(description="the task's state after this event")
+    message_id: str | None = Field(default=None, description="the mail that carried it")
+    parts: list[Part] = Field(default_factory=list, description="a status event's message parts")
+    artifact: TaskArtifact | None = Field(default=None, description="an artifact event's artifact (or chunk)")
+    append: bool = Field(default=False, description="the artifact's parts add to an earlier chunk of it")
+    last_chunk: bool = True
+    at: datetime
+
+
+class TaskPage(Model):
+    tasks: list[Task]
+    next_page_token: str = Field(description='pass it back for the next page; "" on the last page')
+    page_size: int
+    total_size: int
+
+
+class TaskSent(Model):
+    """A task opened or followed up, and the mail that carried it."""
+
+    task: Task
+    send: SendResult
+
+
+class PushConfig(Model):
+    """Where a task's updates are posted (an A2A push-notification config)."""
+
+    id: str
+    task_id: str
+    url: str
+    token: str | None = None
+    auth_scheme: str | None = None
+    auth_credentials: str | None = None
+    created_at: datetime

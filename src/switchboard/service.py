@@ -12,7 +12,8 @@ fails whole and writes nothing, and it publishes a mailbox signal after each com
   ``delivery.holds`` decides what the guards hold);
 - ``delivery.reading.Mailbox``: reading, surfacing and marking a mailbox;
 - ``delivery.handing.Handover``: mail handed to a session, until it is surfaced or returned;
-- ``delivery.status.Statuses``: what happened to a message, per recipient.
+- ``delivery.status.Statuses``: what happened to a message, per recipient;
+- ``delivery.tasking.Tasking``: tasks (A2A's), each move of one mail in its thread.
 
 The methods here only hand each call to its collaborator, except where one operation takes two
 of them (a session registered or ended gives back the mail handed to the one it replaced).
@@ -21,6 +22,7 @@ of them (a session registered or ended gives back the mail handed to the one it 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -33,8 +35,9 @@ from switchboard.delivery.reading import Mailbox
 from switchboard.delivery.recipients import Recipients
 from switchboard.delivery.sending import Sending
 from switchboard.delivery.status import Statuses
+from switchboard.delivery.tasking import Tasking
 from switchboard.directory import Directory
-from switchboard.events import MailboxEvents
+from switchboard.events import AsyncSubscription, MailboxEvents
 from switchboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
 from switchboard.model import (
     AckResult,
@@ -49,10 +52,16 @@ from switchboard.model import (
     MarkResult,
     MessageStatus,
     Part,
+    PushConfig,
     Reach,
     ReadResult,
     SendResult,
     Session,
+    Task,
+    TaskArtifact,
+    TaskEvent,
+    TaskPage,
+    TaskSent,
     WhoAmI,
     WhoReport,
     Workspace,
@@ -62,6 +71,7 @@ from switchboard.pending import Pending
 from switchboard.reach import Presence
 from switchboard.store.base import Store
 from switchboard.store.opening import store_kind
+from switchboard.tasks import TaskState
 
 
 class Service:
@@ -76,7 +86,10 @@ class Service:
         liveness_seconds: float = DEFAULT_WINDOW_SECONDS,
         limits: Limits = Limits(),
         clock: Callable[[], datetime] = utcnow,
+        allow_private_webhooks: bool = False,
     ) -> None:
+        """``allow_private_webhooks``: a task's push notifications may go to loopback and
+        private addresses (a hub whose agents share one private network)."""
         self.store = store
         self.machine = machine
         self.events = events if events is not None else MailboxEvents(store.change_counter)
@@ -91,6 +104,9 @@ class Service:
         self.sending = Sending(store, self.directory, recipients, self.guards, self.events, limits, clock)
         self.mailbox = Mailbox(store, self.directory, self.handover, self.events, limits, clock)
         self.statuses = Statuses(store, self.handover, self.presence, clock)
+        self.tasking = Tasking(
+            store, self.sending, self.events, limits, clock, allow_private_webhooks=allow_private_webhooks
+        )
 
     # --- callers -------------------------------------------------------------------------
 
@@ -364,3 +380,118 @@ class Service:
         """Every agent of the workspace with its sessions, unread count and held mail, and every
         machine, up or down."""
         return self.presence.who(caller)
+
+    # --- tasks (``delivery.tasking``; the lifecycle's rules are ``tasks``') -----------------
+
+    def open_task(
+        self,
+        caller: Caller,
+        worker: str,
+        parts: Sequence[Part | dict],
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        a2a_message_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        subject: str | None = None,
+    ) -> TaskSent:
+        """A new task: ``parts`` mailed to ``worker`` (in thread ``context_id``, else a new one),
+        submitted. With ``task_id``: the requester's follow-up on that task (one waiting on it
+        goes back to submitted). ``a2a_message_id``: the A2A client's id, its retries' key."""
+        return self.tasking.open_task(
+            caller,
+            worker,
+            parts,
+            task_id=task_id,
+            context_id=context_id,
+            a2a_message_id=a2a_message_id,
+            metadata=metadata,
+            subject=subject,
+        )
+
+    def update_task(
+        self,
+        caller: Caller,
+        task_id: str,
+        *,
+        state: TaskState | str | None = None,
+        parts: Sequence[Part | dict] = (),
+        artifacts: Sequence[TaskArtifact | dict[str, Any]] = (),
+        append: bool = False,
+        last_chunk: bool = True,
+    ) -> Task:
+        """The worker's move (a state, a message, artifacts), mailed to the requester."""
+        return self.tasking.update_task(
+            caller, task_id, state=state, parts=parts, artifacts=artifacts, append=append, last_chunk=last_chunk
+        )
+
+    def cancel_task(self, caller: Caller, task_id: str) -> Task:
+        """The requester's cancel; the worker is told by mail."""
+        return self.tasking.cancel_task(caller, task_id)
+
+    def get_task(self, caller: Caller, task_id: str, *, history_length: int | None = None) -> Task:
+        """The task, for its requester or worker (anyone else: unknown_task)."""
+        return self.tasking.get_task(caller, task_id, history_length=history_length)
+
+    def list_tasks(
+        self,
+        caller: Caller,
+        *,
+        context_id: str | None = None,
+        state: TaskState | str | None = None,
+        page_size: int = 50,
+        page_token: str | None = None,
+        updated_after: datetime | None = None,
+        history_length: int = 0,
+        include_artifacts: bool = True,
+    ) -> TaskPage:
+        """The caller's tasks, as requester or worker, newest updated first, a page at a time."""
+        return self.tasking.list_tasks(
+            caller,
+            context_id=context_id,
+            state=state,
+            page_size=page_size,
+            page_token=page_token,
+            updated_after=updated_after,
+            history_length=history_length,
+            include_artifacts=include_artifacts,
+        )
+
+    def task_events(self, caller: Caller, task_id: str, after_generation: int) -> list[TaskEvent]:
+        """The task's events past ``after_generation``: what a subscriber missed."""
+        return self.tasking.task_events(caller, task_id, after_generation)
+
+    def subscribe_task(self, workspace: str, task_id: str) -> AbstractContextManager[AsyncSubscription]:
+        """A waiter (on the running loop) woken on every change of the task, here or elsewhere."""
+        return self.tasking.subscribe_task(workspace, task_id)
+
+    def set_push_config(
+        self,
+        caller: Caller,
+        task_id: str,
+        url: str,
+        *,
+        config_id: str | None = None,
+        token: str | None = None,
+        auth_scheme: str | None = None,
+        auth_credentials: str | None = None,
+    ) -> PushConfig:
+        """Post the task's updates to ``url`` (bad_webhook for a target the hub will not post to)."""
+        return self.tasking.set_push_config(
+            caller,
+            task_id,
+            url,
+            config_id=config_id,
+            token=token,
+            auth_scheme=auth_scheme,
+            auth_credentials=auth_credentials,
+        )
+
+    def get_push_config(self, caller: Caller, task_id: str, config_id: str) -> PushConfig:
+        return self.tasking.get_push_config(caller, task_id, config_id)
+
+    def list_push_configs(self, caller: Caller, task_id: str) -> list[PushConfig]:
+        return self.tasking.list_push_configs(caller, task_id)
+
+    def delete_push_config(self, caller: Caller, task_id: str, config_id: str) -> None:
+        self.tasking.delete_push_config(caller, task_id, config_id)

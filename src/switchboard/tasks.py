@@ -58,6 +58,13 @@ def worker_moves(task_id: str, current: TaskState, wanted: TaskState) -> TaskSta
     return wanted
 
 
+def worker_notes(task_id: str, current: TaskState) -> TaskState:
+    """The state a worker's message or artifact with no new state leaves the task in: the same,
+    on a task still open."""
+    _still_open(task_id, current)
+    return current
+
+
 def requester_cancels(task_id: str, current: TaskState) -> TaskState:
     """The state a requester's cancel leaves the task in, or why it cannot."""
     _still_open(task_id, current)

@@ -382,10 +382,18 @@ def test_deliveries_left_by_the_schema_step_before_parts_are_brought_forward_and
             "ALTER TABLE deliveries DROP COLUMN held_until;"  # step 9's
             "ALTER TABLE deliveries DROP COLUMN held_reason;"
             "DROP INDEX messages_by_sender;"
+            "DROP INDEX messages_by_task;"  # step 10's
+            "ALTER TABLE messages DROP COLUMN task_id;"
+            "ALTER TABLE messages DROP COLUMN a2a_message_id;"
+            "DROP TABLE tasks;"
+            "DROP TABLE task_artifacts;"
+            "DROP TABLE task_events;"
+            "DROP TABLE push_configs;"
+            "DROP TABLE push_deliveries;"
             "PRAGMA user_version = 3;"
         )
         old.execute("INSERT INTO fanouts VALUES (?, ?)", (message.id, whole))
-    assert len(MIGRATIONS) == 9, "a newer step: bring this test's old schema forward too"
+    assert len(MIGRATIONS) == 10, "a newer step: bring this test's old schema forward too"
     reopened = SQLiteStore(path)
     try:
         assert (count(path, "fanout_parts"), count(path, "deliveries")) == (0, len(MEMBERS))

@@ -34,10 +34,10 @@ from switchboard.delivery.recipients import Recipients, Target
 from switchboard.delivery.status import visible_message
 from switchboard.directory import Directory
 from switchboard.errors import IdempotencyConflict, NoLiveSession, TooLarge, UnknownMessage, UnknownRecipient, listed
-from switchboard.events import MailboxEvents, PushedDelivery
+from switchboard.events import TASK_KEY_PREFIX, MailboxEvents, PushedDelivery
 from switchboard.model import Caller, Held, Message, Part, RecipientOutcome, SendResult, built, new_id
 from switchboard.pending import Pending, completed
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, Store
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, Store, TaskWrite
 
 T = TypeVar("T")
 
@@ -66,6 +66,7 @@ class _Decided:
     message: Message
     targets: list[Target]
     result: SendResult
+    task: TaskWrite | None = None  # the task's change the message carries (``delivery.tasking``)
 
 
 class Sending:
@@ -102,8 +103,12 @@ class Sending:
         require_live: bool = False,
         idempotency_key: str | None = None,
         urgent: bool = False,
+        task: Callable[[Message], TaskWrite] | None = None,
+        task_id: str | None = None,
     ) -> Pending[SendResult]:
-        """See ``Service.submit_send``."""
+        """See ``Service.submit_send``. A task's mail (``delivery.tasking``) names its task
+        (``task_id``), and ``task(message)`` gives the task's change to store in the same
+        transaction; the answer then fails with TaskConflict when the task changed meanwhile."""
         # 1. check, and answer a repeated key with the original
         request = self._checked(to, text, subject, parts, thread_id, reply_to, require_live, idempotency_key, urgent)
         if request.idempotency_key is not None:
@@ -117,7 +122,7 @@ class Sending:
         _check_reached(request, targets, unknown)
         # 3. hold what a loop or a flood would surface, and 6. say what happened to each
         holds = self.guards.decide(caller.workspace, caller.agent, [t.agent for t in targets], now)
-        message = self._message(caller, request, thread, now)
+        message = self._message(caller, request, thread, now, task_id)
         result = built(
             SendResult,
             message_id=message.id,
@@ -126,10 +131,11 @@ class Sending:
             recipients=[_outcome(t, holds.get(t.agent)) for t in targets] + unknown,
             duplicate=False,
         )
-        decided = _Decided(caller, request, message, targets, result)
+        write = task(message) if task is not None else None
+        decided = _Decided(caller, request, message, targets, result, write)
         # 4. store, in one commit; 5. publish once committed (``_committed``)
         stored = self.store.submit_message(
-            message, _deliveries(targets, holds), result, request.idempotency_key, request.fingerprint
+            message, _deliveries(targets, holds), result, request.idempotency_key, request.fingerprint, write
         )
         answer: Pending[SendResult] = Pending()
         answer.set_running_or_notify_cancel()
@@ -177,7 +183,9 @@ class Sending:
         parent = visible_message(self.store, caller, reply_to)
         return thread_id or parent.thread_id
 
-    def _message(self, caller: Caller, request: SendRequest, thread_id: str | None, now: datetime) -> Message:
+    def _message(
+        self, caller: Caller, request: SendRequest, thread_id: str | None, now: datetime, task_id: str | None
+    ) -> Message:
         message_id = new_id()
         sender = self.directory.session_by_id(caller.workspace, caller.session_id) if caller.session_id else None
         # Every field was checked before: build the model without validating it again.
@@ -197,6 +205,7 @@ class Sending:
             reply_to=request.reply_to,
             created_at=now,
             urgent=request.urgent,
+            task_id=task_id,
         )
 
     def _committed(self, decided: _Decided, done: Pending[dict[str, int]], answer: Pending[SendResult]) -> None:
@@ -226,21 +235,32 @@ class Sending:
             answer.set_result(decided.result)
 
     def _publish(self, decided: _Decided, seqs: dict[str, int]) -> None:
-        """Wake each recipient's readers; a stream reading a mailbox gets the delivery itself."""
+        """Wake each recipient's readers (a stream reading a mailbox gets the delivery itself),
+        and the subscribers of the task the message moved."""
         workspace, targets = decided.caller.workspace, decided.targets
         agents = [t.agent for t in targets]
+        task = decided.task.task if decided.task is not None else None
+        woken: list[tuple[str, PushedDelivery | None]] = [(TASK_KEY_PREFIX + task.id, None)] if task else []
         if not self.events.has_streams(workspace, agents):  # serialise only for a reader
-            self.events.publish_many(workspace, [(agent, None) for agent in agents])
+            self.events.publish_many(workspace, [(agent, None) for agent in agents] + woken)
             return
         message_json = decided.message.model_dump_json()
-        pushed = [
+        task_id, task_state = (task.id, task.state.value) if task else (None, None)
+        pushed: list[tuple[str, PushedDelivery | None]] = [
             (
                 t.agent,
-                PushedDelivery(seqs[t.agent], t.stored_state.value, message_json, t.target.id if t.target else None),
+                PushedDelivery(
+                    seqs[t.agent],
+                    t.stored_state.value,
+                    message_json,
+                    t.target.id if t.target else None,
+                    task_id,
+                    task_state,
+                ),
             )
             for t in targets
         ]
-        self.events.publish_many(workspace, pushed)
+        self.events.publish_many(workspace, pushed + woken)
 
 
 def _repeat(stored_hash: str, result: SendResult, request: SendRequest) -> SendResult:

@@ -23,9 +23,13 @@ from switchboard.model import (
     HeldMail,
     MailItem,
     Message,
+    PushConfig,
     RecipientStatus,
     SendResult,
     Session,
+    Task,
+    TaskArtifact,
+    TaskEvent,
     TokenInfo,
     TokenKind,
     Workspace,
@@ -85,6 +89,64 @@ class NewToken:
     workspace: str | None = None
     agent: str | None = None
     label: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskWrite:
+    """A task's change that rides on a message: written in the message's transaction, so the
+    mail and the task commit together or not at all.
+
+    ``task`` is the task as the change leaves it (its generation counts ``events`` on from
+    ``expected_generation``); ``artifacts`` the artifacts it added or changed (whole, as they
+    are now). ``expected_generation`` None: a new task, inserted; else the stored row must still
+    be at that generation (optimistic: TaskConflict, and nothing is stored, when another change
+    came first). Every push config of the task gets one outbox row per event."""
+
+    task: Task
+    events: Sequence[TaskEvent]
+    expected_generation: int | None = None
+    artifacts: Sequence[TaskArtifact] = ()
+    a2a_message_id: str | None = None  # the A2A client's message id of the mail, kept beside it
+
+
+class TaskConflict(Exception):
+    """Raised by submit_message when its TaskWrite found the task changed (or, for a new task,
+    already there); nothing of the message was stored. The service reads it again and retries."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(task_id)
+        self.task_id = task_id
+
+
+@dataclass(frozen=True, slots=True)
+class TaskQuery:
+    """Which tasks a list takes: the agent's (as requester or worker), newest updated first,
+    after the keyset position ``after`` (updated_at, id) of the previous page."""
+
+    workspace: str
+    agent: str
+    limit: int
+    context_id: str | None = None
+    state: str | None = None
+    updated_after: float | None = None  # Unix seconds
+    after: tuple[float, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PushDelivery:
+    """One post of the push outbox, claimed with a lease, with its config's target."""
+
+    id: str
+    workspace: str
+    task_id: str
+    config_id: str
+    generation: int
+    payload: str  # the TaskEvent's JSON (the poster renders it as A2A wants)
+    attempts: int
+    url: str
+    token: str | None
+    auth_scheme: str | None
+    auth_credentials: str | None
 
 
 class DuplicateIdempotencyKey(Exception):
@@ -202,12 +264,13 @@ class Store(Protocol):
         result: SendResult,
         idempotency_key: str | None,
         request_hash: str | None,
+        task: TaskWrite | None = None,
     ) -> Pending[dict[str, int]]:
         """Store the message and one delivery per recipient, each with the recipient's next
-        sequence number: the future resolves once that is durable, to the numbers by recipient
-        (a server awaits it; anyone else calls ``.result()``), or fails with
-        DuplicateIdempotencyKey, or RecipientsGone when a recipient that need not be created
-        does not exist."""
+        sequence number, and ``task``'s change with it: the future resolves once that is
+        durable, to the numbers by recipient (a server awaits it; anyone else calls
+        ``.result()``), or fails with DuplicateIdempotencyKey, or RecipientsGone when a
+        recipient that need not be created does not exist, or TaskConflict."""
         ...
 
     def get_message(self, workspace: str, message_id: str) -> Message | None: ...
@@ -337,4 +400,43 @@ class Store(Protocol):
 
     def revoke_token(self, token_id: str, now: datetime) -> TokenInfo | None:
         """Mark revoked (keeping the first revocation time); None when no such token."""
+        ...
+
+    # tasks (their rules are tasks.py's and the service's; written by submit_message's TaskWrite)
+    def get_task(self, workspace: str, task_id: str) -> Task | None:
+        """The task with its artifacts (no history), or None."""
+        ...
+
+    def list_tasks(self, query: TaskQuery) -> tuple[list[Task], int]:
+        """A page of the agent's tasks (see TaskQuery), and how many match without paging."""
+        ...
+
+    def task_events(self, workspace: str, task_id: str, after_generation: int) -> list[TaskEvent]:
+        """The task's events past ``after_generation``, oldest first."""
+        ...
+
+    def task_messages(self, workspace: str, task_id: str, limit: int) -> list[Message]:
+        """The task's newest ``limit`` messages, oldest first."""
+        ...
+
+    # push-notification configs, and the outbox of their posts
+    def set_push_config(self, workspace: str, config: PushConfig) -> PushConfig:
+        """Store the config, replacing one of the same task and id."""
+        ...
+
+    def get_push_config(self, workspace: str, task_id: str, config_id: str) -> PushConfig | None: ...
+    def list_push_configs(self, workspace: str, task_id: str) -> list[PushConfig]: ...
+    def delete_push_config(self, workspace: str, task_id: str, config_id: str) -> bool:
+        """Whether it was there; its posts not yet made are dropped with it."""
+        ...
+
+    def claim_push_deliveries(self, now: datetime, lease_seconds: float, limit: int) -> list[PushDelivery]:
+        """Take up to ``limit`` due posts (not delivered, next attempt reached, no live lease),
+        oldest first, leasing them until ``now + lease_seconds``: no other claimer takes them
+        meanwhile, and a claimer that died lets them come due again when the lease ends."""
+        ...
+
+    def push_delivered(self, delivery_id: str, now: datetime) -> None: ...
+    def push_failed(self, delivery_id: str, error: str, retry_at: datetime | None) -> None:
+        """Record a failed attempt; it comes due again at ``retry_at`` (None: given up)."""
         ...

@@ -2,7 +2,8 @@
 
 Each store keeps its schema in modules of its own folder, one a part — ``directory`` (workspaces,
 agents, channels), ``sessions``, ``sent`` (reading a send back), ``mailbox`` (reading and
-marking one), ``handing`` (mail handed to a session), ``guard_facts``, ``audit``, ``tokens`` —
+marking one), ``handing`` (mail handed to a session), ``guard_facts``, ``audit``, ``tasks`` (tasks, their
+push configs and outbox), ``tokens`` —
 whose functions take the store's database first and the Store method's arguments after, in the
 same order. ``DelegatingStore`` is that mapping, written once: each Store method here is the
 function of the same name (``ack`` and ``mark_read`` are ``mailbox.mark``) on ``self._db``.
@@ -30,13 +31,24 @@ from switchboard.model import (
     HeldMail,
     MailItem,
     Message,
+    PushConfig,
     RecipientStatus,
     SendResult,
     Session,
+    Task,
+    TaskEvent,
     TokenInfo,
     Workspace,
 )
-from switchboard.store.base import IdempotentSend, NewSession, NewToken, Store, StoredMachine
+from switchboard.store.base import (
+    IdempotentSend,
+    NewSession,
+    NewToken,
+    PushDelivery,
+    Store,
+    StoredMachine,
+    TaskQuery,
+)
 
 
 class Database(Protocol):
@@ -59,6 +71,7 @@ class Parts:
     handing: ModuleType
     guard_facts: ModuleType
     audit: ModuleType
+    tasks: ModuleType
     tokens: ModuleType
 
     @classmethod
@@ -292,3 +305,38 @@ class DelegatingStore(Store, Generic[DB]):
 
     def revoke_token(self, token_id: str, now: datetime) -> TokenInfo | None:
         return self._parts.tokens.revoke_token(self._db, token_id, now)
+
+    # --- tasks, their push configs and the outbox of their posts ----------------------------------
+
+    def get_task(self, workspace: str, task_id: str) -> Task | None:
+        return self._parts.tasks.get_task(self._db, workspace, task_id)
+
+    def list_tasks(self, query: TaskQuery) -> tuple[list[Task], int]:
+        return self._parts.tasks.list_tasks(self._db, query)
+
+    def task_events(self, workspace: str, task_id: str, after_generation: int) -> list[TaskEvent]:
+        return self._parts.tasks.task_events(self._db, workspace, task_id, after_generation)
+
+    def task_messages(self, workspace: str, task_id: str, limit: int) -> list[Message]:
+        return self._parts.tasks.task_messages(self._db, workspace, task_id, limit)
+
+    def set_push_config(self, workspace: str, config: PushConfig) -> PushConfig:
+        return self._parts.tasks.set_push_config(self._db, workspace, config)
+
+    def get_push_config(self, workspace: str, task_id: str, config_id: str) -> PushConfig | None:
+        return self._parts.tasks.get_push_config(self._db, workspace, task_id, config_id)
+
+    def list_push_configs(self, workspace: str, task_id: str) -> list[PushConfig]:
+        return self._parts.tasks.list_push_configs(self._db, workspace, task_id)
+
+    def delete_push_config(self, workspace: str, task_id: str, config_id: str) -> bool:
+        return self._parts.tasks.delete_push_config(self._db, workspace, task_id, config_id)
+
+    def claim_push_deliveries(self, now: datetime, lease_seconds: float, limit: int) -> list[PushDelivery]:
+        return self._parts.tasks.claim_push_deliveries(self._db, now, lease_seconds, limit)
+
+    def push_delivered(self, delivery_id: str, now: datetime) -> None:
+        self._parts.tasks.push_delivered(self._db, delivery_id, now)
+
+    def push_failed(self, delivery_id: str, error: str, retry_at: datetime | None) -> None:
+        self._parts.tasks.push_failed(self._db, delivery_id, error, retry_at)

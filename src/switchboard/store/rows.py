@@ -28,8 +28,10 @@ from switchboard.model import (
     Session,
     TokenInfo,
     built,
+    mail_item,
 )
 from switchboard.store.base import NewToken
+from switchboard.tasks import TaskState
 
 log = logging.getLogger("switchboard.store")
 
@@ -42,10 +44,13 @@ def from_ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
+# The last column is not the message's: its task's state now, for a mailbox item (``mail_item_from_row``).
 MESSAGE_COLUMNS = (
     "m.id, m.workspace, m.sender, m.sender_session, m.recipients, m.channel, m.subject, "
-    "m.parts, m.thread_id, m.reply_to, m.created_at, m.urgent, m.sender_address, m.sender_terminal"
+    "m.parts, m.thread_id, m.reply_to, m.created_at, m.urgent, m.sender_address, m.sender_terminal, "
+    "m.task_id, (SELECT t.state FROM tasks t WHERE t.id = m.task_id)"
 )
+_TASK_STATE = 15  # MESSAGE_COLUMNS' task state
 MAIL_QUERY = f"SELECT d.seq, d.state, {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
 SESSION_COLUMNS = (
     "id, workspace, agent, machine, pid, proc_start, runtime, started_at, last_seen, ended_at, terminal, delivery_error"
@@ -73,6 +78,7 @@ def message_from_row(row: Sequence) -> Message:
                 "urgent": bool(row[11]),
                 "sender_address": row[12],
                 "sender_terminal": row[13],
+                "task_id": row[14],
             }
         )
     except (ValueError, TypeError, OverflowError) as error:  # pydantic's ValidationError is a ValueError
@@ -147,8 +153,16 @@ def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
-def mail_item_from_row(row: Sequence) -> MailItem:
-    return MailItem(seq=row[0], state=DeliveryState(row[1]), message=message_from_row(row[2:]))
+def mail_item_from_row(row: Sequence, state: DeliveryState | None = None) -> MailItem:
+    """A mailbox item from (seq, state, *MESSAGE_COLUMNS); ``state`` given overrides the row's."""
+    message_row = row[2:]
+    task_state = message_row[_TASK_STATE] if len(message_row) > _TASK_STATE else None
+    return mail_item(
+        row[0],
+        state if state is not None else DeliveryState(row[1]),
+        message_from_row(message_row),
+        TaskState(task_state) if task_state else None,
+    )
 
 
 STATUS_COLUMNS = (

@@ -26,7 +26,7 @@ from switchboard.model import DeliveryState, MailItem
 from switchboard.store.postgres.connection import PostgresDatabase
 from switchboard.store.postgres.handing import EVENTS
 from switchboard.store.postgres.notices import NOTIFY
-from switchboard.store.rows import MESSAGE_COLUMNS, mail_item_from_row, message_from_row, to_ts
+from switchboard.store.rows import MESSAGE_COLUMNS, mail_item_from_row, to_ts
 
 MAIL_COLUMNS = f"d.seq, d.state, {MESSAGE_COLUMNS}"
 MAILBOX = (
@@ -202,7 +202,7 @@ def surface(
     statement = surface_statement(where, urgent_only, hand)
     rows = db.run(lambda conn: conn.execute(statement, args).fetchall())  # type: ignore[call-overload]
     state = DeliveryState.handed if hand else DeliveryState.surfaced
-    return [MailItem(seq=r[0], state=state, message=message_from_row(r[2:])) for r in rows]
+    return [mail_item_from_row(r, state) for r in rows]
 
 
 def unread_count(db: PostgresDatabase, workspace: str, agent: str, hidden: Sequence[str]) -> int:

@@ -11,9 +11,11 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import errors as pg_errors
 
+from switchboard.events import TASK_KEY_PREFIX
 from switchboard.model import Message, SendResult, parts_json
 from switchboard.pending import Pending
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, TaskWrite
+from switchboard.store.postgres import tasks
 from switchboard.store.postgres.connection import PostgresDatabase
 from switchboard.store.postgres.notices import NOTIFY, payload
 from switchboard.store.rows import to_ts
@@ -47,10 +49,10 @@ WITH locked AS MATERIALIZED (
 ), message AS (
     INSERT INTO messages (id, workspace, sender, sender_session, recipients, channel, subject, parts,
         thread_id, reply_to, created_at, idempotency_key, request_hash, result, urgent, sender_address,
-        sender_terminal)
+        sender_terminal, task_id, a2a_message_id)
     SELECT %(id)s, %(ws)s, %(sender)s, %(sender_session)s, %(recipients)s, %(channel_name)s, %(subject)s,
         %(parts)s, %(thread_id)s, %(reply_to)s, %(at)s, %(key)s, %(request_hash)s, %(result)s, %(urgent)s,
-        %(sender_address)s, %(sender_terminal)s
+        %(sender_address)s, %(sender_terminal)s, %(task_id)s, %(a2a_message_id)s
     FROM complete WHERE ok
 ), delivered AS (
     INSERT INTO deliveries (workspace, recipient, seq, message_id, channel, state, sessions, target_session,
@@ -74,13 +76,17 @@ def submit_message(
     result: SendResult,
     idempotency_key: str | None,
     request_hash: str | None,
+    task: TaskWrite | None = None,
 ) -> Pending[dict[str, int]]:
     """Store the message on a send thread (see ``Store.submit_message``); its notification names
-    the recipients' mailboxes and the message, so that replicas read it once for their streams."""
+    the recipients' mailboxes and the message, so that replicas read it once for their streams,
+    and the task's own key (``task:<id>``), so that its subscribers on other replicas wake."""
     args = submit_args(message, deliveries, result, idempotency_key, request_hash)
-    notice = payload(db.replica, message.workspace, args["names"], message.id)  # type: ignore[arg-type]
+    args["a2a_message_id"] = task.a2a_message_id if task is not None else None
+    woken = args["names"] if task is None else [*args["names"], TASK_KEY_PREFIX + task.task.id]  # type: ignore[misc]
+    notice = payload(db.replica, message.workspace, woken, message.id)  # type: ignore[arg-type]
     args = db.with_notify(args, notice)
-    return db.submit(lambda conn: store_message(conn, args))
+    return db.submit(lambda conn: store_message(conn, args, task))
 
 
 def submit_args(
@@ -114,6 +120,8 @@ def submit_args(
         "urgent": bool(message.urgent),
         "sender_address": message.sender_address,
         "sender_terminal": message.sender_terminal,
+        "task_id": message.task_id,
+        "a2a_message_id": None,
         "to": [d.recipient for d in deliveries],
         "channels": [d.channel for d in deliveries],
         "states": [d.state.value for d in deliveries],
@@ -124,14 +132,19 @@ def submit_args(
     }
 
 
-def store_message(conn: psycopg.Connection, args: dict[str, object]) -> dict[str, int]:
-    """One attempt at storing the message; each recipient's new sequence number. Raises
-    DuplicateIdempotencyKey or RecipientsGone, and then nothing of it is stored."""
-    if not args["creates"]:
+def store_message(conn: psycopg.Connection, args: dict[str, object], task: TaskWrite | None = None) -> dict[str, int]:
+    """One attempt at storing the message, and the task's change it carries; each recipient's
+    new sequence number. Raises DuplicateIdempotencyKey, RecipientsGone or TaskConflict, and
+    then nothing of it is stored."""
+    if not args["creates"] and task is None:
         return _store(conn, args)
-    with conn.transaction():  # a missing recipient rolls back the creation of the others
-        conn.execute(CREATE_RECIPIENTS, {"ws": args["ws"], "names": args["creates"], "at": args["at"]})
-        return _store(conn, args)
+    with conn.transaction():  # a missing recipient or a lost task race rolls back the rest
+        if args["creates"]:
+            conn.execute(CREATE_RECIPIENTS, {"ws": args["ws"], "names": args["creates"], "at": args["at"]})
+        seqs = _store(conn, args)
+        if task is not None:
+            tasks.write_task(conn, task)
+        return seqs
 
 
 def _store(conn: psycopg.Connection, args: dict[str, object]) -> dict[str, int]:

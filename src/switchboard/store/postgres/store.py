@@ -20,9 +20,20 @@ from contextlib import asynccontextmanager
 
 from switchboard.model import Message, SendResult
 from switchboard.pending import Pending
-from switchboard.store.base import NewDelivery
+from switchboard.store.base import NewDelivery, TaskWrite
 from switchboard.store.delegating import DelegatingStore, Parts
-from switchboard.store.postgres import audit, directory, guard_facts, handing, mailbox, messages, sent, sessions, tokens
+from switchboard.store.postgres import (
+    audit,
+    directory,
+    guard_facts,
+    handing,
+    mailbox,
+    messages,
+    sent,
+    sessions,
+    tasks,
+    tokens,
+)
 from switchboard.store.postgres.connection import POOL_SIZE, PostgresDatabase
 from switchboard.store.postgres.listener import Callback
 
@@ -30,7 +41,7 @@ from switchboard.store.postgres.listener import Callback
 class PostgresStore(DelegatingStore[PostgresDatabase]):
     """The Store interface on a PostgreSQL database: the connection's current schema."""
 
-    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, sent, sessions, tokens)
+    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, sent, sessions, tasks, tokens)
 
     def __init__(self, url: str, *, replica: str | None = None, pool_size: int = POOL_SIZE) -> None:
         """``url``: a libpq URL or connection string; its ``options=-csearch_path=…`` chooses the
@@ -68,8 +79,9 @@ class PostgresStore(DelegatingStore[PostgresDatabase]):
         result: SendResult,
         idempotency_key: str | None,
         request_hash: str | None,
+        task: TaskWrite | None = None,
     ) -> Pending[dict[str, int]]:
-        return messages.submit_message(self._db, message, deliveries, result, idempotency_key, request_hash)
+        return messages.submit_message(self._db, message, deliveries, result, idempotency_key, request_hash, task)
 
     def deliveries_of(
         self, workspace: str, message_id: str, agents: Sequence[str]

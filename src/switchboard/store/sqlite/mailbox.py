@@ -72,14 +72,7 @@ def claim(
 
     rows, unread = db.transact(take)
     claimed = set(unread)
-    return [
-        MailItem(
-            seq=r[0],
-            state=DeliveryState.read if r[0] in claimed else DeliveryState(r[1]),
-            message=message_from_row(r[2:]),
-        )
-        for r in rows
-    ]
+    return [mail_item_from_row(r, DeliveryState.read if r[0] in claimed else None) for r in rows]
 
 
 def peek(
@@ -172,7 +165,7 @@ def surface(
             handing.record_events(conn, workspace, agent, ids, at, state.value, session, via)
         return rows
 
-    return [MailItem(seq=r[0], state=state, message=message_from_row(r[2:])) for r in db.transact(take)]
+    return [mail_item_from_row(r, state) for r in db.transact(take)]
 
 
 def unread_count(db: SQLiteDatabase, workspace: str, agent: str, hidden: Sequence[str]) -> int:

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 from switchboard.model import DeliveryState, Message, SendResult, parts_json
 from switchboard.pending import Pending
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
+from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, TaskWrite
 from switchboard.store.rows import to_ts
+from switchboard.store.sqlite import tasks
 from switchboard.store.sqlite.connection import SQLiteDatabase
 
 # A send to at least this many recipients, group-committed on an event loop (the hub's), is
@@ -42,7 +43,7 @@ _MAX_ROWS_PER_STATEMENT = 1000
 _INSERT_MESSAGE = (
     "INSERT INTO messages (id, workspace, sender, sender_session, recipients, channel, subject, parts, "
     "thread_id, reply_to, created_at, idempotency_key, request_hash, result, urgent, sender_address, "
-    "sender_terminal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "sender_terminal, task_id, a2a_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_DELIVERY = (
     "INSERT INTO deliveries (workspace, recipient, seq, message_id, channel, state, sessions, "
@@ -76,6 +77,7 @@ class NewMessage:
     deliveries: Sequence[NewDelivery]
     sessions: Sequence[str]  # per delivery: its live sessions as JSON
     fan_out_later: bool  # store the delivery rows as one fanouts row (see the module's doc)
+    task: TaskWrite | None = None  # the task's change the message carries, in the same transaction
 
     @classmethod
     def prepare(
@@ -87,6 +89,7 @@ class NewMessage:
         request_hash: str | None,
         *,
         fan_out_later: bool = False,
+        task: TaskWrite | None = None,
     ) -> NewMessage:
         at = to_ts(message.created_at)
         parts = parts_json(message.parts).decode()
@@ -108,9 +111,11 @@ class NewMessage:
             int(message.urgent),
             message.sender_address,
             message.sender_terminal,
+            message.task_id,
+            task.a2a_message_id if task is not None else None,
         )
         sessions = [json.dumps(list(d.sessions)) if d.sessions else "[]" for d in deliveries]
-        return cls(message.workspace, message.id, at, idempotency_key, row, deliveries, sessions, fan_out_later)
+        return cls(message.workspace, message.id, at, idempotency_key, row, deliveries, sessions, fan_out_later, task)
 
 
 def submit_message(
@@ -121,11 +126,12 @@ def submit_message(
     idempotency_key: str | None,
     request_hash: str | None,
     fan_out_later_from: int = FAN_OUT_LATER_FROM,
+    task: TaskWrite | None = None,
 ) -> Pending[dict[str, int]]:
     """Store the message (see ``Store.submit_message``): with the sends queued beside it in one
     go (``insert_messages``), its delivery rows left for later when it is large (``write_out_step``)."""
     later = len(deliveries) >= fan_out_later_from and db.follows_up
-    new = NewMessage.prepare(message, deliveries, result, idempotency_key, request_hash, fan_out_later=later)
+    new = NewMessage.prepare(message, deliveries, result, idempotency_key, request_hash, fan_out_later=later, task=task)
     return db.submit(
         lambda conn: insert_messages(conn, [new])[0],
         together=insert_messages,
@@ -147,8 +153,9 @@ def deliveries_written(db: SQLiteDatabase) -> None:
 def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> list[dict[str, int]]:
     """Store ``messages``; per message, each recipient's new sequence number.
 
-    Raises DuplicateIdempotencyKey (a message's key was used before), or RecipientsGone (a
-    recipient that was not to be created is gone). Either way nothing of the call is kept: the
+    Raises DuplicateIdempotencyKey (a message's key was used before), RecipientsGone (a
+    recipient that was not to be created is gone), or TaskConflict (a message's task changed
+    since the service read it, see ``tasks.write_task``). Either way nothing of the call is kept: the
     caller runs it in a savepoint, and runs a group's messages one by one after a failure so
     that only the message at fault fails."""
     try:
@@ -200,6 +207,9 @@ def insert_messages(conn: sqlite3.Connection, messages: list[NewMessage]) -> lis
         answers.append(seqs)
     _insert_rows(conn, _INSERT_DELIVERY, rows)
     _insert_rows(conn, _INSERT_PART, parts)
+    for m in messages:
+        if m.task is not None:
+            tasks.write_task(conn, m.task)
     return answers
 
 

@@ -194,6 +194,81 @@ MIGRATIONS: list[str] = [
     ALTER TABLE deliveries ADD COLUMN held_reason TEXT;
     CREATE INDEX messages_by_sender ON messages (workspace, sender, created_at);
     """,
+    # 10: tasks (A2A 1.0, tasks.py): a task's mail names it, and an A2A client's message id is
+    # kept (its retries are the same send); the task's row, its artifacts in order, every event
+    # numbered by the task's generation (what a subscriber missed), where its updates are posted,
+    # and the outbox of those posts (claimed with a lease, so two hubs never post one twice).
+    """
+    ALTER TABLE messages ADD COLUMN task_id TEXT;
+    ALTER TABLE messages ADD COLUMN a2a_message_id TEXT;
+    CREATE INDEX messages_by_task ON messages (task_id, created_at) WHERE task_id IS NOT NULL;
+    CREATE TABLE tasks (
+        id                  TEXT PRIMARY KEY,
+        workspace           TEXT NOT NULL,
+        context_id          TEXT NOT NULL,      -- the mail thread of the task's messages
+        requester           TEXT NOT NULL,
+        worker              TEXT NOT NULL,
+        state               TEXT NOT NULL,
+        status_parts        TEXT NOT NULL DEFAULT '[]',
+        status_message_id   TEXT,
+        status_at           REAL NOT NULL,
+        generation          INTEGER NOT NULL,
+        metadata            TEXT,
+        created_at          REAL NOT NULL,
+        updated_at          REAL NOT NULL
+    );
+    CREATE INDEX tasks_by_requester ON tasks (workspace, requester, updated_at DESC, id DESC);
+    CREATE INDEX tasks_by_worker ON tasks (workspace, worker, updated_at DESC, id DESC);
+    CREATE INDEX tasks_by_context ON tasks (workspace, context_id, updated_at DESC, id DESC);
+    CREATE TABLE task_artifacts (
+        task_id             TEXT NOT NULL,
+        artifact_id         TEXT NOT NULL,
+        name                TEXT,
+        description         TEXT,
+        parts               TEXT NOT NULL,
+        metadata            TEXT,
+        position            INTEGER NOT NULL,   -- the order they were first handed over
+        PRIMARY KEY (task_id, artifact_id)
+    );
+    CREATE TABLE task_events (
+        task_id             TEXT NOT NULL,
+        generation          INTEGER NOT NULL,
+        kind                TEXT NOT NULL,      -- status, artifact
+        state               TEXT NOT NULL,
+        message_id          TEXT,
+        parts               TEXT NOT NULL DEFAULT '[]',
+        artifact            TEXT,
+        append              INTEGER NOT NULL DEFAULT 0,
+        last_chunk          INTEGER NOT NULL DEFAULT 1,
+        at                  REAL NOT NULL,
+        PRIMARY KEY (task_id, generation)
+    ) WITHOUT ROWID;
+    CREATE TABLE push_configs (
+        workspace           TEXT NOT NULL,
+        task_id             TEXT NOT NULL,
+        id                  TEXT NOT NULL,
+        url                 TEXT NOT NULL,
+        token               TEXT,
+        auth_scheme         TEXT,
+        auth_credentials    TEXT,
+        created_at          REAL NOT NULL,
+        PRIMARY KEY (task_id, id)
+    );
+    CREATE TABLE push_deliveries (
+        id                  TEXT PRIMARY KEY,
+        workspace           TEXT NOT NULL,
+        task_id             TEXT NOT NULL,
+        config_id           TEXT NOT NULL,
+        generation          INTEGER NOT NULL,
+        payload             TEXT NOT NULL,
+        attempts            INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at     REAL NOT NULL,
+        lease_until         REAL,
+        delivered_at        REAL,
+        last_error          TEXT
+    );
+    CREATE INDEX push_deliveries_due ON push_deliveries (next_attempt_at) WHERE delivered_at IS NULL;
+    """,
 ]
 
 

@@ -20,16 +20,27 @@ from contextlib import asynccontextmanager
 
 from switchboard.model import Message, SendResult
 from switchboard.pending import Pending
-from switchboard.store.base import NewDelivery
+from switchboard.store.base import NewDelivery, TaskWrite
 from switchboard.store.delegating import DelegatingStore, Parts
-from switchboard.store.sqlite import audit, directory, guard_facts, handing, mailbox, messages, sent, sessions, tokens
+from switchboard.store.sqlite import (
+    audit,
+    directory,
+    guard_facts,
+    handing,
+    mailbox,
+    messages,
+    sent,
+    sessions,
+    tasks,
+    tokens,
+)
 from switchboard.store.sqlite.connection import SQLiteDatabase
 
 
 class SQLiteStore(DelegatingStore[SQLiteDatabase]):
     """The Store interface on one SQLite database file."""
 
-    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, sent, sessions, tokens)
+    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, sent, sessions, tasks, tokens)
 
     def __init__(self, path: str | os.PathLike[str], *, group_commit: bool = False) -> None:
         """``group_commit``: batch the writes of concurrent threads into shared transactions
@@ -66,7 +77,8 @@ class SQLiteStore(DelegatingStore[SQLiteDatabase]):
         result: SendResult,
         idempotency_key: str | None,
         request_hash: str | None,
+        task: TaskWrite | None = None,
     ) -> Pending[dict[str, int]]:
         return messages.submit_message(
-            self._db, message, deliveries, result, idempotency_key, request_hash, self.fan_out_later_from
+            self._db, message, deliveries, result, idempotency_key, request_hash, self.fan_out_later_from, task
         )

@@ -1,0 +1,384 @@
+"""Tasks through the Service, on a real SQLite file and a real PostgreSQL schema: a task is mail
+with a lifecycle, each move of it mail in its thread, its row and events written with that mail.
+
+No mocks: the store is real; a crash is a real process that dies inside the transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from switchboard.delivery.task_changes import move_write
+from switchboard.errors import (
+    BadRequest,
+    BadTaskState,
+    BadWebhook,
+    Forbidden,
+    SwitchboardError,
+    TaskFinished,
+    UnknownTask,
+)
+from switchboard.model import Caller, Message, Part, TaskArtifact, utcnow
+from switchboard.service import Service
+from switchboard.store.base import TaskConflict, TaskWrite
+from switchboard.store.opening import open_store
+from switchboard.tasks import TaskState
+from tests.support.postgres import fresh_schema
+
+WS = "team"
+MACHINE = "box"
+BOSS = Caller(workspace=WS, agent="boss")
+WORKER = Caller(workspace=WS, agent="worker")
+STRANGER = Caller(workspace=WS, agent="stranger")
+ELSEWHERE = Caller(workspace="other", agent="boss")
+PUBLIC_HOOK = "https://93.184.216.34/hook"  # a public address, written as one: nothing is resolved
+
+
+def text(words: str) -> list[Part]:
+    return [Part(text=words)]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield str(tmp_path / "switchboard.db")
+        return
+    with fresh_schema() as url:
+        yield url
+
+
+@pytest.fixture
+def service(db: str) -> Iterator[Service]:
+    store = open_store(db)
+    try:
+        service = Service(store, machine=MACHINE)
+        for caller in (BOSS, WORKER, STRANGER, ELSEWHERE):
+            service.enter(caller)
+        yield service
+    finally:
+        store.close()
+
+
+def opened(service: Service, words: str = "write the report") -> str:
+    return service.open_task(BOSS, "worker", text(words)).task.id
+
+
+def test_a_task_is_mail_to_its_worker_naming_the_task(service: Service) -> None:
+    sent = service.open_task(BOSS, "worker", text("write the report"), subject="report")
+    task = sent.task
+    assert (task.state, task.requester, task.worker, task.generation) == (TaskState.SUBMITTED, "boss", "worker", 1)
+    assert task.context_id == sent.send.thread_id  # the task's context is its mail thread
+    (item,) = service.read(WORKER).items
+    assert item.message.id == sent.send.message_id
+    assert (item.message.task_id, item.task_id, item.task_state) == (task.id, task.id, TaskState.SUBMITTED)
+    shown = json.loads(item.model_dump_json())
+    assert (shown["task_id"], shown["task_state"], shown["message"]["task_id"]) == (task.id, "submitted", task.id)
+    plain = service.send(BOSS, "worker", "not a task")
+    (other,) = [i for i in service.read(WORKER).items if i.message.id == plain.message_id]
+    assert "task_id" not in json.loads(other.model_dump_json())  # other mail's JSON is as before
+
+
+def test_the_workers_updates_move_the_task_and_reach_the_requester_as_mail(service: Service) -> None:
+    task_id = opened(service)
+    working = service.update_task(WORKER, task_id, state="working")
+    assert (working.state, working.generation) == (TaskState.WORKING, 2)
+    report = TaskArtifact(artifact_id="r1", name="report.md", parts=[Part(text="# Report")])
+    done = service.update_task(WORKER, task_id, state=TaskState.COMPLETED, parts=text("here it is"), artifacts=[report])
+    assert (done.state, done.generation) == (TaskState.COMPLETED, 4)  # the artifact, then the status
+    assert done.status_parts == text("here it is") and done.artifacts == [report]
+    events = service.task_events(BOSS, task_id, 0)
+    assert [(e.generation, e.kind, e.state) for e in events] == [
+        (1, "status", TaskState.SUBMITTED),
+        (2, "status", TaskState.WORKING),
+        (3, "artifact", TaskState.COMPLETED),
+        (4, "status", TaskState.COMPLETED),
+    ]
+    assert events[2].artifact == report
+    assert [e.generation for e in service.task_events(WORKER, task_id, 2)] == [3, 4]
+    mail = service.read(BOSS).items
+    assert [(i.task_id, i.message.thread_id) for i in mail] == [(task_id, done.context_id)] * 2
+    assert mail[0].message.text == f"task {task_id}: working"  # no words given: a line saying what happened
+    assert mail[1].message.parts == [*text("here it is"), Part(text="# Report")]  # the artifact rides along
+    assert all(i.task_state == TaskState.COMPLETED for i in mail)  # the state when read
+    assert service.get_task(BOSS, task_id) == done
+
+
+def test_an_artifact_in_chunks_is_appended(service: Service) -> None:
+    task_id = opened(service)
+    service.update_task(
+        WORKER, task_id, artifacts=[{"artifact_id": "log", "parts": [{"text": "one"}]}], last_chunk=False
+    )
+    task = service.update_task(
+        WORKER, task_id, artifacts=[{"artifact_id": "log", "parts": [{"text": "two"}]}], append=True
+    )
+    assert task.state == TaskState.SUBMITTED  # artifacts alone keep the state
+    assert [a.artifact_id for a in task.artifacts] == ["log"]
+    assert task.artifacts[0].parts == [Part(text="one"), Part(text="two")]
+    chunks = service.task_events(BOSS, task_id, 1)
+    assert [(e.kind, e.append, e.last_chunk, e.artifact.parts if e.artifact else None) for e in chunks] == [
+        ("artifact", False, False, [Part(text="one")]),
+        ("artifact", True, True, [Part(text="two")]),
+    ]
+
+
+def test_a_follow_up_answers_a_task_that_asked_for_input(service: Service) -> None:
+    first = service.open_task(BOSS, "worker", text("write the report"))
+    task_id = first.task.id
+    service.update_task(WORKER, task_id, state="input-required", parts=text("which quarter?"))
+    answer = service.open_task(BOSS, "worker", text("Q3"), task_id=task_id)
+    assert (answer.task.id, answer.task.state, answer.task.generation) == (task_id, TaskState.SUBMITTED, 3)
+    assert answer.send.thread_id == first.task.context_id == answer.task.context_id
+    items = service.read(WORKER).items
+    assert [(i.message.text, i.task_id) for i in items] == [("write the report", task_id), ("Q3", task_id)]
+    with pytest.raises(BadRequest):  # a follow-up in another context is refused
+        service.open_task(BOSS, "worker", text("Q4"), task_id=task_id, context_id=first.send.message_id + "0")
+    history = service.get_task(BOSS, task_id, history_length=10).history
+    assert [m.text for m in history] == ["write the report", "which quarter?", "Q3"]
+    assert [m.text for m in service.get_task(BOSS, task_id, history_length=1).history] == ["Q3"]
+    assert service.get_task(BOSS, task_id).history == []
+
+
+def test_a_cancel_tells_the_worker_and_a_finished_task_moves_no_more(service: Service) -> None:
+    task_id = opened(service)
+    service.read(WORKER)
+    canceled = service.cancel_task(BOSS, task_id)
+    assert canceled.state == TaskState.CANCELED
+    (told,) = service.read(WORKER).items
+    assert (told.task_id, told.task_state, told.message.sender) == (task_id, TaskState.CANCELED, "boss")
+    assert "canceled by boss" in told.message.text
+    for move in (
+        lambda: service.update_task(WORKER, task_id, state="working"),
+        lambda: service.update_task(WORKER, task_id, parts=text("late words")),
+        lambda: service.cancel_task(BOSS, task_id),
+        lambda: service.open_task(BOSS, "worker", text("again?"), task_id=task_id),
+    ):
+        with pytest.raises(TaskFinished) as refused:
+            move()
+        assert refused.value.code == "task_finished"
+    assert service.get_task(BOSS, task_id).generation == 2  # nothing was written
+
+
+def test_whose_move_it_is_and_who_may_see_a_task(service: Service) -> None:
+    task_id = opened(service)
+    with pytest.raises(Forbidden, match="only it updates"):
+        service.update_task(BOSS, task_id, state="working")
+    with pytest.raises(Forbidden, match="only it may cancel"):
+        service.cancel_task(WORKER, task_id)
+    with pytest.raises(Forbidden):
+        service.open_task(WORKER, "boss", text("me too"), task_id=task_id)
+    with pytest.raises(BadTaskState):
+        service.update_task(WORKER, task_id, state="canceled")  # the requester's move
+    with pytest.raises(BadTaskState):
+        service.update_task(WORKER, task_id, state="done")
+    with pytest.raises(BadRequest):
+        service.update_task(WORKER, task_id)  # nothing to say
+    for caller in (STRANGER, ELSEWHERE):  # neither party, or another workspace: no such task
+        for look in (
+            lambda caller=caller: service.get_task(caller, task_id),
+            lambda caller=caller: service.task_events(caller, task_id, 0),
+            lambda caller=caller: service.update_task(caller, task_id, state="working"),
+            lambda caller=caller: service.cancel_task(caller, task_id),
+            lambda caller=caller: service.list_push_configs(caller, task_id),
+            lambda caller=caller: service.set_push_config(caller, task_id, PUBLIC_HOOK),
+        ):
+            with pytest.raises(UnknownTask) as unknown:
+                look()
+            assert unknown.value.code == "unknown_task"
+    assert service.list_tasks(STRANGER).tasks == [] and service.list_tasks(ELSEWHERE).total_size == 0
+    with pytest.raises(UnknownTask):
+        service.get_task(BOSS, "not-a-task")
+    with pytest.raises(BadRequest):
+        service.open_task(BOSS, "#general", text("to a channel?"))
+
+
+def test_tasks_are_listed_newest_updated_first_a_page_at_a_time(service: Service) -> None:
+    ids = [opened(service, f"task {n}") for n in range(5)]
+    service.update_task(WORKER, ids[1], state="working")  # now the newest updated
+    expected = [ids[1], ids[4], ids[3], ids[2], ids[0]]
+    seen: list[str] = []
+    token: str | None = None
+    while True:
+        page = service.list_tasks(WORKER, page_size=2, page_token=token)
+        assert page.total_size == 5 and page.page_size == 2
+        seen += [t.id for t in page.tasks]
+        if not page.next_page_token:
+            break
+        token = page.next_page_token
+    assert seen == expected
+    assert [t.id for t in service.list_tasks(BOSS, state="working").tasks] == [ids[1]]
+    assert service.list_tasks(BOSS, context_id=service.get_task(BOSS, ids[2]).context_id).total_size == 1
+    later = service.get_task(BOSS, ids[4]).updated_at
+    assert [t.id for t in service.list_tasks(BOSS, updated_after=later).tasks] == [ids[1]]
+    with_history = service.list_tasks(BOSS, page_size=1, history_length=5).tasks[0]
+    assert [m.text for m in with_history.history] == ["task 1", f"task {ids[1]}: working"]
+    for bad in ("garbage!", "eyJ4IjoxfQ"):
+        with pytest.raises(BadRequest, match="page token"):
+            service.list_tasks(BOSS, page_token=bad)
+    with pytest.raises(BadRequest):
+        service.list_tasks(BOSS, page_size=0)
+
+
+def test_a_retried_a2a_message_is_the_same_task(service: Service) -> None:
+    first = service.open_task(BOSS, "worker", text("do it"), a2a_message_id="client-msg-1")
+    again = service.open_task(BOSS, "worker", text("do it"), a2a_message_id="client-msg-1")
+    assert again.task.id == first.task.id and again.send.duplicate
+    assert service.list_tasks(BOSS).total_size == 1
+    assert len(service.read(WORKER).items) == 1
+
+
+def test_push_configs_are_kept_checked_and_fill_the_outbox(service: Service) -> None:
+    task_id = opened(service)
+    config = service.set_push_config(BOSS, task_id, PUBLIC_HOOK, token="secret-1")
+    assert (config.id, config.task_id, config.url, config.token) == (task_id, task_id, PUBLIC_HOOK, "secret-1")
+    other = service.set_push_config(WORKER, task_id, PUBLIC_HOOK + "2", config_id="second", auth_scheme="Bearer")
+    assert sorted(c.id for c in service.list_push_configs(BOSS, task_id)) == sorted([task_id, "second"])
+    assert service.get_push_config(BOSS, task_id, "second") == other
+    for bad in (
+        "ftp://93.184.216.34/x",
+        "http://127.0.0.1:8080/hook",
+        "http://localhost/hook",
+        "http://10.1.2.3/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/hook",
+        "http://[::ffff:127.0.0.1]/hook",
+        "https://user:pw@93.184.216.34/hook",
+        "not a url",
+    ):
+        with pytest.raises(BadWebhook) as refused:
+            service.set_push_config(BOSS, task_id, bad)
+        assert refused.value.code == "bad_webhook"
+    service.update_task(WORKER, task_id, state="working")  # generation 2: one post per config
+    store = service.store
+    claimed = store.claim_push_deliveries(utcnow() + timedelta(seconds=1), 30.0, 10)
+    assert sorted((d.config_id, d.generation, d.attempts) for d in claimed) == sorted(
+        [(task_id, 2, 1), ("second", 2, 1)]
+    )
+    assert json.loads(claimed[0].payload)["state"] == "working"
+    assert store.claim_push_deliveries(utcnow() + timedelta(seconds=2), 30.0, 10) == []  # leased
+    first, second = claimed
+    store.push_delivered(first.id, utcnow())
+    store.push_failed(second.id, "connection refused", utcnow() + timedelta(seconds=5))
+    again = store.claim_push_deliveries(utcnow() + timedelta(seconds=10), 30.0, 10)
+    assert [(d.id, d.attempts) for d in again] == [(second.id, 2)]
+    store.push_failed(second.id, "gone for good", None)
+    assert store.claim_push_deliveries(utcnow() + timedelta(days=3650), 30.0, 10) == []
+    service.delete_push_config(BOSS, task_id, "second")
+    assert [c.id for c in service.list_push_configs(WORKER, task_id)] == [task_id]
+    with pytest.raises(UnknownTask):
+        service.get_push_config(BOSS, task_id, "second")
+    with pytest.raises(UnknownTask):
+        service.delete_push_config(BOSS, task_id, "second")
+
+
+def test_private_webhooks_are_for_a_service_told_to_allow_them(db: str) -> None:
+    store = open_store(db)
+    try:
+        service = Service(store, machine=MACHINE, allow_private_webhooks=True)
+        service.enter(BOSS)
+        task_id = opened(service)
+        assert service.set_push_config(BOSS, task_id, "http://127.0.0.1:9/hook").url == "http://127.0.0.1:9/hook"
+        with pytest.raises(BadWebhook):
+            service.set_push_config(BOSS, task_id, "file:///etc/passwd")
+    finally:
+        store.close()
+
+
+def test_a_subscriber_wakes_on_every_change_of_its_task(service: Service) -> None:
+    task_id = opened(service)
+
+    async def follow() -> list[int]:
+        seen: list[int] = []
+        with service.subscribe_task(WS, task_id) as subscription:
+            for state in ("working", "completed"):
+                mover = threading.Thread(target=service.update_task, args=(WORKER, task_id), kwargs={"state": state})
+                mover.start()
+                assert await subscription.wait(20.0), "no wake-up for the update"
+                await asyncio.to_thread(mover.join)
+                seen.append(service.get_task(BOSS, task_id).generation)
+        return seen
+
+    assert asyncio.run(follow()) == [2, 3]
+
+
+def test_racing_updates_each_win_once_in_generation_order(service: Service) -> None:
+    task_id = opened(service)
+    errors: list[BaseException] = []
+
+    def note(n: int) -> None:
+        try:
+            service.update_task(WORKER, task_id, parts=text(f"note {n}"))
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=note, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    events = service.task_events(BOSS, task_id, 0)
+    assert [e.generation for e in events] == list(range(1, 10))
+    assert sorted(e.parts[0].text for e in events[1:]) == sorted(f"note {n}" for n in range(8))
+    assert len(service.read(BOSS).items) == 8
+
+
+def test_a_stale_task_write_stores_nothing_of_its_mail(service: Service) -> None:
+    task_id = opened(service)
+    stale = service.get_task(BOSS, task_id).model_copy(update={"generation": 0})  # another move came first
+
+    def write(message: Message) -> TaskWrite:
+        return move_write(stale, message, TaskState.WORKING, status_parts=[])
+
+    pending = service.sending.submit(
+        WORKER, "boss", "lost words", thread_id=stale.context_id, task=write, task_id=task_id
+    )
+    with pytest.raises(TaskConflict):
+        pending.result()
+    assert service.read(BOSS).items == []
+    assert service.get_task(BOSS, task_id).generation == 1
+
+
+CRASH = """
+import os, sys
+from switchboard.model import Caller, Part
+from switchboard.service import Service
+from switchboard.store.opening import open_store
+from switchboard.store.{kind} import tasks
+
+real = tasks.write_task
+def dying(conn, write):
+    real(conn, write)   # the task row and its events are written, the transaction is open
+    os._exit(9)         # and the process dies before it commits
+tasks.write_task = dying
+service = Service(open_store(sys.argv[1]), machine="box")
+service.update_task(Caller(workspace="team", agent="worker"), sys.argv[2], state="working", parts=[Part(text="x")])
+"""
+
+
+def test_a_crash_inside_the_transaction_writes_nothing(service: Service, db: str) -> None:
+    task_id = opened(service)
+    kind = "postgres" if db.startswith("postgres") else "sqlite"
+    died = subprocess.run([sys.executable, "-c", CRASH.format(kind=kind), db, task_id], timeout=60)
+    assert died.returncode == 9
+    task = service.get_task(BOSS, task_id)
+    assert (task.state, task.generation) == (TaskState.SUBMITTED, 1)
+    assert [e.generation for e in service.task_events(BOSS, task_id, 0)] == [1]
+    assert service.read(BOSS).items == []  # nor its mail
+    assert service.update_task(WORKER, task_id, state="working").generation == 2  # and the task goes on
+
+
+def test_errors_carry_codes_a_model_can_act_on(service: Service) -> None:
+    task_id = opened(service)
+    with pytest.raises(SwitchboardError) as error:
+        service.update_task(BOSS, task_id, state="working")
+    body = error.value.to_dict()
+    assert body["code"] == "forbidden" and "worker" in str(body["message"])
