@@ -49,7 +49,8 @@ async def _send(url: str, text: str, timeouts: RemoteTimeouts = FAST, **kw) -> t
     tracker = kw.pop("tracker", None) or TaskTracker("outside")
     async with RemoteConnection("outside", card, timeouts=timeouts) as remote:
         updates = [u async for u in remote.send(kw.pop("message_id", new_id()), [Part(text=text)], tracker=tracker)]
-    return updates, tracker
+    assert updates[0].kind == "taken" and [u.kind for u in updates].count("taken") == 1
+    return updates[1:], tracker
 
 
 def _texts(updates: list[RemoteUpdate]) -> list[str]:
@@ -127,7 +128,8 @@ async def test_a_hanging_remote_times_out_within_the_deadline(
         async with RemoteConnection("outside", card, timeouts=FAST) as remote:
             with pytest.raises(RemoteTimedOut, match="past its deadline|did not finish within") as caught:
                 async for update in remote.send(new_id(), [Part(text="hang on")]):
-                    got.append(update)
+                    if update.kind != "taken":
+                        got.append(update)
         assert _texts(got) == ["status:working:on it"]
         assert "working" in caught.value.message or "3 s" in caught.value.message
         assert time.monotonic() - started < FAST.deadline + 3
@@ -147,7 +149,8 @@ async def test_a_remote_dying_mid_stream_fails_with_the_reason(own_outside: Outs
     async with RemoteConnection("outside", card, timeouts=FAST) as remote:
         with pytest.raises(RemoteTimedOut, match="could not be reached") as caught:
             async for update in remote.send(new_id(), [Part(text="die now")]):
-                got.append(update)
+                if update.kind != "taken":
+                    got.append(update)
     assert _texts(got) == ["status:working:on it"]
     assert "left task" in caught.value.message and not own_outside.alive()
 

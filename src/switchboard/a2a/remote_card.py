@@ -7,7 +7,9 @@ served, and parsed again by the SDK each time a client is made from it.
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import threading
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,6 +22,7 @@ from google.protobuf.json_format import MessageToDict
 
 from switchboard.a2a.remote_errors import remote_problem
 from switchboard.errors import BadAddress, BadRemoteAnswer
+from switchboard.model import OutsideCard, built
 
 # The bindings our client speaks (the SDK's JSON-RPC and HTTP+JSON transports; gRPC needs an extra).
 SPOKEN_BINDINGS = ("JSONRPC", "HTTP+JSON")
@@ -38,18 +41,9 @@ class RemoteTimeouts:
     poll_most: float = 5.0
 
 
-@dataclass(frozen=True)
-class RemoteCard:
-    """A checked card: the URL it was registered by, its name, whether it streams, the JSON."""
-
-    url: str
-    name: str
-    description: str
-    streaming: bool
-    card: dict[str, Any]
-
-    def agent_card(self) -> AgentCard:
-        return parse_agent_card(copy.deepcopy(self.card))
+def agent_card_of(card: OutsideCard) -> AgentCard:
+    """The SDK's card from a checked one (parsed again: the store keeps the JSON)."""
+    return parse_agent_card(copy.deepcopy(card.card))
 
 
 def remote_http(token: str | None, timeouts: RemoteTimeouts) -> httpx.AsyncClient:
@@ -71,7 +65,7 @@ def check_url(url: str) -> str:
     return text.rstrip("/")
 
 
-async def fetch_card(url: str, *, token: str | None = None, timeouts: RemoteTimeouts = RemoteTimeouts()) -> RemoteCard:
+async def fetch_card(url: str, *, token: str | None = None, timeouts: RemoteTimeouts = RemoteTimeouts()) -> OutsideCard:
     """Fetch and check the card of the agent at ``url``: its base URL (the card is then at
     ``/.well-known/agent-card.json`` under it) or the card's own URL (ending in ``.json``)."""
     url = check_url(url)
@@ -85,7 +79,7 @@ async def fetch_card(url: str, *, token: str | None = None, timeouts: RemoteTime
     return checked_card(url, card)
 
 
-def checked_card(url: str, card: AgentCard) -> RemoteCard:
+def checked_card(url: str, card: AgentCard) -> OutsideCard:
     """The card if our client can talk to the agent it describes, else why not."""
     if not card.name.strip():
         raise BadRemoteAnswer(f"the agent card at {url} has no name; it is not an A2A 1.0 card.")
@@ -96,7 +90,8 @@ def checked_card(url: str, card: AgentCard) -> RemoteCard:
             f"the agent at {url} offers no interface Switchboard speaks (it offers {offered}; "
             f"Switchboard speaks {', '.join(SPOKEN_BINDINGS)})."
         )
-    return RemoteCard(
+    return built(
+        OutsideCard,
         url=url,
         name=card.name,
         description=card.description,
@@ -105,10 +100,30 @@ def checked_card(url: str, card: AgentCard) -> RemoteCard:
     )
 
 
-def card_from_json(url: str, card: dict[str, Any]) -> RemoteCard:
+def card_from_json(url: str, card: dict[str, Any]) -> OutsideCard:
     """A stored card, checked again (the store keeps the JSON, not our reading of it)."""
     try:
         parsed = parse_agent_card(copy.deepcopy(card))
     except Exception as exc:
         raise remote_problem(exc, url, "reading its stored card") from exc
     return checked_card(url, parsed)
+
+
+def card_source(url: str, token: str | None) -> OutsideCard:
+    """``fetch_card`` for code that is not async (the service's ``CardSource``): run on a thread
+    of its own with its own event loop, so it works whether or not the caller runs a loop."""
+    result: list[OutsideCard] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(asyncio.run(fetch_card(url, token=token)))
+        except BaseException as error:  # handed to the caller's thread, raised there
+            failure.append(error)
+
+    thread = threading.Thread(target=run, name="switchboard-card-fetch", daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]

@@ -18,12 +18,12 @@ from types import TracebackType
 from a2a.client import Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.types import CancelTaskRequest, GetTaskRequest, SendMessageRequest
 
-from switchboard.a2a.remote_card import SPOKEN_BINDINGS, RemoteCard, RemoteTimeouts, remote_http
+from switchboard.a2a.remote_card import SPOKEN_BINDINGS, RemoteTimeouts, agent_card_of, remote_http
 from switchboard.a2a.remote_errors import remote_problem
 from switchboard.a2a.remote_parts import user_message
 from switchboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
 from switchboard.errors import BadRemoteAnswer, RemoteTimedOut, RemoteUnreachable
-from switchboard.model import Part
+from switchboard.model import OutsideCard, Part
 from switchboard.tasks import WAITING_ON_REQUESTER, TaskState
 
 
@@ -31,7 +31,7 @@ class RemoteConnection:
     """An open SDK client to one outside agent (``async with``)."""
 
     def __init__(
-        self, name: str, card: RemoteCard, *, token: str | None = None, timeouts: RemoteTimeouts = RemoteTimeouts()
+        self, name: str, card: OutsideCard, *, token: str | None = None, timeouts: RemoteTimeouts = RemoteTimeouts()
     ) -> None:
         self.name = name
         self.card = card
@@ -46,7 +46,7 @@ class RemoteConnection:
             supported_protocol_bindings=list(SPOKEN_BINDINGS),
         )
         try:
-            self._client: Client = ClientFactory(config).create(card.agent_card())
+            self._client: Client = ClientFactory(config).create(agent_card_of(card))
         except Exception as exc:
             raise BadRemoteAnswer(f"remote agent {name}'s card cannot be used: {exc}.") from exc
 
@@ -73,6 +73,7 @@ class RemoteConnection:
         """Send one message and follow the task it starts (or, given a tracker that follows a
         task, continues) until the task is final or waits on us. Yields each update once."""
         tracker = tracker or TaskTracker(self.name)
+        tracker.taken = False
         if tracker.state in WAITING_ON_REQUESTER:
             tracker.state = TaskState.SUBMITTED  # our answer: the remote takes the task up again
         until = until if until is not None else self.deadline_from_now()

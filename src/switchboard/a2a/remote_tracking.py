@@ -24,10 +24,11 @@ from switchboard.tasks import FINAL, WAITING_ON_REQUESTER, TaskState
 
 @dataclass(frozen=True)
 class RemoteUpdate:
-    """One change of an outside task, in our terms: a status (a state, perhaps with a message)
-    or an artifact (whole, or a chunk appended to one passed on before)."""
+    """One change of an outside task, in our terms: the remote took the message (once, first:
+    from then on the message is the remote's, and its task has an id), a status (a state,
+    perhaps with a message) or an artifact (whole, or a chunk appended to one passed on before)."""
 
-    kind: Literal["status", "artifact"]
+    kind: Literal["taken", "status", "artifact"]  # taken: the remote made (or continued) its task
     remote_task_id: str  # "" when the remote answered with a plain message and made no task
     context_id: str
     state: TaskState
@@ -57,6 +58,7 @@ class TaskTracker:
         self.state = state
         self.status_message_id = status_message_id
         self.artifact_parts = dict(artifact_parts or {})
+        self.taken = False  # whether the remote answered the message this tracker sends
 
     @property
     def settled(self) -> bool:
@@ -64,7 +66,16 @@ class TaskTracker:
         return self.state in FINAL or self.state in WAITING_ON_REQUESTER
 
     def take(self, event: StreamResponse) -> list[RemoteUpdate]:
-        """The updates one streamed (or sent) response holds."""
+        """The updates one streamed (or sent) response holds; the first response also says
+        that the remote took the message."""
+        first = not self.taken
+        updates = self._take(event)
+        if first:
+            self.taken = True
+            return [RemoteUpdate("taken", self.task_id, self.context_id, self.state), *updates]
+        return updates
+
+    def _take(self, event: StreamResponse) -> list[RemoteUpdate]:
         kind = event.WhichOneof("payload")
         if kind == "task":
             return self.take_task(event.task)

@@ -1,0 +1,174 @@
+"""Mail to outside A2A agents, end to end below the faces: a real store (SQLite file and
+PostgreSQL schema), the Service, the remote pump, and a real outside agent (the a2a-sdk's own
+server on loopback). A send to a registered remote stores the mail, the task and the outbox row;
+the pump sends it, follows the remote task, and its updates arrive as mail in the sender's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from switchboard.a2a.remote_card import RemoteTimeouts, card_source
+from switchboard.a2a.remote_pump import PumpSettings, RemotePump
+from switchboard.errors import AlreadyExists, BadRequest, UnknownAgent
+from switchboard.model import Caller, MailItem
+from switchboard.service import Service
+from switchboard.store.opening import open_store
+from switchboard.tasks import TaskState
+from tests.support.outside_agent import OutsideAgent
+from tests.support.postgres import fresh_schema
+
+WS = "team"
+ALICE = Caller(workspace=WS, agent="alice")
+BOB = Caller(workspace=WS, agent="bob")
+FAST = PumpSettings(
+    timeouts=RemoteTimeouts(connect=1.0, call=1.0, deadline=4.0, poll_first=0.05, poll_most=0.2),
+    lease_seconds=6.0,
+    retry_first=0.1,
+    retry_most=0.3,
+    idle_seconds=0.05,
+)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]:
+    def opened(location: str) -> Service:
+        service = Service(open_store(location), machine="box", card_source=card_source)
+        for caller in (ALICE, BOB):
+            service.enter(caller)
+        return service
+
+    if request.param == "sqlite":
+        service = opened(str(tmp_path / "switchboard.db"))
+        yield service
+        service.store.close()
+        return
+    with fresh_schema() as url:
+        service = opened(url)
+        yield service
+        service.store.close()
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutsideAgent]:
+    agent = OutsideAgent(tmp_path_factory.mktemp("outside")).start()
+    yield agent
+    agent.stop()
+
+
+@pytest.fixture(scope="module")
+def outside_polled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutsideAgent]:
+    agent = OutsideAgent(tmp_path_factory.mktemp("outside-polled"), streaming=False).start()
+    yield agent
+    agent.stop()
+
+
+def pump_until(service: Service, done: object, what: str, timeout: float = 15.0) -> None:
+    """Run the pump until ``done()`` holds (a deadline, never a sleep)."""
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        worker = asyncio.create_task(RemotePump(service, FAST).run(stop))
+        deadline = time.monotonic() + timeout
+        try:
+            while not await asyncio.to_thread(done):  # type: ignore[arg-type]
+                if time.monotonic() > deadline:
+                    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+                await asyncio.sleep(0.02)
+        finally:
+            stop.set()
+            await worker
+
+    asyncio.run(run())
+
+
+def mail_from(service: Service, caller: Caller, sender: str) -> list[MailItem]:
+    return [i for i in service.read(caller, peek=True).items if i.message.sender == sender]
+
+
+def texts(items: list[MailItem]) -> str:
+    return " | ".join(p.text or "" for i in items for p in i.message.parts)
+
+
+def test_register_list_and_remove_a_remote(service: Service, outside: OutsideAgent) -> None:
+    remote = service.add_remote(ALICE, "echo", outside.url, token="secret-1")
+    assert (remote.name, remote.url, remote.streaming, remote.has_token) == ("echo", outside.url, True, True)
+    assert "secret-1" not in remote.model_dump_json()  # the token is never shown
+    assert [r.name for r in service.list_remotes(ALICE)] == ["echo"]
+    agents = {a.name: a for a in service.list_agents(ALICE)}
+    assert agents["echo"].remote == outside.url and agents["alice"].remote is None
+    who = {a.name: a for a in service.who(ALICE).agents}
+    assert who["echo"].remote == outside.url
+    with pytest.raises(AlreadyExists, match="not an outside agent"):
+        service.add_remote(ALICE, "bob", outside.url)
+    with pytest.raises(AlreadyExists, match="registered already, as echo"):
+        service.add_remote(ALICE, "echo2", outside.url)
+    service.remove_remote(ALICE, "echo")
+    assert service.list_remotes(ALICE) == [] and "echo" not in {a.name for a in service.list_agents(ALICE)}
+    with pytest.raises(UnknownAgent, match="no outside agent named echo"):
+        service.remove_remote(ALICE, "echo")
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_a_send_becomes_a_remote_task_and_its_artifact_comes_back_as_mail(
+    service: Service, outside: OutsideAgent, outside_polled: OutsideAgent, streamed: bool
+) -> None:
+    agent = outside if streamed else outside_polled
+    service.add_remote(ALICE, "echo", agent.url)
+    sent = service.send(ALICE, "echo", "complete the review")
+    (outcome,) = sent.recipients
+    assert outcome.state == "queued" and "outside A2A agent echo" in (outcome.reason or "")
+    status = service.message_status(ALICE, sent.message_id)
+    assert status.remote is not None and status.remote.state == "pending" and status.task_state is TaskState.SUBMITTED
+
+    def completed() -> bool:
+        return service.message_status(ALICE, sent.message_id).task_state is TaskState.COMPLETED
+
+    pump_until(service, completed, "the remote task to complete")
+    items = mail_from(service, ALICE, "echo")
+    assert "result: complete the review" in texts(items)
+    assert {i.message.thread_id for i in items} == {sent.thread_id}  # in the sender's thread
+    assert {i.message.task_id for i in items} == {status.task_id}
+    status = service.message_status(ALICE, sent.message_id)
+    assert status.remote.state == "done" and status.remote.remote_task_id  # type: ignore[union-attr]
+    assert status.recipients[0].state in ("read", "acked")  # the remote took it
+    task = service.get_task(ALICE, status.task_id)  # type: ignore[arg-type]
+    assert task.worker == "echo" and task.artifacts[0].parts[0].text == "result: complete the review"
+    # The outside agent saw our message id as its A2A message id.
+    assert sent.message_id in [s["message_id"] for s in agent.seen()]
+
+
+def test_input_required_then_the_senders_reply_in_thread_continues_the_same_remote_task(
+    service: Service, outside: OutsideAgent
+) -> None:
+    service.add_remote(ALICE, "echo", outside.url)
+    sent = service.send(ALICE, "echo", "ask me something")
+    task_id = service.message_status(ALICE, sent.message_id).task_id
+
+    def waiting() -> bool:
+        return service.message_status(ALICE, sent.message_id).task_state is TaskState.INPUT_REQUIRED
+
+    pump_until(service, waiting, "the remote to ask for input")
+    assert "which branch?" in texts(mail_from(service, ALICE, "echo"))
+    answer = service.send(ALICE, "echo", "main", thread_id=sent.thread_id)
+    assert service.message_status(ALICE, answer.message_id).task_id == task_id  # a follow-up, same task
+
+    def completed() -> bool:
+        return service.get_task(ALICE, task_id).state is TaskState.COMPLETED  # type: ignore[arg-type]
+
+    pump_until(service, completed, "the follow-up to complete the task")
+    assert "answer: main" in texts(mail_from(service, ALICE, "echo"))
+    remote_ids = {r["task_id"] for r in outside.seen() if r["message_id"] in (sent.message_id, answer.message_id)}
+    assert len(remote_ids) == 1  # one remote task for both messages
+
+
+def test_a_send_to_a_remote_and_others_together_is_refused_whole(service: Service, outside: OutsideAgent) -> None:
+    service.add_remote(ALICE, "echo", outside.url)
+    with pytest.raises(BadRequest, match="outside A2A agent: mail to it is a task of its own"):
+        service.send(ALICE, ["echo", "bob"], "hello both")
+    assert service.read(BOB, peek=True).items == []
