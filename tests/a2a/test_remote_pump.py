@@ -15,7 +15,7 @@ import pytest
 
 from switchboard.a2a.remote_card import RemoteTimeouts, card_source
 from switchboard.a2a.remote_pump import PumpSettings, RemotePump
-from switchboard.errors import AlreadyExists, BadRequest, UnknownAgent
+from switchboard.errors import AlreadyExists, BadRemoteAnswer, BadRequest, RemoteUnreachable, UnknownAgent
 from switchboard.model import Caller, MailItem
 from switchboard.service import Service
 from switchboard.store.opening import open_store
@@ -68,12 +68,14 @@ def outside_polled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outside
     agent.stop()
 
 
-def pump_until(service: Service, done: object, what: str, timeout: float = 15.0) -> None:
+def pump_until(
+    service: Service, done: object, what: str, timeout: float = 15.0, settings: PumpSettings = FAST
+) -> None:
     """Run the pump until ``done()`` holds (a deadline, never a sleep)."""
 
     async def run() -> None:
         stop = asyncio.Event()
-        worker = asyncio.create_task(RemotePump(service, FAST).run(stop))
+        worker = asyncio.create_task(RemotePump(service, settings).run(stop))
         deadline = time.monotonic() + timeout
         try:
             while not await asyncio.to_thread(done):  # type: ignore[arg-type]
@@ -172,3 +174,98 @@ def test_a_send_to_a_remote_and_others_together_is_refused_whole(service: Servic
     with pytest.raises(BadRequest, match="outside A2A agent: mail to it is a task of its own"):
         service.send(ALICE, ["echo", "bob"], "hello both")
     assert service.read(BOB, peek=True).items == []
+
+
+# --- a remote that is down, hangs, or answers garbage -------------------------------------------
+
+
+def _state(service: Service, message_id: str) -> str | None:
+    remote = service.message_status(ALICE, message_id).remote
+    return remote.state if remote else None
+
+
+def test_a_hanging_remote_fails_the_task_with_the_reason_after_its_deadline(
+    service: Service, outside: OutsideAgent
+) -> None:
+    service.add_remote(ALICE, "echo", outside.url)
+    started = time.monotonic()
+    sent = service.send(ALICE, "echo", "hang around")
+    pump_until(service, lambda: _state(service, sent.message_id) == "failed", "the hanging task to fail", 20)
+    assert time.monotonic() - started < FAST.timeouts.deadline + 6  # the deadline, not forever
+    status = service.message_status(ALICE, sent.message_id)
+    assert status.task_state is TaskState.FAILED
+    assert "deadline" in (status.remote.last_error or "")  # type: ignore[union-attr]
+    told = texts(mail_from(service, ALICE, "echo"))
+    assert "failed" in told and "deadline" in told  # the sender is told why, by mail
+    assert service.store.get_message(WS, sent.message_id) is not None  # the message is kept
+
+
+def test_a_remote_down_at_send_is_tried_again_with_the_same_message_id(service: Service, tmp_path: Path) -> None:
+    late = OutsideAgent(tmp_path).start()
+    try:
+        service.add_remote(ALICE, "late", late.url)
+        late.stop()
+        sent = service.send(ALICE, "late", "complete when you can")
+        slow = PumpSettings(
+            timeouts=RemoteTimeouts(connect=1.0, call=2.0, deadline=60.0, poll_first=0.05, poll_most=0.2),
+            retry_first=0.1,
+            retry_most=0.3,
+            idle_seconds=0.05,
+        )
+
+        def tried_and_failed() -> bool:
+            remote = service.message_status(ALICE, sent.message_id).remote
+            return bool(remote and remote.attempts >= 2 and "could not be reached" in (remote.last_error or ""))
+
+        pump_until(service, tried_and_failed, "a failed try while the remote is down", settings=slow)
+        assert _state(service, sent.message_id) == "pending"  # kept, to be tried again
+        late.start()
+        done = lambda: service.message_status(ALICE, sent.message_id).task_state is TaskState.COMPLETED  # noqa: E731
+        pump_until(service, done, "the task to complete once the remote is up", 30, settings=slow)
+        assert [s["message_id"] for s in late.seen()] == [sent.message_id]  # one message id, seen once
+        assert "result: complete when you can" in texts(mail_from(service, ALICE, "late"))
+    finally:
+        late.stop()
+
+
+def test_garbage_fails_the_task_with_a_clear_reason(service: Service, tmp_path: Path) -> None:
+    junk = OutsideAgent(tmp_path, mode="garbage").start()
+    junk_card = OutsideAgent(tmp_path, mode="garbage-card").start()
+    try:
+        with pytest.raises(BadRemoteAnswer, match="not A2A 1.0"):
+            service.add_remote(ALICE, "nocard", junk_card.url)
+        assert service.list_remotes(ALICE) == []  # nothing half-registered
+        service.add_remote(ALICE, "junk", junk.url)
+        sent = service.send(ALICE, "junk", "complete this")
+        pump_until(service, lambda: _state(service, sent.message_id) == "failed", "the garbage task to fail")
+        status = service.message_status(ALICE, sent.message_id)
+        assert status.task_state is TaskState.FAILED and "junk" in (status.remote.last_error or "")  # type: ignore[union-attr]
+        assert "broken answer" in texts(mail_from(service, ALICE, "junk"))
+    finally:
+        junk.stop()
+        junk_card.stop()
+
+
+def test_an_a2a_address_registers_the_agent_on_first_use(service: Service, outside: OutsideAgent) -> None:
+    sent = service.send(ALICE, f"a2a:{outside.url}", "complete via address")
+    (outcome,) = sent.recipients
+    assert outcome.agent == "outside-echo" and outcome.state == "queued"
+    assert [r.url for r in service.list_remotes(ALICE)] == [outside.url]
+    again = service.send(ALICE, f"a2a:{outside.url}/", "complete again")
+    assert again.recipients[0].agent == "outside-echo" and len(service.list_remotes(ALICE)) == 1
+    done = lambda: service.message_status(ALICE, again.message_id).task_state is TaskState.COMPLETED  # noqa: E731
+    pump_until(service, done, "the task sent by address to complete")
+    assert "result: complete via address" in texts(mail_from(service, ALICE, "outside-echo"))
+
+
+def test_without_a_card_source_an_unregistered_address_is_refused_and_nothing_stored(
+    tmp_path: Path, outside: OutsideAgent
+) -> None:
+    service = Service(open_store(str(tmp_path / "plain.db")), machine="box")
+    try:
+        service.enter(ALICE)
+        with pytest.raises(RemoteUnreachable, match="agent add-remote"):
+            service.send(ALICE, f"a2a:{outside.url}", "hi")
+        assert service.list_remotes(ALICE) == [] and service.store.remote_sends(WS, task_id="x") == []
+    finally:
+        service.store.close()
