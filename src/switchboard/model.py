@@ -272,6 +272,9 @@ class RecipientOutcome(Model):
     new_agent: bool = Field(default=False, description="no agent of this name existed; the send created it")
     held: Held | None = Field(default=None, description="a loop or flood guard holds it back until held.until")
     reason: str | None = None
+    remote: str | None = Field(
+        default=None, description="an outside A2A agent's URL: the mail is sent to it as an A2A task", exclude_if=_unset
+    )
 
 
 class PushedInto(Model):

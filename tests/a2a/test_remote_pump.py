@@ -68,9 +68,7 @@ def outside_polled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outside
     agent.stop()
 
 
-def pump_until(
-    service: Service, done: object, what: str, timeout: float = 15.0, settings: PumpSettings = FAST
-) -> None:
+def pump_until(service: Service, done: object, what: str, timeout: float = 15.0, settings: PumpSettings = FAST) -> None:
     """Run the pump until ``done()`` holds (a deadline, never a sleep)."""
 
     async def run() -> None:

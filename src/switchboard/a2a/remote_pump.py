@@ -134,7 +134,7 @@ class RemotePump:
                     if not await asyncio.to_thread(self._apply, out, update):
                         await self._cancel_remote(conn, tracker)  # canceled here: tell the remote
                         break
-                    if first_answer_only and update.kind != "taken":
+                    if first_answer_only and update.kind != "taken" and not tracker.settled:
                         await asyncio.to_thread(self.outbox.retry, send, None, 0)  # the next pump follows
                         return
         except RemoteUnreachable as problem:

@@ -81,6 +81,10 @@ def send(
             idempotency_key=idempotency_key,
             urgent=urgent,
         )
+        if any(o.remote for o in result.recipients):
+            from switchboard.cli.remotes import SEND_PUMP_SECONDS, pump_inline
+
+            pump_inline(client, result.message_id, SEND_PUMP_SECONDS)
     emit_sent(result, as_json)
 
 
@@ -217,6 +221,11 @@ def status(
     for its turn), surfaced (in the model's context), read, acked — when, and its history."""
     with open_client(db) as client:
         report = client.message_status(message_id)
+        if report.remote is not None and report.remote.state in ("pending", "following"):
+            from switchboard.cli.remotes import STATUS_PUMP_SECONDS, pump_inline
+
+            pump_inline(client, message_id, STATUS_PUMP_SECONDS)  # on the embedded store: move it on first
+            report = client.message_status(message_id)
 
     def human() -> None:
         subject = f" — {render.escape(report.subject)}" if report.subject else ""
@@ -247,6 +256,16 @@ def status(
                 render.console.print(f"[bold]{render.escape(row.agent or row.address)}[/]")
             for event in row.history:
                 render.console.print(f"  [dim]{render.when(event.at)}[/] {render.history_line(event)}")
+        if report.task_id is not None:
+            state = report.task_state.value if report.task_state else "unknown"
+            render.console.print(f"task [bold]{report.task_id}[/]: [bold]{state}[/]")
+        if report.remote is not None:
+            remote = report.remote
+            at = f", its task {remote.remote_task_id}" if remote.remote_task_id else ""
+            error = f" — {render.escape(remote.last_error)}" if remote.last_error else ""
+            render.console.print(
+                f"outside agent [bold]{remote.remote}[/]: {remote.state} (tries: {remote.attempts}{at}){error}"
+            )
         for row in report.recipients:
             if row.reach is not None and row.reach.state != "live":
                 render.console.print(

@@ -144,6 +144,7 @@ class Remotes:
             update={
                 "state": "queued",
                 "new_agent": False,
+                "remote": remote.url,
                 "reason": f"queued for the outside A2A agent {remote.name} ({remote.url}): it is sent as an A2A "
                 "task, and its answers come back as mail in this thread ('switchboard status' shows how it goes).",
             }
