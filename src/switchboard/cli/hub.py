@@ -57,6 +57,13 @@ def up(
             help="SSE streams and waiting reads (read/surface with wait) one token may hold open at once.",
         ),
     ] = 4000,
+    allow_private_remotes: Annotated[
+        bool,
+        typer.Option(
+            "--allow-private-remotes",
+            help="Let outside A2A agents live on private addresses (always allowed on a loopback hub).",
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Serve this machine's store as a hub: REST /v1, SSE, long-poll; other machines log in to it."""
@@ -73,6 +80,7 @@ def up(
         insecure=insecure,
         liveness_seconds=liveness_seconds,
         max_streams=max_streams,
+        allow_private_remotes=allow_private_remotes,
     )
     serve(Settings.load(db=db), options)
 

@@ -57,6 +57,9 @@ def mcp_command(db: DbOption = None) -> None:
             pusher.start()
         if watcher is not None:
             watcher.start()
+        pump = _remote_pump(client)
+        if pump is not None:  # mail to outside A2A agents, sent from here (no hub does it)
+            ending.then(pump.stop)
         settle_collector()
         try:
             # uvloop where it is installed (as for the hub): a tool call costs a third less.
@@ -68,6 +71,16 @@ def mcp_command(db: DbOption = None) -> None:
             )
         finally:
             ending.end_here()
+
+
+def _remote_pump(client: object):  # noqa: ANN202 (the A2A SDK loads only where a pump runs)
+    """On the embedded store, a pump for mail to outside A2A agents, started; through a hub, none."""
+    service = getattr(client, "service", None)
+    if service is None:
+        return None
+    from switchboard.a2a.remote_pump import PumpThread
+
+    return PumpThread(service).start()
 
 
 def settle_collector() -> None:

@@ -20,7 +20,15 @@ from switchboard.address import parse_name, parse_remote_address
 from switchboard.delivery.push_targets import check_webhook
 from switchboard.delivery.task_changes import move_write, new_task_write
 from switchboard.directory import Directory
-from switchboard.errors import AlreadyExists, BadAddress, BadRequest, BadWebhook, RemoteUnreachable, UnknownAgent
+from switchboard.errors import (
+    AlreadyExists,
+    BadAddress,
+    BadRequest,
+    BadWebhook,
+    RemoteUnreachable,
+    UnknownAgent,
+    UnknownRecipient,
+)
 from switchboard.model import Caller, Message, OutsideCard, RecipientOutcome, RemoteAgent, Task, built, new_id
 from switchboard.store.base import NewRemoteSend, Store, TaskQuery, TaskWrite
 from switchboard.tasks import WAITING_ON_REQUESTER, requester_answers
@@ -102,6 +110,12 @@ class Remotes:
         known = self.store.remote_agent_by_url(caller.workspace, url)
         if known is not None:
             return known.name
+        if not caller.person:
+            # As for a name: an agent token's send creates no agent (and makes no fetch).
+            raise UnknownRecipient(
+                f"no outside agent at {url} is registered (an agent token registers none by sending); "
+                "a person adds it with 'switchboard agent add-remote NAME URL'."
+            )
         card = self._fetch(url, None)
         return self._register(caller, self._free_name(caller.workspace, card.name), url, None, card=card).name
 

@@ -26,6 +26,8 @@ from typing import Any
 import uvicorn
 
 from switchboard import __version__
+from switchboard.a2a.remote_card import card_source
+from switchboard.a2a.remote_pump import PumpThread
 from switchboard.config import Settings
 from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest, HubUnavailable
@@ -55,6 +57,7 @@ class HubOptions:
     insecure: bool = False  # serve plain HTTP beyond loopback, knowingly
     liveness_seconds: float = DEFAULT_WINDOW_SECONDS
     max_streams: int = DEFAULT_MAX_STREAMS  # per credential: SSE streams and waiting reads open at once
+    allow_private_remotes: bool = False  # outside A2A agents on private addresses (always on loopback)
 
 
 class _HubServer(uvicorn.Server):
@@ -97,7 +100,16 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     events = MailboxEvents()
     if isinstance(store, Notifying):
         store.add_listener(replica_wakeups(events, replica, store))
-    service = Service(store, machine=machine_name(os.environ), events=events, liveness_seconds=options.liveness_seconds)
+    service = Service(
+        store,
+        machine=machine_name(os.environ),
+        events=events,
+        liveness_seconds=options.liveness_seconds,
+        card_source=card_source,
+        # A hub on loopback serves one machine: outside agents may live there too.
+        allow_private_remotes=options.allow_private_remotes or is_loopback(options.host),
+    )
+    pump = PumpThread(service).start()  # mail to outside A2A agents: every replica pumps, leases share it
     tls = options.tls_cert is not None
     login = machine_login(Credentials(store), settings, workspace, hub_url(listener.getsockname(), tls))
     app = create_app(
@@ -132,6 +144,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     try:
         server.run(sockets=[listener])
     finally:
+        pump.stop()
         store.close()  # after every request finished: the last commits are on disk
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -96,6 +96,13 @@ def write_remote_send(conn: sqlite3.Connection, workspace: str, task_id: str, se
 
 def claim_remote_sends(db: SQLiteDatabase, now: datetime, lease_seconds: float, limit: int) -> list[RemoteSend]:
     at = to_ts(now)
+    with db.read() as conn:  # every pump asks often, and mostly finds nothing: no write lock for that
+        if not conn.execute(
+            f"SELECT 1 FROM remote_outbox WHERE state IN {_OPEN} AND next_attempt_at <= ? "
+            "AND (lease_until IS NULL OR lease_until <= ?) LIMIT 1",
+            (at, at),
+        ).fetchone():
+            return []
 
     def claim(conn: sqlite3.Connection) -> list:
         # One writer at a time: the select and the lease are one transaction, so no two claim a row.
