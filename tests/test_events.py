@@ -58,3 +58,23 @@ def test_the_poller_runs_only_while_someone_waits(tmp_path):
         assert not poller.is_alive()
     finally:
         store.close()
+
+
+def test_a_pushed_delivery_is_the_json_of_its_mailbox_item_task_mail_too():
+    from datetime import UTC, datetime
+
+    from switchboard.events import PushedDelivery
+    from switchboard.model import DeliveryState, Message, Part, mail_item
+    from switchboard.tasks import TaskState
+
+    at = datetime(2026, 12, 2, tzinfo=UTC)
+    plain = Message(
+        id="m1", workspace="w", sender="a", recipients=["b"], parts=[Part(text="hi")], thread_id="m1", created_at=at
+    )
+    task_mail = plain.model_copy(update={"task_id": "t1"})
+    for message, state in ((plain, None), (task_mail, TaskState.INPUT_REQUIRED)):
+        item = mail_item(3, DeliveryState.delivered, message, state)
+        pushed = PushedDelivery(
+            3, "delivered", message.model_dump_json(), None, message.task_id, state.value if state else None
+        )
+        assert pushed.mail_item_json() == item.model_dump_json()

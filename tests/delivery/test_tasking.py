@@ -27,6 +27,8 @@ from switchboard.errors import (
     TaskFinished,
     UnknownTask,
 )
+from switchboard.events import MailboxEvents
+from switchboard.hub.replicas import Notifying, replica_wakeups
 from switchboard.model import Caller, Message, Part, TaskArtifact, utcnow
 from switchboard.service import Service
 from switchboard.store.base import TaskConflict, TaskWrite
@@ -382,3 +384,55 @@ def test_errors_carry_codes_a_model_can_act_on(service: Service) -> None:
         service.update_task(BOSS, task_id, state="working")
     body = error.value.to_dict()
     assert body["code"] == "forbidden" and "worker" in str(body["message"])
+
+
+def test_a_subscriber_wakes_on_a_change_made_through_another_store(db: str) -> None:
+    """Another process on the SQLite file (its change counter), or another hub replica on the
+    PostgreSQL schema (its notification naming the task)."""
+    near, far = open_store(db), open_store(db)
+    try:
+        events = MailboxEvents(None if isinstance(near, Notifying) else near.change_counter)
+        if isinstance(near, Notifying):
+            near.add_listener(replica_wakeups(events, near.replica, near))
+        watching = Service(near, machine=MACHINE, events=events)
+        moving = Service(far, machine=MACHINE)
+        for caller in (BOSS, WORKER):
+            moving.enter(caller)
+        task_id = opened(moving)
+
+        async def follow() -> int:
+            with watching.subscribe_task(WS, task_id) as subscription:
+                await asyncio.sleep(0)  # subscribed: now the change is made elsewhere
+                mover = threading.Thread(target=moving.update_task, args=(WORKER, task_id), kwargs={"state": "working"})
+                mover.start()
+                assert await subscription.wait(20.0), "no wake-up for another store's update"
+                await asyncio.to_thread(mover.join)
+            return watching.get_task(BOSS, task_id).generation
+
+        assert asyncio.run(follow()) == 2
+    finally:
+        far.close()
+        near.close()
+
+
+def test_bad_task_input_is_refused_before_anything_is_written(service: Service) -> None:
+    for bad in ({"x": float("nan")}, ["not", "an", "object"]):
+        with pytest.raises(BadRequest):
+            service.open_task(BOSS, "worker", text("go"), metadata=bad)  # type: ignore[arg-type]
+    task_id = opened(service)
+    for artifacts in (
+        [{"artifact_id": "a", "parts": []}],
+        [{"artifact_id": "a", "parts": [{"text": "x", "data": 1}]}],
+        [{"artifact_id": "a", "parts": [{"data": float("inf")}]}],
+        [{"parts": [{"text": "x"}], "metadata": {"n": float("nan")}}],
+    ):
+        with pytest.raises(BadRequest):
+            service.update_task(WORKER, task_id, state="working", artifacts=artifacts)
+    with pytest.raises(BadRequest):
+        service.update_task(WORKER, task_id, parts=[{"text": "x", "url": "http://x"}])
+    with pytest.raises(BadRequest):
+        service.list_tasks(BOSS, history_length=-1)
+    assert service.list_tasks(BOSS).total_size == 1
+    assert service.get_task(BOSS, task_id).generation == 1 and service.read(BOSS).items == []
+    made = service.update_task(WORKER, task_id, artifacts=[{"name": "no id", "parts": [{"text": "x"}]}])
+    assert made.artifacts[0].artifact_id  # one without an id is given one

@@ -47,7 +47,7 @@ def test_a_send_names_the_replica_the_workspace_and_the_recipients(open_postgres
     assert heard.next() == {"r": "hub-a", "w": WS, "a": ["bob", "carol"], "m": sent.id}
     message_json, rows = reader.deliveries_of(WS, sent.id, ["bob", "carol", "dave"])
     assert json.loads(message_json)["id"] == sent.id
-    assert sorted(rows) == [("bob", 1, "queued", None), ("carol", 1, "queued", None)]
+    assert sorted(rows) == [("bob", 1, "queued", None, None, None), ("carol", 1, "queued", None, None, None)]
     assert reader.deliveries_of(WS, "01a22bef-0000-7000-8000-000000000000", ["bob"]) is None
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from switchboard.address import json_problem
 from switchboard.content import Limits, check_part_values, message_parts
 from switchboard.errors import BadRequest, TooLarge
 from switchboard.model import Message, Part, Task, TaskArtifact, TaskEvent, built, new_id
@@ -37,6 +38,9 @@ def checked_artifacts(artifacts: Sequence[TaskArtifact | dict[str, Any]], limits
             raise BadRequest(f"artifact {index + 1} has no parts: give it at least one (text, data, url or raw).")
         for part in valid.parts:
             check_part_values(part, index)
+        problem = json_problem(valid.metadata, "metadata") if valid.metadata is not None else None
+        if problem is not None:
+            raise BadRequest(f"artifact {index + 1} cannot be stored: its {problem}.")
         checked.append(valid)
     return checked
 

@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from switchboard.address import AgentAddress, parse_addresses
+from switchboard.address import AgentAddress, json_problem, parse_addresses
 from switchboard.content import Limits, check_idempotency_key, check_text
 from switchboard.delivery.push_targets import check_webhook
 from switchboard.delivery.sending import Sending
@@ -35,7 +35,7 @@ from switchboard.delivery.task_changes import (
     move_write,
     new_task_write,
 )
-from switchboard.errors import BadRequest, Forbidden, TaskBusy, UnknownTask
+from switchboard.errors import BadRequest, Forbidden, TaskBusy, TooLarge, UnknownTask
 from switchboard.events import TASK_KEY_PREFIX, AsyncSubscription, MailboxEvents
 from switchboard.model import (
     Caller,
@@ -106,6 +106,7 @@ class Tasking:
     ) -> TaskSent:
         """A new task for ``worker`` (no ``task_id``), or the requester's follow-up on one."""
         key = _a2a_key(a2a_message_id, self.limits)
+        _check_metadata(metadata, self.limits)
         if task_id is not None:
             return self._follow_up(caller, task_id, parts, context_id, a2a_message_id, key, subject)
         new_task = new_id()
@@ -417,6 +418,19 @@ def _a2a_key(a2a_message_id: str | None, limits: Limits) -> str | None:
     key = A2A_KEY_PREFIX + a2a_message_id
     check_idempotency_key(key, limits)
     return key
+
+
+def _check_metadata(metadata: dict[str, Any] | None, limits: Limits) -> None:
+    """A task's metadata: a JSON object that reads back the same, no larger than a message."""
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise BadRequest("a task's metadata is a JSON object.")
+    problem = json_problem(metadata, "metadata")
+    if problem is not None:
+        raise BadRequest(f"the task's {problem}; give only what JSON can carry.")
+    if len(json.dumps(metadata)) > limits.message_bytes:
+        raise TooLarge(f"the task's metadata is larger than a message may be ({limits.message_bytes} bytes).")
 
 
 def _check_history_length(history_length: int | None) -> None:

@@ -29,7 +29,7 @@ class Notifying(Protocol):
 
     def deliveries_of(
         self, workspace: str, message_id: str, agents: Sequence[str]
-    ) -> tuple[str, list[tuple[str, int, str, str | None]]] | None: ...
+    ) -> tuple[str, list[tuple[str, int, str, str | None, str | None, str | None]]] | None: ...
 
 
 def new_replica_id() -> str:
@@ -75,4 +75,7 @@ def _read_once(store: Notifying, workspace: str, message_id: Any, agents: list[s
     if found is None:
         return {}
     message_json, rows = found
-    return {agent: PushedDelivery(seq, state, message_json, target) for agent, seq, state, target in rows}
+    return {
+        agent: PushedDelivery(seq, state, message_json, target, task_id, task_state)
+        for agent, seq, state, target, task_id, task_state in rows
+    }

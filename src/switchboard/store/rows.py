@@ -78,7 +78,7 @@ def message_from_row(row: Sequence) -> Message:
                 "urgent": bool(row[11]),
                 "sender_address": row[12],
                 "sender_terminal": row[13],
-                "task_id": row[14],
+                "task_id": row[14] if len(row) > 14 else None,  # a row read without it: no task
             }
         )
     except (ValueError, TypeError, OverflowError) as error:  # pydantic's ValidationError is a ValueError

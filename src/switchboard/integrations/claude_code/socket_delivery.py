@@ -106,7 +106,7 @@ def render(items: Sequence[MailItem]) -> str:
     share = FRAME_BUDGET // len(items)
     shown = [
         one
-        if claude_sessions.content_chars(one := fenced(item.message)) < share
+        if claude_sessions.content_chars(one := fenced(item.message, item.task_state)) < share
         else f"from: {item.message.sender}\nid: {item.message.id}\n(too long to show here: read it with read_messages)"
         for item in items
     ]

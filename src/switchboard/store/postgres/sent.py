@@ -14,6 +14,7 @@ from switchboard.store.rows import (
     EVENT_COLUMNS,
     MESSAGE_COLUMNS,
     STATUS_COLUMNS,
+    mail_item_from_row,
     message_from_row,
     status_from_row,
     with_history,
@@ -50,10 +51,11 @@ def thread_party(db: PostgresDatabase, workspace: str, thread_id: str, agent: st
 
 def deliveries_of(
     db: PostgresDatabase, workspace: str, message_id: str, agents: Sequence[str]
-) -> tuple[str, list[tuple[str, int, str, str | None]]] | None:
+) -> tuple[str, list[tuple[str, int, str, str | None, str | None, str | None]]] | None:
     """A new message as JSON and its deliveries to ``agents`` (recipient, seq, state, target
-    session), read in one query: what a replica hands its streams when another replica's
-    send names them, instead of each stream reading its mailbox. None if it is not there."""
+    session, and the message's task and its state, for a task's mail), read in one query: what
+    a replica hands its streams when another replica's send names them, instead of each stream
+    reading its mailbox. None if it is not there."""
     rows = db.all(
         f"SELECT {MESSAGE_COLUMNS}, d.recipient, d.seq, d.state, d.target_session "
         "FROM messages m JOIN deliveries d ON d.message_id = m.id "
@@ -63,8 +65,10 @@ def deliveries_of(
     if not rows:
         return None
     width = len(rows[0]) - 4
-    message_json = message_from_row(rows[0][:width]).model_dump_json()
-    return message_json, [(r[width], r[width + 1], r[width + 2], r[width + 3]) for r in rows]
+    item = mail_item_from_row((0, "queued", *rows[0][:width]))  # the message, and its task's state
+    message_json = item.message.model_dump_json()
+    task_state = item.task_state.value if item.task_state is not None else None
+    return message_json, [(r[width], r[width + 1], r[width + 2], r[width + 3], item.task_id, task_state) for r in rows]
 
 
 def send_result(db: PostgresDatabase, workspace: str, message_id: str) -> SendResult | None:

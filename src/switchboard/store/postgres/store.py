@@ -86,6 +86,6 @@ class PostgresStore(DelegatingStore[PostgresDatabase]):
 
     def deliveries_of(
         self, workspace: str, message_id: str, agents: Sequence[str]
-    ) -> tuple[str, list[tuple[str, int, str, str | None]]] | None:
+    ) -> tuple[str, list[tuple[str, int, str, str | None, str | None, str | None]]] | None:
         """A new message as JSON and its deliveries to ``agents``, in one query (see sent)."""
         return sent.deliveries_of(self._db, workspace, message_id, agents)
