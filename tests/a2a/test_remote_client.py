@@ -11,6 +11,7 @@ import pytest
 
 from switchboard.a2a.remote_card import RemoteTimeouts, fetch_card
 from switchboard.a2a.remote_client import RemoteConnection
+from switchboard.a2a.remote_parts import part_from_a2a, part_to_a2a
 from switchboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
 from switchboard.errors import BadAddress, BadRemoteAnswer, RemoteTimedOut, RemoteUnreachable
 from switchboard.model import Part, new_id
@@ -191,3 +192,23 @@ async def test_unreachable_and_malformed_urls(tmp_path: Path) -> None:
         await fetch_card(f"http://127.0.0.1:{port}", timeouts=FAST)
     with pytest.raises(BadAddress, match="http:// or https://"):
         await fetch_card("ftp://example.invalid/agent")
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        Part(text="hi", media_type="text/plain"),
+        Part(data={"n": 42, "x": [1.5, 2], "deep": {"ok": True}}),
+        Part(url="https://example.invalid/report.pdf", filename="report.pdf"),
+        Part(raw="aGVsbG8=", metadata={"k": 1}),
+    ],
+)
+def test_parts_go_out_and_come_back_unchanged(part: Part) -> None:
+    assert part_from_a2a(part_to_a2a(part), "remote") == part
+
+
+def test_a_part_with_no_content_is_a_bad_answer() -> None:
+    from a2a.types import Part as A2APart
+
+    with pytest.raises(BadRemoteAnswer, match="no content"):
+        part_from_a2a(A2APart(), "remote")

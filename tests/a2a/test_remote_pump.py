@@ -267,3 +267,30 @@ def test_without_a_card_source_an_unregistered_address_is_refused_and_nothing_st
         assert service.list_remotes(ALICE) == [] and service.store.remote_sends(WS, task_id="x") == []
     finally:
         service.store.close()
+
+
+def test_a_task_opened_for_a_remote_goes_out_and_a_cancel_here_cancels_it_there(
+    service: Service, outside: OutsideAgent
+) -> None:
+    service.add_remote(ALICE, "echo", outside.url)
+    opened = service.open_task(ALICE, "echo", [{"text": "complete as a task"}])  # as the A2A face or MCP do
+
+    def completed() -> bool:
+        return service.get_task(ALICE, opened.task.id).state is TaskState.COMPLETED
+
+    pump_until(service, completed, "a task opened for the remote to complete")
+    hanging = service.open_task(ALICE, "echo", [{"text": "hang for a cancel"}])
+
+    def followed() -> bool:
+        return _state(service, hanging.send.message_id) == "following"
+
+    patient = PumpSettings(
+        timeouts=RemoteTimeouts(connect=1.0, call=1.0, deadline=60.0, poll_first=0.05, poll_most=0.2),
+        lease_seconds=6.0,
+        idle_seconds=0.05,
+    )
+    pump_until(service, followed, "the remote to take the hanging task", settings=patient)
+    remote_task = service.message_status(ALICE, hanging.send.message_id).remote.remote_task_id  # type: ignore[union-attr]
+    service.cancel_task(ALICE, hanging.task.id)
+    pump_until(service, lambda: remote_task in outside.canceled(), "the cancel to reach the remote", settings=patient)
+    assert service.get_task(ALICE, hanging.task.id).state is TaskState.CANCELED

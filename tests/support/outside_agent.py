@@ -13,7 +13,8 @@ What it does is chosen by the first word of the message it gets:
     die ...       working, then the process exits (a stream cut mid-way)
     reply ...     a plain message and no task
 
-Every message id it receives is appended, one JSON line each, to ``--seen FILE``.
+Every message id it receives (and every task it is asked to cancel, as ``{"canceled": id}``)
+is appended, one JSON line each, to ``--seen FILE``.
 ``--mode garbage`` serves a valid card whose endpoint answers junk; ``--mode garbage-card``
 serves junk as the card. ``OutsideAgent`` is the test-side handle.
 """
@@ -96,6 +97,8 @@ def _executor(seen: Path):  # noqa: ANN202
                 await up.complete(up.new_agent_message([Part(text="done")]))
 
         async def cancel(self, ctx, queue) -> None:  # noqa: ANN001
+            with seen.open("a") as log:
+                log.write(json.dumps({"canceled": ctx.task_id}) + "\n")
             await TaskUpdater(queue, ctx.task_id or "", ctx.context_id or "").cancel()
 
     return ScriptedExecutor()
@@ -195,6 +198,13 @@ class OutsideAgent:
 
     def seen(self) -> list[dict[str, str]]:
         """The messages it received, oldest first."""
+        return [r for r in self._log() if "message_id" in r]
+
+    def canceled(self) -> list[str]:
+        """The ids of the tasks it was asked to cancel."""
+        return [r["canceled"] for r in self._log() if "canceled" in r]
+
+    def _log(self) -> list[dict[str, str]]:
         return [json.loads(line) for line in self.seen_path.read_text().splitlines() if line.strip()]
 
     def alive(self) -> bool:

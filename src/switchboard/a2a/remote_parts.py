@@ -87,7 +87,7 @@ def part_from_a2a(part: A2APart, remote: str) -> Part:
     if part.media_type:
         extra["media_type"] = part.media_type
     if part.HasField("metadata"):
-        extra["metadata"] = MessageToDict(part.metadata)
+        extra["metadata"] = _whole_numbers(MessageToDict(part.metadata))
     if kind == "text":
         return Part(text=part.text, **extra)
     if kind == "url":
@@ -95,8 +95,20 @@ def part_from_a2a(part: A2APart, remote: str) -> Part:
     if kind == "raw":
         return Part(raw=base64.b64encode(part.raw).decode("ascii"), **extra)
     if kind == "data":
-        return Part(data=MessageToDict(part.data), **extra)
+        return Part(data=_whole_numbers(MessageToDict(part.data)), **extra)
     raise BadRemoteAnswer(f"remote agent {remote} sent a part with no content (none of text, raw, url, data).")
+
+
+def _whole_numbers(value: Any) -> Any:
+    """JSON that went through a protobuf Value: every number came back a double (42.0); whole
+    ones are made ints again, so a data part reads as it was written."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(item) for item in value]
+    return value
 
 
 def parts_from_a2a(parts: Any, remote: str) -> list[Part]:

@@ -58,16 +58,28 @@ class RemotePump:
         self.settings = settings
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Work the outbox until ``stop`` is set; idle a little when nothing is due."""
-        while not stop.is_set():
-            try:
-                worked = await self.run_once()
-            except SwitchboardError as error:  # the store is down, say: try again after a pause
-                log.warning("remote pump: %s", error.message)
-                worked = 0
-            if not worked:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.settings.idle_seconds)
+        """Work the outbox until ``stop`` is set (the rows in hand are let go at once, for the
+        next pump); idle a little when nothing is due."""
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            while not stop.is_set():
+                round_ = asyncio.create_task(self.run_once())
+                await asyncio.wait({round_, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not round_.done():
+                    round_.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await round_
+                    return
+                try:
+                    worked = round_.result()
+                except SwitchboardError as error:  # the store is down, say: try again after a pause
+                    log.warning("remote pump: %s", error.message)
+                    worked = 0
+                if not worked:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(stopping), self.settings.idle_seconds)
+        finally:
+            stopping.cancel()
 
     async def run_once(self, *, first_answer_only: bool = False) -> int:
         """Claim the due rows and work them side by side; how many were claimed."""
@@ -108,10 +120,12 @@ class RemotePump:
         out = await asyncio.to_thread(self.outbox.outgoing, send)
         if out is None:
             return
-        if out.task.state in FINAL:  # canceled by its requester (or settled) before it was sent
+        known = await asyncio.to_thread(self.outbox.remote_task_of, send)
+        if out.task.state in FINAL:  # canceled by its requester (this row may be the cancel's mail)
+            if out.task.state is TaskState.CANCELED and known:
+                await self._cancel_remote_task(out, known[0])
             await asyncio.to_thread(self.outbox.settle, send)
             return
-        known = await asyncio.to_thread(self.outbox.remote_task_of, send)
         tracker = TaskTracker(
             out.remote.name,
             task_id=known[0] if known else "",
@@ -192,6 +206,16 @@ class RemotePump:
             text = f"task {out.task.id} failed: {reason}"
             self.service.update_task(out.worker, out.task.id, state=TaskState.FAILED, parts=[built(Part, text=text)])
         self.outbox.settle(out.send, reason)
+
+    async def _cancel_remote_task(self, out: Outgoing, remote_task_id: str) -> None:
+        """Tell the remote its task was canceled here; what it answers (or that it is down) is
+        its business: the task is canceled here either way."""
+        with contextlib.suppress(SwitchboardError):
+            card = card_from_json(out.remote.url, out.remote.card)
+            async with RemoteConnection(
+                out.remote.name, card, token=out.token, timeouts=self.settings.timeouts
+            ) as conn:
+                await conn.cancel(remote_task_id)
 
     async def _cancel_remote(self, conn: RemoteConnection, tracker: TaskTracker) -> None:
         if tracker.task_id:

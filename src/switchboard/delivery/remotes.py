@@ -152,6 +152,16 @@ class Remotes:
         return task_id, new_task
 
     @staticmethod
+    def sent_out(write: Callable[[Message], TaskWrite], remote: RemoteAgent) -> Callable[[Message], TaskWrite]:
+        """A task's own mail to an outside agent (a task opened for it through A2A or MCP, a
+        follow-up, a cancel), with the outbox row that makes the pump send it."""
+
+        def with_outbox(message: Message) -> TaskWrite:
+            return dataclasses.replace(write(message), remote_send=_outbox(message, remote))
+
+        return with_outbox
+
+    @staticmethod
     def outcome(outcome: RecipientOutcome, remote: RemoteAgent) -> RecipientOutcome:
         """What a send did for an outside agent: queued, never more, until the remote took it."""
         return outcome.model_copy(

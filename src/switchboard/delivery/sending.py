@@ -132,9 +132,11 @@ class Sending:
         targets, unknown = self.recipients.resolve(caller, request.addresses, now)
         _check_reached(request, targets, unknown)
         # Mail to an outside A2A agent is a task, sent by a pump (``remotes``).
-        remote = self._remote(caller, targets) if task is None else None
-        if remote is not None:
+        remote = self._remote(caller, targets)
+        if remote is not None and task is None:
             task_id, task = self.remotes.task_for(caller, remote, thread)  # type: ignore[union-attr]
+        elif remote is not None and task is not None:  # a task's own mail (opened, followed up, canceled)
+            task = Remotes.sent_out(task, remote)
         # 3. hold what a loop or a flood would surface, and 6. say what happened to each
         holds = self.guards.decide(caller.workspace, caller.agent, [t.agent for t in targets], now)
         message = self._message(caller, request, thread, now, task_id)
