@@ -53,7 +53,7 @@ def test_the_cli_registers_a_remote_sends_it_a_task_and_reads_its_answers(
 
     def completed() -> dict[str, Any] | None:
         status = cli.run_json("status", sent["message_id"], agent="alice")  # status moves it on
-        return status if status.get("task_state") == "completed" else None
+        return status if status.get("task_state") == "completed" and status["remote"]["state"] == "done" else None
 
     status = wait_until(completed, 30, "the remote task to complete")
     assert status["remote"]["state"] == "done" and status["remote"]["remote_task_id"]
@@ -96,8 +96,13 @@ def test_through_a_hub_the_hub_pumps_and_an_a2a_address_registers_on_first_use(
             return text if "result: complete through the hub" in text else None
 
         wait_until(answered, 30, "the hub's pump to bring the remote's answer")
-        status = cli.run_json("status", sent["message_id"], agent="alice")
-        assert status["task_state"] == "completed" and status["remote"]["state"] == "done"
+
+        def settled() -> dict[str, Any] | None:
+            status = cli.run_json("status", sent["message_id"], agent="alice")
+            return status if status["remote"]["state"] == "done" else None
+
+        status = wait_until(settled, 30, "the hub's pump to settle the row")
+        assert status["task_state"] == "completed" and status["remote"]["remote_task_id"]
         remotes = json.loads(cli.run("agent", "list", "--json", agent="alice").stdout)
         assert any(a.get("remote") == outside.url for a in remotes)
         assert "Traceback" not in hub.log_text(), hub.log_text()[-3000:]

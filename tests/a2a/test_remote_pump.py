@@ -127,9 +127,10 @@ def test_a_send_becomes_a_remote_task_and_its_artifact_comes_back_as_mail(
     assert status.remote is not None and status.remote.state == "pending" and status.task_state is TaskState.SUBMITTED
 
     def completed() -> bool:
-        return service.message_status(ALICE, sent.message_id).task_state is TaskState.COMPLETED
+        status = service.message_status(ALICE, sent.message_id)
+        return status.task_state is TaskState.COMPLETED and status.remote.state == "done"  # type: ignore[union-attr]
 
-    pump_until(service, completed, "the remote task to complete")
+    pump_until(service, completed, "the remote task to complete, and its row to settle")
     items = mail_from(service, ALICE, "echo")
     assert "result: complete the review" in texts(items)
     assert {i.message.thread_id for i in items} == {sent.thread_id}  # in the sender's thread

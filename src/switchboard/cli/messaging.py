@@ -256,16 +256,7 @@ def status(
                 render.console.print(f"[bold]{render.escape(row.agent or row.address)}[/]")
             for event in row.history:
                 render.console.print(f"  [dim]{render.when(event.at)}[/] {render.history_line(event)}")
-        if report.task_id is not None:
-            state = report.task_state.value if report.task_state else "unknown"
-            render.console.print(f"task [bold]{report.task_id}[/]: [bold]{state}[/]")
-        if report.remote is not None:
-            remote = report.remote
-            at = f", its task {remote.remote_task_id}" if remote.remote_task_id else ""
-            error = f" — {render.escape(remote.last_error)}" if remote.last_error else ""
-            render.console.print(
-                f"outside agent [bold]{remote.remote}[/]: {remote.state} (tries: {remote.attempts}{at}){error}"
-            )
+        render.task_lines(report)
         for row in report.recipients:
             if row.reach is not None and row.reach.state != "live":
                 render.console.print(

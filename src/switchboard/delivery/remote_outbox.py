@@ -76,6 +76,12 @@ class RemoteOutbox:
         known = [r for r in earlier if r.remote_task_id]
         return (known[-1].remote_task_id, known[-1].remote_context_id or "") if known else None  # type: ignore[return-value]
 
+    def superseded(self, send: RemoteSend) -> bool:
+        """Whether a later message of the same task went out after this one (a follow-up): that
+        one's row follows the remote task from then on, not this one."""
+        rows = self.store.remote_sends(send.workspace, task_id=send.task_id)
+        return bool(rows) and rows[-1].message_id != send.message_id
+
     def taken(self, send: RemoteSend, remote_task_id: str, remote_context_id: str) -> None:
         """The remote took the message: its delivery is read (by the remote), its task followed."""
         self.store.remote_send_started(send.workspace, send.message_id, remote_task_id, remote_context_id)

@@ -133,10 +133,8 @@ class Sending:
         _check_reached(request, targets, unknown)
         # Mail to an outside A2A agent is a task, sent by a pump (``remotes``).
         remote = self._remote(caller, targets)
-        if remote is not None and task is None:
-            task_id, task = self.remotes.task_for(caller, remote, thread)  # type: ignore[union-attr]
-        elif remote is not None and task is not None:  # a task's own mail (opened, followed up, canceled)
-            task = Remotes.sent_out(task, remote)
+        if remote is not None:
+            task_id, task = self._remote_task(caller, remote, thread, task_id, task)
         # 3. hold what a loop or a flood would surface, and 6. say what happened to each
         holds = self.guards.decide(caller.workspace, caller.agent, [t.agent for t in targets], now)
         message = self._message(caller, request, thread, now, task_id)
@@ -175,6 +173,20 @@ class Sending:
                 f"{remote.name} alone, and to {others} in another message. Nothing was sent."
             )
         return remote
+
+    def _remote_task(
+        self,
+        caller: Caller,
+        remote: RemoteAgent,
+        thread: str | None,
+        task_id: str | None,
+        task: Callable[[Message], TaskWrite] | None,
+    ) -> tuple[str | None, Callable[[Message], TaskWrite]]:
+        """The task mail to an outside agent carries, with its outbox row: a plain send's new
+        task (or follow-up), or a task's own mail (opened, followed up, canceled)."""
+        if task is None:
+            return self.remotes.task_for(caller, remote, thread)  # type: ignore[union-attr]
+        return task_id, Remotes.sent_out(task, remote)
 
     def _checked(
         self,

@@ -100,15 +100,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     events = MailboxEvents()
     if isinstance(store, Notifying):
         store.add_listener(replica_wakeups(events, replica, store))
-    service = Service(
-        store,
-        machine=machine_name(os.environ),
-        events=events,
-        liveness_seconds=options.liveness_seconds,
-        card_source=card_source,
-        # A hub on loopback serves one machine: outside agents may live there too.
-        allow_private_remotes=options.allow_private_remotes or is_loopback(options.host),
-    )
+    service = _service(store, events, options)
     pump = PumpThread(service).start()  # mail to outside A2A agents: every replica pumps, leases share it
     tls = options.tls_cert is not None
     login = machine_login(Credentials(store), settings, workspace, hub_url(listener.getsockname(), tls))
@@ -148,6 +140,18 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         store.close()  # after every request finished: the last commits are on disk
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _service(store: Any, events: MailboxEvents, options: HubOptions) -> Service:
+    return Service(
+        store,
+        machine=machine_name(os.environ),
+        events=events,
+        liveness_seconds=options.liveness_seconds,
+        card_source=card_source,
+        # A hub on loopback serves one machine: outside agents may live there too.
+        allow_private_remotes=options.allow_private_remotes or is_loopback(options.host),
+    )
 
 
 def _uvicorn_config(app: Any, options: HubOptions) -> uvicorn.Config:
