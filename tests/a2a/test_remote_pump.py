@@ -22,6 +22,7 @@ from switchboard.store.opening import open_store
 from switchboard.tasks import TaskState
 from tests.support.outside_agent import OutsideAgent
 from tests.support.postgres import fresh_schema
+from tests.support.waiting import wait_until
 
 WS = "team"
 ALICE = Caller(workspace=WS, agent="alice")
@@ -295,3 +296,22 @@ def test_a_task_opened_for_a_remote_goes_out_and_a_cancel_here_cancels_it_there(
     service.cancel_task(ALICE, hanging.task.id)
     pump_until(service, lambda: remote_task in outside.canceled(), "the cancel to reach the remote", settings=patient)
     assert service.get_task(ALICE, hanging.task.id).state is TaskState.CANCELED
+
+
+def test_a_row_is_leased_to_one_claimer_and_comes_due_again_when_its_lease_ends(
+    service: Service, outside: OutsideAgent
+) -> None:
+    service.add_remote(ALICE, "echo", outside.url)
+    sent = service.send(ALICE, "echo", "complete once")
+    outbox = service.remote_outbox
+    (first,) = outbox.claim(lease_seconds=0.5, limit=10)
+    assert (first.message_id, first.attempts, first.state) == (sent.message_id, 1, "pending")
+    assert outbox.claim(lease_seconds=0.5, limit=10) == []  # leased: no second claimer gets it
+    again = wait_until(lambda: outbox.claim(lease_seconds=30, limit=10), 10, "the lease to end")
+    assert [(r.message_id, r.attempts) for r in again] == [(sent.message_id, 2)]
+    outbox.retry(again[0], "down", 0)
+    (third,) = outbox.claim(lease_seconds=30, limit=10)
+    assert third.attempts == 3 and outbox.of_message(WS, sent.message_id).last_error == "down"  # type: ignore[union-attr]
+    outbox.settle(third, "gave up")
+    assert outbox.claim(lease_seconds=30, limit=10) == []  # settled: never again
+    assert service.message_status(ALICE, sent.message_id).remote.state == "failed"  # type: ignore[union-attr]
