@@ -66,3 +66,10 @@ def test_a_requester_cancels_any_open_task(current: TaskState) -> None:
 def test_an_answer_to_a_task_waiting_on_its_requester_submits_it_again(current: TaskState) -> None:
     expected = TaskState.SUBMITTED if current in WAITING_ON_REQUESTER else current
     assert requester_answers("t1", current) is expected
+
+
+def test_only_a_task_waiting_to_be_taken_up_moves_to_working_when_taken_up() -> None:
+    from switchboard.tasks import taken_up
+
+    assert taken_up(TaskState.SUBMITTED) is TaskState.WORKING
+    assert [s for s in TaskState if taken_up(s) is not None] == [TaskState.SUBMITTED]

@@ -213,8 +213,11 @@ class Service:
         peek: bool = False,
     ) -> ReadResult:
         """Take the caller's mail not yet put before the agent, and mark it surfaced by ``via``:
-        see ``Mailbox.surface``."""
-        return self.mailbox.surface(caller, via=via, urgent_only=urgent_only, limit=limit, wait=wait, peek=peek)
+        see ``Mailbox.surface``. A task among it that waited to be taken up is working now."""
+        result = self.mailbox.surface(caller, via=via, urgent_only=urgent_only, limit=limit, wait=wait, peek=peek)
+        if not peek:
+            self.tasking.taken_up(caller, [item.message.task_id for item in result.items])
+        return result
 
     def held_mail(self, caller: Caller) -> list[HeldMail]:
         """The caller's mail a loop or flood guard holds now, and why (see holds)."""
@@ -261,8 +264,12 @@ class Service:
         """Those of these messages handed to a session of the caller's agent are in its model's
         context now: ``evidence`` says how that is known ("transcript": the session's transcript
         recorded a turn carrying them). Ids not handed (surfaced already, read, another agent's)
-        are passed over. The ids marked surfaced."""
-        return self.handover.confirm_surfaced(caller, message_ids, evidence)
+        are passed over. The ids marked surfaced. A task among them that waited to be taken up
+        is working now."""
+        marked = self.handover.confirm_surfaced(caller, message_ids, evidence)
+        found = (self.store.get_message(caller.workspace, message_id) for message_id in marked.marked)
+        self.tasking.taken_up(caller, [message.task_id for message in found if message is not None])
+        return marked
 
     def record_receipt(
         self, caller: Caller, message_ids: Sequence[str], status: str, reason: str | None = None

@@ -78,6 +78,12 @@ def requester_answers(task_id: str, current: TaskState) -> TaskState:
     return TaskState.SUBMITTED if current in WAITING_ON_REQUESTER else current
 
 
+def taken_up(current: TaskState) -> TaskState | None:
+    """The state a task moves to once its worker's model has its mail in context: one that
+    waited to be taken up (submitted) is working; any other stays as it is (None)."""
+    return TaskState.WORKING if current is TaskState.SUBMITTED else None
+
+
 def _still_open(task_id: str, current: TaskState) -> None:
     if current in FINAL:
         raise TaskFinished(

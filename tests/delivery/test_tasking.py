@@ -436,3 +436,35 @@ def test_bad_task_input_is_refused_before_anything_is_written(service: Service) 
     assert service.get_task(BOSS, task_id).generation == 1 and service.read(BOSS).items == []
     made = service.update_task(WORKER, task_id, artifacts=[{"name": "no id", "parts": [{"text": "x"}]}])
     assert made.artifacts[0].artifact_id  # one without an id is given one
+
+
+def test_a_task_surfaced_into_its_workers_context_is_working_and_its_requester_hears_so(service: Service) -> None:
+    task_id = opened(service)
+    (surfaced,) = service.surface(WORKER, via="hook").items  # a hook put it before the worker's model
+    assert surfaced.task_id == task_id
+    task = service.get_task(BOSS, task_id)
+    assert (task.state, task.generation) == (TaskState.WORKING, 2)
+    (heard,) = service.read(BOSS).items
+    assert (heard.task_id, heard.message.sender) == (task_id, "worker")
+    assert "working" in heard.message.text
+    # Taken up once: surfacing it again, or after the worker moved it on, changes nothing.
+    service.update_task(WORKER, task_id, state="input-required", parts=text("which branch?"))
+    service.open_task(BOSS, "worker", text("main"), task_id=task_id)  # the answer: submitted again
+    service.surface(WORKER, via="hook")
+    assert service.get_task(BOSS, task_id).state == TaskState.WORKING  # the answer was taken up too
+    assert service.surface(WORKER, via="hook").items == []
+    assert [e.state for e in service.task_events(BOSS, task_id, 0)] == [
+        TaskState.SUBMITTED,
+        TaskState.WORKING,
+        TaskState.INPUT_REQUIRED,
+        TaskState.SUBMITTED,
+        TaskState.WORKING,
+    ]
+
+
+def test_a_peek_or_a_requesters_surfacing_does_not_take_a_task_up(service: Service) -> None:
+    task_id = opened(service)
+    service.surface(WORKER, via="hook", peek=True)
+    service.update_task(WORKER, task_id, parts=text("a note, no move"))
+    service.surface(BOSS, via="hook")  # the requester's own mail of the task surfaced
+    assert service.get_task(BOSS, task_id).state == TaskState.SUBMITTED

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -82,10 +82,10 @@ class Recorded:
             names.extend(_tool_names(tool))
         return names
 
-    def our_tool(self) -> str | None:
-        """The full name under which our ``send_message`` tool is offered, if it is."""
+    def our_tool(self, tool: str = TOOL) -> str | None:
+        """The full name under which our ``tool`` (``send_message`` unless told) is offered, if it is."""
         for name in self.tool_names():
-            if name == TOOL or name.endswith(f"__{TOOL}"):
+            if name == tool or name.endswith(f"__{tool}"):
                 return name
         return None
 
@@ -192,8 +192,11 @@ def _text_of(content: Any) -> str:
 class MockModel:
     """The server. ``with MockModel(tool_input={...}) as model:`` then point a CLI at ``model.url``."""
 
-    tool_input: dict[str, Any] | None  # None: never call our tool
+    # None: never call our tool. A function: the input for this request, worked out from what it
+    # carries (a task id in the mail, say), or None to leave this request without the call.
+    tool_input: dict[str, Any] | Callable[[Recorded], dict[str, Any] | None] | None
     final_text: str = "Done: the message is sent."
+    tool: str = TOOL  # the tool the script calls
     requests: list[Recorded] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -241,7 +244,7 @@ class MockModel:
 
     def offered_tool(self) -> str | None:
         """The full name our tool was offered under, in the first request that offered it."""
-        return next((name for r in self.model_requests() if (name := r.our_tool())), None)
+        return next((name for r in self.model_requests() if (name := r.our_tool(self.tool))), None)
 
     def tool_results(self) -> list[str]:
         return [text for r in self.model_requests() if (text := r.tool_result()) is not None]
@@ -284,9 +287,11 @@ class MockModel:
 
     def call_for(self, request: Recorded, number: int) -> Call | None:
         """The tool call that answers ``request`` (the ``number``-th), if the answer is one."""
-        tool = request.our_tool()
+        tool = request.our_tool(self.tool)
         if tool and self.tool_input is not None and request.tool_result() is None:
-            return Call(tool, self.tool_input, CALL_ID)
+            arguments = self.tool_input(request) if callable(self.tool_input) else self.tool_input
+            if arguments is not None:
+                return Call(tool, arguments, CALL_ID)
         command = request.bash_command()
         if command is not None:
             return Call(
@@ -433,7 +438,7 @@ class _Handler(BaseHTTPRequestHandler):
             tool, arguments = call.name, call.input
             # A tool inside a namespace (Codex: mcp__<server>) is called by its bare name plus
             # the namespace.
-            namespace, _, name = tool.rpartition("__") if tool.endswith(f"__{TOOL}") else ("", "", tool)
+            namespace, _, name = tool.rpartition("__") if tool.endswith(f"__{self.owner.tool}") else ("", "", tool)
             item = {
                 "type": "function_call",
                 "id": f"fc_mock_{number}",

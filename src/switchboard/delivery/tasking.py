@@ -57,6 +57,7 @@ from switchboard.tasks import (
     parse_state,
     requester_answers,
     requester_cancels,
+    taken_up,
     worker_moves,
     worker_notes,
 )
@@ -223,6 +224,18 @@ class Tasking:
             if moved is not None:
                 return moved
         raise _busy(task_id)
+
+    def taken_up(self, caller: Caller, task_ids: Sequence[str | None]) -> None:
+        """The caller's agent has these tasks' mail in its model's context now (surfaced): a task
+        it works on that still waits to be taken up (submitted) is working, and its requester
+        hears so, without the agent having to say it. Best effort: surfacing has committed
+        already, and a task moved on meanwhile (by its worker, a cancel) keeps that move."""
+        for task_id in dict.fromkeys(t for t in task_ids if t):
+            task = self.store.get_task(caller.workspace, task_id)
+            moved_to = taken_up(task.state) if task is not None and task.worker == caller.agent else None
+            if task is not None and moved_to is not None:
+                words = mail_words(task_id, moved_to, [], [])
+                self._move(caller, task, task.requester, words, moved_to, status_parts=[])
 
     def _move(
         self,
