@@ -119,6 +119,7 @@ async def test_polling_a_snapshot_repeats_nothing_already_passed_on(outside: Out
     assert _texts(again) == ["status:completed"]
 
 
+@pytest.mark.e2e  # waits out a remote's deadline
 async def test_a_hanging_remote_times_out_within_the_deadline(
     outside: OutsideAgent, outside_polled: OutsideAgent
 ) -> None:
@@ -143,6 +144,7 @@ async def test_a_remote_that_never_answers_the_send_times_out(outside: OutsideAg
     assert time.monotonic() - started < FAST.deadline + 3
 
 
+@pytest.mark.e2e  # waits out a remote's deadline
 async def test_a_remote_dying_mid_stream_fails_with_the_reason(own_outside: OutsideAgent) -> None:
     own_outside.start()
     card = await fetch_card(own_outside.url)

@@ -184,6 +184,7 @@ def _state(service: Service, message_id: str) -> str | None:
     return remote.state if remote else None
 
 
+@pytest.mark.e2e  # waits out a remote's deadline
 def test_a_hanging_remote_fails_the_task_with_the_reason_after_its_deadline(
     service: Service, outside: OutsideAgent
 ) -> None:
@@ -313,5 +314,7 @@ def test_a_row_is_leased_to_one_claimer_and_comes_due_again_when_its_lease_ends(
     (third,) = outbox.claim(lease_seconds=30, limit=10)
     assert third.attempts == 3 and outbox.of_message(WS, sent.message_id).last_error == "down"  # type: ignore[union-attr]
     outbox.settle(third, "gave up")
+    outbox.retry(third, None, 0)  # a pump cut short just after settling it lets it go: it stays settled
     assert outbox.claim(lease_seconds=30, limit=10) == []  # settled: never again
+    assert outbox.of_message(WS, sent.message_id).last_error == "gave up"  # type: ignore[union-attr]
     assert service.message_status(ALICE, sent.message_id).remote.state == "failed"  # type: ignore[union-attr]

@@ -124,7 +124,7 @@ def claim_remote_sends(db: PostgresDatabase, now: datetime, lease_seconds: float
 
 
 def renew_remote_send(db: PostgresDatabase, workspace: str, message_id: str, lease_until: datetime) -> None:
-    _update(db, workspace, message_id, "lease_until = %s", to_ts(lease_until))
+    _update(db, workspace, message_id, "lease_until = %s", to_ts(lease_until), open_only=True)
 
 
 def remote_send_started(
@@ -144,7 +144,13 @@ def remote_send_retry(
     db: PostgresDatabase, workspace: str, message_id: str, error: str | None, retry_at: datetime
 ) -> None:
     _update(
-        db, workspace, message_id, "next_attempt_at = %s, lease_until = NULL, last_error = %s", to_ts(retry_at), error
+        db,
+        workspace,
+        message_id,
+        "next_attempt_at = %s, lease_until = NULL, last_error = %s",
+        to_ts(retry_at),
+        error,
+        open_only=True,
     )
 
 
@@ -167,10 +173,19 @@ def remote_sends(
     return [outbox_from_row(r) for r in rows]
 
 
-def _update(db: PostgresDatabase, workspace: str, message_id: str, assignments: str, *values: object) -> None:
+def _update(
+    db: PostgresDatabase,
+    workspace: str,
+    message_id: str,
+    assignments: str,
+    *values: object,
+    open_only: bool = False,
+) -> None:
+    """``open_only``: leave a settled row as it is (a pump cut short after settling it lets go)."""
+    where = f" AND state IN {_OPEN}" if open_only else ""
     db.run(
         lambda conn: conn.execute(
-            f"UPDATE remote_outbox SET {assignments} WHERE workspace = %s AND message_id = %s",
+            f"UPDATE remote_outbox SET {assignments} WHERE workspace = %s AND message_id = %s{where}",
             (*values, workspace, message_id),
         )
     )

@@ -122,7 +122,7 @@ def claim_remote_sends(db: SQLiteDatabase, now: datetime, lease_seconds: float, 
 
 
 def renew_remote_send(db: SQLiteDatabase, workspace: str, message_id: str, lease_until: datetime) -> None:
-    _update(db, workspace, message_id, "lease_until = ?", to_ts(lease_until))
+    _update(db, workspace, message_id, "lease_until = ?", to_ts(lease_until), open_only=True)
 
 
 def remote_send_started(
@@ -142,7 +142,13 @@ def remote_send_retry(
     db: SQLiteDatabase, workspace: str, message_id: str, error: str | None, retry_at: datetime
 ) -> None:
     _update(
-        db, workspace, message_id, "next_attempt_at = ?, lease_until = NULL, last_error = ?", to_ts(retry_at), error
+        db,
+        workspace,
+        message_id,
+        "next_attempt_at = ?, lease_until = NULL, last_error = ?",
+        to_ts(retry_at),
+        error,
+        open_only=True,
     )
 
 
@@ -163,10 +169,19 @@ def remote_sends(
     return [outbox_from_row(r) for r in rows]
 
 
-def _update(db: SQLiteDatabase, workspace: str, message_id: str, assignments: str, *values: object) -> None:
+def _update(
+    db: SQLiteDatabase,
+    workspace: str,
+    message_id: str,
+    assignments: str,
+    *values: object,
+    open_only: bool = False,
+) -> None:
+    """``open_only``: leave a settled row as it is (a pump cut short after settling it lets go)."""
+    where = f" AND state IN {_OPEN}" if open_only else ""
     db.transact(
         lambda conn: conn.execute(
-            f"UPDATE remote_outbox SET {assignments} WHERE workspace = ? AND message_id = ?",
+            f"UPDATE remote_outbox SET {assignments} WHERE workspace = ? AND message_id = ?{where}",
             (*values, workspace, message_id),
         )
     )
