@@ -218,6 +218,7 @@ def _agents(client: Client, search: str | None) -> CallToolResult:
             skills=[one_line(s) for s in a.skills],
             live=a.live,
             held=len(a.held),
+            remote=a.remote,
         )
         for a in agents
         if wanted in a.name.lower() or wanted in (a.description or "").lower()
