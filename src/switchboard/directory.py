@@ -142,8 +142,14 @@ class Directory:
             self.describe_agent(caller, name)  # raises unknown_agent
         return self.describe_agent(caller, name)
 
-    def list_agents(self, caller: Caller) -> list[Agent]:
-        return self.store.list_agents(caller.workspace)
+    def list_agents(self, caller: Caller, skill: str | None = None) -> list[Agent]:
+        """The workspace's agents; with ``skill``, only those that name it among their skills
+        (``offers_skill``: the one rule every face's filter goes through)."""
+        agents = self.store.list_agents(caller.workspace)
+        if skill is None:
+            return agents
+        check_text(skill, SKILL_CHARS, "the skill to filter by", hint=" E.g. --skill review (REST: ?skill=review).")
+        return [agent for agent in agents if offers_skill(agent.skills, skill)]
 
     def delete_agent(self, caller: Caller, name: str, *, force: bool = False) -> DeletedAgent:
         """Delete the agent, its mailbox, memberships and sessions (what it sent stays), and
@@ -458,6 +464,13 @@ class Directory:
         cached = self._sessions_read.get(session.workspace)
         if cached is not None:
             cached.replace(session)
+
+
+def offers_skill(skills: Sequence[str], wanted: str) -> bool:
+    """Whether ``skills`` holds ``wanted``: the whole skill name, case and surrounding blanks
+    aside ("Review" finds "review", not "code review": a filter that says what it means)."""
+    folded = wanted.strip().casefold()
+    return any(skill.strip().casefold() == folded for skill in skills)
 
 
 def _no_agent(caller: Caller, name: str) -> UnknownAgent:

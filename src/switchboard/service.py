@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from switchboard.address import AUDIT_LIMIT_DEFAULT
@@ -31,6 +31,7 @@ from switchboard.content import Limits
 from switchboard.credentials import Credentials
 from switchboard.delivery.handing import Handover
 from switchboard.delivery.holds import Guards
+from switchboard.delivery.push_targets import check_webhook
 from switchboard.delivery.reading import Mailbox
 from switchboard.delivery.recipients import Recipients
 from switchboard.delivery.remote_outbox import RemoteOutbox
@@ -72,7 +73,7 @@ from switchboard.model import (
 )
 from switchboard.pending import Pending
 from switchboard.reach import Presence
-from switchboard.store.base import Store
+from switchboard.store.base import PushDelivery, Store
 from switchboard.store.opening import store_kind
 from switchboard.tasks import TaskState
 
@@ -348,10 +349,11 @@ class Service:
     ) -> Agent:
         return self.directory.update_agent(caller, name, description, skills)
 
-    def list_agents(self, caller: Caller) -> list[Agent]:
-        """The workspace's agents; outside A2A agents marked with their URL."""
+    def list_agents(self, caller: Caller, skill: str | None = None) -> list[Agent]:
+        """The workspace's agents; with ``skill``, those offering it (see ``Directory.list_agents``);
+        outside A2A agents marked with their URL."""
         urls = {r.name: r.url for r in self.remotes.list(caller)}
-        agents = self.directory.list_agents(caller)
+        agents = self.directory.list_agents(caller, skill)
         return [a.model_copy(update={"remote": urls[a.name]}) if a.name in urls else a for a in agents]
 
     # --- outside A2A agents (``delivery.remotes``; sent by a pump: ``remote_outbox``) --------
@@ -534,3 +536,24 @@ class Service:
 
     def delete_push_config(self, caller: Caller, task_id: str, config_id: str) -> None:
         self.tasking.delete_push_config(caller, task_id, config_id)
+
+    # --- the push outbox (posted by the hub: ``a2a/push.py``) --------------------------------
+
+    def claim_push_deliveries(self, lease_seconds: float, limit: int) -> list[PushDelivery]:
+        """Due push posts, leased to this poster for ``lease_seconds`` (another replica's poster
+        takes them up when a lease ends unposted)."""
+        return self.store.claim_push_deliveries(self.clock(), lease_seconds, limit)
+
+    def push_target(self, delivery: PushDelivery) -> tuple[Task | None, str]:
+        """The task a claimed post is about, and its URL checked again (names move): BadWebhook
+        for a target no longer allowed."""
+        url = check_webhook(delivery.url, allow_private=self.tasking.allow_private_webhooks)
+        return self.store.get_task(delivery.workspace, delivery.task_id), url
+
+    def push_delivered(self, delivery_id: str) -> None:
+        self.store.push_delivered(delivery_id, self.clock())
+
+    def push_failed(self, delivery_id: str, error: str, retry_in: float | None) -> None:
+        """A post failed: tried again ``retry_in`` seconds from now, or never (None: given up)."""
+        retry_at = self.clock() + timedelta(seconds=retry_in) if retry_in is not None else None
+        self.store.push_failed(delivery_id, error, retry_at)

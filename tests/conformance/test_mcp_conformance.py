@@ -45,7 +45,7 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], str]] = {
     "server-session-lifecycle": ((HANDSHAKE,), "initialized accepted, DELETE ends the session, then 404 on it"),
     "server-stateless": ((SESSIONLESS,), "server/discover, per-request _meta validation, version and method errors"),
     "ping": ((HANDSHAKE,), "ping is answered (the sessionless era has no ping)"),
-    "tools-list": (BOTH, "our six tools: valid definitions and names, the same order every time"),
+    "tools-list": (BOTH, "our eight tools: valid definitions and names, the same order every time"),
     # These two call the reference server's test_simple_text and test_error_handling, which we
     # have not got: what they check is the shape of our "Unknown tool" answer (and the wire schema).
     "tools-call-simple-text": (BOTH, "a tools/call round trip: a result with text content, schema-valid"),

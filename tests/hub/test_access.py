@@ -94,6 +94,8 @@ def world(hub: Hub) -> Iterator[World]:
         "secret_post": unique("SECRET-POST"),
         "secret_desc": unique("SECRET-DESC"),
         "laptop": unique("laptop"),
+        "secret_task": unique("SECRET-TASK"),
+        "secret_answer": unique("SECRET-ANSWER"),
     }
     n = names
     bob = a.agent_token(n["bob"])
@@ -114,13 +116,16 @@ def world(hub: Hub) -> Iterator[World]:
             http.post("/v1/messages", json={"to": n["bob"], "text": n["secret_dm"], "subject": n["secret_subject"]}),
             201,
         )
+        asked = _ok(http.post("/v1/tasks", json={"to": n["bob"], "text": n["secret_task"]}), 201)["task"]
     with hub.http(bob["token"]) as http:
         post = _ok(http.post("/v1/messages", json={"to": f"#{n['chan']}", "text": n["secret_post"]}), 201)
+        answer = {"state": "input-required", "message": n["secret_answer"]}  # bob asks alice back
+        _ok(http.post(f"/v1/tasks/{asked['id']}/update", json=answer), 200)
     with b.http(n["bob"]) as http:  # workspace B has an agent of the same name
         _ok(http.get("/v1/whoami"), 200)
     names.update(m_secret=dm["message_id"], m_post=post["message_id"], s_bob=session["id"], tok_bob_id=bob["id"])
     spare = hub.issue(b.token, agent=n["bob"])  # a token of B's that B may revoke in its own workspace
-    names.update(s_bob_laptop=laptop["id"], tok_b_spare=spare["id"])
+    names.update(s_bob_laptop=laptop["id"], tok_b_spare=spare["id"], t_secret=asked["id"])
     world = World(hub, a, b, names, bob["token"])
     world.attackers = {
         "eve": Attacker(eve["token"], None, None, a.workspace, n["eve"]),
@@ -130,7 +135,7 @@ def world(hub: Hub) -> Iterator[World]:
         "B-naming-A": Attacker(b.token, n["bob"], a.workspace, b.workspace, n["bob"]),
     }
     world.cross_agent_markers = [n[k] for k in ("secret_dm", "secret_subject", "secret_post", "m_secret", "m_post")]
-    world.cross_agent_markers += [bob["id"], a.token_id]
+    world.cross_agent_markers += [bob["id"], a.token_id, n["secret_task"], n["secret_answer"], asked["id"]]
     world.cross_workspace_markers = world.cross_agent_markers + [
         a.workspace,
         n["alice"],
@@ -168,6 +173,7 @@ REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked,
     ("GET", "/v1/agents"): {},
     ("POST", "/v1/agents"): {"json": {"name": "{bob}"}},
     ("GET", "/v1/agents/{name}"): {"path": {"name": "{bob}"}},
+    ("GET", "/v1/agents/{name}/card"): {"path": {"name": "{bob}"}},
     ("PATCH", "/v1/agents/{name}"): {"path": {"name": "{bob}"}, "json": {"description": "defaced"}},
     ("DELETE", "/v1/agents/{name}"): {"path": {"name": "{bob}"}},
     ("GET", "/v1/channels"): {},
@@ -182,6 +188,15 @@ REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked,
     ("POST", "/v1/tokens"): {"json": {"agent": "{bob}"}},
     ("GET", "/v1/tokens"): {},
     ("DELETE", "/v1/tokens/{token_id}"): {"path": {"token_id": "{tok_bob_id}"}},
+    ("GET", "/v1/tasks"): {"params": {"page_size": 100}},
+    # Answering alice's task (bob asked her back) as if one were alice: it goes on only for her.
+    ("POST", "/v1/tasks"): {"json": {"to": "{bob}", "text": "hijack", "task_id": "{t_secret}"}},
+    ("GET", "/v1/tasks/{task_id}"): {"path": {"task_id": "{t_secret}"}, "params": {"history_length": 100}},
+    ("POST", "/v1/tasks/{task_id}/update"): {
+        "path": {"task_id": "{t_secret}"},
+        "json": {"state": "completed", "message": "defaced"},
+    },
+    ("POST", "/v1/tasks/{task_id}/cancel"): {"path": {"task_id": "{t_secret}"}},
 }
 
 
@@ -240,6 +255,10 @@ def _no_old_channel_post(world: World, attacker: Attacker, body: Any) -> None:
     assert world.names["secret_post"] not in mailbox.text, "joining a channel delivered a post made before"
 
 
+def _no_tasks(world: World, attacker: Attacker, body: Any) -> None:
+    assert body["tasks"] == [] and body["total_size"] == 0, body
+
+
 FORBIDDEN_EVERYWHERE = ["eve-naming-bob", "B-naming-A"]
 
 
@@ -276,6 +295,12 @@ def _rows() -> list[Row]:
         ("POST", "/v1/receipts", 200, None, {}, None),
         ("POST", "/v1/sessions/{session_id}/heartbeat", 404, "unknown_session", {}, None),
         ("DELETE", "/v1/sessions/{session_id}", 404, "unknown_session", {}, None),
+        # A task is its requester's and its worker's: to anyone else there is no such task.
+        ("GET", "/v1/tasks", 200, None, {}, _no_tasks),
+        ("POST", "/v1/tasks", 404, "unknown_task", {}, None),
+        ("GET", "/v1/tasks/{task_id}", 404, "unknown_task", {}, None),
+        ("POST", "/v1/tasks/{task_id}/update", 404, "unknown_task", {}, None),
+        ("POST", "/v1/tasks/{task_id}/cancel", 404, "unknown_task", {}, None),
     ]
     for attacker in ("eve", "carol", "B"):
         rows += [Row(attacker, m, p, s, c, o, k) for m, p, s, c, o, k in read_paths]
@@ -304,6 +329,7 @@ def _rows() -> list[Row]:
         Row("eve", "GET", "/v1/agents", 200),
         Row("eve", "POST", "/v1/agents", 403, "forbidden"),
         Row("eve", "GET", "/v1/agents/{name}", 200),  # the workspace's directory is shared
+        Row("eve", "GET", "/v1/agents/{name}/card", 200),  # an A2A card is public anyway
         Row("eve", "PATCH", "/v1/agents/{name}", 403, "forbidden"),
         Row("eve", "DELETE", "/v1/agents/{name}", 403, "forbidden"),
         Row("eve", "GET", "/v1/channels", 200),
@@ -329,6 +355,7 @@ def _rows() -> list[Row]:
         Row("B", "GET", "/v1/agents", 200),
         Row("B", "POST", "/v1/agents", 201, override={"json": {"name": "{dave}"}}, check=_in_own_workspace),
         Row("B", "GET", "/v1/agents/{name}", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
+        Row("B", "GET", "/v1/agents/{name}/card", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
         Row("B", "PATCH", "/v1/agents/{name}", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
         Row("B", "DELETE", "/v1/agents/{name}", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
         Row("B", "GET", "/v1/channels", 200),
@@ -434,6 +461,9 @@ def _victim_state(world: World, route: str) -> dict[str, Any]:
         elif route.startswith("/v1/agents"):
             state["bob's card"] = _ok(http.get(f"/v1/agents/{n['bob']}"), 200)
             state["alice's card"] = _ok(http.get(f"/v1/agents/{n['alice']}"), 200)
+        elif route.startswith("/v1/tasks"):
+            task = _ok(http.get(f"/v1/tasks/{n['t_secret']}", params={"history_length": 100}), 200)
+            state["bob's task"] = (task["state"], task["generation"], [m["id"] for m in task["history"]])
         elif route.startswith("/v1/channels"):
             members = {m["agent"] for m in _ok(http.get(f"/v1/channels/{n['chan']}/members"), 200)}
             state["members of #chan"] = sorted(members & {n["bob"], n["alice"]})
@@ -452,6 +482,8 @@ VALID_BODIES = {
     ("POST", "/v1/channels"): {"name": "newchan"},
     ("POST", "/v1/channels/{name}/members"): {"agents": ["newcomer"]},
     ("POST", "/v1/tokens"): {"agent": "newcomer"},
+    ("POST", "/v1/tasks"): {"to": "newcomer", "text": "hi"},
+    ("POST", "/v1/tasks/{task_id}/update"): {"state": "working"},
 }
 
 
@@ -467,7 +499,12 @@ def revoked(hub: Hub) -> str:
 
 def _concrete(route: Route) -> str:
     return route.path.format(
-        message_id="00000000-0000-7000-8000-000000000000", session_id="s", name="somebody", token_id="t", agent="a"
+        message_id="00000000-0000-7000-8000-000000000000",
+        session_id="s",
+        name="somebody",
+        token_id="t",
+        agent="a",
+        task_id="00000000-0000-7000-8000-000000000000",
     )
 
 

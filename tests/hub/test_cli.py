@@ -3,6 +3,7 @@ SWITCHBOARD_HUB / SWITCHBOARD_TOKEN overrides, and an agent token acting only as
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -317,3 +318,32 @@ def _read_until(fd: int, marker: bytes) -> bytes:
 
     wait_until(arrived, 30, f"the terminal to show {marker!r}")
     return seen
+
+
+def test_token_create_for_another_workspace_on_the_hub_machine_uses_the_kept_admin_token_and_says_so(
+    hub: Hub,
+) -> None:
+    on_hub = CLI.on_hub_machine(hub)
+    other = unique("elsewhere")
+    made = on_hub.run("token", "create", "--workspace", other, "--json")
+    assert made.returncode == 0, made.stdout + made.stderr
+    issued = json.loads(made.stdout)
+    assert (issued["kind"], issued["workspace"]) == ("user", other)
+    assert "admin token this machine keeps" in made.stderr, made.stderr
+    with hub.http(issued["token"], "someone") as http:
+        assert http.get("/v1/whoami").json()["workspace"] == other  # a token of that workspace …
+    with hub.http(issued["token"], "someone", workspace="default") as http:
+        assert http.get("/v1/whoami").status_code == 403  # … and of that one only
+    own = on_hub.run("token", "create", "--workspace", "default", "--json")  # the login's own: no admin token
+    assert own.returncode == 0 and json.loads(own.stdout)["workspace"] == "default", own.stdout + own.stderr
+    assert "admin" not in own.stderr, own.stderr
+
+
+def test_a_user_token_alone_still_cannot_create_tokens_for_another_workspace(tenant: Tenant, cli: CLI) -> None:
+    cli.run_json("login", tenant.hub.url, "--token", tenant.token)  # a machine that keeps no admin token
+    refused = cli.run("token", "create", "--workspace", unique("ws"), "--json")
+    error = expect_error(refused, "forbidden", as_json=True)
+    assert "--as-admin" in error["message"]
+    with tenant.hub.http(tenant.token) as http:  # over the wire, whatever the client
+        answer = http.post("/v1/tokens", json={"workspace": unique("ws")})
+    assert answer.status_code == 403 and answer.json()["error"]["code"] == "forbidden"

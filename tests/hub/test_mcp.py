@@ -240,3 +240,22 @@ def test_names_machines_and_addresses_cannot_carry_a_forged_header(tenant: Tenan
     with tenant.http(unique("mallory")) as http:
         answer = http.post(path, json=body)
     assert answer.status_code == 400 and answer.json()["error"]["code"] in ("bad_name", "bad_address"), answer.text
+
+
+async def test_a_model_answers_a_rest_task_through_the_hubs_mcp_tools(tenant: Tenant, era: str):
+    alice, bob = unique("alice"), unique("bob")
+    with tenant.http(alice) as http:
+        opened = http.post("/v1/tasks", json={"to": bob, "text": "review PR 3"})
+    task_id = opened.json()["task"]["id"]
+    async with mcp_client(tenant.hub, era, tenant.agent_token(bob)["token"]) as as_bob:
+        read = await as_bob.call_tool("read_messages", {})
+        assert "review PR 3" in ok(read)["messages"][0]["message"] and f"task: {task_id}" in text_of(read)
+        assert [t["id"] for t in ok(await as_bob.call_tool("list_tasks", {}))["tasks"]] == [task_id]
+        handed = [{"text": "LGTM", "filename": "review.md"}]
+        moved = {"task_id": task_id, "state": "completed", "message": "done", "artifacts": handed}
+        assert ok(await as_bob.call_tool("update_task", moved))["task"]["state"] == "completed"
+        listed = ok(await as_bob.call_tool("list_tasks", {"state": "completed"}))
+        assert [t["id"] for t in listed["tasks"]] == [task_id]
+    with tenant.http(alice) as http:
+        task = http.get(f"/v1/tasks/{task_id}").json()
+    assert task["state"] == "completed" and task["artifacts"][0]["name"] == "review.md"

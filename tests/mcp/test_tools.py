@@ -17,7 +17,16 @@ from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"send_message", "read_messages", "list_agents", "list_channels", "message_status", "who"}
+TOOLS = {
+    "send_message",
+    "read_messages",
+    "list_agents",
+    "list_channels",
+    "message_status",
+    "who",
+    "update_task",
+    "list_tasks",
+}
 LONG_WAIT = 30.0  # a read that waits this long and returns early was woken
 
 
@@ -46,7 +55,7 @@ def failed(result: CallToolResult, code: str) -> str:
     return text
 
 
-async def test_the_tool_set_is_the_six_named_tools_each_described_briefly_with_an_output_schema(tools):
+async def test_the_tool_set_is_the_eight_named_tools_each_described_briefly_with_an_output_schema(tools):
     async with tools("alice") as alice:
         listed = (await alice.list_tools()).tools
     assert {tool.name for tool in listed} == TOOLS and len(listed) <= 8
@@ -221,3 +230,14 @@ async def test_message_status_tells_handed_from_surfaced_with_the_session_and_th
         assert (row["state"], row["handed_to"]) == ("surfaced", None) and row["surfaced_at"]
         assert [step.split(" ", 2)[1] for step in row["history"]][-2:] == ["handed", "surfaced"]
         assert "(transcript)" in row["history"][-1]
+
+
+async def test_list_agents_with_a_skill_finds_who_can_do_a_job(agents, tools):
+    agents("alice").create_agent("bob", "reviews pull requests", ["review"])
+    agents("alice").create_agent("carol", "deploys", ["deploy"])
+    async with tools("alice") as alice:
+        found = ok(await alice.call_tool("list_agents", {"skill": "Review"}))
+        assert [(a["name"], a["skills"]) for a in found["agents"]] == [("bob", ["review"])]
+        assert "bob" in text_of(await alice.call_tool("list_agents", {"skill": "review"}))
+        assert ok(await alice.call_tool("list_agents", {"skill": "cooking"}))["agents"] == []
+        failed(await alice.call_tool("list_agents", {"skill": " "}), "bad_request")

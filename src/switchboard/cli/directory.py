@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 import threading
+from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -96,6 +99,10 @@ def who(
     render.emit({**render.jsonable(report), "claude_code_sessions": render.jsonable(claude)}, as_json, human)
 
 
+class ExportFormat(StrEnum):
+    oasf = "oasf"
+
+
 def _print_agent(agent: Agent) -> None:
     render.console.print(
         f"[bold]{agent.name}[/]  [dim]workspace {agent.workspace}, since {render.when(agent.created_at)}[/]"
@@ -115,10 +122,16 @@ SkillOption = Annotated[list[str], typer.Option("--skill", help="A skill it offe
 
 
 @agent_app.command("list")
-def agent_list(as_json: JsonOption = False, db: DbOption = None) -> None:
-    """All agents of the workspace."""
+def agent_list(
+    skill: Annotated[
+        Optional[str], typer.Option("--skill", help="Only agents offering this skill (its whole name, case aside).")
+    ] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """All agents of the workspace, or those offering a skill."""
     with open_client(db) as client:
-        agents = client.list_agents()
+        agents = client.list_agents(skill=skill)
 
     def human() -> None:
         grid = render.table("agent", "description", "skills")
@@ -128,6 +141,56 @@ def agent_list(as_json: JsonOption = False, db: DbOption = None) -> None:
         render.console.print(grid)
 
     render.emit(agents, as_json, human)
+
+
+@agent_app.command("export")
+def agent_export(
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the document to this file (default: print it).")
+    ] = None,
+    export_format: Annotated[
+        ExportFormat, typer.Option("--format", help="The records' format: oasf (the AGNTCY directory's).")
+    ] = ExportFormat.oasf,
+    base_url: Annotated[
+        Optional[str],
+        typer.Option(
+            "--base-url",
+            help="The hub's public address for the agents' A2A card URLs (default: the hub this machine uses; "
+            "none on the embedded store).",
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Write this workspace's agents as OASF records (one JSON document) that another directory
+    can import: name, description, skills, and where each agent's A2A card is. The document goes
+    to standard output (it is JSON, --json or not) or to --output FILE."""
+    from switchboard.cli import oasf
+
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise BadRequest(f"--base-url {base_url!r} is not a hub address: use http://HOST:PORT or https://HOST.")
+    with open_client(db) as client:
+        agents = client.list_agents()
+        if base_url is None:
+            store = client.whoami().store  # the hub's URL, or the embedded database's path
+            base_url = store if store.startswith(("http://", "https://")) else None
+    document = oasf.export_document(agents, base_url=base_url)
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise BadRequest(
+            f"cannot write {output}: {error.strerror or error}; name a file in a folder you can write."
+        ) from None
+    written = {"output": str(output), "format": export_format.value, "records": len(agents)}
+    render.emit(
+        written,
+        as_json,
+        lambda: render.console.print(f"wrote {len(agents)} record{'s' if len(agents) != 1 else ''} to {output}"),
+    )
 
 
 @agent_app.command("create")
@@ -272,6 +335,22 @@ def workspace_list(as_json: JsonOption = False, as_admin: AsAdminOption = False,
     with open_client(db, as_admin=as_admin) as client:
         workspaces = client.list_workspaces()
     render.emit(workspaces, as_json, lambda: [render.console.print(w.name) for w in workspaces])
+
+
+@agent_app.command("card")
+def agent_card(
+    name: Annotated[str, typer.Argument(help="The agent whose A2A card to print.")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """The agent's A2A card, as the hub serves it to outside A2A clients."""
+    from switchboard.cli.cards import card_of, print_card  # the A2A SDK loads only for this command
+
+    with open_client(db) as client:
+        document, note = card_of(client, name)
+    if note:
+        render.err_console.print(note)
+    render.emit(document, as_json, lambda: print_card(document))
 
 
 # agent add-remote / remove-remote live in their own module; importing it registers them here.

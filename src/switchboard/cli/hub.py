@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from switchboard.address import parse_name
 from switchboard.cli import render
 from switchboard.cli.app import AsAdminOption, DbOption, JsonOption, app
 from switchboard.client.hub import HubClient
@@ -57,6 +58,21 @@ def up(
             help="SSE streams and waiting reads (read/surface with wait) one token may hold open at once.",
         ),
     ] = 4000,
+    public_url: Annotated[
+        Optional[str],
+        typer.Option(
+            "--public-url", help="The hub's URL as A2A callers reach it (agent cards); else each request's Host."
+        ),
+    ] = None,
+    a2a_compat_0_3: Annotated[
+        bool, typer.Option("--a2a-compat-0-3", help="Also answer A2A 0.3 clients on the A2A endpoints.")
+    ] = False,
+    allow_private_webhooks: Annotated[
+        bool,
+        typer.Option(
+            "--allow-private-webhooks", help="Let A2A push notifications go to loopback and private addresses."
+        ),
+    ] = False,
     allow_private_remotes: Annotated[
         bool,
         typer.Option(
@@ -80,6 +96,9 @@ def up(
         insecure=insecure,
         liveness_seconds=liveness_seconds,
         max_streams=max_streams,
+        public_url=public_url,
+        a2a_compat_0_3=a2a_compat_0_3,
+        allow_private_webhooks=allow_private_webhooks,
         allow_private_remotes=allow_private_remotes,
     )
     serve(Settings.load(db=db), options)
@@ -172,6 +191,26 @@ def _hub_client(db: str | None, as_admin: bool) -> Iterator[HubClient]:
         client.close()
 
 
+def _issuer_for(login: HubClient, workspace: str, db: str | None) -> HubClient:
+    """Who issues a token for ``workspace``: this machine's login, or, when the login's token
+    belongs to another workspace and this is the hub's own machine (its first 'up' kept the
+    admin token, for this very hub), the kept admin token, as --as-admin would, said on stderr.
+
+    The hub's rule stands: a user token never mints tokens for another workspace over the wire.
+    Only the machine that already holds the admin token (0600, beside the login) uses it, and
+    the person sees that it did."""
+    settings = Settings.load(db=db)
+    kept = settings.admin_token is not None and settings.admin_hub in settings.hub_urls
+    named = parse_name(workspace, "workspace name")
+    if not kept or named in {w.name for w in login.list_workspaces()}:
+        return login  # the login's own workspace (or no admin token here: the hub says what it allows)
+    sys.stderr.write(
+        f"note: this machine's login cannot create tokens for workspace {workspace}; using the hub's "
+        "admin token this machine keeps (as --as-admin does).\n"
+    )
+    return admin_client(settings)
+
+
 def _print_token(token: TokenInfo) -> None:
     scope = "every workspace" if token.kind == "admin" else f"workspace {token.workspace}"
     who = f" as {token.agent}" if token.agent else ""
@@ -193,8 +232,13 @@ def token_create(
 ) -> None:
     """Create a token: a user token (any agent of a workspace) or, with --agent, an agent token. Shown once."""
     kind = "admin" if admin else ("agent" if agent else "user")
-    with _hub_client(db, as_admin) as client:
-        issued = client.create_token(agent=agent, workspace=workspace, kind=kind, label=label)
+    with _hub_client(db, as_admin) as login:
+        client = login if workspace is None or as_admin or admin else _issuer_for(login, workspace, db)
+        try:
+            issued = client.create_token(agent=agent, workspace=workspace, kind=kind, label=label)
+        finally:
+            if client is not login:
+                client.close()
 
     def human() -> None:
         _print_token(issued)

@@ -37,6 +37,7 @@ COMMAND_MODULES = {
     "uninstall": "install",
     "mcp": "mcp_server",
     "channel": "channels",
+    "task": "tasks",
 }
 ALL_MODULES = tuple(dict.fromkeys(COMMAND_MODULES.values()))
 

@@ -14,8 +14,6 @@ from switchboard.cli.following import follow_mail
 from switchboard.errors import BadRequest
 from switchboard.model import MailItem, SendResult
 
-PUSHED_KEY = "pushed_into_claude_code"  # in send's --json: the sessions its mail was written into
-
 
 def _parts(data: list[str], urls: list[str]) -> list[dict]:
     parts: list[dict] = []
@@ -100,7 +98,7 @@ def emit_sent(result: SendResult, as_json: bool) -> None:
             name = f" ({render.escape(push.name)})" if push.name else ""
             render.console.print(f"pushed into Claude Code session {push.pid}{name} for {push.agent}")
 
-    render.emit({**render.jsonable(result), PUSHED_KEY: render.jsonable(result.pushed)}, as_json, human)
+    render.emit({**render.jsonable(result), render.PUSHED_KEY: render.jsonable(result.pushed)}, as_json, human)
 
 
 @app.command()

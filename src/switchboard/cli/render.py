@@ -16,7 +16,18 @@ from rich.table import Table
 
 from switchboard.fence import one_line
 from switchboard.integrations.claude_code.sessions import ClaudeSession
-from switchboard.model import DeliveryEvent, Held, MailItem, MessageStatus, Reach, SendResult, Session
+from switchboard.model import (
+    DeliveryEvent,
+    Held,
+    MailItem,
+    MessageStatus,
+    Part,
+    Reach,
+    SendResult,
+    Session,
+    Task,
+    TaskPage,
+)
 
 
 def make_consoles() -> tuple[Console, Console]:
@@ -26,6 +37,8 @@ def make_consoles() -> tuple[Console, Console]:
 
 
 console, err_console = make_consoles()
+
+PUSHED_KEY = "pushed_into_claude_code"  # in send's --json: the sessions its mail was written into
 
 
 def jsonable(value: Any) -> Any:
@@ -127,17 +140,81 @@ def mail_item(item: MailItem) -> None:
     # The id goes on a line of its own: people copy it into status, ack and --reply-to.
     reply = f" · in reply to {message.reply_to}" if message.reply_to else ""
     console.print(f"[dim]{when(message.created_at)} · {message.id}{reply}[/]")
+    if item.task_id:  # a task's mail says which task, and its state when read
+        console.print(f"[dim]task {item.task_id}[/] {task_state(item.task_state) if item.task_state else ''}")
     for part in message.parts:
-        if part.text is not None:
-            console.print(escape(part.text))
-        elif part.data is not None:
-            console.print_json(json.dumps(part.data))
-        elif part.url is not None:
-            console.print(f"[link]{escape(part.url)}[/] {escape(part.filename or '')} [dim]{part.media_type or ''}[/]")
-        else:
-            console.print(
-                f"[dim]<{len(part.raw or '') * 3 // 4} bytes {part.media_type or ''} {part.filename or ''}>[/]"
-            )
+        print_part(part)
+
+
+def print_part(part: Part) -> None:
+    """One part of a message or an artifact: text as it is, data as JSON, a file by its name."""
+    if part.text is not None:
+        console.print(escape(part.text))
+    elif part.data is not None:
+        console.print_json(json.dumps(part.data))
+    elif part.url is not None:
+        console.print(f"[link]{escape(part.url)}[/] {escape(part.filename or '')} [dim]{part.media_type or ''}[/]")
+    else:
+        name, media = escape(one_line(part.filename or "")), escape(one_line(part.media_type or ""))
+        raw = part.raw or ""
+        console.print(f"[dim]<{len(raw) * 3 // 4 - raw[-2:].count('=')} bytes {media} {name}>[/]")
+
+
+TASK_STATE_STYLE = {
+    "submitted": "yellow",
+    "working": "cyan",
+    "input-required": "magenta",
+    "auth-required": "magenta",
+    "completed": "green",
+    "failed": "red",
+    "canceled": "dim",
+    "rejected": "red",
+}
+
+
+def task_state(value: str) -> str:
+    return f"[{TASK_STATE_STYLE.get(str(value), '')}]{value}[/]"
+
+
+def _status_words(task: Task) -> str:
+    """The task's latest status message as one line (the other agent's words: never two lines)."""
+    words = " ".join(p.text for p in task.status_parts if p.text)
+    return escape(one_line(words))[:80]
+
+
+def task_page(page: TaskPage) -> None:
+    """Tasks, one a line: id, state, who asked whom, when it last moved, its latest status."""
+    grid = table("id", "state", "asked", "updated", "status")
+    for column in grid.columns[1:4]:  # a state or a name cut in two reads as another
+        column.no_wrap = True
+    for task in page.tasks:
+        asked = f"{task.requester} → {task.worker}"
+        grid.add_row(task.id, task_state(task.state), asked, when(task.updated_at), _status_words(task))
+    console.print(grid if page.tasks else "[dim]no tasks[/]")
+    if page.next_page_token:
+        console.print(f"[dim]more: --page-token {page.next_page_token}[/]")
+
+
+def task_detail(task: Task) -> None:
+    """One task in full: its parties, state, status message, artifacts and (asked for) history."""
+    console.print(f"[bold]task {task.id}[/]  {task_state(task.state)} [dim](generation {task.generation})[/]")
+    console.print(
+        f"[dim]asked by {task.requester} of {task.worker} · context {task.context_id} · "
+        f"created {when(task.created_at)} · updated {when(task.updated_at)}[/]"
+    )
+    if task.status_parts:
+        console.rule("status", align="left", style="dim")
+        for part in task.status_parts:
+            print_part(part)
+    for artifact in task.artifacts:
+        name = escape(one_line(artifact.name or "")) or artifact.artifact_id
+        console.rule(f"artifact {name}", align="left", style="dim")
+        if artifact.description:
+            console.print(f"[dim]{escape(one_line(artifact.description))}[/]")
+        for part in artifact.parts:
+            print_part(part)
+    for message in task.history:
+        mail_item(MailItem(seq=0, state="read", message=message))
 
 
 REACH_STYLE = {"live": "green", "path_broken": "yellow", "no_live_session": "yellow", "machine_down": "red"}

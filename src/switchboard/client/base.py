@@ -9,7 +9,7 @@ and in the session its process belongs to; ``opening.open_client`` picks one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from switchboard.model import (
     AckResult,
@@ -28,10 +28,15 @@ from switchboard.model import (
     SendResult,
     Session,
     SurfacePath,
+    Task,
+    TaskArtifact,
+    TaskPage,
+    TaskSent,
     WhoAmI,
     WhoReport,
     Workspace,
 )
+from switchboard.tasks import TaskState
 
 
 class Client(Protocol):
@@ -102,7 +107,10 @@ class Client(Protocol):
     def create_agent(self, name: str, description: str | None = None, skills: Sequence[str] = ()) -> Agent: ...
     def describe_agent(self, name: str) -> Agent: ...
     def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent: ...
-    def list_agents(self) -> list[Agent]: ...
+    def list_agents(self, skill: str | None = None) -> list[Agent]:
+        """The workspace's agents; with ``skill``, only those offering it (case aside)."""
+        ...
+
     def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
         """Refused (has_unread_mail) while its mailbox holds unread mail, unless ``force``."""
         ...
@@ -126,6 +134,50 @@ class Client(Protocol):
 
     def audit_trail(self, *, limit: int = 50) -> list[AuditEntry]:
         """Actions with large effects in the workspace, newest first (a person's credential only)."""
+        ...
+
+    # tasks (mail with an A2A lifecycle: Service.open_task and the rest)
+    def open_task(
+        self,
+        worker: str,
+        parts: Sequence[Part | dict],
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        subject: str | None = None,
+        message_id: str | None = None,
+    ) -> TaskSent:
+        """Ask ``worker`` to do something (a new task, submitted); with ``task_id``, answer a
+        task of yours that waits on you (it goes on, same task and context). ``message_id``:
+        the caller's id for this message; a repeat with it returns the first, never a second."""
+        ...
+
+    def update_task(
+        self,
+        task_id: str,
+        *,
+        state: TaskState | str | None = None,
+        parts: Sequence[Part | dict] = (),
+        artifacts: Sequence[TaskArtifact | dict[str, Any]] = (),
+    ) -> Task:
+        """The worker's move: a new state, a status message, artifacts (mailed to the requester)."""
+        ...
+
+    def cancel_task(self, task_id: str) -> Task:
+        """The requester's cancel (its worker is told by mail)."""
+        ...
+
+    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task: ...
+    def list_tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | str | None = None,
+        page_size: int = 50,
+        page_token: str | None = None,
+    ) -> TaskPage:
+        """The tasks this agent asked or was asked, newest updated first, a page at a time."""
         ...
 
     def list_workspaces(self) -> list[Workspace]: ...

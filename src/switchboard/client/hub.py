@@ -12,7 +12,7 @@ import functools
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
@@ -48,12 +48,17 @@ from switchboard.model import (
     SendResult,
     Session,
     SurfacePath,
+    Task,
+    TaskArtifact,
+    TaskPage,
+    TaskSent,
     TokenInfo,
     WhoAmI,
     WhoReport,
     Workspace,
 )
 from switchboard.procs import process_start_time
+from switchboard.tasks import TaskState
 
 if TYPE_CHECKING:
     import ssl
@@ -62,6 +67,7 @@ if TYPE_CHECKING:
 
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 5.0  # a hub that does not answer a connection in 5 s is not there now
 SEND_RETRY_SECONDS = 10.0  # how long a send keeps trying a hub it cannot reach before it says so
@@ -227,18 +233,28 @@ class HubClient:
             "to": to if isinstance(to, str) else list(to),
             "text": text,
             "subject": subject,
-            "parts": [p.model_dump() if isinstance(p, Part) else p for p in parts],
+            "parts": _parts(parts),
             "thread_id": thread_id,
             "reply_to": reply_to,
             "require_live": require_live,
             "idempotency_key": key,
             "urgent": urgent,
         }
+        result = self._retried(
+            lambda: self._model(SendResult, "POST", "/v1/messages", json=body), key, "--idempotency-key"
+        )
+        # A repeat of our own first try is not the caller's "earlier send with this key".
+        return result if idempotency_key else result.model_copy(update={"duplicate": False})
+
+    def _retried(self, attempt: Callable[[], T], key: str, option: str) -> T:
+        """``attempt()`` (a request carrying ``key``, so that a repeat stores nothing twice), tried
+        again with backoff while the hub cannot be reached, for SWITCHBOARD_SEND_RETRY_SECONDS;
+        then a HubUnavailable that says whether it may have been stored, and how to retry safely."""
         patience = _send_retry_seconds()
         started, backoff, reached = time.monotonic(), Backoff(), False
         while True:
             try:
-                result = self._model(SendResult, "POST", "/v1/messages", json=body)
+                return attempt()
             except HubUnavailable as error:
                 if error.details.get("lasting"):
                     raise
@@ -248,7 +264,7 @@ class HubClient:
                     raise HubUnavailable(
                         f"{error.message} Tried for {time.monotonic() - started:.0f} s; "
                         + (
-                            f"it may have been stored: sending again with --idempotency-key {key} is safe "
+                            f"it may have been stored: sending again with {option} {key} is safe "
                             "(it never stores a second copy)."
                             if reached
                             else "nothing was sent."
@@ -257,9 +273,6 @@ class HubClient:
                         idempotency_key=key,
                     ) from None
                 time.sleep(delay)
-                continue
-            # A repeat of our own first try is not the caller's "earlier send with this key".
-            return result if idempotency_key else result.model_copy(update={"duplicate": False})
 
     def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
         params: dict[str, Any] = {"peek": str(peek).lower(), "limit": limit, "wait": wait}
@@ -343,12 +356,16 @@ class HubClient:
     def describe_agent(self, name: str) -> Agent:
         return self._model(Agent, "GET", f"/v1/agents/{_segment(name)}")
 
+    def agent_card(self, name: str) -> dict[str, Any]:
+        """The agent's A2A card as the hub serves it (its JSON: A2A's camelCase field names)."""
+        return self._call("GET", f"/v1/agents/{_segment(name)}/card")
+
     def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent:
         body = {"description": description, "skills": None if skills is None else list(skills)}
         return self._model(Agent, "PATCH", f"/v1/agents/{_segment(name)}", json=body)
 
-    def list_agents(self) -> list[Agent]:
-        return self._models(Agent, "GET", "/v1/agents")
+    def list_agents(self, skill: str | None = None) -> list[Agent]:
+        return self._models(Agent, "GET", "/v1/agents", params=None if skill is None else {"skill": skill})
 
     def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
         params = {"force": "true"} if force else None
@@ -392,6 +409,72 @@ class HubClient:
     def list_workspaces(self) -> list[Workspace]:
         return self._models(Workspace, "GET", "/v1/workspaces")
 
+    # --- tasks ----------------------------------------------------------------------------
+
+    def open_task(
+        self,
+        worker: str,
+        parts: Sequence[Part | dict],
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        subject: str | None = None,
+        message_id: str | None = None,
+    ) -> TaskSent:
+        # As a send: an id of our own when none is given, so a request tried again after the hub
+        # was cut off returns the task the first one opened instead of opening a second.
+        key = message_id or f"retry-{uuid.uuid4().hex}"
+        body = {
+            "to": worker,
+            "parts": _parts(parts),
+            "task_id": task_id,
+            "context_id": context_id,
+            "metadata": metadata,
+            "subject": subject,
+            "message_id": key,
+        }
+        sent = self._retried(lambda: self._model(TaskSent, "POST", "/v1/tasks", json=body), key, "--message-id")
+        if message_id is None and sent.send.duplicate:  # our own retry, not the caller's repeat
+            sent = sent.model_copy(update={"send": sent.send.model_copy(update={"duplicate": False})})
+        return sent
+
+    def update_task(
+        self,
+        task_id: str,
+        *,
+        state: TaskState | str | None = None,
+        parts: Sequence[Part | dict] = (),
+        artifacts: Sequence[TaskArtifact | dict[str, Any]] = (),
+    ) -> Task:
+        body = {
+            "state": None if state is None else str(state),
+            "parts": _parts(parts),
+            "artifacts": [a.model_dump() if isinstance(a, TaskArtifact) else a for a in artifacts],
+        }
+        return self._model(Task, "POST", f"/v1/tasks/{_segment(task_id)}/update", json=body)
+
+    def cancel_task(self, task_id: str) -> Task:
+        return self._model(Task, "POST", f"/v1/tasks/{_segment(task_id)}/cancel")
+
+    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
+        params = None if history_length is None else {"history_length": history_length}
+        return self._model(Task, "GET", f"/v1/tasks/{_segment(task_id)}", params=params)
+
+    def list_tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | str | None = None,
+        page_size: int = 50,
+        page_token: str | None = None,
+    ) -> TaskPage:
+        params: dict[str, Any] = {"page_size": page_size}
+        for name, value in (("context_id", context_id), ("state", state), ("page_token", page_token)):
+            if value is not None:
+                params[name] = str(value)
+        return self._model(TaskPage, "GET", "/v1/tasks", params=params)
+
     # --- credentials (hub only) -----------------------------------------------------------
 
     def create_token(
@@ -423,6 +506,10 @@ def _send_retry_seconds() -> float:
         return max(0.0, float(raw)) if raw else SEND_RETRY_SECONDS
     except ValueError:
         raise BadRequest(f"SWITCHBOARD_SEND_RETRY_SECONDS={raw!r} is not a number of seconds.") from None
+
+
+def _parts(parts: Sequence[Part | dict]) -> list[Any]:
+    return [p.model_dump() if isinstance(p, Part) else p for p in parts]
 
 
 def _segment(value: str) -> str:

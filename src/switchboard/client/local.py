@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from switchboard.address import parse_machine, parse_name
 from switchboard.config import Settings
@@ -28,6 +29,10 @@ from switchboard.model import (
     SendResult,
     Session,
     SurfacePath,
+    Task,
+    TaskArtifact,
+    TaskPage,
+    TaskSent,
     WhoAmI,
     WhoReport,
     Workspace,
@@ -35,6 +40,7 @@ from switchboard.model import (
 from switchboard.procs import process_start_time
 from switchboard.service import Service
 from switchboard.store.opening import open_store
+from switchboard.tasks import TaskState
 
 
 class LocalClient:
@@ -191,8 +197,8 @@ class LocalClient:
     def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent:
         return self.service.update_agent(self._as(), name, description, skills)
 
-    def list_agents(self) -> list[Agent]:
-        return self.service.list_agents(self._as())
+    def list_agents(self, skill: str | None = None) -> list[Agent]:
+        return self.service.list_agents(self._as(), skill)
 
     def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
         return self.service.delete_agent(self._as(), name, force=force)
@@ -232,6 +238,56 @@ class LocalClient:
 
     def list_workspaces(self) -> list[Workspace]:
         return self.service.list_workspaces()
+
+    def open_task(
+        self,
+        worker: str,
+        parts: Sequence[Part | dict],
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        subject: str | None = None,
+        message_id: str | None = None,
+    ) -> TaskSent:
+        return self.service.open_task(
+            self._as(),
+            worker,
+            parts,
+            task_id=task_id,
+            context_id=context_id,
+            a2a_message_id=message_id,
+            metadata=metadata,
+            subject=subject,
+        )
+
+    def update_task(
+        self,
+        task_id: str,
+        *,
+        state: TaskState | str | None = None,
+        parts: Sequence[Part | dict] = (),
+        artifacts: Sequence[TaskArtifact | dict[str, Any]] = (),
+    ) -> Task:
+        return self.service.update_task(self._as(), task_id, state=state, parts=parts, artifacts=artifacts)
+
+    def cancel_task(self, task_id: str) -> Task:
+        return self.service.cancel_task(self._as(), task_id)
+
+    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
+        return self.service.get_task(self._as(), task_id, history_length=history_length)
+
+    def list_tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | str | None = None,
+        page_size: int = 50,
+        page_token: str | None = None,
+    ) -> TaskPage:
+        return self.service.list_tasks(
+            self._as(), context_id=context_id, state=state, page_size=page_size, page_token=page_token
+        )
 
     def close(self) -> None:
         if self._owns_store:

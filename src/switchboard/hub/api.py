@@ -3,9 +3,13 @@ read what the request brings, run the service operation through ``call.run``, re
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import HTTPConnection
 
 from switchboard import __version__
+from switchboard.a2a.cards import build_card, card_document
+from switchboard.a2a.mount import request_base_url
 from switchboard.address import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
 from switchboard.errors import BadRequest
 from switchboard.hub.context import WORKSPACE_HEADER
@@ -132,7 +136,7 @@ async def end_session(call: Call) -> Session:
 
 async def list_agents(call: Call) -> list[Agent]:
     await call.identify()
-    return await call.run_as(call.hub.service.list_agents)
+    return await call.run_as(call.hub.service.list_agents, call.query("skill"))
 
 
 async def create_agent(call: Call) -> Answer:
@@ -146,6 +150,14 @@ async def create_agent(call: Call) -> Answer:
 async def describe_agent(call: Call) -> Agent:
     await call.identify()
     return await call.run_as(call.hub.service.describe_agent, call.path("name"))
+
+
+async def agent_card(call: Call) -> dict[str, Any]:
+    """The agent's A2A card, as its /a2a/WORKSPACE/NAME/.well-known/agent-card.json serves it."""
+    await call.identify()
+    agent = await call.run_as(call.hub.service.describe_agent, call.path("name"))
+    base = call.hub.public_url or request_base_url(call.scope)
+    return card_document(build_card(agent, base, compat_0_3=call.hub.a2a_compat_0_3))
 
 
 async def update_agent(call: Call) -> Agent:

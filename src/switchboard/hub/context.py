@@ -97,6 +97,8 @@ class HubContext:
         self.limiter = limiter
         self.bad_tokens = bad_token_limiter()  # per client address
         self.streams = OpenStreams(max_streams)  # each credential's open streams and reads
+        self.public_url: str | None = None  # the hub as A2A callers reach it (``up --public-url``)
+        self.a2a_compat_0_3 = False  # A2A 0.3 clients are answered too (``up --a2a-compat-0-3``)
         # (token id, agent asked for, workspace asked for) -> the caller those names make
         self._callers: dict[tuple[str, str | None, str | None], Caller] = {}
 

@@ -127,6 +127,11 @@ _LINKS: dict[str, dict[str, dict[str, Any]]] = {
         "channel_members": _path("name", "name"),
     },
     "create_token": {"revoke_token": _path("token_id", "id")},
+    "open_task": {
+        "get_task": _path("task_id", "task/id"),
+        "update_task": _path("task_id", "task/id"),
+        "cancel_task": _path("task_id", "task/id"),
+    },
 }
 
 # The answer header with the acting agent's unread count (hub/endpoint.py sets it).
@@ -142,6 +147,7 @@ _PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "message_id": _ID,
     "session_id": _ID,
     "token_id": _ID,
+    "task_id": _ID,
     "name": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": address.NAME_CHARS},
     "agent": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": address.NAME_CHARS},
 }

@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from switchboard import address
-from switchboard.hub import api, schemas, sending, streams
+from switchboard.delivery.tasking import HISTORY_MAX, PAGE_SIZE_MAX
+from switchboard.hub import api, schemas, sending, streams, tasks
 from switchboard.hub.endpoint import Endpoint
 from switchboard.model import (
     SURFACE_PATHS,
@@ -27,6 +28,9 @@ from switchboard.model import (
     RemoteAgent,
     SendResult,
     Session,
+    Task,
+    TaskPage,
+    TaskSent,
     TokenInfo,
     WhoAmI,
     WhoReport,
@@ -61,6 +65,14 @@ ADDRESS: Param = {
     "pattern": address.AGENT_ADDRESS_PATTERN,
     "maxLength": address.ADDRESS_CHARS,
     "required": True,
+}
+SKILL: Param = {"type": "string", "maxLength": address.SKILL_CHARS, "pattern": address.NON_BLANK_TEXT_PATTERN}
+TASK_STATE: Param = {"type": "string", "enum": schemas.TASK_STATES}
+TASK_QUERY = {
+    "context_id": {"type": "string", "pattern": address.UUID_PATTERN, "maxLength": address.ID_CHARS},
+    "state": TASK_STATE,
+    "page_size": {"type": "integer", "minimum": 1, "maximum": PAGE_SIZE_MAX},
+    "page_token": {"type": "string", "maxLength": 200},
 }
 READ_QUERY = {"wait": WAIT, "peek": BOOLEAN, "after": AFTER, "limit": LIMIT}
 
@@ -167,9 +179,23 @@ ROUTES: list[Route] = [
         Session,
     ),
     Route("DELETE", "/v1/sessions/{session_id}", api.end_session, "End a session.", answer=Session),
-    Route("GET", "/v1/agents", api.list_agents, "Agents of your workspace.", answer=Agent, many=True),
+    Route(
+        "GET",
+        "/v1/agents",
+        api.list_agents,
+        "Agents of your workspace; skill= only those offering that skill (case aside).",
+        answer=Agent,
+        many=True,
+        query={"skill": SKILL},
+    ),
     Route("POST", "/v1/agents", api.create_agent, "Create an agent.", schemas.AgentRequest, Agent),
     Route("GET", "/v1/agents/{name}", api.describe_agent, "One agent's card.", answer=Agent),
+    Route(
+        "GET",
+        "/v1/agents/{name}/card",
+        api.agent_card,
+        "One agent's A2A agent card (JSON), as served at /a2a/WORKSPACE/NAME/.well-known/agent-card.json.",
+    ),
     Route(
         "PATCH",
         "/v1/agents/{name}",
@@ -237,6 +263,45 @@ ROUTES: list[Route] = [
         api.remove_from_channel,
         "Remove a member from a channel (its creator or a person's token; recorded).",
         answer=Channel,
+    ),
+    Route(
+        "GET",
+        "/v1/tasks",
+        tasks.list_tasks,
+        "Tasks you asked or were asked, newest updated first; page with next_page_token.",
+        answer=TaskPage,
+        query=TASK_QUERY,
+    ),
+    Route(
+        "POST",
+        "/v1/tasks",
+        tasks.open_task,
+        "Ask an agent to do something (a task, mailed to it); with task_id, answer your task that waits on you.",
+        schemas.TaskRequest,
+        TaskSent,
+    ),
+    Route(
+        "GET",
+        "/v1/tasks/{task_id}",
+        tasks.get_task,
+        "One task of yours: its state, latest status message and artifacts (history_length: its newest mail).",
+        answer=Task,
+        query={"history_length": {"type": "integer", "minimum": 0, "maximum": HISTORY_MAX}},
+    ),
+    Route(
+        "POST",
+        "/v1/tasks/{task_id}/update",
+        tasks.update_task,
+        "The worker's move: a new state, a status message, artifacts; mailed to the requester.",
+        schemas.TaskUpdateRequest,
+        Task,
+    ),
+    Route(
+        "POST",
+        "/v1/tasks/{task_id}/cancel",
+        tasks.cancel_task,
+        "Cancel a task you asked for; its worker is told by mail.",
+        answer=Task,
     ),
     Route(
         "GET",

@@ -8,12 +8,13 @@ parses them, and also takes upper case and surrounding blanks, which it folds.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from switchboard import address
 from switchboard.model import Part
+from switchboard.tasks import TaskState
 
 
 class Body(BaseModel):
@@ -184,3 +185,81 @@ class TokenRequest(Body):
     agent: Name | None = None
     workspace: Name | None = None
     label: Annotated[str, _text(address.TOKEN_LABEL_CHARS, blank=False)] | None = None
+
+
+# --- tasks -------------------------------------------------------------------------------------
+
+TaskId = Annotated[str, Field(json_schema_extra=_described(address.UUID_PATTERN, address.ID_CHARS, "a task id"))]
+ContextId = Annotated[
+    str, Field(json_schema_extra=_described(address.UUID_PATTERN, address.ID_CHARS, "a task's context (mail thread)"))
+]
+WorkerAddress = Annotated[
+    str,
+    Field(
+        json_schema_extra=_described(
+            address.AGENT_ADDRESS_PATTERN, address.ADDRESS_CHARS, "the agent that works on it: name, name@machine#pid"
+        )
+    ),
+]
+_ANY_CONTENT = {
+    "anyOf": [
+        {"required": ["text"], "properties": {"text": {"type": "string", "pattern": r"\S"}}},
+        {"required": ["parts"], "properties": {"parts": {"minItems": 1}}},
+    ]
+}
+
+
+class TaskRequest(Body):
+    """Open a task to an agent, or (with task_id) answer a task of yours that waits on you."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_ANY_CONTENT)
+
+    to: WorkerAddress
+    text: str | None = Field(default=None, description="what you ask, as text (first, before any parts)")
+    parts: list[Part] = Field(default_factory=list, max_length=address.PARTS_MAX)
+    task_id: TaskId | None = Field(default=None, description="a task of yours waiting on you: this answers it")
+    context_id: ContextId | None = Field(default=None, description="the thread to open it in (default: a new one)")
+    subject: Subject | None = None
+    metadata: dict[str, Any] | None = None
+    message_id: Annotated[str, _text(address.IDEMPOTENCY_KEY_CHARS - 4, blank=False)] | None = Field(
+        default=None, description="your id for this message: a repeat with it returns the first task, never a second"
+    )
+
+
+class ArtifactBody(Body):
+    artifact_id: Annotated[str, _text(address.SUBJECT_CHARS, blank=False)] | None = Field(
+        default=None, description="default: a new id; give an earlier one's to replace it"
+    )
+    name: Annotated[str, _text(address.SUBJECT_CHARS, blank=False)] | None = None
+    description: Description | None = None
+    parts: list[Part] = Field(min_length=1, max_length=address.PARTS_MAX)
+    metadata: dict[str, Any] | None = None
+
+
+TASK_STATES = [state.value for state in TaskState]
+
+
+class TaskUpdateRequest(Body):
+    """The worker's move: a new state, a status message, artifacts (at least one of them)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["state"]},
+                {"required": ["message"]},
+                {"required": ["parts"], "properties": {"parts": {"minItems": 1}}},
+                {"required": ["artifacts"], "properties": {"artifacts": {"minItems": 1}}},
+            ]
+        },
+    )
+
+    state: str | None = Field(
+        default=None,
+        max_length=40,
+        description="working, input-required, auth-required, completed, failed or rejected (default: unchanged)",
+        json_schema_extra={"enum": TASK_STATES},
+    )
+    message: str | None = Field(default=None, description="a status message to the requester, as text")
+    parts: list[Part] = Field(default_factory=list, max_length=address.PARTS_MAX)
+    artifacts: list[ArtifactBody] = Field(default_factory=list, max_length=address.PARTS_MAX)

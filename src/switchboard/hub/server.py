@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 
@@ -32,7 +33,7 @@ from switchboard.config import Settings
 from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest, HubUnavailable
 from switchboard.events import MailboxEvents
-from switchboard.hub.app import DEFAULT_RATE_LIMIT, create_app
+from switchboard.hub.app import DEFAULT_RATE_LIMIT, A2AOptions, create_app
 from switchboard.hub.http_limits import LimitedHttpProtocol
 from switchboard.hub.machine_login import hub_url, machine_login
 from switchboard.hub.open_streams import DEFAULT_MAX_STREAMS
@@ -57,6 +58,9 @@ class HubOptions:
     insecure: bool = False  # serve plain HTTP beyond loopback, knowingly
     liveness_seconds: float = DEFAULT_WINDOW_SECONDS
     max_streams: int = DEFAULT_MAX_STREAMS  # per credential: SSE streams and waiting reads open at once
+    public_url: str | None = None  # the hub as A2A callers reach it (agent cards' URLs)
+    a2a_compat_0_3: bool = False  # A2A 0.3 clients answered too
+    allow_private_webhooks: bool = False  # A2A push notifications may go to loopback and private addresses
     allow_private_remotes: bool = False  # outside A2A agents on private addresses (always on loopback)
 
 
@@ -86,6 +90,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     workspace = settings.workspace_in(os.environ)  # this machine's, logged in on the first start
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs a line per MCP session at INFO
+    logging.getLogger("a2a").setLevel(logging.ERROR)  # the A2A SDK warns of every client's bad request
     if options.tls_cert is None and not is_loopback(options.host):
         log.warning(
             "serving plain HTTP on %s (--insecure): tokens and mail cross the network unencrypted", options.host
@@ -111,6 +116,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         host=options.host,
         replica=replica,
         max_streams=options.max_streams,
+        a2a=A2AOptions(options.public_url, options.a2a_compat_0_3),
     )
     hub = app.state.hub
 
@@ -148,6 +154,7 @@ def _service(store: Any, events: MailboxEvents, options: HubOptions) -> Service:
         machine=machine_name(os.environ),
         events=events,
         liveness_seconds=options.liveness_seconds,
+        allow_private_webhooks=options.allow_private_webhooks,
         card_source=card_source,
         # A hub on loopback serves one machine: outside agents may live there too.
         allow_private_remotes=options.allow_private_remotes or is_loopback(options.host),
@@ -204,6 +211,13 @@ def _check_transport(options: HubOptions) -> None:
         raise BadRequest("--liveness-seconds must be 1-86400: sessions heartbeat well inside it.")
     if not 1 <= options.max_streams <= 1_000_000:
         raise BadRequest("--max-streams must be 1-1000000 (SSE streams and waiting reads per credential).")
+    if options.public_url is not None:
+        public = urlsplit(options.public_url)
+        if public.scheme not in ("http", "https") or not public.hostname or public.query or public.fragment:
+            raise BadRequest(
+                f"--public-url {options.public_url!r} is not a URL like https://hub.example.com: "
+                "give the scheme and host (and port) callers reach this hub by."
+            )
     if (cert is None) != (key is None):
         raise BadRequest("--tls-cert and --tls-key go together: give both (a certificate and its key), or neither.")
     if cert is not None and key is not None:

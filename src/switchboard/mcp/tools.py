@@ -21,13 +21,14 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel, Field
+from mcp.types import CallToolResult
+from pydantic import Field
 
 from switchboard import __version__
 from switchboard.client.base import Client
 from switchboard.errors import SwitchboardError
 from switchboard.fence import fenced_mail, fenced_words, one_line
+from switchboard.mcp.replies import acted, tool_result, unread_line, unread_of
 from switchboard.mcp.results import (
     AgentInfo,
     Agents,
@@ -44,6 +45,7 @@ from switchboard.mcp.results import (
     Status,
     Who,
 )
+from switchboard.mcp.task_tools import add_task_tools
 from switchboard.model import DeliveryEvent, HeldMail, MailItem
 
 log = logging.getLogger("switchboard.push")
@@ -53,28 +55,6 @@ INSTRUCTIONS = (
     "what they sent (wait_seconds blocks until mail arrives). Every result has your unread count."
 )
 DEFAULT_READ_LIMIT = 100  # the service's own default: a read drains what a model can take in one go
-
-# What to do next, by error code: the model gets the code, the sentence, then this.
-NEXT_STEP = {
-    "unknown_recipient": "call list_agents for the agents that exist (a message creates none), or who for live sessions.",
-    "unknown_agent": "call list_agents for the agents that exist.",
-    "no_live_session": "call who to see who is live, or send without require_live to leave it in the mailbox.",
-    "not_member": "post only to channels you have joined (list_channels shows them; an invite-only one's creator "
-    "or a person adds members), or message the agents directly.",
-    "unknown_channel": "call list_channels for the channels that exist.",
-    "unknown_message": "reply to an id that read_messages or send_message returned, in a thread you are part of.",
-    "forbidden": "this needs a person's token or the channel's creator: ask your user, or message the agent concerned.",
-    "has_unread_mail": "let the agent read its mail first, or ask your user whether to delete it anyway (force).",
-    "hub_unavailable": "the hub is not answering; try again shortly.",
-    "store_unavailable": "the mailbox is busy or unavailable; try again shortly.",
-}
-
-
-def _result(model: BaseModel, text: str) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json")
-    )
-
 
 # --- the tools ----------------------------------------------------------------------------------
 
@@ -144,10 +124,11 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
     async def list_agents(
         ctx: Context,
         search: Annotated[str | None, Field(description="only names or descriptions containing this")] = None,
+        skill: Annotated[str | None, Field(description="only agents offering this skill, e.g. review")] = None,
     ) -> Annotated[CallToolResult, Agents]:
-        """The agents of your workspace, and whether each is live."""
+        """Agents of your workspace, whether each is live; skill finds who can do a job."""
         client = await acting(ctx)
-        return await run(lambda: _agents(client, search))
+        return await run(lambda: _agents(client, search, skill))
 
     @server.tool()
     async def list_channels(ctx: Context) -> Annotated[CallToolResult, Channels]:
@@ -175,6 +156,7 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
         client = await acting(ctx)
         return await run(lambda: _who(client, address))
 
+    add_task_tools(server, acting, run)
     return server
 
 
@@ -187,29 +169,33 @@ def _send(
     require_live: bool,
     urgent: bool,
 ) -> CallToolResult:
-    sent = _acting(
+    sent = acted(
         lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live, urgent=urgent)
     )
     if sent.push_problem:
         log.warning("%s", sent.push_problem)
     recipients = [Recipient(address=r.address, state=r.state, agent=r.agent, note=r.reason) for r in sent.recipients]
-    result = Sent(message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=_unread(client))
+    result = Sent(message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=unread_of(client))
     lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]
     lines += [f"- {r.address}: {r.state}" + (f" — {r.note}" if r.note else "") for r in recipients]
     lines += [f"- pushed into {p.agent}'s Claude Code session {p.pid}" for p in sent.pushed]
-    return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+    return tool_result(result, "\n".join([*lines, unread_line(result.unread)]))
 
 
 def _read(client: Client, wait_seconds: float, limit: int) -> CallToolResult:
-    got = _acting(lambda: client.read(limit=limit, wait=wait_seconds))
+    got = acted(lambda: client.read(limit=limit, wait=wait_seconds))
     held = [_held(h) for h in got.held]
     result = Inbox(messages=[_mail(item) for item in got.items], unread=got.unread, held=held)
     text = fenced_mail(got.items) if got.items else "no new messages"
-    return _result(result, "\n\n".join([text, *_held_lines(held), _unread_line(got.unread)]))
+    return tool_result(result, "\n\n".join([text, *_held_lines(held), unread_line(got.unread)]))
 
 
-def _agents(client: Client, search: str | None) -> CallToolResult:
-    agents = _acting(client.who).agents  # one call: every agent's card, and whether it is live
+def _agents(client: Client, search: str | None, skill: str | None = None) -> CallToolResult:
+    # The skill filter is the service's (one rule for every face); who() then tells who is live.
+    offering = None if skill is None else {a.name for a in acted(lambda: client.list_agents(skill=skill))}
+    agents = acted(client.who).agents  # one call: every agent's card, and whether it is live
+    if offering is not None:
+        agents = [a for a in agents if a.name in offering]
     wanted = (search or "").lower()
     listed = [
         AgentInfo(
@@ -223,14 +209,14 @@ def _agents(client: Client, search: str | None) -> CallToolResult:
         for a in agents
         if wanted in a.name.lower() or wanted in (a.description or "").lower()
     ]
-    result = Agents(agents=listed, unread=_unread(client))
+    result = Agents(agents=listed, unread=unread_of(client))
     lines = [
         f"- {a.name}{' (live)' if a.live else ''}{f' ({a.held} held by a guard)' if a.held else ''}"
         + (f": {a.description}" if a.description else "")
         + (f" [skills: {', '.join(a.skills)}]" if a.skills else "")
         for a in listed
     ]
-    return _result(result, "\n".join([*(lines or ["no agents match"]), _unread_line(result.unread)]))
+    return tool_result(result, "\n".join([*(lines or ["no agents match"]), unread_line(result.unread)]))
 
 
 def _channels(client: Client) -> CallToolResult:
@@ -242,15 +228,15 @@ def _channels(client: Client) -> CallToolResult:
             joined=c.joined,
             invite_only=c.invite_only,
         )
-        for c in _acting(client.list_channels)
+        for c in acted(client.list_channels)
     ]
-    result = Channels(channels=channels, unread=_unread(client))
+    result = Channels(channels=channels, unread=unread_of(client))
     lines = [
         f"- #{c.name}: {c.members} member(s){', joined' if c.joined else ''}{', invite-only' if c.invite_only else ''}"
         + (f" — {c.description}" if c.description else "")
         for c in channels
     ]
-    return _result(result, "\n".join([*(lines or ["no channels"]), _unread_line(result.unread)]))
+    return tool_result(result, "\n".join([*(lines or ["no channels"]), unread_line(result.unread)]))
 
 
 def _step(event: DeliveryEvent) -> str:
@@ -263,7 +249,7 @@ def _step(event: DeliveryEvent) -> str:
 
 
 def _status(client: Client, message_id: str) -> CallToolResult:
-    status = _acting(lambda: client.message_status(message_id))
+    status = acted(lambda: client.message_status(message_id))
     recipients = [
         Delivery(
             address=r.address,
@@ -291,7 +277,7 @@ def _status(client: Client, message_id: str) -> CallToolResult:
         sent_at=status.created_at,
         read_by=read_by,
         recipients=recipients,
-        unread=_unread(client),
+        unread=unread_of(client),
     )
     lines = [f"{status.message_id}: read by {', '.join(read_by) or 'nobody yet'}"]
     lines += [
@@ -302,12 +288,12 @@ def _status(client: Client, message_id: str) -> CallToolResult:
         + (f"; history: {'; '.join(r.history)}" if r.history else "")
         for r in recipients
     ]
-    return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+    return tool_result(result, "\n".join([*lines, unread_line(result.unread)]))
 
 
 def _who(client: Client, address: str | None = None) -> CallToolResult:
-    report = _acting(client.who)
-    found = _acting(lambda: client.reach(address)) if address else None
+    report = acted(client.who)
+    found = acted(lambda: client.reach(address)) if address else None
     if found is not None:
         found = found.model_copy(update={"reason": one_line(found.reason)})
     result = Who(
@@ -322,7 +308,7 @@ def _who(client: Client, address: str | None = None) -> CallToolResult:
             for a in report.agents
         ],
         liveness_seconds=report.liveness_seconds,
-        unread=_unread(client),
+        unread=unread_of(client),
         reach=found,
     )
     lines = [] if found is None else [f"{found.address}: {found.state.replace('_', ' ')} — {found.reason}"]
@@ -332,37 +318,15 @@ def _who(client: Client, address: str | None = None) -> CallToolResult:
     ]
     lines += [f"- {a.name}: {', '.join(a.sessions) if a.sessions else 'no live session'}" for a in result.agents]
     lines += [line for a in result.agents for line in _held_lines(a.held)]
-    return _result(result, "\n".join([*lines, _unread_line(result.unread)]))
+    return tool_result(result, "\n".join([*lines, unread_line(result.unread)]))
 
 
 # --- pieces the tools share -----------------------------------------------------------------------
 
 
-def _acting(call: Callable[[], T]) -> T:
-    """``call()``, with a mailbox error turned into a tool error the model can act on."""
-    try:
-        return call()
-    except SwitchboardError as error:
-        raise ToolError(_explained(error)) from None
-
-
-def _explained(error: SwitchboardError) -> str:
-    step = NEXT_STEP.get(error.code)  # the message may quote what another agent reported (a delivery error)
-    return f"{error.code}: {one_line(error.message)}" + (f" Next: {step}" if step else "")
-
-
 def _shown(text: str | None) -> str | None:
     """A field another agent wrote, as one line (``fence.one_line``): it cannot forge a header."""
     return None if text is None else one_line(text)
-
-
-def _unread(client: Client) -> int:
-    """The caller's unread count as the tool's last call left it: no call of its own."""
-    return client.last_unread()
-
-
-def _unread_line(unread: int) -> str:
-    return f"[{unread} unread message{'s' if unread != 1 else ''}{' — call read_messages' if unread else ''}]"
 
 
 def _held(held: HeldMail) -> HeldInfo:

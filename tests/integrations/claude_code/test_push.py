@@ -424,3 +424,21 @@ async def test_the_stdio_servers_send_message_pushes_and_a_hubs_does_not(machine
     assert f"- pushed into alice's Claude Code session {session.pid}" in await send(True, "as a stdio server sends it")
     (frame,) = wait_until(session.frames, what="a frame")
     assert "as a hub would send it" in frame[-1]["message"]["content"]  # waiting mail goes along
+
+
+def test_a_task_sent_from_the_cli_is_pushed_into_the_workers_session(machine):
+    session = machine.session(machine.project("alice"))
+    cli = CLI(machine.root / "cli", switchboard_home=Path(machine.env["SWITCHBOARD_HOME"]))
+    env = {"CLAUDE_CONFIG_DIR": machine.env["CLAUDE_CONFIG_DIR"]}
+
+    human = cli.run("task", "send", "alice", "review PR 12", agent="bob", env=env)
+    assert human.returncode == 0, describe(human)
+    task_id = human.stdout.strip()  # stdout is the id alone
+    assert f"pushed into Claude Code session {session.pid} (alpha) for alice" in human.stderr, describe(human)
+    (frame,) = wait_until(session.frames, what="a frame")
+    text = frame[-1]["message"]["content"]
+    assert "review PR 12" in text and f"task: {task_id}" in text  # the model is told it is a task
+
+    sent = cli.run_json("task", "send", "alice", "and PR 13", agent="bob", env=env)
+    assert [p["pid"] for p in sent["pushed_into_claude_code"]] == [session.pid]
+    assert sent["task"]["worker"] == "alice"

@@ -1,5 +1,6 @@
-"""A Client that, after each send, pushes the mail into this machine's Claude Code sessions that
-Switchboard does not serve (``push``), and confirms what they took before a status.
+"""A Client that, after each send (and each task it opens: a task is mail to its worker), pushes
+the mail into this machine's Claude Code sessions that Switchboard does not serve (``push``), and
+confirms what they took before a status.
 
 The CLI hands it in once, where it opens the client for a command (``cli/app.open_client``):
 the faces (the send and post commands, the MCP tools of ``switchboard mcp``) only send, and
@@ -15,7 +16,7 @@ from typing import Any
 from switchboard.client.base import Client
 from switchboard.config import Settings
 from switchboard.integrations.claude_code.push import confirm_pushed, push_sent
-from switchboard.model import MessageStatus, SendResult
+from switchboard.model import MessageStatus, Part, SendResult, TaskSent
 
 
 class PushingClient:
@@ -28,10 +29,16 @@ class PushingClient:
         self._settings = settings
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)  # every call but these two is the client's own
+        return getattr(self._client, name)  # every call but these three is the client's own
 
     def send(self, to: str | Sequence[str], text: str | None = None, **options: Any) -> SendResult:
-        sent = self._client.send(to, text, **options)
+        return self._pushed(self._client.send(to, text, **options))
+
+    def open_task(self, worker: str, parts: Sequence[Part | dict], **options: Any) -> TaskSent:
+        opened = self._client.open_task(worker, parts, **options)
+        return opened.model_copy(update={"send": self._pushed(opened.send)})
+
+    def _pushed(self, sent: SendResult) -> SendResult:
         report = push_sent(self._client, sent, self._env, self._settings)
         return sent.model_copy(update={"pushed": list(report.pushed), "push_problem": report.problem})
 

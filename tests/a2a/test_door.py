@@ -1,0 +1,119 @@
+"""The A2A door: a Switchboard token or nothing, another workspace sees nothing, bodies are bounded."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.a2a.conftest import unique
+from tests.support.a2a_hub import InProcessHub
+
+pytestmark = pytest.mark.anyio
+
+SEND = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "SendMessage",
+    "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hello"}]}},
+}
+VERSION = {"A2A-Version": "1.0"}
+
+
+@pytest.mark.parametrize("token", [None, "sb_not-a-real-token"])
+async def test_no_task_without_a_valid_token(hub: InProcessHub, token: str | None) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    headers = {**VERSION, **({"Authorization": f"Bearer {token}"} if token else {})}
+    async with httpx.AsyncClient(timeout=10, headers=headers) as http:
+        rpc = await http.post(f"{hub.agent_url(bob)}/jsonrpc", json=SEND)
+        rest = await http.post(f"{hub.agent_url(bob)}/rest/message:send", json=SEND["params"])
+        listed = await http.get(f"{hub.agent_url(bob)}/rest/tasks")
+    for answer in (rpc, rest, listed):
+        assert answer.status_code == 401, answer.text
+        assert answer.headers["www-authenticate"].lower().startswith("bearer")
+        assert answer.json()["error"]["code"] == "unauthorized"
+    assert hub.service.inbox(hub.caller(bob)) == []
+
+
+async def test_another_workspaces_token_finds_no_agent(hub: InProcessHub) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    elsewhere = hub.user_token(unique("ws"))
+    outsider = hub.token(unique("outsider"), workspace=unique("ws"))
+    for token, agent_header in ((elsewhere, {"X-Switchboard-Agent": "mallory"}), (outsider, {})):
+        headers = {**VERSION, "Authorization": f"Bearer {token}", **agent_header}
+        async with httpx.AsyncClient(timeout=10, headers=headers) as http:
+            rpc = await http.post(f"{hub.agent_url(bob)}/jsonrpc", json=SEND)
+            rest = await http.get(f"{hub.agent_url(bob)}/rest/tasks")
+        for answer in (rpc, rest):
+            assert answer.status_code == 404, answer.text
+            assert answer.json()["error"]["code"] == "unknown_agent"
+    assert hub.service.inbox(hub.caller(bob)) == []
+
+
+async def test_an_unknown_agent_is_not_found(hub: InProcessHub) -> None:
+    token = hub.token(unique("asker"))
+    async with httpx.AsyncClient(timeout=10, headers={**VERSION, "Authorization": f"Bearer {token}"}) as http:
+        answer = await http.post(f"{hub.agent_url(unique('nobody'))}/jsonrpc", json=SEND)
+        short = await http.post(f"{hub.url}/a2a/default", json=SEND)
+    assert answer.status_code == 404 and answer.json()["error"]["code"] == "unknown_agent"
+    assert short.status_code == 404
+
+
+async def test_json_rpc_answers_with_and_without_a_trailing_slash(hub: InProcessHub) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    token = hub.token(unique("asker"))
+    body = {"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "no-such-task"}}
+    async with httpx.AsyncClient(timeout=10, headers={**VERSION, "Authorization": f"Bearer {token}"}) as http:
+        for path in ("jsonrpc", "jsonrpc/"):
+            answer = await http.post(f"{hub.agent_url(bob)}/{path}", json=body)
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["error"]["code"] == -32001  # TaskNotFound
+
+
+async def test_a_body_over_the_limit_is_refused_whole(hub: InProcessHub) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    token = hub.token(unique("asker"))
+    big = {**SEND, "params": {"message": {**SEND["params"]["message"], "parts": [{"text": "x" * 2_000_000}]}}}
+    async with httpx.AsyncClient(timeout=10, headers={**VERSION, "Authorization": f"Bearer {token}"}) as http:
+        answer = await http.post(f"{hub.agent_url(bob)}/jsonrpc", json=big)
+    assert answer.status_code == 413 and answer.json()["error"]["code"] == "too_large"
+    assert hub.service.inbox(hub.caller(bob)) == []
+
+
+async def test_bad_input_gets_an_a2a_error_not_a_crash(hub: InProcessHub) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    token = hub.token(unique("asker"))
+    no_parts = {**SEND, "params": {"message": {"role": "ROLE_USER", "messageId": "m2", "parts": []}}}
+    async with httpx.AsyncClient(timeout=10, headers={**VERSION, "Authorization": f"Bearer {token}"}) as http:
+        empty = await http.post(f"{hub.agent_url(bob)}/jsonrpc", json=no_parts)
+        not_json = await http.post(f"{hub.agent_url(bob)}/jsonrpc", content=b"{nope")
+        old = await http.post(f"{hub.agent_url(bob)}/jsonrpc", json=SEND, headers={"A2A-Version": "0.3"})
+    assert empty.json()["error"]["code"] in (-32602, -32600), empty.text
+    assert not_json.json()["error"]["code"] == -32700
+    assert old.json()["error"]["code"] == -32009  # VersionNotSupported: 0.3 is opt-in
+    assert hub.service.inbox(hub.caller(bob)) == []
+
+
+async def test_a_json_rpc_body_not_declared_json_is_content_type_not_supported(hub: InProcessHub) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    token = hub.token(unique("asker"))
+    headers = {**VERSION, "Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(timeout=10, headers=headers) as http:
+        plain = await http.post(
+            f"{hub.agent_url(bob)}/jsonrpc", content=str(SEND).encode(), headers={"Content-Type": "text/plain"}
+        )
+        charset = await http.post(
+            f"{hub.agent_url(bob)}/jsonrpc/",
+            content=json.dumps({**SEND, "method": "GetTask", "params": {"id": "none"}}).encode(),
+            headers={"Content-Type": "application/json; charset=utf-8"},
+        )
+    assert plain.status_code == 200 and plain.json()["error"]["code"] == -32005, plain.text
+    assert charset.json()["error"]["code"] == -32001  # declared JSON: served (task not found)
+    assert hub.service.inbox(hub.caller(bob)) == []
