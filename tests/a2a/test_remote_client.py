@@ -212,5 +212,5 @@ def test_parts_go_out_and_come_back_unchanged(part: Part) -> None:
 def test_a_part_with_no_content_is_a_bad_answer() -> None:
     from a2a.types import Part as A2APart
 
-    with pytest.raises(BadRemoteAnswer, match="no content"):
+    with pytest.raises(BadRemoteAnswer, match="not A2A 1.0: a message part holds none of text"):
         part_from_a2a(A2APart(), "remote")

@@ -27,7 +27,7 @@ from switchboard.a2a.remote_client import RemoteConnection
 from switchboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
 from switchboard.delivery.remote_outbox import Outgoing
 from switchboard.errors import RemoteUnreachable, SwitchboardError, TaskFinished
-from switchboard.model import Part, TaskArtifact, built, utcnow
+from switchboard.model import Part, built, utcnow
 from switchboard.service import Service
 from switchboard.store.base import RemoteSend
 from switchboard.tasks import FINAL, WORKER_STATES, TaskState
@@ -174,16 +174,12 @@ class RemotePump:
             return True
         try:
             if update.kind == "artifact" and update.artifact is not None:
-                artifact = built(
-                    TaskArtifact,
-                    artifact_id=update.artifact.artifact_id,
-                    name=update.artifact.name,
-                    description=update.artifact.description,
-                    parts=update.artifact.parts,
-                    metadata=update.artifact.metadata,
-                )
                 self.service.update_task(
-                    out.worker, out.task.id, artifacts=[artifact], append=update.append, last_chunk=update.last_chunk
+                    out.worker,
+                    out.task.id,
+                    artifacts=[update.artifact],
+                    append=update.append,
+                    last_chunk=update.last_chunk,
                 )
             else:
                 self._status(out, update)

@@ -16,9 +16,9 @@ from a2a.types import Artifact as A2AArtifact
 from a2a.types import StreamResponse, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent
 from a2a.types import Task as A2ATask
 
-from switchboard.a2a.remote_parts import RemoteArtifact, artifact_from_a2a, parts_from_a2a, state_from_a2a
+from switchboard.a2a.remote_parts import artifact_from_a2a, parts_from_a2a, state_from_a2a
 from switchboard.errors import BadRemoteAnswer
-from switchboard.model import Part
+from switchboard.model import Part, TaskArtifact
 from switchboard.tasks import FINAL, WAITING_ON_REQUESTER, TaskState
 
 
@@ -34,7 +34,7 @@ class RemoteUpdate:
     state: TaskState
     parts: list[Part] = field(default_factory=list)
     message_id: str | None = None
-    artifact: RemoteArtifact | None = None
+    artifact: TaskArtifact | None = None
     append: bool = False
     last_chunk: bool = True
 
@@ -120,7 +120,7 @@ class TaskTracker:
             return self._artifact(artifact, append=False, last_chunk=True)
         if len(artifact.parts) > known:
             # Chunks appended since we last looked: pass on only the new parts.
-            chunk = RemoteArtifact(artifact.artifact_id, artifact.parts[known:], artifact.name, artifact.description)
+            chunk = artifact.model_copy(update={"parts": artifact.parts[known:]})
             return self._artifact(chunk, append=True, last_chunk=True)
         return None
 
@@ -148,7 +148,7 @@ class TaskTracker:
     def _status(self, parts: list[Part], message_id: str | None) -> RemoteUpdate:
         return RemoteUpdate("status", self.task_id, self.context_id, self.state, parts=parts, message_id=message_id)
 
-    def _artifact(self, artifact: RemoteArtifact, *, append: bool, last_chunk: bool) -> RemoteUpdate:
+    def _artifact(self, artifact: TaskArtifact, *, append: bool, last_chunk: bool) -> RemoteUpdate:
         return RemoteUpdate(
             "artifact",
             self.task_id,
