@@ -140,6 +140,7 @@ async def test_a_failed_post_is_tried_again(hub: InProcessHub, webhook: Webhook)
     card = await fetch_card(hub, bob)
     async with a2a_client(card, hub.token(unique("asker")), "HTTP+JSON") as client:
         [sent] = [e async for e in client.send_message(quick_task_request("push me"))]
+        hub.service.update_task(hub.caller(bob), sent.task.id, state=OurState.WORKING)  # before the webhook: one post
         config = TaskPushNotificationConfig(task_id=sent.task.id, url=webhook.url)
         await client.create_task_push_notification_config(config)
     webhook.failures_left = 1

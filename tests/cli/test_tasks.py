@@ -27,7 +27,7 @@ def test_a_task_round_trip_with_a_question_back_and_artifacts(cli, tmp_path) -> 
     asked = cli.run_json(
         "task", "update", task_id, "--state", "input-required", "--message", "which branch?", agent="bob"
     )
-    assert (asked["state"], asked["generation"]) == ("input-required", 2)
+    assert (asked["state"], asked["generation"]) == ("input-required", 3)  # taken up by its answer, then asked
     [question] = cli.run_json("read", agent="alice")["items"]
     assert question["task_state"] == "input-required" and question["message"]["parts"] == [{"text": "which branch?"}]
 

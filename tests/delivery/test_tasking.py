@@ -137,7 +137,8 @@ def test_a_follow_up_answers_a_task_that_asked_for_input(service: Service) -> No
     task_id = first.task.id
     service.update_task(WORKER, task_id, state="input-required", parts=text("which quarter?"))
     answer = service.open_task(BOSS, "worker", text("Q3"), task_id=task_id)
-    assert (answer.task.id, answer.task.state, answer.task.generation) == (task_id, TaskState.SUBMITTED, 3)
+    # submitted (1), taken up as the worker asked (2), input-required (3), answered: submitted (4)
+    assert (answer.task.id, answer.task.state, answer.task.generation) == (task_id, TaskState.SUBMITTED, 4)
     assert answer.send.thread_id == first.task.context_id == answer.task.context_id
     items = service.read(WORKER).items
     assert [(i.message.text, i.task_id) for i in items] == [("write the report", task_id), ("Q3", task_id)]
@@ -468,3 +469,17 @@ def test_a_peek_or_a_requesters_surfacing_does_not_take_a_task_up(service: Servi
     service.update_task(WORKER, task_id, parts=text("a note, no move"))
     service.surface(BOSS, via="hook")  # the requester's own mail of the task surfaced
     assert service.get_task(BOSS, task_id).state == TaskState.SUBMITTED
+
+
+def test_an_answer_to_a_task_not_yet_taken_up_says_working_first_in_the_same_write(service: Service) -> None:
+    task_id = opened(service)
+    done = service.update_task(WORKER, task_id, state="completed", parts=text("done"))
+    assert (done.state, done.generation) == (TaskState.COMPLETED, 3)
+    events = service.task_events(BOSS, task_id, 0)
+    assert [(e.generation, e.state) for e in events] == [
+        (1, TaskState.SUBMITTED),
+        (2, TaskState.WORKING),
+        (3, TaskState.COMPLETED),
+    ]
+    assert events[1].message_id == events[2].message_id  # one mail carries both moves
+    assert len(service.read(BOSS).items) == 1

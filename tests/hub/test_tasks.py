@@ -85,7 +85,7 @@ def test_task_refusals_have_their_status_and_stable_code(tenant: Tenant) -> None
         bob.post(f"{path}/update", json={"state": "failed", "message": "broke"})
         _error(bob.post(f"{path}/update", json={"state": "working"}), 409, "task_finished")
         _error(alice.post(f"{path}/cancel"), 409, "task_finished")
-        assert alice.get(path).json()["generation"] == 2  # no refusal moved it
+        assert alice.get(path).json()["generation"] == 3  # taken up, failed; no refusal moved it
 
 
 def test_no_task_is_readable_or_movable_from_another_agent_or_workspace(tenant: Tenant) -> None:

@@ -116,12 +116,17 @@ def move_write(
     append: bool = False,
     last_chunk: bool = True,
     a2a_message_id: str | None = None,
+    take_up: bool = False,
 ) -> TaskWrite:
-    """``current`` moved by ``message``: each artifact an event, then — when the state changes
-    or a status message is given (``status_parts`` not None) — a status event."""
+    """``current`` moved by ``message``: first, with ``take_up``, a status event saying it is
+    working; each artifact an event; then — when the state changes or a status message is given
+    (``status_parts`` not None) — a status event."""
     now = message.created_at
     generation = current.generation
     events: list[TaskEvent] = []
+    if take_up:
+        generation += 1
+        events.append(_event(current, generation, "status", message.id, now, state=TaskState.WORKING))
     # By id, in the order first handed over: a dict keeps a changed artifact in its place.
     whole_by_id = {a.artifact_id: a for a in current.artifacts}
     stored: dict[str, TaskArtifact] = {}

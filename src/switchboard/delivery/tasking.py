@@ -210,6 +210,9 @@ class Tasking:
                 worker_moves(task_id, task.state, wanted) if wanted is not None else worker_notes(task_id, task.state)
             )
             words = mail_words(task_id, moved_to, status_parts, new_artifacts)
+            # An answer to a task nobody saw its worker take up: it was taken up first (an
+            # event of its own, in the same write), so a subscriber sees working, then the answer.
+            take_up = wanted not in (None, TaskState.WORKING) and taken_up(task.state) is not None
             moved = self._move(
                 caller,
                 task,
@@ -220,6 +223,7 @@ class Tasking:
                 artifacts=new_artifacts,
                 append=append,
                 last_chunk=last_chunk,
+                take_up=take_up,
             )
             if moved is not None:
                 return moved
@@ -249,6 +253,7 @@ class Tasking:
         artifacts: Sequence[TaskArtifact] = (),
         append: bool = False,
         last_chunk: bool = True,
+        take_up: bool = False,
     ) -> Task | None:
         """Mail ``words`` to ``to`` in the task's thread, moving the task with it; the task as
         moved, or None when another move came first (read it again and retry)."""
@@ -263,6 +268,7 @@ class Tasking:
                 artifacts=artifacts,
                 append=append,
                 last_chunk=last_chunk,
+                take_up=take_up,
             )
             written.append(change)
             return change
