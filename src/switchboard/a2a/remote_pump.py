@@ -236,38 +236,44 @@ class RemotePump:
         return min(self.settings.retry_most, self.settings.retry_first * 2 ** max(0, send.attempts - 1))
 
 
+def pump_until(service: Service, stopped: threading.Event, settings: PumpSettings = PumpSettings()) -> None:
+    """Run a pump on this thread, on a loop of its own, until ``stopped`` is set (for a
+    process whose own loop is not to be shared: the hub's, the MCP server's)."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+
+        async def watch() -> None:  # another thread's signal, seen within a tenth of a second
+            while not stopped.is_set():
+                await asyncio.sleep(0.1)
+            stop.set()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            await RemotePump(service, settings).run(stop)
+        finally:
+            watcher.cancel()
+
+    try:
+        asyncio.run(main())
+    except Exception:  # the process goes on without it; the rows wait for another pump
+        log.exception("remote pump stopped")
+
+
 class PumpThread:
-    """A pump on a thread of its own, with its own event loop: for a process whose own loop
-    is not to be shared (the hub's, the MCP server's)."""
+    """A pump on a thread of its own (``pump_until``), started and stopped from another."""
 
     def __init__(self, service: Service, settings: PumpSettings = PumpSettings()) -> None:
-        self.pump = RemotePump(service, settings)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="switchboard-remote-pump", daemon=True)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(
+            target=pump_until, args=(service, self._stopped, settings), name="switchboard-remote-pump", daemon=True
+        )
 
     def start(self) -> PumpThread:
         self._thread.start()
-        self._ready.wait(5)
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Ask the pump to stop, and wait for it (a row it was working on comes due again)."""
-        if self._loop is not None and self._stop is not None:
-            with contextlib.suppress(RuntimeError):  # its loop has ended already
-                self._loop.call_soon_threadsafe(self._stop.set)
+        """Stop the pump and wait for it (a row it was working on comes due again at once)."""
+        self._stopped.set()
         self._thread.join(timeout)
-
-    def _run(self) -> None:
-        async def main() -> None:
-            self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-            self._ready.set()
-            await self.pump.run(self._stop)
-
-        try:
-            asyncio.run(main())
-        except Exception:  # the process goes on without it; the rows wait for another pump
-            log.exception("remote pump stopped")
-        finally:
-            self._ready.set()
