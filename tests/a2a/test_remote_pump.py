@@ -254,8 +254,14 @@ def test_an_a2a_address_registers_the_agent_on_first_use(service: Service, outsi
     assert [r.url for r in service.list_remotes(ALICE)] == [outside.url]
     again = service.send(ALICE, f"a2a:{outside.url}/", "complete again")
     assert again.recipients[0].agent == "outside-echo" and len(service.list_remotes(ALICE)) == 1
-    done = lambda: service.message_status(ALICE, again.message_id).task_state is TaskState.COMPLETED  # noqa: E731
-    pump_until(service, done, "the task sent by address to complete")
+
+    def done() -> bool:
+        return all(
+            service.message_status(ALICE, m).task_state is TaskState.COMPLETED
+            for m in (sent.message_id, again.message_id)
+        )
+
+    pump_until(service, done, "both tasks sent by address to complete")
     assert "result: complete via address" in texts(mail_from(service, ALICE, "outside-echo"))
 
 
