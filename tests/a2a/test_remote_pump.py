@@ -324,3 +324,21 @@ def test_a_row_is_leased_to_one_claimer_and_comes_due_again_when_its_lease_ends(
     assert outbox.claim(lease_seconds=30, limit=10) == []  # settled: never again
     assert outbox.of_message(WS, sent.message_id).last_error == "gave up"  # type: ignore[union-attr]
     assert service.message_status(ALICE, sent.message_id).remote.state == "failed"  # type: ignore[union-attr]
+
+
+def test_a_remote_that_wants_a_token_gets_the_one_registered_and_refuses_without(
+    service: Service, tmp_path: Path
+) -> None:
+    guarded = OutsideAgent(tmp_path, token="let-me-in").start()
+    try:
+        service.add_remote(ALICE, "locked", guarded.url)  # no token: its card is public, its endpoint not
+        refused = service.send(ALICE, "locked", "complete this")
+        pump_until(service, lambda: _state(service, refused.message_id) == "failed", "the refused task to fail")
+        assert "check its token" in (service.message_status(ALICE, refused.message_id).remote.last_error or "")  # type: ignore[union-attr]
+        service.add_remote(ALICE, "locked", guarded.url, token="let-me-in")  # again, with its token
+        sent = service.send(ALICE, "locked", "complete with the token")
+        done = lambda: service.message_status(ALICE, sent.message_id).task_state is TaskState.COMPLETED  # noqa: E731
+        pump_until(service, done, "the task sent with the token to complete")
+        assert [s["message_id"] for s in guarded.seen()] == [sent.message_id]  # the refused one never got in
+    finally:
+        guarded.stop()

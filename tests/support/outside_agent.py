@@ -16,7 +16,7 @@ What it does is chosen by the first word of the message it gets:
 Every message id it receives (and every task it is asked to cancel, as ``{"canceled": id}``)
 is appended, one JSON line each, to ``--seen FILE``.
 ``--mode garbage`` serves a valid card whose endpoint answers junk; ``--mode garbage-card``
-serves junk as the card. ``OutsideAgent`` is the test-side handle.
+serves junk as the card; ``--require-token T`` answers its endpoint only to that bearer token. ``OutsideAgent`` is the test-side handle.
 """
 
 from __future__ import annotations
@@ -115,6 +115,24 @@ def _a2a_app(base: str, streaming: bool, seen: Path):  # noqa: ANN202
     return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/rpc")])
 
 
+def _guarded(app, token: str):  # noqa: ANN001, ANN202
+    """``app`` answering its endpoint only to ``Authorization: Bearer <token>`` (its card stays public)."""
+    from starlette.responses import JSONResponse
+
+    async def guarded(scope, receive, send) -> None:  # noqa: ANN001
+        headers = dict(scope.get("headers") or [])
+        if (
+            scope["type"] == "http"
+            and scope["path"] == "/rpc"
+            and headers.get(b"authorization") != f"Bearer {token}".encode()
+        ):
+            await JSONResponse({"error": "unauthorized"}, status_code=401)(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def _garbage_app(base: str, junk_card: bool):  # noqa: ANN202
     from a2a.server.request_handlers.response_helpers import agent_card_to_dict
     from starlette.applications import Starlette
@@ -138,6 +156,7 @@ def main() -> None:
     parser.add_argument("--seen", type=Path, required=True)
     parser.add_argument("--mode", choices=["a2a", "garbage", "garbage-card"], default="a2a")
     parser.add_argument("--no-streaming", action="store_true")
+    parser.add_argument("--require-token", default=None)
     args = parser.parse_args()
     import uvicorn
 
@@ -146,6 +165,8 @@ def main() -> None:
         app = _a2a_app(base, not args.no_streaming, args.seen)
     else:
         app = _garbage_app(base, args.mode == "garbage-card")
+    if args.require_token:
+        app = _guarded(app, args.require_token)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 
@@ -162,7 +183,7 @@ class OutsideAgent:
     """One outside agent process on a port chosen up front (so it can be started late, or
     started again after it died, at the same URL)."""
 
-    def __init__(self, root: Path, *, mode: str = "a2a", streaming: bool = True) -> None:
+    def __init__(self, root: Path, *, mode: str = "a2a", streaming: bool = True, token: str | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.seen_path = root / f"seen-{self.port}.jsonl"
@@ -170,6 +191,7 @@ class OutsideAgent:
         self.log_path = root / f"outside-{self.port}.log"
         self.mode = mode
         self.streaming = streaming
+        self.token = token  # its endpoint answers only with this bearer token
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> OutsideAgent:
@@ -178,6 +200,8 @@ class OutsideAgent:
         argv = [sys.executable, __file__, "--port", str(self.port), "--seen", str(self.seen_path), "--mode", self.mode]
         if not self.streaming:
             argv.append("--no-streaming")
+        if self.token:
+            argv += ["--require-token", self.token]
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         wait_until(self._answers, 30, f"the outside agent on port {self.port} to answer")
