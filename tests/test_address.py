@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from switchboard.address import (
     AgentAddress,
     ChannelAddress,
+    RemoteAddress,
     parse_address,
     parse_addresses,
     parse_channel_name,
@@ -97,9 +98,12 @@ def test_malformed_addresses_are_refused(text):
         parse_address(text)
 
 
-def test_external_a2a_addresses_are_refused_with_a_clear_reason():
-    with pytest.raises(BadAddress, match="not supported yet"):
-        parse_address("a2a:https://agents.example/backend")
+def test_outside_a2a_addresses_keep_their_url_and_malformed_ones_are_refused():
+    assert parse_address(" a2a:HTTPS://Agents.example/Backend/ ") == RemoteAddress("https://Agents.example/Backend")
+    assert str(parse_address("a2a:http://127.0.0.1:9/x")) == "a2a:http://127.0.0.1:9/x"
+    for text in ("a2a:", "a2a:ftp://x.example/a", "a2a:https://", "a2a:https://a b"):
+        with pytest.raises(BadAddress, match="outside agent's address"):
+            parse_address(text)
 
 
 def test_an_empty_list_or_stray_comma_is_refused():

@@ -865,7 +865,7 @@ BAD_INPUTS = [
     _case("empty address", lambda w: w.alice.send("", "hi"), BadAddress, "bad_address"),
     _case("no recipients", lambda w: w.alice.send([], "hi"), BadAddress, "bad_address"),
     _case("stray comma", lambda w: w.alice.send("bob,,carol", "hi"), BadAddress, "bad_address"),
-    _case("a2a address", lambda w: w.alice.send("a2a:https://x.test/agent", "hi"), BadAddress, "bad_address"),
+    _case("a2a address", lambda w: w.alice.send("a2a:ftp://x.test/agent", "hi"), BadAddress, "bad_address"),
     _case("agent name", lambda w: w.alice.create_agent("Bad Name!"), BadName, "bad_name"),
     _case("channel name", lambda w: w.alice.create_channel("no spaces"), BadName, "bad_name"),
     _case("describe name", lambda w: w.alice.describe_agent("-bob"), BadName, "bad_name"),

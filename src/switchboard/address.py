@@ -6,8 +6,10 @@ The address grammar, who or what a message is sent to:
     name@machine         that agent, pushed to its sessions on one machine
     name@machine#pid     one exact session of that agent
     #channel             every member of a channel
+    a2a:https://host/…   an outside A2A agent, by the URL of its card (registered on first use;
+                         a registered outside agent is then also reached by its name)
 
-Names are case-insensitive and stored in lower case.
+Names are case-insensitive and stored in lower case; an a2a: URL keeps its case.
 
 The bounds (an address's, a request's, what JSON can carry) are named here once: the service's
 checks and the hub's request schemas (so /openapi.json states them) both read them, and a value
@@ -111,7 +113,19 @@ class ChannelAddress:
         return f"#{self.name}"
 
 
-Address = AgentAddress | ChannelAddress
+@dataclass(frozen=True, slots=True)
+class RemoteAddress:
+    """An outside A2A agent by its URL (where its card is): mail to it becomes an A2A task."""
+
+    url: str
+
+    def __str__(self) -> str:
+        return f"a2a:{self.url}"
+
+
+Address = AgentAddress | ChannelAddress | RemoteAddress
+REMOTE_PREFIX = "a2a:"
+URL_CHARS = 2000  # an outside agent's URL
 
 
 def shown(text: str, most: int = 80) -> str:
@@ -148,12 +162,8 @@ def parse_machine(text: str) -> str:
 def parse_address(text: str) -> Address:
     """Parse one address; raise BadAddress with a sentence saying what a valid one looks like."""
     canonical = text.strip().lower()
-    if canonical.startswith("a2a:"):
-        raise BadAddress(
-            f"{shown(text)!r} is an external A2A address; those are not supported yet. "
-            "Send to an agent name, name@machine, name@machine#pid or #channel.",
-            address=shown(text),
-        )
+    if canonical.startswith(REMOTE_PREFIX):
+        return parse_remote_address(text)
     if match := _CHANNEL_ADDRESS_RE.fullmatch(canonical):
         return ChannelAddress(match["name"])
     if match := _AGENT_ADDRESS_RE.fullmatch(canonical):
@@ -164,6 +174,20 @@ def parse_address(text: str) -> Address:
         f"(names are {NAME_RULE}; a pid is 1-{PID_MAX}).",
         address=shown(text),
     )
+
+
+def parse_remote_address(text: str) -> RemoteAddress:
+    """``a2a:http(s)://host[:port][/path]``: the URL keeps its case (paths are case-sensitive)."""
+    url = text.strip()[len(REMOTE_PREFIX) :].strip()
+    scheme, _, rest = url.partition("://")
+    host = rest.split("/", 1)[0]
+    if scheme.lower() not in ("http", "https") or not host or len(url) > URL_CHARS or any(c.isspace() for c in url):
+        raise BadAddress(
+            f"{shown(text)!r} is not an outside agent's address: write a2a: and the http:// or https:// URL "
+            "of the agent (where its card is), e.g. a2a:https://agents.example.com/reviewer.",
+            address=shown(text),
+        )
+    return RemoteAddress(scheme.lower() + "://" + rest.rstrip("/"))
 
 
 def parse_addresses(text_or_list: str | list[str]) -> list[Address]:

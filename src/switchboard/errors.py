@@ -128,6 +128,31 @@ class BadTaskState(Invalid):
     code = "bad_task_state"
 
 
+class RemoteUnreachable(Unavailable):
+    """An outside A2A agent did not answer (down, refused the connection, 5xx): the message is
+    kept and sent again, with the same id, until the remote's deadline."""
+
+    code = "remote_unreachable"
+
+
+class RemoteTimedOut(RemoteUnreachable):
+    """An outside A2A agent took longer than its deadline to answer a call or to finish a task."""
+
+    code = "remote_timeout"
+
+
+class RemoteRefused(Refused):
+    """An outside A2A agent answered with an A2A error (unknown task, not allowed, unsupported)."""
+
+    code = "remote_refused"
+
+
+class BadRemoteAnswer(Invalid):
+    """An outside A2A agent answered something that is not A2A 1.0 (a broken card, junk JSON)."""
+
+    code = "bad_remote_answer"
+
+
 class TaskBusy(Unavailable):
     """The task kept changing while an update of it was being written (other updates won)."""
 

@@ -272,6 +272,9 @@ class RecipientOutcome(Model):
     new_agent: bool = Field(default=False, description="no agent of this name existed; the send created it")
     held: Held | None = Field(default=None, description="a loop or flood guard holds it back until held.until")
     reason: str | None = None
+    remote: str | None = Field(
+        default=None, description="an outside A2A agent's URL: the mail is sent to it as an A2A task", exclude_if=_unset
+    )
 
 
 class PushedInto(Model):
@@ -356,6 +359,19 @@ class RecipientStatus(Model):
     reach: Reach | None = Field(default=None, description="for mail not yet read: can the recipient be reached now")
 
 
+class RemoteSendStatus(Model):
+    """A message to an outside A2A agent: where its sending stands, and the remote's task."""
+
+    remote: str = Field(description="the outside agent's name")
+    state: Literal["pending", "following", "done", "failed"] = Field(
+        description="pending: not yet taken by the remote (tried again until its deadline); following: the "
+        "remote took it and its task is followed; done: the remote's task finished or waits on you; failed"
+    )
+    attempts: int
+    last_error: str | None = None
+    remote_task_id: str | None = Field(default=None, description="the task's id at the remote")
+
+
 class MessageStatus(Model):
     message_id: str
     sender: str
@@ -363,6 +379,11 @@ class MessageStatus(Model):
     thread_id: str
     created_at: datetime
     recipients: list[RecipientStatus]
+    task_id: str | None = Field(default=None, description="the task this message belongs to", exclude_if=_unset)
+    task_state: TaskState | None = Field(default=None, description="that task's state now", exclude_if=_unset)
+    remote: RemoteSendStatus | None = Field(
+        default=None, description="sent to an outside A2A agent: how that went", exclude_if=_unset
+    )
 
 
 # --- directory --------------------------------------------------------------------------------
@@ -379,6 +400,7 @@ class Agent(Model):
     description: str | None = None
     skills: list[str] = Field(default_factory=list)
     created_at: datetime
+    remote: str | None = Field(default=None, description="an outside A2A agent: the URL of its card", exclude_if=_unset)
 
 
 # The runtime of a session a sender's push registered for a Claude Code session that runs neither
@@ -451,6 +473,7 @@ class AgentPresence(Model):
     unread: int
     sessions: list[Session]
     held: list[HeldMail] = Field(default_factory=list, description="its mail a loop or flood guard holds now")
+    remote: str | None = Field(default=None, description="an outside A2A agent: the URL of its card", exclude_if=_unset)
 
 
 class WhoReport(Model):
@@ -629,3 +652,32 @@ class PushConfig(Model):
     auth_scheme: str | None = None
     auth_credentials: str | None = None
     created_at: datetime
+
+
+# --- outside A2A agents (a2a/remote_*: the client; delivery/remotes: the registry) --------------
+
+
+class OutsideCard(Model):
+    """An outside A2A agent's card as fetched and checked: where it was found, what it is
+    called, whether it streams, and the card's JSON as the agent served it."""
+
+    url: str
+    name: str
+    description: str = ""
+    streaming: bool = False
+    card: dict[str, Any]
+
+
+class RemoteAgent(Model):
+    """An outside A2A agent registered in a workspace: mail to its name becomes an A2A task,
+    and its answers come back as mail from it."""
+
+    workspace: str
+    name: str
+    url: str = Field(description="where its card was fetched (its a2a: address without the prefix)")
+    description: str | None = None
+    streaming: bool = Field(description="its card offers streaming (else its tasks are polled)")
+    has_token: bool = Field(description="a bearer token is sent to it (the token itself is never shown)")
+    card: dict[str, Any] = Field(description="its A2A agent card, as it served it")
+    added_at: datetime
+    card_fetched_at: datetime

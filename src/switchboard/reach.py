@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from switchboard.address import AgentAddress, parse_address
+from switchboard.address import AgentAddress, ChannelAddress, parse_address
 from switchboard.delivery import holds
 from switchboard.errors import BadRequest
 from switchboard.model import (
@@ -298,8 +298,9 @@ class Presence:
         """Whether an agent address can be reached now, and if not, plainly why."""
         parsed = parse_address(address)
         if not isinstance(parsed, AgentAddress):
+            what = "a channel" if isinstance(parsed, ChannelAddress) else "an outside A2A agent's URL"
             raise BadRequest(
-                f"{address!r} is a channel; ask about an agent address (name, name@machine, name@machine#pid)."
+                f"{address!r} is {what}; ask about an agent address (name, name@machine, name@machine#pid)."
             )
         return self.of_address(caller, parsed, self.clock())[0]
 

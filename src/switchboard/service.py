@@ -34,6 +34,8 @@ from switchboard.delivery.holds import Guards
 from switchboard.delivery.push_targets import check_webhook
 from switchboard.delivery.reading import Mailbox
 from switchboard.delivery.recipients import Recipients
+from switchboard.delivery.remote_outbox import RemoteOutbox
+from switchboard.delivery.remotes import CardSource, Remotes
 from switchboard.delivery.sending import Sending
 from switchboard.delivery.status import Statuses
 from switchboard.delivery.tasking import Tasking
@@ -56,6 +58,7 @@ from switchboard.model import (
     PushConfig,
     Reach,
     ReadResult,
+    RemoteAgent,
     SendResult,
     Session,
     Task,
@@ -88,9 +91,13 @@ class Service:
         limits: Limits = Limits(),
         clock: Callable[[], datetime] = utcnow,
         allow_private_webhooks: bool = False,
+        card_source: CardSource | None = None,
+        allow_private_remotes: bool = True,
     ) -> None:
         """``allow_private_webhooks``: a task's push notifications may go to loopback and
-        private addresses (a hub whose agents share one private network)."""
+        private addresses (a hub whose agents share one private network). ``card_source``
+        fetches an outside A2A agent's card (a face gives it: the service speaks no A2A);
+        ``allow_private_remotes``: outside agents may live on loopback and private addresses."""
         self.store = store
         self.machine = machine
         self.events = events if events is not None else MailboxEvents(store.change_counter)
@@ -101,10 +108,14 @@ class Service:
         self.presence = Presence(store, self.directory, self.liveness, clock)
         self.handover = Handover(store, self.directory, self.events, self.liveness, clock)
         self.guards = Guards(store)
-        recipients = Recipients(store, self.directory, self.presence)
-        self.sending = Sending(store, self.directory, recipients, self.guards, self.events, limits, clock)
+        self.remotes = Remotes(
+            store, self.directory, clock, card_source=card_source, allow_private=allow_private_remotes
+        )
+        recipients = Recipients(store, self.directory, self.presence, self.remotes)
+        self.sending = Sending(store, self.directory, recipients, self.guards, self.events, limits, clock, self.remotes)
         self.mailbox = Mailbox(store, self.directory, self.handover, self.events, limits, clock)
         self.statuses = Statuses(store, self.handover, self.presence, clock)
+        self.remote_outbox = RemoteOutbox(store, self.remotes, clock)  # the remote pump's door
         self.tasking = Tasking(
             store, self.sending, self.events, limits, clock, allow_private_webhooks=allow_private_webhooks
         )
@@ -246,7 +257,7 @@ class Service:
     def message_status(self, caller: Caller, message_id: str) -> MessageStatus:
         """Per recipient, the state reached and when (the sender sees every recipient, a
         recipient only its own row): see ``Statuses``."""
-        return self.statuses.message_status(caller, message_id)
+        return self.remote_outbox.status(caller, self.statuses.message_status(caller, message_id))
 
     # --- handed mail (the rule: ``delivery.handing``) --------------------------------------
 
@@ -339,8 +350,24 @@ class Service:
         return self.directory.update_agent(caller, name, description, skills)
 
     def list_agents(self, caller: Caller, skill: str | None = None) -> list[Agent]:
-        """The workspace's agents; with ``skill``, those offering it (see ``Directory.list_agents``)."""
-        return self.directory.list_agents(caller, skill)
+        """The workspace's agents; with ``skill``, those offering it (see ``Directory.list_agents``);
+        outside A2A agents marked with their URL."""
+        urls = {r.name: r.url for r in self.remotes.list(caller)}
+        agents = self.directory.list_agents(caller, skill)
+        return [a.model_copy(update={"remote": urls[a.name]}) if a.name in urls else a for a in agents]
+
+    # --- outside A2A agents (``delivery.remotes``; sent by a pump: ``remote_outbox``) --------
+
+    def add_remote(self, caller: Caller, name: str, url: str, *, token: str | None = None) -> RemoteAgent:
+        """Register the outside A2A agent whose card is at ``url`` as ``name`` (again: its card anew)."""
+        return self.remotes.add(caller, name, url, token)
+
+    def remove_remote(self, caller: Caller, name: str) -> RemoteAgent:
+        """Forget the outside agent and its mailbox; its mail not yet sent fails."""
+        return self.remotes.remove(caller, name)
+
+    def list_remotes(self, caller: Caller) -> list[RemoteAgent]:
+        return self.remotes.list(caller)
 
     def delete_agent(self, caller: Caller, name: str, *, force: bool = False) -> DeletedAgent:
         """Delete the agent, its mailbox, memberships and sessions (what it sent stays), and
@@ -388,7 +415,12 @@ class Service:
     def who(self, caller: Caller) -> WhoReport:
         """Every agent of the workspace with its sessions, unread count and held mail, and every
         machine, up or down."""
-        return self.presence.who(caller)
+        report = self.presence.who(caller)
+        urls = {r.name: r.url for r in self.remotes.list(caller)}
+        if not urls:
+            return report
+        agents = [a.model_copy(update={"remote": urls[a.name]}) if a.name in urls else a for a in report.agents]
+        return report.model_copy(update={"agents": agents})
 
     # --- tasks (``delivery.tasking``; the lifecycle's rules are ``tasks``') -----------------
 

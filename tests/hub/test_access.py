@@ -19,6 +19,7 @@ import pytest
 
 from switchboard.hub.routes import ROUTES, Route
 from tests.hub.conftest import EventStream, Hub, Tenant, auth_headers, expect_http_error, new_tenant, unique
+from tests.support.outside_agent import OutsideAgent
 from tests.support.waiting import wait_until
 
 PRIVATE_ROUTES = [r for r in ROUTES if not r.public]
@@ -76,7 +77,15 @@ def _ok(answer: httpx.Response, status: int) -> Any:
 
 
 @pytest.fixture(scope="module")
-def world(hub: Hub) -> Iterator[World]:
+def outside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutsideAgent]:
+    """An outside A2A agent, for workspace A's registered remote."""
+    agent = OutsideAgent(tmp_path_factory.mktemp("outside")).start()
+    yield agent
+    agent.stop()
+
+
+@pytest.fixture(scope="module")
+def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
     a, b = new_tenant(hub), new_tenant(hub)
     names = {
         "wsA": a.workspace,
@@ -96,6 +105,10 @@ def world(hub: Hub) -> Iterator[World]:
         "laptop": unique("laptop"),
         "secret_task": unique("SECRET-TASK"),
         "secret_answer": unique("SECRET-ANSWER"),
+        "remote": unique("remote"),  # an outside A2A agent of A, registered with a token
+        "remote_b": unique("remote-b"),  # B's own, at the same URL
+        "remote_url": outside.url,
+        "secret_remote_token": unique("SECRET-REMOTE-TOKEN"),
     }
     n = names
     bob = a.agent_token(n["bob"])
@@ -117,6 +130,8 @@ def world(hub: Hub) -> Iterator[World]:
             201,
         )
         asked = _ok(http.post("/v1/tasks", json={"to": n["bob"], "text": n["secret_task"]}), 201)["task"]
+        remote = {"name": n["remote"], "url": outside.url, "token": n["secret_remote_token"]}
+        _ok(http.post("/v1/remotes", json=remote), 201)
     with hub.http(bob["token"]) as http:
         post = _ok(http.post("/v1/messages", json={"to": f"#{n['chan']}", "text": n["secret_post"]}), 201)
         answer = {"state": "input-required", "message": n["secret_answer"]}  # bob asks alice back
@@ -136,6 +151,7 @@ def world(hub: Hub) -> Iterator[World]:
     }
     world.cross_agent_markers = [n[k] for k in ("secret_dm", "secret_subject", "secret_post", "m_secret", "m_post")]
     world.cross_agent_markers += [bob["id"], a.token_id, n["secret_task"], n["secret_answer"], asked["id"]]
+    world.cross_agent_markers.append(n["secret_remote_token"])  # a remote's token is never shown, to anyone
     world.cross_workspace_markers = world.cross_agent_markers + [
         a.workspace,
         n["alice"],
@@ -145,6 +161,7 @@ def world(hub: Hub) -> Iterator[World]:
         n["secret_desc"],
         n["s_bob"],
         eve["id"],
+        n["remote"],
     ]
     yield world
 
@@ -197,6 +214,10 @@ REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked,
         "json": {"state": "completed", "message": "defaced"},
     },
     ("POST", "/v1/tasks/{task_id}/cancel"): {"path": {"task_id": "{t_secret}"}},
+    # Pointing A's outside agent elsewhere (its mail would go there), or removing it.
+    ("GET", "/v1/remotes"): {},
+    ("POST", "/v1/remotes"): {"json": {"name": "{remote}", "url": "{remote_url}", "token": "hijacked"}},
+    ("DELETE", "/v1/remotes/{name}"): {"path": {"name": "{remote}"}},
 }
 
 
@@ -328,6 +349,9 @@ def _rows() -> list[Row]:
         ),
         Row("eve", "GET", "/v1/agents", 200),
         Row("eve", "POST", "/v1/agents", 403, "forbidden"),
+        Row("eve", "GET", "/v1/remotes", 200),  # the workspace's directory is shared (never a token)
+        Row("eve", "POST", "/v1/remotes", 403, "forbidden"),
+        Row("eve", "DELETE", "/v1/remotes/{name}", 403, "forbidden"),
         Row("eve", "GET", "/v1/agents/{name}", 200),  # the workspace's directory is shared
         Row("eve", "GET", "/v1/agents/{name}/card", 200),  # an A2A card is public anyway
         Row("eve", "PATCH", "/v1/agents/{name}", 403, "forbidden"),
@@ -358,6 +382,16 @@ def _rows() -> list[Row]:
         Row("B", "GET", "/v1/agents/{name}/card", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
         Row("B", "PATCH", "/v1/agents/{name}", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
         Row("B", "DELETE", "/v1/agents/{name}", 404, "unknown_agent", {"path": {"name": "{alice}"}}),
+        Row("B", "GET", "/v1/remotes", 200),
+        Row(
+            "B",
+            "POST",
+            "/v1/remotes",
+            201,
+            override={"json": {"name": "{remote_b}", "url": "{remote_url}"}},
+            check=_in_own_workspace,
+        ),
+        Row("B", "DELETE", "/v1/remotes/{name}", 404, "unknown_agent"),
         Row("B", "GET", "/v1/channels", 200),
         Row("B", "POST", "/v1/channels", 201, override={"json": {"name": "{chan2}"}}, check=_in_own_workspace),
         Row("B", "POST", "/v1/channels/{name}/join", 404, "unknown_channel"),
@@ -461,6 +495,10 @@ def _victim_state(world: World, route: str) -> dict[str, Any]:
         elif route.startswith("/v1/agents"):
             state["bob's card"] = _ok(http.get(f"/v1/agents/{n['bob']}"), 200)
             state["alice's card"] = _ok(http.get(f"/v1/agents/{n['alice']}"), 200)
+        elif route.startswith("/v1/remotes"):
+            with world.a.http(n["alice"]) as alice:
+                remotes = _ok(alice.get("/v1/remotes"), 200)
+            state["A's remotes"] = [(r["name"], r["url"], r["has_token"], r["card_fetched_at"]) for r in remotes]
         elif route.startswith("/v1/tasks"):
             task = _ok(http.get(f"/v1/tasks/{n['t_secret']}", params={"history_length": 100}), 200)
             state["bob's task"] = (task["state"], task["generation"], [m["id"] for m in task["history"]])

@@ -12,6 +12,7 @@ from switchboard.client.base import Client
 from switchboard.client.opening import admin_client
 from switchboard.client.opening import open_client as client_for
 from switchboard.config import Settings
+from switchboard.model import OutsideCard
 
 app = typer.Typer(
     name="switchboard",
@@ -60,8 +61,15 @@ def open_client(db: str | None, *, as_admin: bool = False) -> Iterator[Client]:
     else:
         from switchboard.integrations.claude_code.pushing import PushingClient  # what only a send needs
 
-        client = PushingClient(client_for(settings), settings=settings)
+        client = PushingClient(client_for(settings, card_source=_card_source), settings=settings)
     try:
         yield client
     finally:
         client.close()
+
+
+def _card_source(url: str, token: str | None) -> OutsideCard:
+    """Fetch an outside A2A agent's card (the A2A SDK is loaded only when one is fetched)."""
+    from switchboard.a2a.remote_card import card_source
+
+    return card_source(url, token)

@@ -75,7 +75,9 @@ def who(
         for agent in report.agents:
             sessions = ", ".join(render.session_line(s) for s in agent.sessions)
             unread = str(agent.unread) + (f" [magenta]({len(agent.held)} held)[/]" if agent.held else "")
-            grid.add_row(agent.name, "[green]yes[/]" if agent.live else "[dim]no[/]", unread, sessions or "[dim]-[/]")
+            live = "[cyan]remote[/]" if agent.remote else "[green]yes[/]" if agent.live else "[dim]no[/]"
+            where = f"[dim]A2A {render.escape(agent.remote)}[/]" if agent.remote else sessions or "[dim]-[/]"
+            grid.add_row(agent.name, live, unread, where)
         render.console.print(grid)
         for agent in report.agents:
             for held in agent.held:
@@ -134,7 +136,8 @@ def agent_list(
     def human() -> None:
         grid = render.table("agent", "description", "skills")
         for agent in agents:
-            grid.add_row(agent.name, render.escape(agent.description or ""), ", ".join(agent.skills))
+            name = f"{agent.name} [cyan](remote)[/]" if agent.remote else agent.name
+            grid.add_row(name, render.escape(agent.description or ""), ", ".join(agent.skills))
         render.console.print(grid)
 
     render.emit(agents, as_json, human)
@@ -360,3 +363,7 @@ def agent_card(
     if note:
         render.err_console.print(note)
     render.emit(document, as_json, lambda: print_card(document))
+
+
+# agent add-remote / remove-remote live in their own module; importing it registers them here.
+from switchboard.cli import remotes as _remotes  # noqa: E402, F401

@@ -73,6 +73,13 @@ def up(
             "--allow-private-webhooks", help="Let A2A push notifications go to loopback and private addresses."
         ),
     ] = False,
+    allow_private_remotes: Annotated[
+        bool,
+        typer.Option(
+            "--allow-private-remotes",
+            help="Let outside A2A agents live on private addresses (always allowed on a loopback hub).",
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Serve this machine's store as a hub: REST /v1, SSE, long-poll; other machines log in to it."""
@@ -92,6 +99,7 @@ def up(
         public_url=public_url,
         a2a_compat_0_3=a2a_compat_0_3,
         allow_private_webhooks=allow_private_webhooks,
+        allow_private_remotes=allow_private_remotes,
     )
     serve(Settings.load(db=db), options)
 

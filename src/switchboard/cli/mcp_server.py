@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
+from collections.abc import Callable
 from importlib.util import find_spec
 
 from switchboard.cli.app import DbOption, app, open_client
@@ -32,6 +34,9 @@ def mcp_command(db: DbOption = None) -> None:
     ending.take_signals(parent=os.getppid())
     with open_client(db) as client:
         client.whoami()  # a bad identity or an unreachable hub fails here, on stderr, before any protocol
+        stop_pump = _remote_pump(client)
+        if stop_pump is not None:  # mail to outside A2A agents, sent from here (no hub does it)
+            ending.then(stop_pump)
         server = mailbox_server(one_client(client))  # open_client's: a send pushes into local sessions
         # The agent CLI that started us is the session; when it dies, so do we.
         # Claude Code gave us its session's messaging socket: push new mail into the session.
@@ -68,6 +73,31 @@ def mcp_command(db: DbOption = None) -> None:
             )
         finally:
             ending.end_here()
+
+
+def _remote_pump(client: object) -> Callable[[], None] | None:
+    """On the embedded store, a pump for mail to outside A2A agents, started on a thread that
+    also loads the A2A SDK (the server's start does not wait for it); how to stop it. Through
+    a hub, none: the hub pumps."""
+    service = getattr(client, "service", None)
+    if service is None:
+        return None
+    stopped = threading.Event()
+
+    def run() -> None:
+        from switchboard.a2a.remote_pump import pump_until
+
+        if not stopped.is_set():
+            pump_until(service, stopped)
+
+    thread = threading.Thread(target=run, name="switchboard-remote-pump", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        stopped.set()
+        thread.join(2.0)  # the session's end is not held up long: a row in hand comes due again anyway
+
+    return stop
 
 
 def settle_collector() -> None:

@@ -79,6 +79,10 @@ def send(
             idempotency_key=idempotency_key,
             urgent=urgent,
         )
+        if any(o.remote for o in result.recipients):
+            from switchboard.cli.remotes import SEND_PUMP_SECONDS, pump_inline
+
+            pump_inline(client, result.message_id, SEND_PUMP_SECONDS)
     emit_sent(result, as_json)
 
 
@@ -215,6 +219,11 @@ def status(
     for its turn), surfaced (in the model's context), read, acked — when, and its history."""
     with open_client(db) as client:
         report = client.message_status(message_id)
+        if report.remote is not None and report.remote.state in ("pending", "following"):
+            from switchboard.cli.remotes import STATUS_PUMP_SECONDS, pump_inline
+
+            pump_inline(client, message_id, STATUS_PUMP_SECONDS)  # on the embedded store: move it on first
+            report = client.message_status(message_id)
 
     def human() -> None:
         subject = f" — {render.escape(report.subject)}" if report.subject else ""
@@ -245,6 +254,7 @@ def status(
                 render.console.print(f"[bold]{render.escape(row.agent or row.address)}[/]")
             for event in row.history:
                 render.console.print(f"  [dim]{render.when(event.at)}[/] {render.history_line(event)}")
+        render.task_lines(report)
         for row in report.recipients:
             if row.reach is not None and row.reach.state != "live":
                 render.console.print(

@@ -16,7 +16,18 @@ from rich.table import Table
 
 from switchboard.fence import one_line
 from switchboard.integrations.claude_code.sessions import ClaudeSession
-from switchboard.model import DeliveryEvent, Held, MailItem, Part, Reach, SendResult, Session, Task, TaskPage
+from switchboard.model import (
+    DeliveryEvent,
+    Held,
+    MailItem,
+    MessageStatus,
+    Part,
+    Reach,
+    SendResult,
+    Session,
+    Task,
+    TaskPage,
+)
 
 
 def make_consoles() -> tuple[Console, Console]:
@@ -239,3 +250,15 @@ def claude_sessions(sessions: Sequence[ClaudeSession]) -> None:
             escape(session.cwd),
         )
     console.print(grid)
+
+
+def task_lines(report: MessageStatus) -> None:
+    """A status's task (its state now) and, for mail to an outside A2A agent, how sending it stands."""
+    if report.task_id is not None:
+        state_now = report.task_state.value if report.task_state else "unknown"
+        console.print(f"task [bold]{report.task_id}[/]: [bold]{state_now}[/]")
+    if report.remote is not None:
+        remote = report.remote
+        at = f", its task {remote.remote_task_id}" if remote.remote_task_id else ""
+        error = f" — {escape(remote.last_error)}" if remote.last_error else ""
+        console.print(f"outside agent [bold]{remote.remote}[/]: {remote.state} (tries: {remote.attempts}{at}){error}")

@@ -24,6 +24,7 @@ from switchboard.model import (
     Part,
     Reach,
     ReadResult,
+    RemoteAgent,
     SendResult,
     Session,
     SurfacePath,
@@ -113,6 +114,14 @@ class Client(Protocol):
     def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
         """Refused (has_unread_mail) while its mailbox holds unread mail, unless ``force``."""
         ...
+
+    # outside A2A agents: mail to one becomes an A2A task, its answers mail from it
+    def add_remote(self, name: str, url: str, *, token: str | None = None) -> RemoteAgent:
+        """Register the outside agent whose card is at ``url`` as ``name`` (again: its card anew)."""
+        ...
+
+    def remove_remote(self, name: str) -> RemoteAgent: ...
+    def list_remotes(self) -> list[RemoteAgent]: ...
 
     # channels
     def create_channel(self, name: str, description: str | None = None, *, invite_only: bool = False) -> Channel: ...

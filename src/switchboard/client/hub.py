@@ -44,6 +44,7 @@ from switchboard.model import (
     Part,
     Reach,
     ReadResult,
+    RemoteAgent,
     SendResult,
     Session,
     SurfacePath,
@@ -369,6 +370,15 @@ class HubClient:
     def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
         params = {"force": "true"} if force else None
         return self._model(DeletedAgent, "DELETE", f"/v1/agents/{_segment(name)}", params=params)
+
+    def add_remote(self, name: str, url: str, *, token: str | None = None) -> RemoteAgent:
+        return self._model(RemoteAgent, "POST", "/v1/remotes", json={"name": name, "url": url, "token": token})
+
+    def remove_remote(self, name: str) -> RemoteAgent:
+        return self._model(RemoteAgent, "DELETE", f"/v1/remotes/{_segment(name)}")
+
+    def list_remotes(self) -> list[RemoteAgent]:
+        return self._models(RemoteAgent, "GET", "/v1/remotes")
 
     def create_channel(self, name: str, description: str | None = None, *, invite_only: bool = False) -> Channel:
         body = {"name": name, "description": description, "invite_only": invite_only}

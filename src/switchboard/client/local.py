@@ -9,6 +9,7 @@ from typing import Any
 
 from switchboard.address import parse_machine, parse_name
 from switchboard.config import Settings
+from switchboard.delivery.remotes import CardSource
 from switchboard.identity import SessionHint, acting_pid, machine_name, resolve_agent
 from switchboard.model import (
     AckResult,
@@ -24,6 +25,7 @@ from switchboard.model import (
     Part,
     Reach,
     ReadResult,
+    RemoteAgent,
     SendResult,
     Session,
     SurfacePath,
@@ -68,8 +70,10 @@ class LocalClient:
         agent: str | None = None,
         env: Mapping[str, str] = os.environ,
         cwd: Path | None = None,
+        card_source: CardSource | None = None,
     ) -> LocalClient:
-        """Open the embedded store and act as ``agent`` (default: the identity rule's answer)."""
+        """Open the embedded store and act as ``agent`` (default: the identity rule's answer);
+        ``card_source``: how outside A2A agents' cards are fetched (a face that speaks A2A gives it)."""
         settings = settings or Settings.load(env)
         if agent is None:
             identity = resolve_agent(env, cwd or Path.cwd(), settings.agent)
@@ -77,7 +81,7 @@ class LocalClient:
         else:
             agent, source = parse_name(agent, "agent name"), "given"
         workspace = settings.workspace_in(env)
-        service = Service(open_store(settings.store_location), machine=machine_name(env))
+        service = Service(open_store(settings.store_location), machine=machine_name(env), card_source=card_source)
         return cls(service, Caller(workspace=workspace, agent=agent), source, SessionHint.from_env(env))
 
     def _as(self) -> Caller:
@@ -198,6 +202,15 @@ class LocalClient:
 
     def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
         return self.service.delete_agent(self._as(), name, force=force)
+
+    def add_remote(self, name: str, url: str, *, token: str | None = None) -> RemoteAgent:
+        return self.service.add_remote(self._as(), name, url, token=token)
+
+    def remove_remote(self, name: str) -> RemoteAgent:
+        return self.service.remove_remote(self._as(), name)
+
+    def list_remotes(self) -> list[RemoteAgent]:
+        return self.service.list_remotes(self._as())
 
     def create_channel(self, name: str, description: str | None = None, *, invite_only: bool = False) -> Channel:
         return self.service.create_channel(self._as(), name, description, invite_only=invite_only)

@@ -10,6 +10,7 @@ from switchboard.client.base import Client
 from switchboard.client.hub import HubClient
 from switchboard.client.local import LocalClient
 from switchboard.config import Settings, workspace_override
+from switchboard.delivery.remotes import CardSource
 from switchboard.errors import NoIdentity, Unauthorized
 from switchboard.identity import (
     SessionHint,
@@ -17,10 +18,16 @@ from switchboard.identity import (
 )
 
 
-def open_client(settings: Settings, env: Mapping[str, str] = os.environ, cwd: Path | None = None) -> Client:
-    """The hub when this machine is logged in to one (and no database was named), else the embedded store."""
+def open_client(
+    settings: Settings,
+    env: Mapping[str, str] = os.environ,
+    cwd: Path | None = None,
+    card_source: CardSource | None = None,
+) -> Client:
+    """The hub when this machine is logged in to one (and no database was named), else the
+    embedded store (``card_source``: how it fetches outside A2A agents' cards; a hub has its own)."""
     if not settings.uses_hub:
-        return LocalClient.open(settings, env=env, cwd=cwd)
+        return LocalClient.open(settings, env=env, cwd=cwd, card_source=card_source)
     assert settings.hub is not None
     try:
         identity = resolve_agent(env, cwd or Path.cwd(), settings.agent)

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from switchboard.address import AgentAddress, ChannelAddress
+from switchboard.address import AgentAddress, ChannelAddress, RemoteAddress
+from switchboard.delivery.remotes import Remotes
 from switchboard.directory import Directory
-from switchboard.errors import NoLiveSession, NotMember
+from switchboard.errors import BadAddress, NoLiveSession, NotMember
 from switchboard.model import UNSERVED_RUNTIME, Caller, DeliveryState, Reach, RecipientOutcome, Session
 from switchboard.reach import Presence
 from switchboard.store.base import Store
@@ -42,13 +43,14 @@ class Target:
 class Recipients:
     """Resolves a send's addresses, from the directory and the presence of sessions."""
 
-    def __init__(self, store: Store, directory: Directory, presence: Presence) -> None:
+    def __init__(self, store: Store, directory: Directory, presence: Presence, remotes: Remotes | None = None) -> None:
         self.store = store
+        self.remotes = remotes
         self.directory = directory
         self.presence = presence
 
     def resolve(
-        self, caller: Caller, addresses: Sequence[AgentAddress | ChannelAddress], now: datetime
+        self, caller: Caller, addresses: Sequence[AgentAddress | ChannelAddress | RemoteAddress], now: datetime
     ) -> tuple[list[Target], list[RecipientOutcome]]:
         """The agents the addresses reach (each once), and the addresses that name nobody."""
         targets: dict[str, Target] = {}
@@ -57,6 +59,9 @@ class Recipients:
         for address in addresses:
             if isinstance(address, ChannelAddress):
                 self._add_members(caller, address, now, targets, unknown)
+                continue
+            if isinstance(address, RemoteAddress):
+                self._add_remote(caller, address, targets)
                 continue
             if address.name in targets:
                 continue
@@ -75,6 +80,13 @@ class Recipients:
                 reach=[r.model_dump(mode="json") for r in unreachable],
             )
         return list(targets.values()), unknown
+
+    def _add_remote(self, caller: Caller, address: RemoteAddress, targets: dict[str, Target]) -> None:
+        """The outside agent at the address (registered now, by its card, on first use)."""
+        if self.remotes is None:
+            raise BadAddress(f"{address} is an outside A2A agent, and this mailbox cannot reach those.")
+        name = self.remotes.name_for_url(caller, address.url)
+        targets.setdefault(name, Target(str(address), name, None, [], None, False))
 
     def _add_members(
         self,

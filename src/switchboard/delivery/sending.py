@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from switchboard.address import AgentAddress, ChannelAddress, parse_addresses
+from switchboard.address import Address, ChannelAddress, parse_addresses
 from switchboard.content import (
     Limits,
     check_idempotency_key,
@@ -31,11 +31,20 @@ from switchboard.content import (
 )
 from switchboard.delivery.holds import Guards
 from switchboard.delivery.recipients import Recipients, Target
+from switchboard.delivery.remotes import Remotes
 from switchboard.delivery.status import visible_message
 from switchboard.directory import Directory
-from switchboard.errors import IdempotencyConflict, NoLiveSession, TooLarge, UnknownMessage, UnknownRecipient, listed
+from switchboard.errors import (
+    BadRequest,
+    IdempotencyConflict,
+    NoLiveSession,
+    TooLarge,
+    UnknownMessage,
+    UnknownRecipient,
+    listed,
+)
 from switchboard.events import TASK_KEY_PREFIX, MailboxEvents, PushedDelivery
-from switchboard.model import Caller, Held, Message, Part, RecipientOutcome, SendResult, built, new_id
+from switchboard.model import Caller, Held, Message, Part, RecipientOutcome, RemoteAgent, SendResult, built, new_id
 from switchboard.pending import Pending, completed
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, Store, TaskWrite
 
@@ -46,7 +55,7 @@ T = TypeVar("T")
 class SendRequest:
     """A send's input, checked."""
 
-    addresses: list[AgentAddress | ChannelAddress]
+    addresses: list[Address]
     parts: list[Part]
     subject: str | None
     thread_id: str | None
@@ -81,8 +90,10 @@ class Sending:
         events: MailboxEvents,
         limits: Limits,
         clock: Callable[[], datetime],
+        remotes: Remotes | None = None,
     ) -> None:
         self.store = store
+        self.remotes = remotes
         self.directory = directory
         self.recipients = recipients
         self.guards = guards
@@ -120,15 +131,22 @@ class Sending:
         # 2. resolve the recipients, and refuse a send that cannot reach them as asked
         targets, unknown = self.recipients.resolve(caller, request.addresses, now)
         _check_reached(request, targets, unknown)
+        # Mail to an outside A2A agent is a task, sent by a pump (``remotes``).
+        remote = self._remote(caller, targets)
+        if remote is not None:
+            task_id, task = self._remote_task(caller, remote, thread, task_id, task)
         # 3. hold what a loop or a flood would surface, and 6. say what happened to each
         holds = self.guards.decide(caller.workspace, caller.agent, [t.agent for t in targets], now)
         message = self._message(caller, request, thread, now, task_id)
+        outcomes = [_outcome(t, holds.get(t.agent)) for t in targets]
+        if remote is not None:
+            outcomes = [Remotes.outcome(o, remote) for o in outcomes]
         result = built(
             SendResult,
             message_id=message.id,
             thread_id=message.thread_id,
             created_at=now,
-            recipients=[_outcome(t, holds.get(t.agent)) for t in targets] + unknown,
+            recipients=outcomes + unknown,
             duplicate=False,
         )
         write = task(message) if task is not None else None
@@ -141,6 +159,34 @@ class Sending:
         answer.set_running_or_notify_cancel()
         stored.add_done_callback(lambda done: self._committed(decided, done, answer))
         return answer
+
+    def _remote(self, caller: Caller, targets: list[Target]) -> RemoteAgent | None:
+        """The outside agent the send goes to, if any; asked only about agents with no live
+        session (an outside agent has none), so other sends pay nothing for it."""
+        if self.remotes is None:
+            return None
+        remote = self.remotes.remote_among(caller, [t.agent for t in targets if not t.sessions and t.channel is None])
+        if remote is not None and len(targets) > 1:
+            others = listed([t.agent for t in targets if t.agent != remote.name])
+            raise BadRequest(
+                f"{remote.name} is an outside A2A agent: mail to it is a task of its own. Send it to "
+                f"{remote.name} alone, and to {others} in another message. Nothing was sent."
+            )
+        return remote
+
+    def _remote_task(
+        self,
+        caller: Caller,
+        remote: RemoteAgent,
+        thread: str | None,
+        task_id: str | None,
+        task: Callable[[Message], TaskWrite] | None,
+    ) -> tuple[str | None, Callable[[Message], TaskWrite]]:
+        """The task mail to an outside agent carries, with its outbox row: a plain send's new
+        task (or follow-up), or a task's own mail (opened, followed up, canceled)."""
+        if task is None:
+            return self.remotes.task_for(caller, remote, thread)  # type: ignore[union-attr]
+        return task_id, Remotes.sent_out(task, remote)
 
     def _checked(
         self,

@@ -24,6 +24,7 @@ from switchboard.hub.schemas import (
     InviteRequest,
     MarkReadRequest,
     ReceiptRequest,
+    RemoteRequest,
     SessionRequest,
     TokenRequest,
 )
@@ -38,6 +39,7 @@ from switchboard.model import (
     MarkResult,
     MessageStatus,
     Reach,
+    RemoteAgent,
     Session,
     TokenInfo,
     WhoAmI,
@@ -172,6 +174,26 @@ async def delete_agent(call: Call) -> DeletedAgent:
     credential.check_manages(name)
     force = call.query_bool("force")
     return await call.run_as(call.hub.service.delete_agent, name, force=force)
+
+
+async def list_remotes(call: Call) -> list[RemoteAgent]:
+    await call.identify()
+    return await call.run_as(call.hub.service.list_remotes)
+
+
+async def add_remote(call: Call) -> Answer:
+    credential, _ = await call.identify()
+    body = await call.body(RemoteRequest)
+    credential.check_manages(body.name)
+    remote = await call.run_as(call.hub.service.add_remote, body.name, body.url, token=body.token)
+    return Answer(remote, 201)
+
+
+async def remove_remote(call: Call) -> RemoteAgent:
+    name = call.path("name")
+    credential, _ = await call.identify()
+    credential.check_manages(name)
+    return await call.run_as(call.hub.service.remove_remote, name)
 
 
 async def list_channels(call: Call) -> list[Channel]:

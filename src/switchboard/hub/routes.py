@@ -25,6 +25,7 @@ from switchboard.model import (
     MessageStatus,
     Reach,
     ReadResult,
+    RemoteAgent,
     SendResult,
     Session,
     Task,
@@ -210,6 +211,24 @@ ROUTES: list[Route] = [
         "Delete an agent and its mailbox (recorded); refused while it has unread mail unless force=true.",
         answer=DeletedAgent,
         query={"force": BOOLEAN},
+    ),
+    Route(
+        "GET", "/v1/remotes", api.list_remotes, "Outside A2A agents of your workspace.", answer=RemoteAgent, many=True
+    ),
+    Route(
+        "POST",
+        "/v1/remotes",
+        api.add_remote,
+        "Register an outside A2A agent by its card (again: its card fetched anew); mail to it becomes an A2A task.",
+        schemas.RemoteRequest,
+        RemoteAgent,
+    ),
+    Route(
+        "DELETE",
+        "/v1/remotes/{name}",
+        api.remove_remote,
+        "Forget an outside A2A agent and its mailbox; what was not yet sent to it fails.",
+        answer=RemoteAgent,
     ),
     Route("GET", "/v1/channels", api.list_channels, "Channels of your workspace.", answer=Channel, many=True),
     Route(

@@ -155,6 +155,12 @@ class AgentRequest(Body):
     skills: Skills = Field(default_factory=list)
 
 
+class RemoteRequest(Body):
+    name: Name
+    url: Annotated[str, Field(max_length=address.URL_CHARS, description="where the outside agent's card is")]
+    token: Annotated[str, Field(max_length=4096, description="a bearer token to send it")] | None = None
+
+
 class AgentUpdate(Body):
     description: Description | None = None
     skills: Skills | None = None

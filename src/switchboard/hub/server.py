@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 import uvicorn
 
 from switchboard import __version__
+from switchboard.a2a.remote_card import card_source
+from switchboard.a2a.remote_pump import PumpThread
 from switchboard.config import Settings
 from switchboard.credentials import Credentials
 from switchboard.errors import BadRequest, HubUnavailable
@@ -59,6 +61,7 @@ class HubOptions:
     public_url: str | None = None  # the hub as A2A callers reach it (agent cards' URLs)
     a2a_compat_0_3: bool = False  # A2A 0.3 clients answered too
     allow_private_webhooks: bool = False  # A2A push notifications may go to loopback and private addresses
+    allow_private_remotes: bool = False  # outside A2A agents on private addresses (always on loopback)
 
 
 class _HubServer(uvicorn.Server):
@@ -102,13 +105,8 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     events = MailboxEvents()
     if isinstance(store, Notifying):
         store.add_listener(replica_wakeups(events, replica, store))
-    service = Service(
-        store,
-        machine=machine_name(os.environ),
-        events=events,
-        liveness_seconds=options.liveness_seconds,
-        allow_private_webhooks=options.allow_private_webhooks,
-    )
+    service = _service(store, events, options)
+    pump = PumpThread(service).start()  # mail to outside A2A agents: every replica pumps, leases share it
     tls = options.tls_cert is not None
     login = machine_login(Credentials(store), settings, workspace, hub_url(listener.getsockname(), tls))
     app = create_app(
@@ -144,9 +142,23 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     try:
         server.run(sockets=[listener])
     finally:
+        pump.stop()
         store.close()  # after every request finished: the last commits are on disk
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _service(store: Any, events: MailboxEvents, options: HubOptions) -> Service:
+    return Service(
+        store,
+        machine=machine_name(os.environ),
+        events=events,
+        liveness_seconds=options.liveness_seconds,
+        allow_private_webhooks=options.allow_private_webhooks,
+        card_source=card_source,
+        # A hub on loopback serves one machine: outside agents may live there too.
+        allow_private_remotes=options.allow_private_remotes or is_loopback(options.host),
+    )
 
 
 def _uvicorn_config(app: Any, options: HubOptions) -> uvicorn.Config:

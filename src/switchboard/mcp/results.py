@@ -64,6 +64,9 @@ class AgentInfo(BaseModel):
     skills: list[str] = Field(default_factory=list)
     live: bool = Field(description="has a live session now")
     held: int = Field(default=0, description="its messages a loop or flood guard holds back now")
+    remote: str | None = Field(
+        default=None, description="an outside A2A agent (its URL): a message to it becomes an A2A task"
+    )
 
 
 class Agents(BaseModel):

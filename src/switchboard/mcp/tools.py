@@ -204,6 +204,7 @@ def _agents(client: Client, search: str | None, skill: str | None = None) -> Cal
             skills=[one_line(s) for s in a.skills],
             live=a.live,
             held=len(a.held),
+            remote=a.remote,
         )
         for a in agents
         if wanted in a.name.lower() or wanted in (a.description or "").lower()

@@ -25,6 +25,7 @@ from switchboard.model import (
     Message,
     PushConfig,
     RecipientStatus,
+    RemoteAgent,
     SendResult,
     Session,
     Task,
@@ -107,6 +108,36 @@ class TaskWrite:
     expected_generation: int | None = None
     artifacts: Sequence[TaskArtifact] = ()
     a2a_message_id: str | None = None  # the A2A client's message id of the mail, kept beside it
+    # The mail goes to this outside A2A agent: its row in the remote outbox, written with it.
+    remote_send: NewRemoteSend | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewRemoteSend:
+    """A message for an outside A2A agent, to be sent by a pump (see RemoteSend)."""
+
+    message_id: str
+    remote: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteSend:
+    """One message in the remote outbox: pending until the remote took it (tried again, with the
+    same message id, until the remote's deadline), then following its task, then done or failed.
+    A claimer holds it under a lease, so two pumps never send it at once."""
+
+    workspace: str
+    message_id: str
+    task_id: str
+    remote: str
+    state: str  # pending, following, done, failed
+    attempts: int
+    created_at: datetime
+    next_attempt_at: datetime
+    last_error: str | None
+    remote_task_id: str | None
+    remote_context_id: str | None
 
 
 class TaskConflict(Exception):
@@ -439,4 +470,43 @@ class Store(Protocol):
     def push_delivered(self, delivery_id: str, now: datetime) -> None: ...
     def push_failed(self, delivery_id: str, error: str, retry_at: datetime | None) -> None:
         """Record a failed attempt; it comes due again at ``retry_at`` (None: given up)."""
+        ...
+
+    # outside A2A agents (delivery/remotes.py) and the outbox of mail to them (a2a/remote_pump.py)
+    def add_remote_agent(self, remote: RemoteAgent, token: str | None) -> None:
+        """Register (or replace) the outside agent, creating its workspace and agent row."""
+        ...
+
+    def get_remote_agent(self, workspace: str, name: str) -> tuple[RemoteAgent, str | None] | None:
+        """The outside agent and its token, or None."""
+        ...
+
+    def remote_agent_by_url(self, workspace: str, url: str) -> RemoteAgent | None: ...
+    def list_remote_agents(self, workspace: str, names: Sequence[str] | None = None) -> list[RemoteAgent]:
+        """The workspace's outside agents (only those of ``names``, when given), by name."""
+        ...
+
+    def delete_remote_agent(self, workspace: str, name: str) -> bool:
+        """Whether it was registered; its mail not yet sent is failed with it."""
+        ...
+
+    def claim_remote_sends(self, now: datetime, lease_seconds: float, limit: int) -> list[RemoteSend]:
+        """Take up to ``limit`` due rows (pending or following, next attempt reached, no live
+        lease), oldest first, leasing them until ``now + lease_seconds``."""
+        ...
+
+    def renew_remote_send(self, workspace: str, message_id: str, lease_until: datetime) -> None: ...
+    def remote_send_started(self, workspace: str, message_id: str, remote_task_id: str, remote_context_id: str) -> None:
+        """The remote took the message: its task's ids are kept, the row is following."""
+        ...
+
+    def remote_send_retry(self, workspace: str, message_id: str, error: str | None, retry_at: datetime) -> None: ...
+    def remote_send_finished(self, workspace: str, message_id: str, state: str, error: str | None) -> None:
+        """Done or failed: never claimed again."""
+        ...
+
+    def remote_sends(
+        self, workspace: str, *, task_id: str | None = None, message_id: str | None = None
+    ) -> list[RemoteSend]:
+        """The outbox rows of a task (oldest first) or of one message."""
         ...

@@ -3,7 +3,7 @@
 Each store keeps its schema in modules of its own folder, one a part — ``directory`` (workspaces,
 agents, channels), ``sessions``, ``sent`` (reading a send back), ``mailbox`` (reading and
 marking one), ``handing`` (mail handed to a session), ``guard_facts``, ``audit``, ``tasks`` (tasks, their
-push configs and outbox), ``tokens`` —
+push configs and outbox), ``remotes`` (outside A2A agents and their outbox), ``tokens`` —
 whose functions take the store's database first and the Store method's arguments after, in the
 same order. ``DelegatingStore`` is that mapping, written once: each Store method here is the
 function of the same name (``ack`` and ``mark_read`` are ``mailbox.mark``) on ``self._db``.
@@ -33,6 +33,7 @@ from switchboard.model import (
     Message,
     PushConfig,
     RecipientStatus,
+    RemoteAgent,
     SendResult,
     Session,
     Task,
@@ -45,6 +46,7 @@ from switchboard.store.base import (
     NewSession,
     NewToken,
     PushDelivery,
+    RemoteSend,
     Store,
     StoredMachine,
     TaskQuery,
@@ -71,6 +73,7 @@ class Parts:
     handing: ModuleType
     guard_facts: ModuleType
     audit: ModuleType
+    remotes: ModuleType
     tasks: ModuleType
     tokens: ModuleType
 
@@ -340,3 +343,40 @@ class DelegatingStore(Store, Generic[DB]):
 
     def push_failed(self, delivery_id: str, error: str, retry_at: datetime | None) -> None:
         self._parts.tasks.push_failed(self._db, delivery_id, error, retry_at)
+
+    # --- outside A2A agents and the outbox of mail to them ------------------------------------------
+
+    def add_remote_agent(self, remote: RemoteAgent, token: str | None) -> None:
+        self._parts.remotes.add_remote_agent(self._db, remote, token)
+
+    def get_remote_agent(self, workspace: str, name: str) -> tuple[RemoteAgent, str | None] | None:
+        return self._parts.remotes.get_remote_agent(self._db, workspace, name)
+
+    def remote_agent_by_url(self, workspace: str, url: str) -> RemoteAgent | None:
+        return self._parts.remotes.remote_agent_by_url(self._db, workspace, url)
+
+    def list_remote_agents(self, workspace: str, names: Sequence[str] | None = None) -> list[RemoteAgent]:
+        return self._parts.remotes.list_remote_agents(self._db, workspace, names)
+
+    def delete_remote_agent(self, workspace: str, name: str) -> bool:
+        return self._parts.remotes.delete_remote_agent(self._db, workspace, name)
+
+    def claim_remote_sends(self, now: datetime, lease_seconds: float, limit: int) -> list[RemoteSend]:
+        return self._parts.remotes.claim_remote_sends(self._db, now, lease_seconds, limit)
+
+    def renew_remote_send(self, workspace: str, message_id: str, lease_until: datetime) -> None:
+        self._parts.remotes.renew_remote_send(self._db, workspace, message_id, lease_until)
+
+    def remote_send_started(self, workspace: str, message_id: str, remote_task_id: str, remote_context_id: str) -> None:
+        self._parts.remotes.remote_send_started(self._db, workspace, message_id, remote_task_id, remote_context_id)
+
+    def remote_send_retry(self, workspace: str, message_id: str, error: str | None, retry_at: datetime) -> None:
+        self._parts.remotes.remote_send_retry(self._db, workspace, message_id, error, retry_at)
+
+    def remote_send_finished(self, workspace: str, message_id: str, state: str, error: str | None) -> None:
+        self._parts.remotes.remote_send_finished(self._db, workspace, message_id, state, error)
+
+    def remote_sends(
+        self, workspace: str, *, task_id: str | None = None, message_id: str | None = None
+    ) -> list[RemoteSend]:
+        return self._parts.remotes.remote_sends(self._db, workspace, task_id=task_id, message_id=message_id)

@@ -248,6 +248,40 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX push_deliveries_due ON push_deliveries (next_attempt_at) WHERE delivered_at IS NULL;
     """,
+    # 7: outside A2A agents (SQLite's step 11): each registered by its card (its JSON kept as served, and
+    # the bearer token sent to it: a secret to use, not to check, so kept as given); and the
+    # outbox of mail to them, one row per message, claimed with a lease by a pump that sends it
+    # and follows the remote task it starts (its ids kept once the remote took it).
+    """
+    CREATE TABLE remote_agents (
+        workspace           TEXT NOT NULL,
+        name                TEXT NOT NULL,
+        url                 TEXT NOT NULL,
+        card                TEXT NOT NULL,
+        token               TEXT,
+        added_at            DOUBLE PRECISION NOT NULL,
+        card_fetched_at     DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (workspace, name)
+    );
+    CREATE UNIQUE INDEX remote_agents_by_url ON remote_agents (workspace, url);
+    CREATE TABLE remote_outbox (
+        workspace           TEXT NOT NULL,
+        message_id          TEXT NOT NULL,
+        task_id             TEXT NOT NULL,
+        remote              TEXT NOT NULL,
+        state               TEXT NOT NULL DEFAULT 'pending',   -- pending, following, done, failed
+        attempts            BIGINT NOT NULL DEFAULT 0,
+        created_at          DOUBLE PRECISION NOT NULL,
+        next_attempt_at     DOUBLE PRECISION NOT NULL,
+        lease_until         DOUBLE PRECISION,
+        last_error          TEXT,
+        remote_task_id      TEXT,
+        remote_context_id   TEXT,
+        PRIMARY KEY (workspace, message_id)
+    );
+    CREATE INDEX remote_outbox_due ON remote_outbox (next_attempt_at) WHERE state IN ('pending', 'following');
+    CREATE INDEX remote_outbox_by_task ON remote_outbox (workspace, task_id, created_at);
+    """,
 ]
 
 VERSION_TABLE = "switchboard_schema"

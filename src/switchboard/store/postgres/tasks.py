@@ -12,6 +12,7 @@ from psycopg import errors as pg_errors
 
 from switchboard.model import Message, PushConfig, Task, TaskEvent
 from switchboard.store.base import PushDelivery, TaskConflict, TaskQuery, TaskWrite
+from switchboard.store.postgres import remotes
 from switchboard.store.postgres.connection import PostgresDatabase
 from switchboard.store.rows import MESSAGE_COLUMNS, message_from_row, to_ts
 from switchboard.store.task_rows import (
@@ -79,6 +80,8 @@ def write_task(conn: psycopg.Connection, write: TaskWrite) -> None:
                 "t": task.id,
             },
         )
+    if write.remote_send is not None:
+        remotes.write_remote_send(conn, task.workspace, task.id, write.remote_send)
 
 
 def get_task(db: PostgresDatabase, workspace: str, task_id: str) -> Task | None:

@@ -29,6 +29,7 @@ from switchboard.store.sqlite import (
     handing,
     mailbox,
     messages,
+    remotes,
     sent,
     sessions,
     tasks,
@@ -40,7 +41,7 @@ from switchboard.store.sqlite.connection import SQLiteDatabase
 class SQLiteStore(DelegatingStore[SQLiteDatabase]):
     """The Store interface on one SQLite database file."""
 
-    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, sent, sessions, tasks, tokens)
+    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, remotes, sent, sessions, tasks, tokens)
 
     def __init__(self, path: str | os.PathLike[str], *, group_commit: bool = False) -> None:
         """``group_commit``: batch the writes of concurrent threads into shared transactions

@@ -10,6 +10,7 @@ from datetime import datetime
 from switchboard.model import Message, PushConfig, Task, TaskEvent
 from switchboard.store.base import PushDelivery, TaskConflict, TaskQuery, TaskWrite
 from switchboard.store.rows import MESSAGE_COLUMNS, message_from_row, to_ts
+from switchboard.store.sqlite import remotes
 from switchboard.store.sqlite.connection import SQLiteDatabase
 from switchboard.store.task_rows import (
     ARTIFACT_COLUMNS,
@@ -64,6 +65,8 @@ def write_task(conn: sqlite3.Connection, write: TaskWrite) -> None:
         conn.execute(_INSERT_EVENT, event_values(event))
         prefix = push_delivery_id(task.id, event.generation, "")
         conn.execute(_ENQUEUE_PUSH, (prefix, event.generation, event.model_dump_json(), to_ts(event.at), task.id))
+    if write.remote_send is not None:
+        remotes.write_remote_send(conn, task.workspace, task.id, write.remote_send)
 
 
 def get_task(db: SQLiteDatabase, workspace: str, task_id: str) -> Task | None:

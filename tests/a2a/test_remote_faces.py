@@ -1,0 +1,110 @@
+"""Outside A2A agents through the faces, as real processes: the ``switchboard`` command line on
+the embedded store (the send pumps inline, ``status`` moves it on), and through a real hub (its
+own pump sends, any client just sends and reads). The outside agent is the a2a-sdk's server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hub.conftest import CLI, Hub
+from tests.support.cli_runner import describe, expect_error
+from tests.support.outside_agent import OutsideAgent
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Iterator[OutsideAgent]:
+    root = tmp_path / "outside"
+    root.mkdir()
+    agent = OutsideAgent(root).start()
+    yield agent
+    agent.stop()
+
+
+def _from(items: list[dict[str, Any]], sender: str) -> str:
+    return " | ".join(
+        p.get("text", "") for i in items if i["message"]["sender"] == sender for p in i["message"]["parts"]
+    )
+
+
+def test_the_cli_registers_a_remote_sends_it_a_task_and_reads_its_answers(
+    tmp_path: Path, outside: OutsideAgent
+) -> None:
+    cli = CLI(tmp_path / "machine")
+    added = cli.run_json("agent", "add-remote", "echo", outside.url, agent="alice")
+    assert (added["name"], added["url"], added["streaming"]) == ("echo", outside.url, True)
+    listed = {a["name"]: a for a in cli.run_json("agent", "list", agent="alice")}
+    assert listed["echo"]["remote"] == outside.url
+    human = cli.run("who", agent="alice")
+    assert "remote" in human.stdout and outside.url in human.stdout, describe(human)
+
+    sent = cli.run_json("send", "echo", "complete the review", agent="alice")
+    (outcome,) = sent["recipients"]
+    assert outcome["state"] == "queued" and outcome["remote"] == outside.url
+    # The send pumped inline until the remote's first answer: it took the message.
+    assert sent["message_id"] in [s["message_id"] for s in outside.seen()]
+
+    def completed() -> dict[str, Any] | None:
+        status = cli.run_json("status", sent["message_id"], agent="alice")  # status moves it on
+        return status if status.get("task_state") == "completed" and status["remote"]["state"] == "done" else None
+
+    status = wait_until(completed, 30, "the remote task to complete")
+    assert status["remote"]["state"] == "done" and status["remote"]["remote_task_id"]
+    shown = cli.run("status", sent["message_id"], agent="alice")
+    assert "completed" in shown.stdout and "outside agent echo: done" in shown.stdout, describe(shown)
+    items = cli.run_json("read", agent="alice")["items"]
+    assert "result: complete the review" in _from(items, "echo")
+    assert {i["task_id"] for i in items} == {status["task_id"]} and all(i["task_state"] for i in items)
+
+    removed = cli.run_json("agent", "remove-remote", "echo", agent="alice")
+    assert removed["name"] == "echo"
+    gone = cli.run("agent", "remove-remote", "echo", "--json", agent="alice")
+    expect_error(gone, "unknown_agent", as_json=True)
+
+
+def test_the_cli_refuses_bad_remotes_with_a_clear_error(tmp_path: Path) -> None:
+    cli = CLI(tmp_path / "machine")
+    port = OutsideAgent(tmp_path).port  # nothing listens there
+    down = cli.run("agent", "add-remote", "ghost", f"http://127.0.0.1:{port}", agent="alice")
+    message = expect_error(down, "remote_unreachable", as_json=False)
+    assert "could not be reached" in str(message)
+    bad = cli.run("send", "a2a:ftp://example.invalid/x", "hi", "--json", agent="alice")
+    expect_error(bad, "bad_address", as_json=True)
+    assert all("remote" not in a for a in cli.run_json("agent", "list", agent="alice"))  # nothing registered
+
+
+def test_through_a_hub_the_hub_pumps_and_an_a2a_address_registers_on_first_use(
+    tmp_path: Path, outside: OutsideAgent
+) -> None:
+    hub = Hub(tmp_path / "hub").start()
+    try:
+        cli = CLI.on_hub_machine(hub)
+        sent = cli.run_json("send", f"a2a:{outside.url}", "complete through the hub", agent="alice")
+        (outcome,) = sent["recipients"]
+        assert outcome["agent"] == "outside-echo" and outcome["state"] == "queued"
+
+        def answered() -> str | None:
+            items = cli.run_json("read", "--peek", agent="alice")["items"]
+            text = _from(items, "outside-echo")
+            return text if "result: complete through the hub" in text else None
+
+        wait_until(answered, 30, "the hub's pump to bring the remote's answer")
+
+        def settled() -> dict[str, Any] | None:
+            status = cli.run_json("status", sent["message_id"], agent="alice")
+            return status if status["remote"]["state"] == "done" else None
+
+        status = wait_until(settled, 30, "the hub's pump to settle the row")
+        assert status["task_state"] == "completed" and status["remote"]["remote_task_id"]
+        remotes = json.loads(cli.run("agent", "list", "--json", agent="alice").stdout)
+        assert any(a.get("remote") == outside.url for a in remotes)
+        assert "Traceback" not in hub.log_text(), hub.log_text()[-3000:]
+    finally:
+        hub.close()
