@@ -151,17 +151,24 @@ def serve_worker(hub_url: str, token: str) -> None:
     client = HubClient(hub_url, token=token, agent=WORKER)
     answering = ThreadPoolExecutor(max_workers=4)  # a script may answer several tasks at once
 
+    def complete(item: MailItem, task_id: str) -> None:
+        artifact = TaskArtifact(
+            artifact_id="answer", name="answer", parts=[MailPart(text=f"done: {item.message.text}")]
+        )
+        client.update_task(task_id, state=State.COMPLETED, artifacts=[artifact])
+        # Marked read once answered, beside the follower's next waiting read: marked before it
+        # (as ``follow`` does when it marks), the mark is one more write ahead of the answer's
+        # and the follower is away from its mailbox meanwhile.
+        client.mark_read([item.message.id])
+
     def answer(item: MailItem) -> None:
         task_id = item.message.task_id
         if task_id is None or item.message.sender == WORKER:
             return
-        artifact = TaskArtifact(
-            artifact_id="answer", name="answer", parts=[MailPart(text=f"done: {item.message.text}")]
-        )
-        answering.submit(client.update_task, task_id, state=State.COMPLETED, artifacts=[artifact])
+        answering.submit(complete, item, task_id)
 
     print("worker following", flush=True)
-    follow(client, answer, stop=threading.Event())
+    follow(client, answer, stop=threading.Event(), mark_read=False)
 
 
 def start_worker(folder: Path, hub: ServerProcess) -> ServerProcess:
