@@ -164,13 +164,12 @@ class SwitchboardRequestHandler(RequestHandler):
     ) -> Task | Message:
         """What answers a blocking send: the task once it is final or waits on its requester, or
         the worker's plain reply to the task's mail (A2A's direct Message answer); else, after the
-        blocking wait, the task as it is (with its ``history`` newest messages: read once, as it
-        is looked at). Every move of the task is mail to its requester too, so the requester's
-        mailbox (``mail``, subscribed before the send) wakes this wait for both: the task as sent
-        is current until it does."""
+        blocking wait, the task as it is (with its ``history`` newest messages). Every move of the
+        task is mail to its requester too, so the requester's mailbox (``mail``, subscribed before
+        the send) wakes this wait for both: the task as sent is current until it does."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._blocking_wait
-        task, looked = sent.task, False
+        task = sent.task
         while True:
             left = deadline - loop.time()
             if left <= 0 or self._service.events.closed:
@@ -178,21 +177,22 @@ class SwitchboardRequestHandler(RequestHandler):
             await mail.wait(left)
             with a2a_errors():
                 task, reply, cursor = await self._run(self._look, caller, task.id, history, cursor, sent)
-            looked = True
             if task.state in SETTLED:
                 return task
             if reply is not None:
                 return a2a_reply(reply, task.context_id)
-        if looked:
-            return task
         with a2a_errors():
             return await self._run(self._service.get_task, caller, task.id, history_length=history)
 
     def _look(
         self, caller: Caller, task_id: str, history: int, cursor: int, sent: TaskSent
     ) -> tuple[Task, OurMessage | None, int]:
-        """The task and the worker's plain reply past ``cursor``: one trip off the event loop."""
-        task = self._service.get_task(caller, task_id, history_length=history)
+        """The task (with its history once settled: the answer) and the worker's plain reply past
+        ``cursor``, in one trip off the event loop. The requester's every mail wakes its blocking
+        sends, so most looks find their task unmoved: they read no history."""
+        task = self._service.get_task(caller, task_id)
+        if task.state in SETTLED and history:
+            task = self._service.get_task(caller, task_id, history_length=history)
         reply, cursor = self._reply(caller, cursor, sent.send.message_id, task.worker)
         return task, reply, cursor
 
