@@ -281,6 +281,29 @@ async def test_subscribe_resumes_after_the_generation_a_subscriber_saw(
             [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id), context=after("4"))]
 
 
+async def test_a_resumed_subscription_replays_past_a_question_that_was_answered_since(
+    hub: InProcessHub, pair: tuple[str, str, str]
+) -> None:
+    bob, asker, token = pair
+    card = await fetch_card(hub, bob)
+    task_id = hub.service.open_task(hub.caller(asker), bob, [OurPart(text="which?")]).task.id  # 1
+    hub.service.update_task(hub.caller(bob), task_id, state=OurState.INPUT_REQUIRED, parts=[OurPart(text="a or b?")])
+    hub.service.open_task(hub.caller(asker), bob, [OurPart(text="b")], task_id=task_id)  # answered: submitted
+    hub.service.update_task(hub.caller(bob), task_id, state=OurState.COMPLETED)  # taken up, completed
+    seen = ClientCallContext(service_parameters={GENERATION_AFTER: "1"})
+    async with a2a_client(card, token, "JSONRPC", streaming=True) as client:
+        with anyio.fail_after(20):
+            missed = [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id), context=seen)]
+    # The question it missed was answered since: a replay goes on past it, to where the task is.
+    assert [state_of(e) for e in missed[1:]] == [
+        TaskState.TASK_STATE_WORKING,
+        TaskState.TASK_STATE_INPUT_REQUIRED,
+        TaskState.TASK_STATE_SUBMITTED,
+        TaskState.TASK_STATE_WORKING,
+        TaskState.TASK_STATE_COMPLETED,
+    ]
+
+
 def working_then_done_later(hub: InProcessHub, agent: str, task_id: str) -> None:
     art = TaskArtifact(artifact_id="out", parts=[OurPart(text="later result")])
     hub.service.update_task(hub.caller(agent), task_id, artifacts=[art])

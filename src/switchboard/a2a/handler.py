@@ -197,7 +197,8 @@ class SwitchboardRequestHandler(RequestHandler):
                 for event in events:
                     yield a2a_event(event, task.context_id)
                     generation = event.generation
-                    if event.kind == "status" and event.state in SETTLED:
+                    # A replayed question (before the task as sent) was answered since: go on past it.
+                    if event.kind == "status" and event.state in SETTLED and generation >= task.generation:
                         return
                 if not events:
                     await changes.wait(STREAM_RECHECK_SECONDS)
