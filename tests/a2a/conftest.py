@@ -16,6 +16,7 @@ from a2a.utils.errors import A2AError
 from google.protobuf.json_format import ParseDict
 
 from tests.support.a2a_hub import InProcessHub
+from tests.support.outside_agent import OutsideAgent
 
 BINDINGS = ("JSONRPC", "HTTP+JSON")
 A2A_ERRORS = (A2AClientError, A2AError)  # what the SDK client raises for an error answer
@@ -29,6 +30,22 @@ def unique(prefix: str) -> str:
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessHub]:
     with InProcessHub(tmp_path_factory.mktemp("a2a-hub"), allow_private_webhooks=True) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutsideAgent]:
+    """A real outside A2A agent (the SDK's own server, streaming) for the outbound tests."""
+    agent = OutsideAgent(tmp_path_factory.mktemp("outside")).start()
+    yield agent
+    agent.stop()
+
+
+@pytest.fixture(scope="module")
+def outside_polled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutsideAgent]:
+    """The same, with a card that offers no streaming (the client polls)."""
+    agent = OutsideAgent(tmp_path_factory.mktemp("outside-polled"), streaming=False).start()
+    yield agent
+    agent.stop()
 
 
 @pytest.fixture(autouse=True)

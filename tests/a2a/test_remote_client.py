@@ -23,20 +23,6 @@ pytestmark = pytest.mark.anyio
 FAST = RemoteTimeouts(connect=1.0, call=1.0, deadline=3.0, poll_first=0.05, poll_most=0.2)
 
 
-@pytest.fixture(scope="module")
-def outside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutsideAgent]:
-    agent = OutsideAgent(tmp_path_factory.mktemp("outside")).start()
-    yield agent
-    agent.stop()
-
-
-@pytest.fixture(scope="module")
-def outside_polled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutsideAgent]:
-    agent = OutsideAgent(tmp_path_factory.mktemp("outside-polled"), streaming=False).start()
-    yield agent
-    agent.stop()
-
-
 @pytest.fixture
 def own_outside(tmp_path: Path) -> Iterator[OutsideAgent]:
     """An outside agent of this test's own, to kill or start late."""

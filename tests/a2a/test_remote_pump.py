@@ -55,20 +55,6 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]
         service.store.close()
 
 
-@pytest.fixture(scope="module")
-def outside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutsideAgent]:
-    agent = OutsideAgent(tmp_path_factory.mktemp("outside")).start()
-    yield agent
-    agent.stop()
-
-
-@pytest.fixture(scope="module")
-def outside_polled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutsideAgent]:
-    agent = OutsideAgent(tmp_path_factory.mktemp("outside-polled"), streaming=False).start()
-    yield agent
-    agent.stop()
-
-
 def pump_until(service: Service, done: object, what: str, timeout: float = 15.0, settings: PumpSettings = FAST) -> None:
     """Run the pump until ``done()`` holds (a deadline, never a sleep)."""
 

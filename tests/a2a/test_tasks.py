@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import anyio
 import pytest
+from a2a.client import ClientCallContext
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -24,6 +25,7 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
+from switchboard.a2a.cards import GENERATION_AFTER
 from switchboard.model import Caller, MailItem, TaskArtifact
 from switchboard.model import Part as OurPart
 from switchboard.tasks import TaskState as OurState
@@ -247,6 +249,59 @@ async def test_subscribe_follows_a_task_worked_on_later(
         assert any(e.HasField("artifact_update") for e in events)
         with pytest.raises(A2A_ERRORS):  # nothing more to follow on a finished task
             [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id))]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_subscribe_resumes_after_the_generation_a_subscriber_saw(
+    hub: InProcessHub, pair: tuple[str, str, str], binding: str
+) -> None:
+    bob, _, token = pair
+    card = await fetch_card(hub, bob)
+    async with a2a_client(card, token, binding) as sender:
+        request = ask("resume me")
+        request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
+        [first] = [e async for e in sender.send_message(request)]
+        task_id = first.task.id
+    hub.service.update_task(hub.caller(bob), task_id, state=OurState.WORKING)  # 2
+    working_then_done_later(hub, bob, task_id)  # the artifact (3), completed (4)
+
+    def after(seen: str) -> ClientCallContext:
+        return ClientCallContext(service_parameters={GENERATION_AFTER: seen})
+
+    async with a2a_client(card, token, binding, streaming=True) as client:
+        with anyio.fail_after(20):
+            missed = [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id), context=after("2"))]
+        metadata = [MessageToDict(getattr(e, e.WhichOneof("payload")).metadata) for e in missed[1:]]
+        assert [m["generation"] for m in metadata] == [3, 4]  # exactly what came after 2, then the end
+        assert missed[0].HasField("task") and state_of(missed[-1]) == TaskState.TASK_STATE_COMPLETED
+        for bad in ("5", "-1", "two"):  # not reached, below 0, no number: refused, no stream
+            with pytest.raises(A2A_ERRORS):
+                [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id), context=after(bad))]
+        with pytest.raises(A2A_ERRORS):  # seen it all on a finished task: nothing more to follow
+            [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id), context=after("4"))]
+
+
+async def test_a_resumed_subscription_replays_past_a_question_that_was_answered_since(
+    hub: InProcessHub, pair: tuple[str, str, str]
+) -> None:
+    bob, asker, token = pair
+    card = await fetch_card(hub, bob)
+    task_id = hub.service.open_task(hub.caller(asker), bob, [OurPart(text="which?")]).task.id  # 1
+    hub.service.update_task(hub.caller(bob), task_id, state=OurState.INPUT_REQUIRED, parts=[OurPart(text="a or b?")])
+    hub.service.open_task(hub.caller(asker), bob, [OurPart(text="b")], task_id=task_id)  # answered: submitted
+    hub.service.update_task(hub.caller(bob), task_id, state=OurState.COMPLETED)  # taken up, completed
+    seen = ClientCallContext(service_parameters={GENERATION_AFTER: "1"})
+    async with a2a_client(card, token, "JSONRPC", streaming=True) as client:
+        with anyio.fail_after(20):
+            missed = [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id), context=seen)]
+    # The question it missed was answered since: a replay goes on past it, to where the task is.
+    assert [state_of(e) for e in missed[1:]] == [
+        TaskState.TASK_STATE_WORKING,
+        TaskState.TASK_STATE_INPUT_REQUIRED,
+        TaskState.TASK_STATE_SUBMITTED,
+        TaskState.TASK_STATE_WORKING,
+        TaskState.TASK_STATE_COMPLETED,
+    ]
 
 
 def working_then_done_later(hub: InProcessHub, agent: str, task_id: str) -> None:

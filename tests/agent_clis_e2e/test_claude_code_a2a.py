@@ -12,7 +12,6 @@ client sees the task working (the session took it up) and then completed, with t
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,14 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.types import AgentCard, Message, Part, Role, SendMessageRequest, TaskState
 from google.protobuf.json_format import ParseDict
 
-from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env
+from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine
+from tests.agent_clis_e2e.test_claude_code_socket import SERVER
+from tests.agent_clis_e2e.test_claude_code_socket import start_session as socket_session
 from tests.support.a2a_hub import InProcessHub
 from tests.support.mock_model import MockModel, Recorded
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
-SERVER = "switchboard"
 TASK_LINE = re.compile(r"task: (\S+?),")  # the fenced mail's line naming its task (fence.py)
 ASK = "Please review PR 7 for the orders endpoint."
 REVIEW = "review of PR 7: LGTM, one nit on error codes"
@@ -51,29 +51,15 @@ def answer_the_task(request: Recorded) -> dict[str, Any] | None:
 
 def start_session(claude: Path, machine: Machine, model: MockModel, tmp: Path, hub: InProcessHub) -> LiveCli:
     """Claude Code headless with alice's server logged in to the hub, after its first turn."""
-    server = machine.mcp_server("alice")
-    server["env"] = {**server["env"], "SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": hub.token("alice")}
-    config = {"mcpServers": {SERVER: {"type": "stdio", **server}}}
-    session = machine.start(
-        [
-            claude,
-            "-p",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--mcp-config",
-            json.dumps(config),
-            "--strict-mcp-config",
-            "--allowedTools",
-            f"mcp__{SERVER}__update_task",  # allowed without a prompt, as a user allows our tools
-        ],
-        claude_code_env(machine, model, {"TMPDIR": str(tmp)}),
+    return socket_session(
+        claude,
+        machine,
+        model,
+        tmp,
+        server_env={"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": hub.token("alice")},
+        # allowed without a prompt, as a user allows our tools
+        args=("--allowedTools", f"mcp__{SERVER}__update_task"),
     )
-    session.say("Hello. Nothing to do yet.")
-    session.wait_for(lambda: len(session.results()) == 1, "the first turn to finish")
-    return session
 
 
 async def outside_client_sends_a_task(hub: InProcessHub) -> list[tuple[str, TaskState, str]]:

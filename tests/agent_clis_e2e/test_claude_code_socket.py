@@ -28,10 +28,20 @@ SERVER = "switchboard"
 
 
 def start_session(
-    claude: Path, machine: Machine, model: MockModel, tmp: Path, extra: dict[str, str] | None = None
+    claude: Path,
+    machine: Machine,
+    model: MockModel,
+    tmp: Path,
+    extra: dict[str, str] | None = None,
+    *,
+    server_env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
 ) -> LiveCli:
-    """Claude Code headless with alice's server, after its first turn: idle, stdin open."""
-    config = {"mcpServers": {SERVER: {"type": "stdio", **machine.mcp_server("alice")}}}
+    """Claude Code headless with alice's server (``server_env`` added to its environment: a hub to
+    log in to, say), after its first turn: idle, stdin open."""
+    server = machine.mcp_server("alice")
+    server["env"] = {**server["env"], **(server_env or {})}  # type: ignore[dict-item]
+    config = {"mcpServers": {SERVER: {"type": "stdio", **server}}}
     session = machine.start(
         [
             claude,
@@ -44,6 +54,7 @@ def start_session(
             "--mcp-config",
             json.dumps(config),
             "--strict-mcp-config",
+            *args,
         ],
         claude_code_env(machine, model, {"TMPDIR": str(tmp), **(extra or {})}),
     )

@@ -76,6 +76,21 @@ def test_demo_runs_a_dm_a_reply_a_channel_post_and_a_status(cli, run):
     assert not cli.default_db.exists()  # the demo used a throwaway store, not the user's
 
 
+def test_the_a2a_demo_works_a_task_through_an_outside_agent_with_a_question_back(cli, run):
+    out = _ok(run("demo", "--scenario", "a2a", timeout=120))
+    assert "translator: translates release notes into French" in out  # registered by its card
+    assert re.search(r"^translator\s+translator\s+queued\s+queued for the outside A2A agent", out, re.MULTILINE), out
+    assert "Formal or informal French?" in out  # the question back, as mail
+    assert re.search(r"completed \(generation \d+\)", out), out  # lead's task, with the artifact
+    assert out.count("Les commandes indiquent désormais leur devise.") >= 3  # remote's, lead's mail, the task
+    assert not cli.default_db.exists()
+
+
+def test_a_demo_scenario_it_does_not_know_is_refused(cli, run):
+    proc = run("demo", "--scenario", "nope")
+    assert proc.returncode != 0 and "bad_request" in proc.stderr and "mailbox, a2a" in proc.stderr
+
+
 def test_the_console_script_runs(cli):
     script = Path(sys.executable).with_name("switchboard")
     assert script.is_file(), f"no console script next to {sys.executable}"

@@ -114,6 +114,15 @@ def test_the_workers_updates_move_the_task_and_reach_the_requester_as_mail(servi
     assert service.get_task(BOSS, task_id) == done
 
 
+def test_events_resume_only_from_a_generation_the_task_reached(service: Service) -> None:
+    task_id = opened(service)
+    service.update_task(WORKER, task_id, state="working")
+    assert service.task_events(BOSS, task_id, 2) == []  # seen it all: nothing missed
+    for bad, said in ((3, "at generation 2, not 3"), (-1, "0 or more"), ("1", "whole number"), (True, "whole number")):
+        with pytest.raises(BadRequest, match=said):
+            service.task_events(BOSS, task_id, bad)  # type: ignore[arg-type]
+
+
 def test_an_artifact_in_chunks_is_appended(service: Service) -> None:
     task_id = opened(service)
     service.update_task(

@@ -57,6 +57,7 @@ def world(hub: Hub) -> Iterator[World]:
         "session_id": session_id,
         "name": agent,
         "token_id": tenant.token_id,
+        "task_id": str(uuid.uuid4()),  # bad input is refused before any task is looked for
     }
     yield World(tenant, agent, session_id, channel, values)
 

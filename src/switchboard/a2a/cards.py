@@ -37,6 +37,10 @@ HTTP_JSON = "HTTP+JSON"
 # metadata of the task and of each update event, so a subscriber that reconnects knows what it missed.
 GENERATION_EXTENSION = "https://switchboard.dev/a2a/extensions/task-generation/v1"
 GENERATION_KEY = "generation"
+# The extension's service parameter (an HTTP header, as A2A carries service parameters): a
+# SubscribeToTask with it streams the task's events after that generation, the ones the
+# subscriber missed, before the live ones. SubscribeToTaskRequest has no metadata to carry it.
+GENERATION_AFTER = "Switchboard-Generation-After"
 BEARER = "bearer"
 # What a part may hold: text, JSON data, a file by value or by URL.
 MODES = ["text/plain", "application/json", "application/octet-stream"]
@@ -68,7 +72,10 @@ def build_card(agent: Agent, base_url: str, *, compat_0_3: bool = False) -> Agen
             extensions=[
                 AgentExtension(
                     uri=GENERATION_EXTENSION,
-                    description="Tasks and update events carry metadata.generation, +1 per event of the task.",
+                    description=(
+                        "Tasks and update events carry metadata.generation, +1 per event of the task; "
+                        f"SubscribeToTask with the service parameter {GENERATION_AFTER}: N resumes after N."
+                    ),
                     required=False,
                 )
             ],

@@ -45,6 +45,7 @@ from a2a.types import Task as A2ATask
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 from a2a.utils.task import validate_page_size
 
+from switchboard.a2a.cards import GENERATION_AFTER
 from switchboard.a2a.context import CALLER_STATE, WORKER_STATE
 from switchboard.a2a.convert import a2a_event, a2a_part, a2a_task, dict_of, our_parts, our_state
 from switchboard.a2a.errors import a2a_errors
@@ -206,13 +207,16 @@ class SwitchboardRequestHandler(RequestHandler):
                 return message, item.seq
         return None, max((item.seq for item in items), default=cursor)
 
-    async def _follow(self, caller: Caller, task: Task, *, stop_at_snapshot: bool) -> AsyncGenerator[Event, None]:
-        """The task, then each of its events after it, until it is final or waits on its
-        requester (or the hub stops). Subscribed before the store is read, so nothing is missed."""
+    async def _follow(
+        self, caller: Caller, task: Task, *, stop_at_snapshot: bool, after: int | None = None
+    ) -> AsyncGenerator[Event, None]:
+        """The task, then each of its events after it (after generation ``after`` if given: a
+        subscriber resuming gets what it missed), until it is final or waits on its requester (or
+        the hub stops). Subscribed before the store is read, so nothing is missed."""
         yield a2a_task(task)
         if stop_at_snapshot and task.state in SETTLED:
             return
-        generation = task.generation
+        generation = task.generation if after is None else after
         with self._service.subscribe_task(caller.workspace, task.id) as changes:
             while not self._service.events.closed:
                 with a2a_errors():
@@ -220,7 +224,8 @@ class SwitchboardRequestHandler(RequestHandler):
                 for event in events:
                     yield a2a_event(event, task.context_id)
                     generation = event.generation
-                    if event.kind == "status" and event.state in SETTLED:
+                    # A replayed question (before the task as sent) was answered since: go on past it.
+                    if event.kind == "status" and event.state in SETTLED and generation >= task.generation:
                         return
                 if not events:
                     await changes.wait(STREAM_RECHECK_SECONDS)
@@ -289,11 +294,15 @@ class SwitchboardRequestHandler(RequestHandler):
     ) -> AsyncGenerator[Event, None]:
         caller, agent = _parties(context)
         task = await self._agents_task(caller, agent, params.id)
-        if task.state in FINAL:
+        after = resume_after(context)
+        if after is not None:  # the service's rule on where one may resume, checked before the stream starts
+            with a2a_errors():
+                await self._run(self._service.task_events, caller, task.id, after)
+        if task.state in FINAL and (after is None or after == task.generation):
             raise UnsupportedOperationError(
                 message=f"task {task.id} is {task.state.value}: nothing more will happen to it; GetTask reads it."
             )
-        async for event in self._follow(caller, task, stop_at_snapshot=False):
+        async for event in self._follow(caller, task, stop_at_snapshot=False, after=after):
             yield event
 
     # --- push-notification configs ----------------------------------------------------------
@@ -365,6 +374,21 @@ def sent_id(message: Message) -> str | None:
     and all, for one test after another, each expecting a task of its own), so an inbound id
     cannot be a retry key; kept beside the mail, it still names the client's message."""
     return f"{message.message_id}#{new_id()}" if message.message_id else None
+
+
+def resume_after(context: ServerCallContext) -> int | None:
+    """The generation a resuming subscriber saw last (the extension's service parameter), if it
+    names one; a value that is no whole number is refused, not taken for "from now"."""
+    headers = context.state.get("headers") or {}
+    raw = headers.get(GENERATION_AFTER.lower())
+    if raw is None:
+        return None
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise InvalidParamsError(
+            message=f"{GENERATION_AFTER} is the generation you saw last, a whole number; not {raw[:40]!r}."
+        ) from None
 
 
 def thread_of(caller: Caller, context_id: str) -> str | None:

@@ -333,8 +333,17 @@ class Tasking:
         return TaskPage(tasks=shown, next_page_token=token, page_size=page_size, total_size=total)
 
     def task_events(self, caller: Caller, task_id: str, after_generation: int) -> list[TaskEvent]:
-        """The task's events past ``after_generation``, oldest first: what a subscriber missed."""
-        self._party_task(caller, task_id)
+        """The task's events past ``after_generation``, oldest first: what a subscriber missed.
+        A generation the task has not reached (or below 0) is no place to resume from: Invalid,
+        not an empty list that would leave the subscriber waiting for events it has seen."""
+        task = self._party_task(caller, task_id)
+        if isinstance(after_generation, bool) or not isinstance(after_generation, int) or after_generation < 0:
+            raise BadRequest(f"a generation to resume after is a whole number 0 or more, not {after_generation!r}.")
+        if after_generation > task.generation:
+            raise BadRequest(
+                f"task {task_id} is at generation {task.generation}, not {after_generation}: "
+                f"resume after a generation you saw (0 to {task.generation})."
+            )
         return self.store.task_events(caller.workspace, task_id, after_generation)
 
     def subscribe_task(self, workspace: str, task_id: str) -> AbstractContextManager[AsyncSubscription]:
