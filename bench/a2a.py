@@ -35,6 +35,7 @@ import asyncio
 import json
 import os
 import platform
+import queue
 import subprocess
 import sys
 import tempfile
@@ -160,16 +161,25 @@ def serve_worker(hub_url: str, token: str) -> None:
 
     client = HubClient(hub_url, token=token, agent=WORKER)
     answering = ThreadPoolExecutor(max_workers=4)  # a script may answer several tasks at once
+    answered: queue.SimpleQueue[str] = queue.SimpleQueue()
 
     def complete(item: MailItem, task_id: str) -> None:
         artifact = TaskArtifact(
             artifact_id="answer", name="answer", parts=[MailPart(text=f"done: {item.message.text}")]
         )
         client.update_task(task_id, state=State.COMPLETED, artifacts=[artifact])
-        # Marked read once answered, beside the follower's next waiting read: marked before it
-        # (as ``follow`` does when it marks), the mark is one more write ahead of the answer's
-        # and the follower is away from its mailbox meanwhile.
-        client.mark_read([item.message.id])
+        answered.put(item.message.id)
+
+    def mark_answered() -> None:
+        """Mark answered mail read, all that waits in one call. Not before the answer (as
+        ``follow`` marks, ahead of its next waiting read): the mark would be one more write ahead
+        of the answer's, and the follower away from its mailbox meanwhile; nor in the answering
+        threads, one call per task."""
+        while True:
+            ids = [answered.get()]
+            while not answered.empty():
+                ids.append(answered.get())
+            client.mark_read(ids)
 
     def answer(item: MailItem) -> None:
         task_id = item.message.task_id
@@ -177,6 +187,7 @@ def serve_worker(hub_url: str, token: str) -> None:
             return
         answering.submit(complete, item, task_id)
 
+    threading.Thread(target=mark_answered, name="mark-read", daemon=True).start()
     print("worker following", flush=True)
     follow(client, answer, stop=threading.Event(), mark_read=False)
 
