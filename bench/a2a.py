@@ -17,7 +17,14 @@ Both are driven by the official ``a2a-sdk`` client over JSON-RPC, non-streaming 
 then 16 clients at once (each a closed loop): p50 / p99 of send → completed, and tasks/s.
 Aim (the issue): Switchboard's p50 within 2x of the bare agent's.
 
-Run from the project root:  .venv/bin/python bench/a2a.py [--quick] [--dir FOLDER]
+Last, send → model request for a live Claude Code session (bench/a2a_claude.py): the same client
+sends a task to alice, whose real Claude Code runs against the mock model with her
+``switchboard mcp`` logged in to this hub; p50 / p95 from the send to the model reading the
+request that carries the task, beside a raw frame written into the same session's messaging
+socket (the floor), alternating, each after the previous turn finished. Skipped, with a line
+saying so, without node and npm, or with ``--no-claude``.
+
+Run from the project root:  .venv/bin/python bench/a2a.py [--quick] [--no-claude] [--dir FOLDER]
 The last line printed is one JSON object with every figure.
 """
 
@@ -28,6 +35,7 @@ import asyncio
 import json
 import os
 import platform
+import queue
 import subprocess
 import sys
 import tempfile
@@ -46,6 +54,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(
 import httpx  # noqa: E402
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory  # noqa: E402
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState  # noqa: E402
+from a2a_claude import Rounds, measure_claude, missing_tools  # noqa: E402
 from common import BenchFailure, ms, percentile, report  # noqa: E402
 from throughput import START_TIMEOUT_S, ServerProcess, _clean_env, start_hub, versions  # noqa: E402
 
@@ -62,10 +71,12 @@ class Params:
     tasks_one: int  # tasks sent by the one client
     tasks_each: int  # tasks sent by each of the 16 clients
     modes: tuple[str, ...] = ("blocking", "streaming")
+    claude_warmup: int = 2  # Claude Code: per path (A2A task, raw frame), not counted
+    claude_messages: int = 20  # per path
 
 
 FULL = Params(warmup=20, tasks_one=200, tasks_each=25)
-QUICK = Params(warmup=5, tasks_one=30, tasks_each=5)
+QUICK = Params(warmup=5, tasks_one=30, tasks_each=5, claude_warmup=1, claude_messages=5)
 
 
 # --- the bare agent: the SDK's own server, in a subprocess ---------------------------------------
@@ -150,18 +161,35 @@ def serve_worker(hub_url: str, token: str) -> None:
 
     client = HubClient(hub_url, token=token, agent=WORKER)
     answering = ThreadPoolExecutor(max_workers=4)  # a script may answer several tasks at once
+    answered: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def complete(item: MailItem, task_id: str) -> None:
+        artifact = TaskArtifact(
+            artifact_id="answer", name="answer", parts=[MailPart(text=f"done: {item.message.text}")]
+        )
+        client.update_task(task_id, state=State.COMPLETED, artifacts=[artifact])
+        answered.put(item.message.id)
+
+    def mark_answered() -> None:
+        """Mark answered mail read, all that waits in one call. Not before the answer (as
+        ``follow`` marks, ahead of its next waiting read): the mark would be one more write ahead
+        of the answer's, and the follower away from its mailbox meanwhile; nor in the answering
+        threads, one call per task."""
+        while True:
+            ids = [answered.get()]
+            while not answered.empty():
+                ids.append(answered.get())
+            client.mark_read(ids)
 
     def answer(item: MailItem) -> None:
         task_id = item.message.task_id
         if task_id is None or item.message.sender == WORKER:
             return
-        artifact = TaskArtifact(
-            artifact_id="answer", name="answer", parts=[MailPart(text=f"done: {item.message.text}")]
-        )
-        answering.submit(client.update_task, task_id, state=State.COMPLETED, artifacts=[artifact])
+        answering.submit(complete, item, task_id)
 
+    threading.Thread(target=mark_answered, name="mark-read", daemon=True).start()
     print("worker following", flush=True)
-    follow(client, answer, stop=threading.Event())
+    follow(client, answer, stop=threading.Event(), mark_read=False)
 
 
 def start_worker(folder: Path, hub: ServerProcess) -> ServerProcess:
@@ -269,10 +297,32 @@ def measure(hub: ServerProcess, bare: ServerProcess, token: str, params: Params)
     return figures
 
 
+def claude_figures(hub: ServerProcess, params: Params, folder: Path, *, skip: bool) -> dict[str, object]:
+    """Send → model request for a live Claude Code session, beside the raw frame; or why not."""
+    print("\nClaude Code: an A2A task to alice's live session → its model request, beside a raw frame")
+    missing = missing_tools()
+    reason = "--no-claude" if skip else f"{' and '.join(missing)} not on PATH" if missing else None
+    if reason is not None:
+        print(f"  skipped ({reason}): no Claude Code figure in this run")
+        return {"claude_skipped": reason}
+    rounds = Rounds(warmup=params.claude_warmup, messages=params.claude_messages)
+    got = measure_claude(hub.url, lambda agent: token_for(hub, agent), rounds, folder)
+    for path, what in (("a2a", "A2A SendMessage"), ("frame", "raw socket frame")):
+        print(
+            f"  {what:16} → model request: p50 {ms(got[f'claude_{path}_p50'])}  p95 {ms(got[f'claude_{path}_p95'])}"
+            f"  (n={got[f'claude_{path}_n']})"
+        )
+    print(
+        f"  A2A / raw frame: p50 {got['claude_a2a_over_frame_p50']:.2f}x, p95 {got['claude_a2a_over_frame_p95']:.2f}x"
+    )
+    return got
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short runs, for a smoke check")
     parser.add_argument("--dir", help="make the temporary folder (and the hub's database) here")
+    parser.add_argument("--no-claude", action="store_true", help="skip the live Claude Code session's figure")
     parser.add_argument("--serve-bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-worker", nargs=2, metavar=("HUB", "TOKEN"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -301,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
             servers.append(bare)
             print(f"hub {hub.url} (pid {hub.pid}); bare a2a-sdk agent {bare.url} (pid {bare.pid})")
             figures.update(measure(hub, bare, token_for(hub, CALLER), params))
+            figures.update(claude_figures(hub, params, folder, skip=args.no_claude))
         except BenchFailure as failure:
             print(f"FAIL: {failure}")
             failures.append(str(failure).splitlines()[0])

@@ -342,6 +342,40 @@ async def test_a_blocking_send_to_a_listening_worker_returns_the_finished_task(
     assert answer.task.status.message.parts[0].text == "quick answer"
 
 
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_blocking_send_waits_for_a_worker_whose_waiting_read_the_send_itself_ended(
+    hub: InProcessHub, pair: tuple[str, str, str], binding: str
+) -> None:
+    """A long-poll read waiting on the worker's mailbox is woken by the task's commit and leaves
+    the mailbox's waiters at once, before the send has its answer: the worker was there all the
+    same, and the blocking send waits for its answer rather than answering "submitted"."""
+    bob, _, token = pair
+    card = await fetch_card(hub, bob)
+    listening, answered = threading.Event(), threading.Event()
+
+    def serve() -> None:  # one waiting read, as a script following its mailbox over the hub does
+        caller = hub.caller(bob)
+        with hub.service.events.subscribe(caller.workspace, bob) as mailbox:
+            listening.set()
+            mailbox.wait(10)
+        items = wait_until(
+            lambda: [i for i in hub.service.read(caller).items if i.message.task_id], 10, "the task's mail"
+        )
+        task_id = items[0].message.task_id
+        hub.service.update_task(caller, task_id, state=OurState.COMPLETED, parts=[OurPart(text="read, then answered")])
+        answered.set()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert listening.wait(10)
+    async with a2a_client(card, token, binding) as client:
+        [answer] = [e async for e in client.send_message(ask("quick"))]
+    thread.join(10)
+    assert answered.is_set()
+    assert answer.task.status.state == TaskState.TASK_STATE_COMPLETED, answer
+    assert answer.task.status.message.parts[0].text == "read, then answered"
+
+
 async def test_an_agents_endpoint_answers_for_its_own_tasks_only(hub: InProcessHub, pair: tuple[str, str, str]) -> None:
     bob, _, token = pair
     carol = unique("carol")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import nullcontext
 from datetime import UTC
 from typing import Any
 
@@ -49,6 +50,7 @@ from switchboard.a2a.context import CALLER_STATE, WORKER_STATE
 from switchboard.a2a.convert import a2a_event, a2a_part, a2a_task, dict_of, our_parts, our_state
 from switchboard.a2a.errors import a2a_errors
 from switchboard.errors import UnknownTask
+from switchboard.events import AsyncSubscription
 from switchboard.model import Caller, PushConfig, Task, TaskSent, new_id
 from switchboard.model import Message as OurMessage
 from switchboard.service import Service
@@ -88,13 +90,17 @@ class SwitchboardRequestHandler(RequestHandler):
         blocking = not config.return_immediately
         # Where the caller's mailbox stands before the send: a plain reply after it answers the send.
         cursor = await self._run(self._service.mailbox_position, caller) if blocking else 0
-        sent, reachable = await self._open(params, caller, worker)
-        task = sent.task
-        if blocking and reachable and task.state not in SETTLED:
-            answer = await self._answered(caller, sent, cursor)
-            if isinstance(answer, Message):
-                return answer
-            task = answer
+        # Subscribed before the send: a move of the task after its commit wakes the wait below.
+        waiting = self._service.events.subscribe_async(caller.workspace, caller.agent) if blocking else nullcontext()
+        with waiting as mail:
+            ours = int(mail is not None and caller.agent == worker)  # a task to oneself: not a reader
+            sent, reachable = await self._open(params, caller, worker, ours=ours)
+            task = sent.task
+            if mail is not None and reachable and task.state not in SETTLED:
+                answer = await self._answered(caller, sent, cursor, history, mail)
+                if isinstance(answer, Message):
+                    return answer
+                return a2a_task(answer)  # read with its history already
         if history:
             with a2a_errors():
                 task = await self._run(self._service.get_task, caller, task.id, history_length=history)
@@ -109,10 +115,16 @@ class SwitchboardRequestHandler(RequestHandler):
         async for event in self._follow(caller, sent.task, stop_at_snapshot=True):
             yield event
 
-    async def _open(self, params: SendMessageRequest, caller: Caller, worker: str) -> tuple[TaskSent, bool]:
+    async def _open(
+        self, params: SendMessageRequest, caller: Caller, worker: str, *, ours: int = 0
+    ) -> tuple[TaskSent, bool]:
         """The task the message opens or follows up, and whether its worker can take it now (a
-        live session, or a stream open on its mailbox in this hub)."""
+        live session, or a stream open on its mailbox in this hub; ``ours`` of those waiters
+        are the caller's own blocking wait)."""
         message = params.message
+        # A read waiting on the worker's mailbox now is woken by the commit and leaves the
+        # waiters before the send returns: counted after the send only, it would be missed.
+        streaming = self._service.events.waiting(caller.workspace, worker) > ours
         with a2a_errors():
             parts = our_parts(message.parts)
             metadata = dict_of(message.metadata) if message.HasField("metadata") else None
@@ -133,7 +145,7 @@ class SwitchboardRequestHandler(RequestHandler):
             await self._set_push(caller, sent.task.id, push)
         outcome = sent.send.recipients[0] if sent.send.recipients else None
         live = outcome is not None and (outcome.state == "delivered" or bool(outcome.sessions))
-        streaming = self._service.events.waiting(caller.workspace, worker) > 0
+        streaming = streaming or self._service.events.waiting(caller.workspace, worker) > ours
         return sent, live or streaming
 
     async def _own_task(self, caller: Caller, worker: str, task_id: str, context_id: str) -> Task:
@@ -148,27 +160,42 @@ class SwitchboardRequestHandler(RequestHandler):
             )
         return task
 
-    async def _answered(self, caller: Caller, sent: TaskSent, cursor: int) -> Task | Message:
+    async def _answered(
+        self, caller: Caller, sent: TaskSent, cursor: int, history: int, mail: AsyncSubscription
+    ) -> Task | Message:
         """What answers a blocking send: the task once it is final or waits on its requester, or
         the worker's plain reply to the task's mail (A2A's direct Message answer); else, after the
-        blocking wait, the task as it is. Every move of the task is mail to its requester too, so
-        the requester's mailbox wakes this wait for both."""
+        blocking wait, the task as it is (with its ``history`` newest messages). Every move of the
+        task is mail to its requester too, so the requester's mailbox (``mail``, subscribed before
+        the send) wakes this wait for both: the task as sent is current until it does."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._blocking_wait
         task = sent.task
-        with self._service.events.subscribe_async(caller.workspace, caller.agent) as mail:
-            while True:
-                with a2a_errors():
-                    task = await self._run(self._service.get_task, caller, task.id)
-                    reply, cursor = await self._run(self._reply, caller, cursor, sent.send.message_id, task.worker)
-                if task.state in SETTLED:
-                    return task
-                if reply is not None:
-                    return a2a_reply(reply, task.context_id)
-                left = deadline - loop.time()
-                if left <= 0 or self._service.events.closed:
-                    return task
-                await mail.wait(left)
+        while True:
+            left = deadline - loop.time()
+            if left <= 0 or self._service.events.closed:
+                break
+            await mail.wait(left)
+            with a2a_errors():
+                task, reply, cursor = await self._run(self._look, caller, task.id, history, cursor, sent)
+            if task.state in SETTLED:
+                return task
+            if reply is not None:
+                return a2a_reply(reply, task.context_id)
+        with a2a_errors():
+            return await self._run(self._service.get_task, caller, task.id, history_length=history)
+
+    def _look(
+        self, caller: Caller, task_id: str, history: int, cursor: int, sent: TaskSent
+    ) -> tuple[Task, OurMessage | None, int]:
+        """The task (with its history once settled: the answer) and the worker's plain reply past
+        ``cursor``, in one trip off the event loop. The requester's every mail wakes its blocking
+        sends, so most looks find their task unmoved: they read no history."""
+        task = self._service.get_task(caller, task_id)
+        if task.state in SETTLED and history:
+            task = self._service.get_task(caller, task_id, history_length=history)
+        reply, cursor = self._reply(caller, cursor, sent.send.message_id, task.worker)
+        return task, reply, cursor
 
     def _reply(self, caller: Caller, cursor: int, asked: str, worker: str) -> tuple[OurMessage | None, int]:
         """The worker's plain reply (no task move) to the mail ``asked`` among the caller's mail

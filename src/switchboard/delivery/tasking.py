@@ -112,11 +112,14 @@ class Tasking:
             return self._follow_up(caller, task_id, parts, context_id, a2a_message_id, key, subject)
         new_task = new_id()
         worker_name = _worker_name(worker)
+        written: list[TaskWrite] = []
 
         def write(message: Message) -> TaskWrite:
-            return new_task_write(
+            change = new_task_write(
                 message, task_id=new_task, worker=worker_name, metadata=metadata, a2a_message_id=a2a_message_id
             )
+            written.append(change)
+            return change
 
         sent = self.sending.submit(
             caller,
@@ -128,7 +131,7 @@ class Tasking:
             task=write,
             task_id=new_task,
         ).result()
-        return self._task_sent(caller, sent, new_task)
+        return self._task_sent(caller, sent, new_task, written)
 
     def _follow_up(
         self,
@@ -148,9 +151,14 @@ class Tasking:
                     f"task {task_id} is in context {task.context_id}, not {context_id}: give its own context, or none."
                 )
             state = requester_answers(task_id, task.state)
+            written: list[TaskWrite] = []
 
-            def write(message: Message, task: Task = task, state: TaskState = state) -> TaskWrite:
-                return move_write(task, message, state, status_parts=None, a2a_message_id=a2a_message_id)
+            def write(
+                message: Message, task: Task = task, state: TaskState = state, written: list[TaskWrite] = written
+            ) -> TaskWrite:
+                change = move_write(task, message, state, status_parts=None, a2a_message_id=a2a_message_id)
+                written.append(change)
+                return change
 
             try:
                 sent = self.sending.submit(
@@ -165,7 +173,7 @@ class Tasking:
                 ).result()
             except TaskConflict:
                 continue
-            return self._task_sent(caller, sent, task_id)
+            return self._task_sent(caller, sent, task_id, written)
         raise _busy(task_id)
 
     def cancel_task(self, caller: Caller, task_id: str) -> Task:
@@ -413,8 +421,11 @@ class Tasking:
         history = self.store.task_messages(task.workspace, task.id, history_length)
         return task.model_copy(update={"history": history})
 
-    def _task_sent(self, caller: Caller, sent: SendResult, task_id: str) -> TaskSent:
-        """The task and its mail; for a retried A2A message, the task the first one went to."""
+    def _task_sent(self, caller: Caller, sent: SendResult, task_id: str, written: list[TaskWrite]) -> TaskSent:
+        """The task and its mail: as this send's transaction committed it (the last write the
+        writer ran), not read back; for a retried A2A message, the task the first one went to."""
+        if written and not sent.duplicate:
+            return TaskSent(task=written[-1].task, send=sent)
         if sent.duplicate:
             first = self.store.get_message(caller.workspace, sent.message_id)
             task_id = first.task_id if first is not None and first.task_id else task_id
