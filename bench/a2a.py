@@ -155,8 +155,9 @@ def serve_worker(hub_url: str, token: str) -> None:
     """Follow the worker's mailbox through the hub; complete each task it is given."""
     from switchboard.client.following import follow
     from switchboard.client.hub import HubClient
-    from switchboard.model import MailItem, TaskArtifact
+    from switchboard.model import MailItem
     from switchboard.model import Part as MailPart
+    from switchboard.tasks import TaskArtifact
     from switchboard.tasks import TaskState as State
 
     client = HubClient(hub_url, token=token, agent=WORKER)

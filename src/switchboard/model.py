@@ -19,8 +19,6 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field, model_validator
 
-from switchboard.tasks import TaskState
-
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -194,6 +192,19 @@ class Message(Model):
 # wakes an idle session.
 SurfacePath = Literal["socket", "hook", "waiter"]
 SURFACE_PATHS: tuple[SurfacePath, ...] = ("socket", "hook", "waiter")
+
+
+class TaskState(StrEnum):
+    """A2A 1.0's task states, spelled as A2A's JSON spells them (``input-required``)."""
+
+    SUBMITTED = "submitted"
+    WORKING = "working"
+    INPUT_REQUIRED = "input-required"
+    AUTH_REQUIRED = "auth-required"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+    REJECTED = "rejected"
 
 
 class DeliveryState(StrEnum):
@@ -575,109 +586,3 @@ class IssuedToken(TokenInfo):
     """A credential just created: the only time its secret is shown."""
 
     token: str
-
-
-# --- tasks (A2A 1.0; the lifecycle's rules are tasks.py's) -------------------------------------
-
-
-class TaskArtifact(Model):
-    """What a task's worker hands over: parts under an id (a later update may append to it)."""
-
-    artifact_id: str
-    name: str | None = None
-    description: str | None = None
-    parts: list[Part]
-    metadata: dict[str, Any] | None = None
-
-
-class Task(Model):
-    """A task: mail with a lifecycle between a requester and a worker of one workspace."""
-
-    id: str
-    workspace: str
-    context_id: str = Field(description="the mail thread the task's messages go in")
-    requester: str = Field(description="the agent that asked")
-    worker: str = Field(description="the agent that works on it")
-    state: TaskState
-    status_parts: list[Part] = Field(default_factory=list, description="the latest status message's parts")
-    status_message_id: str | None = Field(default=None, description="the mail that carried the latest status")
-    status_at: datetime
-    artifacts: list[TaskArtifact] = Field(default_factory=list)
-    generation: int = Field(description="counts every event of the task: a subscriber knows what it missed")
-    metadata: dict[str, Any] | None = None
-    created_at: datetime
-    updated_at: datetime
-    history: list[Message] = Field(default_factory=list, description="the task's mail, oldest first, when asked")
-
-
-TaskEventKind = Literal["status", "artifact"]
-
-
-class TaskEvent(Model):
-    """One change of a task, numbered by its generation (what a subscriber replays)."""
-
-    task_id: str
-    generation: int
-    kind: TaskEventKind
-    state: TaskState = Field(description="the task's state after this event")
-    message_id: str | None = Field(default=None, description="the mail that carried it")
-    parts: list[Part] = Field(default_factory=list, description="a status event's message parts")
-    artifact: TaskArtifact | None = Field(default=None, description="an artifact event's artifact (or chunk)")
-    append: bool = Field(default=False, description="the artifact's parts add to an earlier chunk of it")
-    last_chunk: bool = True
-    at: datetime
-
-
-class TaskPage(Model):
-    tasks: list[Task]
-    next_page_token: str = Field(description='pass it back for the next page; "" on the last page')
-    page_size: int
-    total_size: int
-
-
-class TaskSent(Model):
-    """A task opened or followed up, and the mail that carried it."""
-
-    task: Task
-    send: SendResult
-
-
-class PushConfig(Model):
-    """Where a task's updates are posted (an A2A push-notification config)."""
-
-    id: str
-    task_id: str
-    url: str
-    token: str | None = None
-    auth_scheme: str | None = None
-    auth_credentials: str | None = None
-    created_at: datetime
-
-
-# --- outside A2A agents (a2a/remote_*: the client; delivery/remotes: the registry) --------------
-
-
-class OutsideCard(Model):
-    """An outside A2A agent's card as fetched and checked: where it was found, what it is
-    called, whether it streams, and the card's JSON as the agent served it."""
-
-    url: str
-    name: str
-    description: str = ""
-    streaming: bool = False
-    card: dict[str, Any]
-
-
-class RemoteAgent(Model):
-    """An outside A2A agent registered in a workspace: mail to its name becomes an A2A task,
-    and its answers come back as mail from it."""
-
-    workspace: str
-    name: str
-    url: str = Field(description="where its card was fetched (its a2a: address without the prefix)")
-    description: str | None = None
-    streaming: bool = Field(description="its card offers streaming (else its tasks are polled)")
-    has_token: bool = Field(description="a bearer token is sent to it (the token itself is never shown)")
-    card: dict[str, Any] = Field(description="its A2A agent card, as it served it")
-    added_at: datetime
-    card_fetched_at: datetime

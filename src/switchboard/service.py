@@ -55,17 +55,10 @@ from switchboard.model import (
     MarkResult,
     MessageStatus,
     Part,
-    PushConfig,
     Reach,
     ReadResult,
-    RemoteAgent,
     SendResult,
     Session,
-    Task,
-    TaskArtifact,
-    TaskEvent,
-    TaskPage,
-    TaskSent,
     WhoAmI,
     WhoReport,
     Workspace,
@@ -75,7 +68,7 @@ from switchboard.pending import Pending
 from switchboard.reach import Presence
 from switchboard.store.base import PushDelivery, Store
 from switchboard.store.opening import store_kind
-from switchboard.tasks import TaskState
+from switchboard.tasks import PushConfig, RemoteAgent, Task, TaskArtifact, TaskEvent, TaskPage, TaskSent, TaskState
 
 
 class Service:

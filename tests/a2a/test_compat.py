@@ -9,7 +9,7 @@ from a2a.types import AgentCard, AgentInterface, GetTaskRequest, Message, Part, 
 
 from switchboard.hub.app import A2AOptions
 from switchboard.model import Part as OurPart
-from switchboard.model import TaskArtifact
+from switchboard.tasks import TaskArtifact
 from switchboard.tasks import TaskState as OurState
 from tests.a2a.conftest import a2a_client, fetch_card, unique
 from tests.support.a2a_hub import InProcessHub

@@ -22,7 +22,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
 from switchboard.hub.app import A2AOptions
 from switchboard.model import Part as OurPart
-from switchboard.model import TaskArtifact
+from switchboard.tasks import TaskArtifact
 from switchboard.tasks import TaskState as OurState
 from tests.a2a.conftest import a2a_client, fetch_card, unique
 from tests.a2a.test_compat import only_0_3

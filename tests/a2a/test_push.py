@@ -27,7 +27,7 @@ from a2a.types import (
 )
 
 from switchboard.model import Part as OurPart
-from switchboard.model import TaskArtifact
+from switchboard.tasks import TaskArtifact
 from switchboard.tasks import TaskState as OurState
 from tests.a2a.conftest import A2A_ERRORS, BINDINGS, a2a_client, fetch_card, unique
 from tests.support.a2a_hub import InProcessHub

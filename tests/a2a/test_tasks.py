@@ -26,8 +26,9 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 
 from switchboard.a2a.cards import GENERATION_AFTER
-from switchboard.model import Caller, MailItem, TaskArtifact
+from switchboard.model import Caller, MailItem
 from switchboard.model import Part as OurPart
+from switchboard.tasks import TaskArtifact
 from switchboard.tasks import TaskState as OurState
 from tests.a2a.conftest import A2A_ERRORS, BINDINGS, a2a_client, fetch_card, unique
 from tests.support.a2a_hub import InProcessHub

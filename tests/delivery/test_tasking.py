@@ -29,11 +29,11 @@ from switchboard.errors import (
 )
 from switchboard.events import MailboxEvents
 from switchboard.hub.replicas import Notifying, replica_wakeups
-from switchboard.model import Caller, Message, Part, TaskArtifact, utcnow
+from switchboard.model import Caller, Message, Part, utcnow
 from switchboard.service import Service
 from switchboard.store.base import TaskConflict, TaskWrite
 from switchboard.store.opening import open_store
-from switchboard.tasks import TaskState
+from switchboard.tasks import TaskArtifact, TaskState
 from tests.support.postgres import fresh_schema
 
 WS = "team"

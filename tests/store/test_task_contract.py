@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from switchboard.delivery.task_changes import move_write, new_task_write
-from switchboard.model import DeliveryState, Message, Part, PushConfig, Task, TaskArtifact, new_id
+from switchboard.model import DeliveryState, Message, Part, new_id
 from switchboard.store.base import NewDelivery, Store, TaskConflict, TaskQuery, TaskWrite
-from switchboard.tasks import TaskState
+from switchboard.tasks import PushConfig, Task, TaskArtifact, TaskState
 from tests.store.test_store_contract import OTHER_WS, WS, agents, at, build, ids
 
 

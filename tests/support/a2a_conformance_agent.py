@@ -15,9 +15,9 @@ import base64
 import threading
 from collections.abc import Callable
 
-from switchboard.model import Caller, MailItem, Message, Part, TaskArtifact
+from switchboard.model import Caller, MailItem, Message, Part
 from switchboard.service import Service
-from switchboard.tasks import FINAL, TaskState
+from switchboard.tasks import FINAL, TaskArtifact, TaskState
 
 # How long test-resubscribe-message-id stays working: the TCK subscribes meanwhile (twice its
 # streaming timeout, which is some seconds).

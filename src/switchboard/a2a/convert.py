@@ -23,8 +23,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from switchboard.a2a.cards import GENERATION_KEY
 from switchboard.errors import BadRequest
-from switchboard.model import Message, Part, Task, TaskArtifact, TaskEvent
-from switchboard.tasks import TaskState
+from switchboard.model import Message, Part
+from switchboard.tasks import Task, TaskArtifact, TaskEvent, TaskState
 
 _STATES = {
     TaskState.SUBMITTED: A2AState.TASK_STATE_SUBMITTED,

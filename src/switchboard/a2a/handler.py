@@ -51,10 +51,10 @@ from switchboard.a2a.convert import a2a_event, a2a_part, a2a_task, dict_of, our_
 from switchboard.a2a.errors import a2a_errors
 from switchboard.errors import UnknownTask
 from switchboard.events import AsyncSubscription
-from switchboard.model import Caller, PushConfig, Task, TaskSent, new_id
+from switchboard.model import Caller, new_id
 from switchboard.model import Message as OurMessage
 from switchboard.service import Service
-from switchboard.tasks import FINAL, WAITING_ON_REQUESTER
+from switchboard.tasks import FINAL, WAITING_ON_REQUESTER, PushConfig, Task, TaskSent
 
 Run = Callable[..., Awaitable[Any]]  # runs a blocking service call off the event loop
 

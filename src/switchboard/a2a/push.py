@@ -34,9 +34,9 @@ from google.protobuf.json_format import MessageToDict
 
 from switchboard.a2a.convert import a2a_event
 from switchboard.errors import SwitchboardError
-from switchboard.model import TaskEvent
 from switchboard.service import Service
 from switchboard.store.base import PushDelivery
+from switchboard.tasks import TaskEvent
 
 log = logging.getLogger("switchboard.hub")
 

@@ -22,7 +22,8 @@ from google.protobuf.json_format import MessageToDict
 
 from switchboard.a2a.remote_errors import remote_problem
 from switchboard.errors import BadAddress, BadRemoteAnswer
-from switchboard.model import OutsideCard, built
+from switchboard.model import built
+from switchboard.tasks import OutsideCard
 
 # The bindings our client speaks (the SDK's JSON-RPC and HTTP+JSON transports; gRPC needs an extra).
 SPOKEN_BINDINGS = ("JSONRPC", "HTTP+JSON")

@@ -23,8 +23,8 @@ from switchboard.a2a.remote_errors import remote_problem
 from switchboard.a2a.remote_parts import user_message
 from switchboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
 from switchboard.errors import BadRemoteAnswer, RemoteTimedOut, RemoteUnreachable
-from switchboard.model import OutsideCard, Part
-from switchboard.tasks import WAITING_ON_REQUESTER, TaskState
+from switchboard.model import Part
+from switchboard.tasks import WAITING_ON_REQUESTER, OutsideCard, TaskState
 
 
 class RemoteConnection:

@@ -18,8 +18,8 @@ from a2a.types import Role
 
 from switchboard.a2a.convert import a2a_part, our_artifact, our_part, our_state
 from switchboard.errors import BadRemoteAnswer, SwitchboardError
-from switchboard.model import Part, TaskArtifact
-from switchboard.tasks import TaskState
+from switchboard.model import Part
+from switchboard.tasks import TaskArtifact, TaskState
 
 T = TypeVar("T")
 

@@ -18,8 +18,8 @@ from a2a.types import Task as A2ATask
 
 from switchboard.a2a.remote_parts import artifact_from_a2a, parts_from_a2a, state_from_a2a
 from switchboard.errors import BadRemoteAnswer
-from switchboard.model import Part, TaskArtifact
-from switchboard.tasks import FINAL, WAITING_ON_REQUESTER, TaskState
+from switchboard.model import Part
+from switchboard.tasks import FINAL, WAITING_ON_REQUESTER, TaskArtifact, TaskState
 
 
 @dataclass(frozen=True)

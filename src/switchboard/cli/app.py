@@ -12,7 +12,7 @@ from switchboard.client.base import Client
 from switchboard.client.opening import admin_client
 from switchboard.client.opening import open_client as client_for
 from switchboard.config import Settings
-from switchboard.model import OutsideCard
+from switchboard.tasks import OutsideCard
 
 app = typer.Typer(
     name="switchboard",

@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from switchboard.a2a.remote_pump import PumpThread
 from switchboard.cli import render
 from switchboard.client.base import Client
-from switchboard.model import MailItem, Part, TaskArtifact
+from switchboard.model import MailItem, Part
 from switchboard.service import Service
-from switchboard.tasks import TaskState
+from switchboard.tasks import TaskArtifact, TaskState
 
 TRANSLATION = "Les commandes indiquent désormais leur devise."
 QUESTION = "Formal or informal French?"

@@ -16,7 +16,7 @@ from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, open_client
 from switchboard.cli.directory import agent_app
 from switchboard.client.base import Client
-from switchboard.model import RemoteAgent
+from switchboard.tasks import RemoteAgent
 
 SEND_PUMP_SECONDS = 5.0  # a send waits this long at most for the remote's first answer
 STATUS_PUMP_SECONDS = 2.0

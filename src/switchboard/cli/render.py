@@ -16,18 +16,8 @@ from rich.table import Table
 
 from switchboard.fence import one_line
 from switchboard.integrations.claude_code.sessions import ClaudeSession
-from switchboard.model import (
-    DeliveryEvent,
-    Held,
-    MailItem,
-    MessageStatus,
-    Part,
-    Reach,
-    SendResult,
-    Session,
-    Task,
-    TaskPage,
-)
+from switchboard.model import DeliveryEvent, Held, MailItem, MessageStatus, Part, Reach, SendResult, Session
+from switchboard.tasks import Task, TaskPage
 
 
 def make_consoles() -> tuple[Console, Console]:

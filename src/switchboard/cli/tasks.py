@@ -21,7 +21,8 @@ from switchboard.address import MESSAGE_BYTES
 from switchboard.cli import render
 from switchboard.cli.app import DbOption, JsonOption, app, open_client
 from switchboard.errors import BadRequest, TooLarge
-from switchboard.model import Part, Task
+from switchboard.model import Part
+from switchboard.tasks import Task
 
 task_app = typer.Typer(
     help="Tasks asked of agents: list, show, send one, update one you work on, cancel one you asked.",

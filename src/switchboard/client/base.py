@@ -24,19 +24,14 @@ from switchboard.model import (
     Part,
     Reach,
     ReadResult,
-    RemoteAgent,
     SendResult,
     Session,
     SurfacePath,
-    Task,
-    TaskArtifact,
-    TaskPage,
-    TaskSent,
     WhoAmI,
     WhoReport,
     Workspace,
 )
-from switchboard.tasks import TaskState
+from switchboard.tasks import RemoteAgent, Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
 
 class Client(Protocol):

@@ -44,21 +44,16 @@ from switchboard.model import (
     Part,
     Reach,
     ReadResult,
-    RemoteAgent,
     SendResult,
     Session,
     SurfacePath,
-    Task,
-    TaskArtifact,
-    TaskPage,
-    TaskSent,
     TokenInfo,
     WhoAmI,
     WhoReport,
     Workspace,
 )
 from switchboard.procs import process_start_time
-from switchboard.tasks import TaskState
+from switchboard.tasks import RemoteAgent, Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
 if TYPE_CHECKING:
     import ssl

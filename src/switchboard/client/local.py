@@ -25,14 +25,9 @@ from switchboard.model import (
     Part,
     Reach,
     ReadResult,
-    RemoteAgent,
     SendResult,
     Session,
     SurfacePath,
-    Task,
-    TaskArtifact,
-    TaskPage,
-    TaskSent,
     WhoAmI,
     WhoReport,
     Workspace,
@@ -40,7 +35,7 @@ from switchboard.model import (
 from switchboard.procs import process_start_time
 from switchboard.service import Service
 from switchboard.store.opening import open_store
-from switchboard.tasks import TaskState
+from switchboard.tasks import RemoteAgent, Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
 
 class LocalClient:

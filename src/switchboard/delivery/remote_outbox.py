@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from switchboard.delivery.remotes import Remotes
-from switchboard.model import Caller, Message, MessageStatus, RemoteAgent, RemoteSendStatus, Task, built
+from switchboard.model import Caller, Message, MessageStatus, RemoteSendStatus, built
 from switchboard.store.base import RemoteSend, Store
+from switchboard.tasks import RemoteAgent, Task
 
 ERROR_CHARS = 500
 

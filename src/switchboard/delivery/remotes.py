@@ -29,9 +29,9 @@ from switchboard.errors import (
     UnknownAgent,
     UnknownRecipient,
 )
-from switchboard.model import Caller, Message, OutsideCard, RecipientOutcome, RemoteAgent, Task, built, new_id
+from switchboard.model import Caller, Message, RecipientOutcome, built, new_id
 from switchboard.store.base import NewRemoteSend, Store, TaskQuery, TaskWrite
-from switchboard.tasks import WAITING_ON_REQUESTER, requester_answers
+from switchboard.tasks import WAITING_ON_REQUESTER, OutsideCard, RemoteAgent, Task, requester_answers
 
 # Fetches and checks the card at a URL, with a bearer token or none; raises a SwitchboardError
 # (RemoteUnreachable, BadRemoteAnswer, ...) with one clear sentence. Given by the faces.

@@ -44,9 +44,10 @@ from switchboard.errors import (
     listed,
 )
 from switchboard.events import TASK_KEY_PREFIX, MailboxEvents, PushedDelivery
-from switchboard.model import Caller, Held, Message, Part, RecipientOutcome, RemoteAgent, SendResult, built, new_id
+from switchboard.model import Caller, Held, Message, Part, RecipientOutcome, SendResult, built, new_id
 from switchboard.pending import Pending, completed
 from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, Store, TaskWrite
+from switchboard.tasks import RemoteAgent
 
 T = TypeVar("T")
 

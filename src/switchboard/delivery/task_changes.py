@@ -11,9 +11,9 @@ from typing import Any
 from switchboard.address import json_problem
 from switchboard.content import Limits, check_part_values, message_parts
 from switchboard.errors import BadRequest, TooLarge
-from switchboard.model import Message, Part, Task, TaskArtifact, TaskEvent, built, new_id
+from switchboard.model import Message, Part, built, new_id
 from switchboard.store.base import TaskWrite
-from switchboard.tasks import TaskState
+from switchboard.tasks import Task, TaskArtifact, TaskEvent, TaskState
 
 
 def checked_parts(parts: Sequence[Part | dict], limits: Limits) -> list[Part]:

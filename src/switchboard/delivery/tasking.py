@@ -37,22 +37,15 @@ from switchboard.delivery.task_changes import (
 )
 from switchboard.errors import BadRequest, Forbidden, TaskBusy, TooLarge, UnknownTask
 from switchboard.events import TASK_KEY_PREFIX, AsyncSubscription, MailboxEvents
-from switchboard.model import (
-    Caller,
-    Message,
-    Part,
+from switchboard.model import Caller, Message, Part, SendResult, built, new_id
+from switchboard.store.base import Store, TaskConflict, TaskQuery, TaskWrite
+from switchboard.tasks import (
     PushConfig,
-    SendResult,
     Task,
     TaskArtifact,
     TaskEvent,
     TaskPage,
     TaskSent,
-    built,
-    new_id,
-)
-from switchboard.store.base import Store, TaskConflict, TaskQuery, TaskWrite
-from switchboard.tasks import (
     TaskState,
     parse_state,
     requester_answers,

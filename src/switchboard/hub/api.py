@@ -39,13 +39,13 @@ from switchboard.model import (
     MarkResult,
     MessageStatus,
     Reach,
-    RemoteAgent,
     Session,
     TokenInfo,
     WhoAmI,
     WhoReport,
     Workspace,
 )
+from switchboard.tasks import RemoteAgent
 
 
 async def health(call: Call) -> dict[str, object]:

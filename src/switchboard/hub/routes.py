@@ -25,17 +25,14 @@ from switchboard.model import (
     MessageStatus,
     Reach,
     ReadResult,
-    RemoteAgent,
     SendResult,
     Session,
-    Task,
-    TaskPage,
-    TaskSent,
     TokenInfo,
     WhoAmI,
     WhoReport,
     Workspace,
 )
+from switchboard.tasks import RemoteAgent, Task, TaskPage, TaskSent
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from switchboard.delivery.tasking import HISTORY_MAX, PAGE_SIZE_MAX
 from switchboard.hub.endpoint import Answer, Call
 from switchboard.hub.schemas import TaskRequest, TaskUpdateRequest
-from switchboard.model import Part, Task, TaskPage
+from switchboard.model import Part
+from switchboard.tasks import Task, TaskPage
 
 PAGE_SIZE_DEFAULT = 50
 

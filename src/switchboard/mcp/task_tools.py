@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from switchboard.client.base import Client
 from switchboard.fence import fenced_words, one_line
 from switchboard.mcp.replies import acted, tool_result, unread_line, unread_of
-from switchboard.model import Message, Part, Task, built
+from switchboard.model import Message, Part, built
+from switchboard.tasks import Task
 
 T = TypeVar("T")
 Acting = Callable[[Context], Awaitable[Client]]

@@ -23,19 +23,15 @@ from switchboard.model import (
     HeldMail,
     MailItem,
     Message,
-    PushConfig,
     RecipientStatus,
-    RemoteAgent,
     SendResult,
     Session,
-    Task,
-    TaskArtifact,
-    TaskEvent,
     TokenInfo,
     TokenKind,
     Workspace,
 )
 from switchboard.pending import Pending
+from switchboard.tasks import PushConfig, RemoteAgent, Task, TaskArtifact, TaskEvent
 
 
 @dataclass(frozen=True, slots=True)

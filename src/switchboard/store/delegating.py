@@ -31,13 +31,9 @@ from switchboard.model import (
     HeldMail,
     MailItem,
     Message,
-    PushConfig,
     RecipientStatus,
-    RemoteAgent,
     SendResult,
     Session,
-    Task,
-    TaskEvent,
     TokenInfo,
     Workspace,
 )
@@ -51,6 +47,7 @@ from switchboard.store.base import (
     StoredMachine,
     TaskQuery,
 )
+from switchboard.tasks import PushConfig, RemoteAgent, Task, TaskEvent
 
 
 class Database(Protocol):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from switchboard.model import RemoteAgent, built
+from switchboard.model import built
 from switchboard.store.base import RemoteSend
 from switchboard.store.rows import from_ts, to_ts
+from switchboard.tasks import RemoteAgent
 
 REMOTE_COLUMNS = "r.workspace, r.name, r.url, r.card, r.token, r.added_at, r.card_fetched_at"
 OUTBOX_COLUMNS = (

@@ -7,9 +7,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from switchboard.model import PushConfig, Task, TaskArtifact, TaskEvent, parts_json
+from switchboard.model import parts_json
 from switchboard.store.base import PushDelivery
 from switchboard.store.rows import from_ts, to_ts
+from switchboard.tasks import PushConfig, Task, TaskArtifact, TaskEvent
 
 TASK_COLUMNS = (
     "t.id, t.workspace, t.context_id, t.requester, t.worker, t.state, t.status_parts, t.status_message_id, "

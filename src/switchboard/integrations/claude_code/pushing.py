@@ -16,7 +16,8 @@ from typing import Any
 from switchboard.client.base import Client
 from switchboard.config import Settings
 from switchboard.integrations.claude_code.push import confirm_pushed, push_sent
-from switchboard.model import MessageStatus, Part, SendResult, TaskSent
+from switchboard.model import MessageStatus, Part, SendResult
+from switchboard.tasks import TaskSent
 
 
 class PushingClient:

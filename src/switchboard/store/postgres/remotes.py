@@ -9,7 +9,6 @@ from datetime import datetime
 
 import psycopg
 
-from switchboard.model import RemoteAgent
 from switchboard.store.base import NewRemoteSend, RemoteSend
 from switchboard.store.postgres.connection import PostgresDatabase
 from switchboard.store.remote_rows import (
@@ -21,6 +20,7 @@ from switchboard.store.remote_rows import (
     remote_values,
 )
 from switchboard.store.rows import to_ts
+from switchboard.tasks import RemoteAgent
 
 _OPEN = "('pending', 'following')"
 

@@ -10,7 +10,7 @@ from datetime import datetime
 import psycopg
 from psycopg import errors as pg_errors
 
-from switchboard.model import Message, PushConfig, Task, TaskEvent
+from switchboard.model import Message
 from switchboard.store.base import PushDelivery, TaskConflict, TaskQuery, TaskWrite
 from switchboard.store.postgres import remotes
 from switchboard.store.postgres.connection import PostgresDatabase
@@ -31,6 +31,7 @@ from switchboard.store.task_rows import (
     task_from_row,
     task_values,
 )
+from switchboard.tasks import PushConfig, Task, TaskEvent
 
 _INSERT_TASK = f"INSERT INTO tasks ({TASK_COLUMNS.replace('t.', '')}) VALUES ({', '.join(['%s'] * 13)})"
 _UPDATE_TASK = (

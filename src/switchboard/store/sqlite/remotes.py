@@ -7,7 +7,6 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from switchboard.model import RemoteAgent
 from switchboard.store.base import NewRemoteSend, RemoteSend
 from switchboard.store.remote_rows import (
     OUTBOX_COLUMNS,
@@ -19,6 +18,7 @@ from switchboard.store.remote_rows import (
 )
 from switchboard.store.rows import to_ts
 from switchboard.store.sqlite.connection import SQLiteDatabase
+from switchboard.tasks import RemoteAgent
 
 _OPEN = "('pending', 'following')"
 

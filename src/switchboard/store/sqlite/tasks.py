@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime
 
-from switchboard.model import Message, PushConfig, Task, TaskEvent
+from switchboard.model import Message
 from switchboard.store.base import PushDelivery, TaskConflict, TaskQuery, TaskWrite
 from switchboard.store.rows import MESSAGE_COLUMNS, message_from_row, to_ts
 from switchboard.store.sqlite import remotes
@@ -28,6 +28,7 @@ from switchboard.store.task_rows import (
     task_from_row,
     task_values,
 )
+from switchboard.tasks import PushConfig, Task, TaskEvent
 
 _INSERT_TASK = f"INSERT INTO tasks ({TASK_COLUMNS.replace('t.', '')}) VALUES ({', '.join('?' * 13)})"
 _UPDATE_TASK = (
