@@ -20,7 +20,10 @@ from tests.support.outside_agent import OutsideAgent
 
 pytestmark = pytest.mark.anyio
 
+# A hanging remote's tests wait out FAST's deadline; a healthy remote gets ROOMY's, so a loaded
+# machine (CI's two cores) cannot make it look slow.
 FAST = RemoteTimeouts(connect=1.0, call=1.0, deadline=3.0, poll_first=0.05, poll_most=0.2)
+ROOMY = RemoteTimeouts(connect=10.0, call=10.0, deadline=30.0, poll_first=0.05, poll_most=0.2)
 
 
 @pytest.fixture
@@ -31,7 +34,7 @@ def own_outside(tmp_path: Path) -> Iterator[OutsideAgent]:
     agent.stop()
 
 
-async def _send(url: str, text: str, timeouts: RemoteTimeouts = FAST, **kw) -> tuple[list[RemoteUpdate], TaskTracker]:
+async def _send(url: str, text: str, timeouts: RemoteTimeouts = ROOMY, **kw) -> tuple[list[RemoteUpdate], TaskTracker]:
     card = await fetch_card(url, timeouts=timeouts)
     tracker = kw.pop("tracker", None) or TaskTracker("outside")
     async with RemoteConnection("outside", card, timeouts=timeouts) as remote:
@@ -100,7 +103,7 @@ async def test_polling_a_snapshot_repeats_nothing_already_passed_on(outside: Out
     updates, tracker = await _send(outside.url, "chunks again")
     card = await fetch_card(outside.url)
     tracker.state = TaskState.WORKING  # as if a stream had broken before its last event
-    async with RemoteConnection("outside", card, timeouts=FAST) as remote:
+    async with RemoteConnection("outside", card, timeouts=ROOMY) as remote:
         again = [u async for u in remote.follow(tracker)]
     assert _texts(again) == ["status:completed"]
 
@@ -126,7 +129,7 @@ async def test_a_hanging_remote_times_out_within_the_deadline(
 async def test_a_remote_that_never_answers_the_send_times_out(outside: OutsideAgent) -> None:
     started = time.monotonic()
     with pytest.raises(RemoteTimedOut, match="did not answer in time|did not finish"):
-        await _send(outside.url, "stall forever")
+        await _send(outside.url, "stall forever", timeouts=FAST)
     assert time.monotonic() - started < FAST.deadline + 3
 
 

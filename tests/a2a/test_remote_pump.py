@@ -28,7 +28,7 @@ WS = "team"
 ALICE = Caller(workspace=WS, agent="alice")
 BOB = Caller(workspace=WS, agent="bob")
 FAST = PumpSettings(
-    timeouts=RemoteTimeouts(connect=1.0, call=1.0, deadline=4.0, poll_first=0.05, poll_most=0.2),
+    timeouts=RemoteTimeouts(connect=3.0, call=3.0, deadline=6.0, poll_first=0.05, poll_most=0.2),
     lease_seconds=6.0,
     retry_first=0.1,
     retry_most=0.3,

@@ -102,11 +102,12 @@ def _mail_from(client: Client, sender: str, *, until: TaskState) -> list[MailIte
     deadline = time.monotonic() + MAIL_WAIT_SECONDS
     seen: list[MailItem] = []
     while time.monotonic() < deadline:
-        for item in client.read(wait=1.0).items:
+        batch = client.read(wait=1.0).items  # read once: every item of it is shown
+        for item in batch:
             render.mail_item(item)
-            seen.append(item)
-            if item.message.sender == sender and item.task_state == until:
-                return seen
+        seen += batch
+        if any(item.message.sender == sender and item.task_state == until for item in batch):
+            return seen
     raise TimeoutError(f"no mail from {sender} saying {until.value} within {MAIL_WAIT_SECONDS:g} s")
 
 
