@@ -478,8 +478,10 @@ class Service:
         updated_after: datetime | None = None,
         history_length: int = 0,
         include_artifacts: bool = True,
+        with_agent: str | None = None,
     ) -> TaskPage:
-        """The caller's tasks, as requester or worker, newest updated first, a page at a time."""
+        """The caller's tasks, as requester or worker (``with_agent``: only those between it and
+        that agent), newest updated first, a page at a time."""
         return self.tasking.list_tasks(
             caller,
             context_id=context_id,
@@ -489,6 +491,7 @@ class Service:
             updated_after=updated_after,
             history_length=history_length,
             include_artifacts=include_artifacts,
+            with_agent=with_agent,
         )
 
     def task_events(self, caller: Caller, task_id: str, after_generation: int) -> list[TaskEvent]:

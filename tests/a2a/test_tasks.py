@@ -392,4 +392,10 @@ async def test_an_agents_endpoint_answers_for_its_own_tasks_only(hub: InProcessH
                 await call
         with pytest.raises(A2A_ERRORS, match="(?i)no task"):
             [e async for e in to_carol.send_message(ask("sneak in", task_id=sent.task.id))]
+        [for_carol] = [e async for e in to_carol.send_message(ask("for carol"))]
+        listed = await to_carol.list_tasks(ListTasksRequest())  # the caller's tasks with carol only
+        assert [t.id for t in listed.tasks] == [for_carol.task.id] and listed.total_size == 1
+    async with a2a_client(await fetch_card(hub, bob), token, "HTTP+JSON") as to_bob:
+        assert sent.task.id in [t.id for t in (await to_bob.list_tasks(ListTasksRequest())).tasks]
+        assert for_carol.task.id not in [t.id for t in (await to_bob.list_tasks(ListTasksRequest())).tasks]
     assert hub.service.get_task(hub.caller(bob), sent.task.id).state == OurState.SUBMITTED

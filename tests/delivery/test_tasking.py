@@ -492,3 +492,12 @@ def test_an_answer_to_a_task_not_yet_taken_up_says_working_first_in_the_same_wri
     ]
     assert events[1].message_id == events[2].message_id  # one mail carries both moves
     assert len(service.read(BOSS).items) == 1
+
+
+def test_a_list_with_an_agent_takes_only_the_tasks_between_the_two(service: Service) -> None:
+    to_worker = opened(service)
+    to_stranger = service.open_task(BOSS, "stranger", text("other work")).task.id
+    assert [t.id for t in service.list_tasks(BOSS, with_agent="worker").tasks] == [to_worker]
+    assert [t.id for t in service.list_tasks(BOSS, with_agent="stranger").tasks] == [to_stranger]
+    assert [t.id for t in service.list_tasks(WORKER, with_agent="boss").tasks] == [to_worker]  # either side
+    assert service.list_tasks(STRANGER, with_agent="worker").tasks == []  # never another's

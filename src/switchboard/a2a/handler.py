@@ -252,7 +252,7 @@ class SwitchboardRequestHandler(RequestHandler):
 
     @validate_request_params
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        caller, _ = _parties(context)
+        caller, agent = _parties(context)  # an agent's endpoint lists the caller's tasks with that agent
         if params.HasField("page_size"):
             validate_page_size(params.page_size)
         history = params.history_length if params.HasField("history_length") else 0
@@ -272,6 +272,7 @@ class SwitchboardRequestHandler(RequestHandler):
                 updated_after=after,
                 history_length=history,
                 include_artifacts=params.include_artifacts,
+                with_agent=agent,
             )
         return ListTasksResponse(
             tasks=[a2a_task(task, include_artifacts=params.include_artifacts) for task in page.tasks],

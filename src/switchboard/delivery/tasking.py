@@ -301,8 +301,10 @@ class Tasking:
         updated_after: datetime | None = None,
         history_length: int = 0,
         include_artifacts: bool = True,
+        with_agent: str | None = None,
     ) -> TaskPage:
-        """The caller's tasks (as requester or worker), newest updated first, a page at a time."""
+        """The caller's tasks (as requester or worker; ``with_agent``: only those between it and
+        that agent), newest updated first, a page at a time."""
         if not 1 <= page_size <= PAGE_SIZE_MAX:
             raise BadRequest(f"page size {page_size}: give 1-{PAGE_SIZE_MAX}.")
         _check_history_length(history_length)
@@ -315,6 +317,7 @@ class Tasking:
             state=wanted.value if wanted is not None else None,
             updated_after=updated_after.timestamp() if updated_after is not None else None,
             after=_page_position(page_token),
+            with_agent=with_agent,
         )
         tasks, total = self.store.list_tasks(query)
         more, tasks = len(tasks) > page_size, tasks[:page_size]

@@ -157,6 +157,7 @@ class TaskQuery:
     state: str | None = None
     updated_after: float | None = None  # Unix seconds
     after: tuple[float, str] | None = None
+    with_agent: str | None = None  # only the tasks between ``agent`` and this one
 
 
 @dataclass(frozen=True, slots=True)

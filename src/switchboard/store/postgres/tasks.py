@@ -109,6 +109,9 @@ def list_tasks(db: PostgresDatabase, query: TaskQuery) -> tuple[list[Task], int]
     if query.state is not None:
         where += " AND t.state = %s"
         args.append(query.state)
+    if query.with_agent is not None:
+        where += " AND (t.requester = %s OR t.worker = %s)"
+        args += [query.with_agent, query.with_agent]
     if query.updated_after is not None:
         where += " AND t.updated_at > %s"
         args.append(query.updated_after)

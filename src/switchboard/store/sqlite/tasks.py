@@ -95,6 +95,9 @@ def list_tasks(db: SQLiteDatabase, query: TaskQuery) -> tuple[list[Task], int]:
     if query.state is not None:
         where += " AND t.state = ?"
         args.append(query.state)
+    if query.with_agent is not None:
+        where += " AND (t.requester = ? OR t.worker = ?)"
+        args += [query.with_agent, query.with_agent]
     if query.updated_after is not None:
         where += " AND t.updated_at > ?"
         args.append(query.updated_after)
