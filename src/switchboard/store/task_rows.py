@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from switchboard.model import parts_json
-from switchboard.store.base import PushDelivery
+from switchboard.store.base import PushDelivery, TaskQuery
 from switchboard.store.rows import from_ts, to_ts
 from switchboard.tasks import PushConfig, Task, TaskArtifact, TaskEvent
 
@@ -148,3 +148,21 @@ def push_delivery_from_row(row: Sequence) -> PushDelivery:
 def push_delivery_id(task_id: str, generation: int, config_id: str) -> str:
     """An outbox row's id, the same for the same post: a retried write cannot queue it twice."""
     return f"{task_id}/{generation}/{config_id}"
+
+
+def task_filter(query: TaskQuery, mark: str) -> tuple[str, list[object]]:
+    """The WHERE clause of a task list (without its page position) and its arguments, in the
+    store's placeholder ``mark`` (``?`` or ``%s``): the one place the list's filters are written."""
+    where = f"t.workspace = {mark} AND (t.requester = {mark} OR t.worker = {mark})"
+    args: list[object] = [query.workspace, query.agent, query.agent]
+    for column, value in (("context_id", query.context_id), ("state", query.state)):
+        if value is not None:
+            where += f" AND t.{column} = {mark}"
+            args.append(value)
+    if query.with_agent is not None:
+        where += f" AND (t.requester = {mark} OR t.worker = {mark})"
+        args += [query.with_agent, query.with_agent]
+    if query.updated_after is not None:
+        where += f" AND t.updated_at > {mark}"
+        args.append(query.updated_after)
+    return where, args

@@ -28,6 +28,7 @@ from switchboard.store.task_rows import (
     push_delivery_from_row,
     push_delivery_id,
     task_changes,
+    task_filter,
     task_from_row,
     task_values,
 )
@@ -101,20 +102,7 @@ def get_task(db: PostgresDatabase, workspace: str, task_id: str) -> Task | None:
 
 
 def list_tasks(db: PostgresDatabase, query: TaskQuery) -> tuple[list[Task], int]:
-    where = "t.workspace = %s AND (t.requester = %s OR t.worker = %s)"
-    args: list[object] = [query.workspace, query.agent, query.agent]
-    if query.context_id is not None:
-        where += " AND t.context_id = %s"
-        args.append(query.context_id)
-    if query.state is not None:
-        where += " AND t.state = %s"
-        args.append(query.state)
-    if query.with_agent is not None:
-        where += " AND (t.requester = %s OR t.worker = %s)"
-        args += [query.with_agent, query.with_agent]
-    if query.updated_after is not None:
-        where += " AND t.updated_at > %s"
-        args.append(query.updated_after)
+    where, args = task_filter(query, "%s")
     page_where, page_args = where, list(args)
     if query.after is not None:
         page_where += " AND (t.updated_at, t.id) < (%s, %s)"

@@ -25,6 +25,7 @@ from switchboard.store.task_rows import (
     push_delivery_from_row,
     push_delivery_id,
     task_changes,
+    task_filter,
     task_from_row,
     task_values,
 )
@@ -87,20 +88,7 @@ def _task(conn: sqlite3.Connection, workspace: str, task_id: str) -> Task | None
 
 
 def list_tasks(db: SQLiteDatabase, query: TaskQuery) -> tuple[list[Task], int]:
-    where = "t.workspace = ? AND (t.requester = ? OR t.worker = ?)"
-    args: list[object] = [query.workspace, query.agent, query.agent]
-    if query.context_id is not None:
-        where += " AND t.context_id = ?"
-        args.append(query.context_id)
-    if query.state is not None:
-        where += " AND t.state = ?"
-        args.append(query.state)
-    if query.with_agent is not None:
-        where += " AND (t.requester = ? OR t.worker = ?)"
-        args += [query.with_agent, query.with_agent]
-    if query.updated_after is not None:
-        where += " AND t.updated_at > ?"
-        args.append(query.updated_after)
+    where, args = task_filter(query, "?")
     page_where, page_args = where, list(args)
     if query.after is not None:
         page_where += " AND (t.updated_at < ? OR (t.updated_at = ? AND t.id < ?))"
