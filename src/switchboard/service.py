@@ -261,8 +261,7 @@ class Service:
         are passed over. The ids marked surfaced. A task among them that waited to be taken up
         is working now."""
         marked = self.handover.confirm_surfaced(caller, message_ids, evidence)
-        found = (self.store.get_message(caller.workspace, message_id) for message_id in marked.marked)
-        self.tasking.taken_up(caller, [message.task_id for message in found if message is not None])
+        self.tasking.taken_up(caller, self.store.task_ids_of(caller.workspace, marked.marked))
         return marked
 
     def record_receipt(

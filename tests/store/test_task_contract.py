@@ -213,3 +213,15 @@ def test_plain_mail_is_no_task(store):
     assert (item.task_id, item.task_state, item.message.task_id) == (None, None, None)
     assert ids(store.claim(WS, "bob", None, 10, at(1))) == [message.id]
     assert isinstance(message, Message)
+
+
+def test_the_tasks_of_messages_are_named_once_each_and_plain_mail_has_none(store):
+    agents(store, WS, "boss", "worker")
+    task = open_task(store)
+    moved = move(store, task, TaskState.WORKING, seconds=1)
+    [first, second] = [m.id for m in store.task_messages(WS, task.id, 10)]
+    plain, _, pending = mail(store, "boss", "worker", lambda m: None, seconds=2, task_id=None)
+    pending.result()
+    assert store.task_ids_of(WS, [first, second, plain.id, "no-such-message"]) == [moved.id]
+    assert store.task_ids_of(WS, [plain.id]) == [] and store.task_ids_of(WS, []) == []
+    assert store.task_ids_of(OTHER_WS, [first]) == []  # never another workspace's

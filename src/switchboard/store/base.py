@@ -302,6 +302,10 @@ class Store(Protocol):
         ...
 
     def get_message(self, workspace: str, message_id: str) -> Message | None: ...
+    def task_ids_of(self, workspace: str, message_ids: Sequence[str]) -> list[str]:
+        """The tasks these messages belong to (each once; messages of no task pass over)."""
+        ...
+
     def thread_party(self, workspace: str, thread_id: str, agent: str) -> bool | None:
         """Whether ``agent`` sent or received a message of this thread; None when no message of
         the workspace is in it."""

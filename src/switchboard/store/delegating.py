@@ -189,6 +189,9 @@ class DelegatingStore(Store, Generic[DB]):
     def get_message(self, workspace: str, message_id: str) -> Message | None:
         return self._parts.sent.get_message(self._db, workspace, message_id)
 
+    def task_ids_of(self, workspace: str, message_ids: Sequence[str]) -> list[str]:
+        return self._parts.sent.task_ids_of(self._db, workspace, message_ids) if message_ids else []
+
     def thread_party(self, workspace: str, thread_id: str, agent: str) -> bool | None:
         return self._parts.sent.thread_party(self._db, workspace, thread_id, agent)
 

@@ -44,6 +44,14 @@ def get_message(db: PostgresDatabase, workspace: str, message_id: str) -> Messag
     return message_from_row(row) if row else None
 
 
+def task_ids_of(db: PostgresDatabase, workspace: str, message_ids: Sequence[str]) -> list[str]:
+    rows = db.all(
+        "SELECT DISTINCT task_id FROM messages WHERE workspace = %s AND id = ANY(%s) AND task_id IS NOT NULL",
+        (workspace, list(message_ids)),
+    )
+    return [row[0] for row in rows]
+
+
 def thread_party(db: PostgresDatabase, workspace: str, thread_id: str, agent: str) -> bool | None:
     row = db.one(THREAD_PARTY, {"ws": workspace, "thread": thread_id, "agent": agent})
     return bool(row[1]) if row and row[0] else None

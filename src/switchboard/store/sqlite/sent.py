@@ -4,6 +4,8 @@ thread. Functions on the database, called by ``SQLiteStore``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from switchboard.model import Message, RecipientStatus, SendResult
 from switchboard.store.base import IdempotentSend
 from switchboard.store.rows import MESSAGE_COLUMNS, STATUS_COLUMNS, message_from_row, status_from_row, with_history
@@ -29,6 +31,16 @@ def get_message(db: SQLiteDatabase, workspace: str, message_id: str) -> Message 
             f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.workspace = ? AND m.id = ?", (workspace, message_id)
         ).fetchone()
     return message_from_row(row) if row else None
+
+
+def task_ids_of(db: SQLiteDatabase, workspace: str, message_ids: Sequence[str]) -> list[str]:
+    marks = ",".join("?" * len(message_ids))
+    with db.read() as conn:
+        rows = conn.execute(
+            f"SELECT DISTINCT task_id FROM messages WHERE workspace = ? AND id IN ({marks}) AND task_id IS NOT NULL",
+            (workspace, *message_ids),
+        ).fetchall()
+    return [row[0] for row in rows]
 
 
 def thread_party(db: SQLiteDatabase, workspace: str, thread_id: str, agent: str) -> bool | None:
