@@ -1,0 +1,1 @@
+"""One module per coding CLI a runner can drive, behind ``base.Adapter``."""
