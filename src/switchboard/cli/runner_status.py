@@ -42,7 +42,7 @@ def status(
 def runner_table(reports: Sequence[RunnerReport], local: Mapping[str, str] | None = None):  # type: ignore[no-untyped-def]
     """The reports as a table (or a line saying there are none); ``local``: a column of what this
     machine knows of each agent's process (team status)."""
-    if not reports and local is None:
+    if not reports:
         return "[dim]no runners have reported in this workspace[/]"
     columns = ["agent", "machine", "state", "doing", "cli", "cli session", "turns", "tokens in/out", "cost", "restarts"]
     grid = render.table(*columns, "updated", *(["here"] if local is not None else []), keep_whole=())
