@@ -93,3 +93,17 @@ def test_a_team_passes_work_round_by_messages_alone(tmp_path: Path) -> None:
 
 def _logs(cli: CLI) -> str:
     return "".join(f"\n--- {p}\n{p.read_text()[-2000:]}" for p in cli.switchboard_home.rglob("runner.log"))
+
+
+def test_team_up_says_which_role_failed_and_why(tmp_path: Path) -> None:
+    cli = CLI(tmp_path)
+    team = cli.workdir / "team"
+    team.mkdir()
+    (team / "team.toml").write_text('[roles.ghost]\ncli = "generic:/nonexistent/agent-program"\n')
+    up = cli.run("team", "up", "--team", team, "--json", env={"SWITCHBOARD_WARM": "0"}, timeout=90)
+    assert up.returncode == 1, describe(up)
+    [outcome] = json.loads(up.stdout)
+    assert (outcome["role"], outcome["ok"]) == ("ghost", False), outcome
+    assert "no such program" in outcome["message"] and "runner.log" in outcome["message"], outcome
+    shown = cli.run("team", "up", "--team", team, env={"SWITCHBOARD_WARM": "0"}, timeout=90)
+    assert shown.returncode == 1 and "failed ghost" in shown.stdout and "Traceback" not in shown.stderr, describe(shown)

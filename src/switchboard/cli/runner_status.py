@@ -44,24 +44,29 @@ def runner_table(reports: Sequence[RunnerReport], local: Mapping[str, str] | Non
     machine knows of each agent's process (team status)."""
     if not reports:
         return "[dim]no runners have reported in this workspace[/]"
-    columns = ["agent", "machine", "state", "doing", "cli", "cli session", "turns", "tokens in/out", "cost", "restarts"]
-    grid = render.table(*columns, "updated", *(["here"] if local is not None else []), keep_whole=())
+    columns = ["agent", "machine", "state", "doing", "cli", "usage", "restarts", "updated"]
+    grid = render.table(*columns, *(["here"] if local is not None else []), keep_whole=())
+    for column in grid.columns:  # short facts stay whole; what it does and its CLI wrap instead
+        column.no_wrap = column.header in ("agent", "state", "restarts", "updated")
     for report in reports:
         row = [
             escape(report.agent),
             escape(report.machine),
             state_words(report),
             escape(doing(report)),
-            escape(report.cli),
-            escape(report.cli_session_id or "-"),
-            str(report.turns),
-            f"{report.input_tokens:,}/{report.output_tokens:,}",
-            "-" if report.cost_usd is None else f"${report.cost_usd:.4f}",
+            escape(report.cli + (f" ({report.cli_session_id})" if report.cli_session_id else "")),
+            usage(report),
             str(report.restarts),
             render.when(report.updated_at),
         ]
         grid.add_row(*row, *([escape(local.get(report.agent, "-"))] if local is not None else []))
     return grid
+
+
+def usage(report: RunnerReport) -> str:
+    """Turns, tokens in/out and cost, as the CLI reported them."""
+    cost = "" if report.cost_usd is None else f", ${report.cost_usd:.4f}"
+    return f"{report.turns} turns, {report.input_tokens:,}/{report.output_tokens:,} tokens{cost}"
 
 
 def state_words(report: RunnerReport) -> str:

@@ -22,10 +22,11 @@ from switchboard.errors import AlreadyExists, SwitchboardError
 from switchboard.runner.files import RunnerFiles
 from switchboard.runner.team import Role, Team
 
-START_SECONDS = 30.0  # for a runner to register and report; a CLI that takes longer is still starting
+START_SECONDS = 60.0  # for a runner to start its CLI and report it up (a cold coding CLI takes seconds)
+UP_STATES = ("idle", "working", "sleeping")
 STOP_GRACE_SECONDS = 20.0  # after SIGTERM (the runner gives its CLI --grace, 10 s, of this)
 LOOK_SECONDS = 0.1  # between looks at a starting or stopping runner (another process: no signal to wait on)
-LOG_TAIL = 5
+LOG_TAIL = 2  # lines of a failed runner's log quoted in its outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,23 +83,25 @@ def start(role: Role, files: RunnerFiles, db: str | None) -> subprocess.Popen[by
 def seen_reporting(
     role: Role, process: subprocess.Popen[bytes], reports: Callable[[str], list[RunnerReport]], files: RunnerFiles
 ) -> Outcome:
-    """Wait until the started runner reports itself (pid and all), or exits, or START_SECONDS pass."""
+    """Wait until the started runner reports its CLI up (idle, working or sleeping), or says it
+    crashed, or exits, or START_SECONDS pass."""
     deadline = time.monotonic() + START_SECONDS
     while True:
         code = process.poll()
         if code is not None:
             return _failed(role, process.pid, f"exited with status {code}", files)
         try:
-            if any(r.pid == process.pid and r.live for r in reports(role.agent)):
-                return Outcome(role.name, role.agent, True, process.pid, f"running (pid {process.pid})")
+            mine = [r for r in reports(role.agent) if r.pid == process.pid]
         except SwitchboardError as error:  # the store or hub away for a moment: look again
             last = error.message
         else:
-            last = "no report yet"
+            last = f"its last report: {mine[0].state}" if mine else "no report yet"
+            if mine and mine[0].state in UP_STATES:
+                return Outcome(role.name, role.agent, True, process.pid, f"running (pid {process.pid})")
+            if mine and mine[0].state in ("crashed", "stopping", "stopped"):
+                return _failed(role, process.pid, f"{mine[0].state}: {mine[0].detail or 'no reason given'}", files)
         if time.monotonic() > deadline:
-            return _failed(
-                role, process.pid, f"not reporting after {START_SECONDS:g} s ({last}); still starting?", files
-            )
+            return _failed(role, process.pid, f"not up after {START_SECONDS:g} s ({last})", files)
         time.sleep(LOOK_SECONDS)
 
 
