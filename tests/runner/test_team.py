@@ -71,3 +71,15 @@ def test_an_unknown_role_names_the_roles(tmp_path: Path) -> None:
     write_example_team(tmp_path)
     with pytest.raises(BadTeam, match="its roles: product, engineering, qa"):
         load_team(team_path(tmp_path)).role("design")
+
+
+def test_a_role_naming_no_channels_joins_the_teams(tmp_path: Path) -> None:
+    (tmp_path / "team.toml").write_text(
+        "[team]\nchannels = ['#all']\n[roles.a]\ncli = 'generic:python a.py'\n[roles.b]\nchannels = []\n"
+    )
+    team = load_team(team_path(tmp_path))
+    assert [(r.name, r.channels, r.cli, r.folder, r.prompt) for r in team.roles] == [
+        ("a", ("all",), "generic:python a.py", tmp_path / "a", None),
+        ("b", (), "claude", tmp_path / "b", None),
+    ]
+    assert team.name == tmp_path.name

@@ -4,14 +4,14 @@
 
     [team]
     name = "example"
-    channels = ["team", "handoffs"]      # created by `team up`; each role joins its own
+    channels = ["team", "handoffs"]      # a role that names none joins these
 
     [roles.product]
     agent = "product"                    # default: the role's name
     cli = "claude"                       # claude, codex, copilot, gemini, cursor, generic:CMD
     folder = "product"                   # the CLI's working folder (relative: to team.toml)
     prompt = "product/PROMPT.md"         # the role prompt handed to `switchboard run --prompt-file`
-    channels = ["team", "handoffs"]
+    channels = ["team", "handoffs"]      # made by `team up` if missing, and joined
     every = 900                          # optional: also tick after this many idle seconds
     turn_limit = 1200                    # optional: a turn longer than this is stopped
 
@@ -100,16 +100,18 @@ def load_team(path: Path) -> Team:
     roles_table = _table(data.get("roles"), path, "[roles]")
     if not roles_table:
         raise BadTeam(f"{path} names no role: add at least one [roles.NAME] table.")
-    roles = tuple(_role(name, _table(body, path, f"[roles.{name}]"), path) for name, body in roles_table.items())
-    _check_unique(path, roles)
     channels = _channels(head.get("channels", []), path, "[team] channels")
+    roles = tuple(
+        _role(name, _table(body, path, f"[roles.{name}]"), path, channels) for name, body in roles_table.items()
+    )
+    _check_unique(path, roles)
     name = head.get("name", path.parent.name)
     if not isinstance(name, str) or not name.strip():
         raise BadTeam(f"{path}: [team] name must be text.")
     return Team(path=path, name=name.strip(), channels=channels, roles=roles)
 
 
-def _role(name: str, body: dict[str, Any], path: Path) -> Role:
+def _role(name: str, body: dict[str, Any], path: Path, team_channels: tuple[str, ...]) -> Role:
     where = f"{path}: [roles.{name}]"
     unknown = set(body) - ROLE_KEYS
     if unknown:
@@ -127,7 +129,7 @@ def _role(name: str, body: dict[str, Any], path: Path) -> Role:
         cli=cli,
         folder=folder,
         prompt=path.parent / _text(prompt, where, "prompt") if prompt is not None else None,
-        channels=_channels(body.get("channels", []), path, f"[roles.{name}] channels"),
+        channels=_channels(body["channels"], path, f"[roles.{name}] channels") if "channels" in body else team_channels,
         every=_seconds(body.get("every"), where, "every"),
         turn_limit=_seconds(body.get("turn_limit"), where, "turn_limit"),
     )

@@ -49,7 +49,7 @@ def prepare(client: Client, team: Team, roles: Sequence[Role]) -> None:
             pass
         acting = client.as_agent(role.agent)
         try:
-            for channel in dict.fromkeys((*role.channels,)):
+            for channel in role.channels:
                 try:
                     acting.create_channel(channel, f"{team.name}'s #{channel}")
                 except AlreadyExists:
