@@ -72,6 +72,21 @@ class RunnerMachine:
     def status(self, message_id: str) -> dict[str, Any]:
         return self.cli.run_json("status", message_id, agent="alice")["recipients"][0]
 
+    def reports(self) -> list[Any]:
+        """The workspace's runner reports, read from the machine's store as alice."""
+        from switchboard.client.local import LocalClient
+        from switchboard.model import Caller
+        from switchboard.service import Service
+        from switchboard.store.sqlite.store import SQLiteStore
+
+        store = SQLiteStore(self.cli.default_db)
+        try:
+            return LocalClient(
+                Service(store, machine="observer"), Caller(workspace="default", agent="alice")
+            ).list_runners()
+        finally:
+            store.close()
+
     def stop(self) -> int:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)

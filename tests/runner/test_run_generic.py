@@ -20,6 +20,10 @@ def answered(machine: RunnerMachine, token: str) -> bool:
     return any(f"{token}" in text for text in machine.alice_got())
 
 
+def prompt_session(machine: RunnerMachine) -> str:
+    return machine.records("start")[-1]["session"]
+
+
 def test_answers_mail_surfaced_via_runner_and_stops_on_sigterm(machine: RunnerMachine) -> None:
     machine.start("--grace", "5")
     sent = machine.send("please echo tok-111")
@@ -29,12 +33,22 @@ def test_answers_mail_surfaced_via_runner_and_stops_on_sigterm(machine: RunnerMa
     assert [e["event"] for e in status["history"]][-2:] == ["handed", "surfaced"]
     (prompt,) = machine.prompts()
     assert "BEGIN MESSAGE" in prompt["text"] and "please echo tok-111" in prompt["text"]
+    (report,) = wait_until(
+        lambda: [r for r in machine.reports() if r.turns == 1 and r.state == "idle"], 10, "the report"
+    )
+    assert (report.agent, report.cli_session_id, report.input_tokens, report.cost_usd) == (
+        "rbot",
+        prompt_session(machine),
+        10,
+        0.001,
+    )
     logs = machine.cli.run("runner", "logs", "rbot", "-n", "50")
     assert "turn t1-" in logs.stdout
     started = time.monotonic()
     assert machine.stop() == 0, machine.describe()
     assert time.monotonic() - started < 10
     assert machine.records("stop"), "the program was told to stop"
+    assert [r.state for r in machine.reports()] == ["stopped"]
     who = machine.cli.run_json("who", agent="alice")["agents"]
     assert not [s for a in who if a["name"] == "rbot" for s in a.get("sessions", []) if s["live"]]
 
@@ -148,4 +162,6 @@ def test_a_crash_loop_ends_the_runner_with_exit_3(machine: RunnerMachine, tmp_pa
     finally:
         proc.kill()
     assert "crashes within" in (proc.stderr.read() if proc.stderr else "")
+    (report,) = machine.reports()
+    assert report.state == "crashed" and "crashes within" in (report.detail or "")
     assert machine.status(sent)["state"] in ("queued", "delivered")  # nothing lost: it waits for the next taker
