@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from switchboard.delivery.runner_reports import RunnerReport
 from switchboard.model import (
     AckResult,
     Agent,
@@ -77,7 +78,8 @@ class Client(Protocol):
         ...
 
     def confirm_surfaced(self, message_ids: Sequence[str], evidence: str = "transcript") -> MarkResult:
-        """Mail handed to this session is in its model's context now (Service.confirm_surfaced)."""
+        """Mail handed to this session is in its model's context now (Service.confirm_surfaced); evidence
+        "transcript", "hook" or "turn" (a runner's CLI took it)."""
         ...
 
     def record_receipt(self, message_ids: Sequence[str], status: str, reason: str | None = None) -> MarkResult:
@@ -176,4 +178,14 @@ class Client(Protocol):
         ...
 
     def list_workspaces(self) -> list[Workspace]: ...
+
+    # runners (switchboard run) report themselves; ``runner status`` lists them, from any machine
+    def report_runner(self, report: RunnerReport) -> RunnerReport:
+        """Keep this agent's runner's report (its agent must be this client's): what was kept."""
+        ...
+
+    def list_runners(self, agent: str | None = None) -> list[RunnerReport]:
+        """The workspace's runner reports (of ``agent`` only), newest first, each marked live or not."""
+        ...
+
     def close(self) -> None: ...
