@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -109,6 +110,7 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
         "remote_b": unique("remote-b"),  # B's own, at the same URL
         "remote_url": outside.url,
         "secret_remote_token": unique("SECRET-REMOTE-TOKEN"),
+        "secret_runner": unique("SECRET-RUNNER"),  # what bob's runner works on: A's to see, not B's
     }
     n = names
     bob = a.agent_token(n["bob"])
@@ -119,6 +121,8 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
         on_laptop = {"pid": LAPTOP_PID, "runtime": "script", "machine": n["laptop"], "proc_start": 111}
         laptop = _ok(http.post("/v1/sessions", json=on_laptop), 201)  # a machine the hub cannot look into
         _ok(http.post("/v1/channels", json={"name": n["chan"]}), 201)
+        runner = {**RUNNER_REPORT, "agent": n["bob"], "detail": n["secret_runner"]}
+        _ok(http.put(f"/v1/runners/{n['bob']}", json=runner), 200)
     with a.http(n["alice"]) as http:
         _ok(http.post(f"/v1/channels/{n['chan']}/join"), 200)
         _ok(http.post("/v1/channels", json={"name": n["chan2"]}), 201)
@@ -162,6 +166,7 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
         n["s_bob"],
         eve["id"],
         n["remote"],
+        n["secret_runner"],
     ]
     yield world
 
@@ -170,6 +175,15 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
 
 PID = os.getpid()
 LAPTOP_PID = 31337
+NOW = datetime.now(UTC).isoformat()
+RUNNER_REPORT = {
+    "machine": "box",
+    "pid": 4321,
+    "cli": "codex",
+    "state": "working",
+    "started_at": NOW,
+    "updated_at": NOW,
+}
 REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked, aimed at the victim
     ("GET", "/v1/whoami"): {},
     ("POST", "/v1/messages"): {"json": {"to": "{alice}", "text": "hi", "reply_to": "{m_secret}"}},
@@ -218,6 +232,12 @@ REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked,
     ("GET", "/v1/remotes"): {},
     ("POST", "/v1/remotes"): {"json": {"name": "{remote}", "url": "{remote_url}", "token": "hijacked"}},
     ("DELETE", "/v1/remotes/{name}"): {"path": {"name": "{remote}"}},
+    # Overwriting bob's runner report (what runner status shows of him), or reading it from B.
+    ("PUT", "/v1/runners/{agent}"): {
+        "path": {"agent": "{bob}"},
+        "json": {**RUNNER_REPORT, "agent": "{bob}", "state": "crashed", "detail": "defaced"},
+    },
+    ("GET", "/v1/runners"): {},
 }
 
 
@@ -274,6 +294,10 @@ def _no_old_channel_post(world: World, attacker: Attacker, body: Any) -> None:
     with world.hub.http(attacker.token, attacker.agent) as http:
         mailbox = http.post("/v1/read", params={"after": 0, "peek": "true", "limit": 1000})
     assert world.names["secret_post"] not in mailbox.text, "joining a channel delivered a post made before"
+
+
+def _no_runners_of_a(world: World, attacker: Attacker, body: Any) -> None:
+    assert all(r["detail"] != world.names["secret_runner"] for r in body), body
 
 
 def _no_tasks(world: World, attacker: Attacker, body: Any) -> None:
@@ -352,6 +376,8 @@ def _rows() -> list[Row]:
         Row("eve", "GET", "/v1/remotes", 200),  # the workspace's directory is shared (never a token)
         Row("eve", "POST", "/v1/remotes", 403, "forbidden"),
         Row("eve", "DELETE", "/v1/remotes/{name}", 403, "forbidden"),
+        Row("eve", "GET", "/v1/runners", 200),  # the workspace's runners are shared, as its directory
+        Row("eve", "PUT", "/v1/runners/{agent}", 403, "forbidden"),  # only bob reports bob's runner
         Row("eve", "GET", "/v1/agents/{name}", 200),  # the workspace's directory is shared
         Row("eve", "GET", "/v1/agents/{name}/card", 200),  # an A2A card is public anyway
         Row("eve", "PATCH", "/v1/agents/{name}", 403, "forbidden"),
@@ -392,6 +418,8 @@ def _rows() -> list[Row]:
             check=_in_own_workspace,
         ),
         Row("B", "DELETE", "/v1/remotes/{name}", 404, "unknown_agent"),
+        Row("B", "GET", "/v1/runners", 200, check=_no_runners_of_a),
+        Row("B", "PUT", "/v1/runners/{agent}", 200),  # B's own bob: A's report stays as it was
         Row("B", "GET", "/v1/channels", 200),
         Row("B", "POST", "/v1/channels", 201, override={"json": {"name": "{chan2}"}}, check=_in_own_workspace),
         Row("B", "POST", "/v1/channels/{name}/join", 404, "unknown_channel"),
@@ -502,6 +530,10 @@ def _victim_state(world: World, route: str) -> dict[str, Any]:
         elif route.startswith("/v1/tasks"):
             task = _ok(http.get(f"/v1/tasks/{n['t_secret']}", params={"history_length": 100}), 200)
             state["bob's task"] = (task["state"], task["generation"], [m["id"] for m in task["history"]])
+        elif route.startswith("/v1/runners"):
+            with world.a.http(n["alice"]) as alice:
+                reports = _ok(alice.get("/v1/runners"), 200)
+            state["A's runners"] = [(r["agent"], r["state"], r["detail"], r["updated_at"]) for r in reports]
         elif route.startswith("/v1/channels"):
             members = {m["agent"] for m in _ok(http.get(f"/v1/channels/{n['chan']}/members"), 200)}
             state["members of #chan"] = sorted(members & {n["bob"], n["alice"]})
@@ -522,6 +554,7 @@ VALID_BODIES = {
     ("POST", "/v1/tokens"): {"agent": "newcomer"},
     ("POST", "/v1/tasks"): {"to": "newcomer", "text": "hi"},
     ("POST", "/v1/tasks/{task_id}/update"): {"state": "working"},
+    ("PUT", "/v1/runners/{agent}"): {**RUNNER_REPORT, "agent": "a"},
 }
 
 
