@@ -20,6 +20,17 @@ def answered(machine: RunnerMachine, token: str) -> bool:
     return any(f"{token}" in text for text in machine.alice_got())
 
 
+def surfaced(machine: RunnerMachine, message_id: str) -> dict:
+    """The message's status once surfaced: the program's answer may come before its turn's done
+    line, and surfaced follows that line."""
+
+    def status() -> dict | None:
+        found = machine.status(message_id)
+        return found if found["state"] == "surfaced" else None
+
+    return wait_until(status, 10, f"message {message_id} surfaced")
+
+
 def prompt_session(machine: RunnerMachine) -> str:
     return machine.records("start")[-1]["session"]
 
@@ -28,10 +39,7 @@ def test_answers_mail_surfaced_via_runner_and_stops_on_sigterm(machine: RunnerMa
     machine.start("--grace", "5")
     sent = machine.send("please echo tok-111")
     wait_until(lambda: answered(machine, "echo tok-111"), 30, "the runner's answer")
-    # The answer may come before the turn's done line: surfaced follows that line.
-    status = wait_until(
-        lambda: (s := machine.status(sent))["state"] == "surfaced" and s, 10, "the message surfaced"
-    )
+    status = surfaced(machine, sent)
     assert status["via"] == "runner"
     assert [e["event"] for e in status["history"]][-2:] == ["handed", "surfaced"]
     (prompt,) = machine.prompts()
@@ -83,7 +91,7 @@ def test_a_killed_program_is_respawned_resuming_its_session_and_nothing_is_lost(
     starts = machine.records("start")
     assert len(starts) == 2 and starts[1]["resume"] == starts[0]["session"]
     assert machine.prompts()[-1]["resume"] == starts[0]["session"]
-    assert machine.status(sent)["state"] == "surfaced"
+    surfaced(machine, sent)
 
 
 def test_done_with_clear_starts_a_fresh_program_and_clears_are_rate_limited(machine: RunnerMachine) -> None:
