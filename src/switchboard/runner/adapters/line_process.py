@@ -123,6 +123,17 @@ class LineProcess:
         except (BrokenPipeError, ValueError, OSError) as error:
             raise CliExited(self.how_it_ended()) from error
 
+    def feed(self, text: str) -> None:
+        """All of the process's input at once (a per-turn CLI's prompt), then end of input."""
+        stdin = self.process.stdin
+        try:
+            with self._write_lock:
+                assert stdin is not None
+                stdin.write(text)
+                stdin.close()
+        except (BrokenPipeError, ValueError, OSError) as error:
+            raise CliExited(self.how_it_ended()) from error
+
     def alive(self) -> bool:
         return self.process.poll() is None and not self._ended
 
