@@ -9,6 +9,7 @@ session whose requests carry none of it.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -70,6 +71,10 @@ def test_a_turn_reaches_the_model_and_answers_through_our_mcp_server(
     snapshot = adapter.snapshot()
     assert snapshot.session_id == adapter.session_id and snapshot.transcript is not None
     assert snapshot.transcript.is_file(), snapshot  # the CLI's own transcript, where we say it is
+    assert not list(Path(machine.home, ".claude", "sessions").glob("*.json")) or all(
+        not json.loads(p.read_text()).get("messagingSocketPath")
+        for p in Path(machine.home, ".claude", "sessions").glob("*.json")
+    ), "the runner's CLI has a messaging socket: mail could reach it past the runner"
 
 
 def test_a_killed_cli_resumes_its_session_and_a_clear_starts_a_fresh_one(

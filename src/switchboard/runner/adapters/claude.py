@@ -43,7 +43,10 @@ BIN_VARIABLE = "SWITCHBOARD_CLAUDE_BIN"
 # edits in its folder are accepted. Nothing asks: a headless CLI has nobody to ask.
 ALLOWED_TOOLS = (f"mcp__{SERVER}", "Bash")
 PERMISSION_MODE = "acceptEdits"
-CLEAR_TIMEOUT = 30.0  # for the CLI to answer /clear with its fresh session
+CLEAR_TIMEOUT = 30.0
+# No messaging socket: the runner alone feeds the CLI its mail. With one, a sender's push could
+# write mail into the session past the runner (a turn the runner did not start, mail surfaced twice).
+NO_SOCKET = {"CLAUDE_CODE_HARBOR_KITE": "0"}  # for the CLI to answer /clear with its fresh session
 
 
 class ClaudeAdapter:
@@ -69,7 +72,7 @@ class ClaudeAdapter:
         if resume:
             argv += ["--resume", resume]
             self._session_id = resume
-        env = {"MCP_CONNECTION_NONBLOCKING": "false", **launch.env}  # our tools before the first request
+        env = {**NO_SOCKET, "MCP_CONNECTION_NONBLOCKING": "false", **launch.env}  # our tools before the first request
         self._process = LineProcess.start(argv, env=env, cwd=launch.cwd, log=launch.log, name="claude")
         self._cost_seen = 0.0
 
