@@ -109,3 +109,31 @@ def test_a_killed_cli_resumes_its_session_and_a_clear_starts_a_fresh_one(
         turn(adapter, "Fresh start.", "t4")
         (fresh,) = model.requests_saying("Fresh start.")
         assert not fresh.mentions("PELICAN"), model.summary()
+
+
+def test_urgent_input_goes_in_mid_turn_and_an_interrupt_ends_a_turn(
+    claude_code_current: Path, machine: Machine, adapter: ClaudeAdapter
+):
+    with MockModel(tool_input=None) as model:
+        lines: list[str] = []
+        adapter.start(launch(claude_code_current, machine, model, lines))
+        adapter.prompt("RUN_BASH: sleep 2", "t1")
+        kinds = []
+        for event in adapter.events(time.monotonic() + RUN_TIMEOUT):
+            kinds.append(event.kind)
+            if event.kind == "tool":
+                assert adapter.inject("URGENT-7f3a: the build is red.")  # after the running tool round
+        assert kinds[-1] == "done", f"{kinds}\n{lines}"
+        urgent = model.requests_mentioning("URGENT-7f3a")
+        assert urgent and urgent[0].bash_results(), model.summary()  # the same turn, after the tool's result
+
+        adapter.prompt("RUN_BASH: sleep 60", "t2")
+        began = time.monotonic()
+        events = []
+        for event in adapter.events(time.monotonic() + RUN_TIMEOUT):
+            events.append(event)
+            if event.kind == "tool":
+                adapter.interrupt()
+        assert events[-1].kind == "failed" and time.monotonic() - began < 30, f"{events}\n{lines}"
+        assert adapter.alive()  # the process lives on for the next turn
+        assert turn(adapter, "Still there?", "t3")[-1].kind == "done"
