@@ -89,3 +89,23 @@ def test_bad_evidence_and_receipts_are_refused(service, alice, bob):
         pane.record_receipt([sent.message_id], "lost")
     with pytest.raises(BadRequest):
         pane.confirm_surfaced([])
+
+
+def test_a_runner_hands_and_its_turn_surfaces(service, alice, bob):
+    runner, address = in_session(service, "bob", 5151)
+    sent = alice.send("bob", "work for the runner")
+    assert [i.state for i in runner.surface(via="runner").items] == ["handed"]
+    status = row(alice.message_status(sent.message_id), "bob")
+    assert (status.state, status.handed_to, status.via) == ("handed", address, "runner")
+    assert runner.confirm_surfaced([sent.message_id], evidence="turn").marked == [sent.message_id]
+    done = row(alice.message_status(sent.message_id), "bob")
+    assert (done.state, done.via) == ("surfaced", "runner")
+    assert done.history[-1].detail == "turn"
+
+
+def test_a_runners_peek_takes_nothing(service, alice, bob):
+    runner, _ = in_session(service, "bob", 5252)
+    sent = alice.send("bob", "look only")
+    assert [i.message.id for i in runner.surface(via="runner", peek=True).items] == [sent.message_id]
+    assert row(alice.message_status(sent.message_id), "bob").state == "delivered"
+    assert [i.message.id for i in runner.surface(via="runner").items] == [sent.message_id]

@@ -190,8 +190,8 @@ class Message(Model):
 # How a message reaches a coding agent's context: written into its session's messaging socket,
 # put in by one of its hooks (session start, prompt, after a tool, stop), or by the waiter that
 # wakes an idle session.
-SurfacePath = Literal["socket", "hook", "waiter"]
-SURFACE_PATHS: tuple[SurfacePath, ...] = ("socket", "hook", "waiter")
+SurfacePath = Literal["socket", "hook", "waiter", "runner"]
+SURFACE_PATHS: tuple[SurfacePath, ...] = ("socket", "hook", "waiter", "runner")
 
 
 class TaskState(StrEnum):

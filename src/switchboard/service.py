@@ -257,7 +257,7 @@ class Service:
     def confirm_surfaced(self, caller: Caller, message_ids: Sequence[str], evidence: str) -> MarkResult:
         """Those of these messages handed to a session of the caller's agent are in its model's
         context now: ``evidence`` says how that is known ("transcript": the session's transcript
-        recorded a turn carrying them). Ids not handed (surfaced already, read, another agent's)
+        recorded a turn carrying them; "turn": a runner's CLI took them as its turn's input). Ids not handed (surfaced already, read, another agent's)
         are passed over. The ids marked surfaced. A task among them that waited to be taken up
         is working now."""
         marked = self.handover.confirm_surfaced(caller, message_ids, evidence)

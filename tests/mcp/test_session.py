@@ -42,10 +42,10 @@ def machine(tmp_path: Path) -> CLI:
     return CLI(tmp_path)
 
 
-def start_parent(machine: CLI) -> tuple[subprocess.Popen[str], int]:
+def start_parent(machine: CLI, **extra: str) -> tuple[subprocess.Popen[str], int]:
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT],
-        env=machine.env("alice"),
+        env={**machine.env("alice"), **extra},
         cwd=machine.workdir,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -96,6 +96,20 @@ def test_the_parent_is_a_live_session_while_the_server_runs_and_it_ends_when_the
     assert live_sessions(machine) == []
     assert [(s.pid, s.ended_at is not None) for s in sessions(machine)] == [(parent.pid, True)]
     assert process_gone(server_pid)
+
+
+def test_under_a_runner_the_server_registers_no_session_of_its_own(machine: CLI):
+    # The runner's session is the agent's (SWITCHBOARD_RUNNER marks its CLI): the server serves
+    # tools and adds none; it got past its start when it exits on its stdin's end.
+    parent, _ = start_parent(machine, SWITCHBOARD_RUNNER="alice")
+    try:
+        assert parent.stdin is not None
+        parent.stdin.write("close\n")
+        parent.stdin.flush()
+        assert parent.wait(timeout=DEADLINE) == 0
+    finally:
+        parent.kill()
+    assert sessions(machine) == []
 
 
 def test_when_the_parent_dies_its_session_ends_and_the_server_exits(machine: CLI):

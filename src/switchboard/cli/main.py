@@ -38,6 +38,8 @@ COMMAND_MODULES = {
     "mcp": "mcp_server",
     "channel": "channels",
     "task": "tasks",
+    "run": "runner",
+    "runner": "runner",
 }
 ALL_MODULES = tuple(dict.fromkeys(COMMAND_MODULES.values()))
 

@@ -9,12 +9,14 @@ from collections.abc import Callable
 from importlib.util import find_spec
 
 from switchboard.cli.app import DbOption, app, open_client
+from switchboard.client.base import Client
 from switchboard.client.session_keeper import SessionKeeper
 from switchboard.identity import terminal_of
 from switchboard.integrations.agent_clis import runtime_of
 from switchboard.integrations.claude_code.socket_delivery import SocketPusher
 from switchboard.integrations.claude_code.transcript_watch import TranscriptWatcher
 from switchboard.mcp.ending import Ending
+from switchboard.runner.env import RUNNER_ENV
 
 
 @app.command("mcp")
@@ -38,30 +40,10 @@ def mcp_command(db: DbOption = None) -> None:
         if stop_pump is not None:  # mail to outside A2A agents, sent from here (no hub does it)
             ending.then(stop_pump)
         server = mailbox_server(one_client(client))  # open_client's: a send pushes into local sessions
-        # The agent CLI that started us is the session; when it dies, so do we.
-        # Claude Code gave us its session's messaging socket: push new mail into the session.
-        pusher = SocketPusher.for_this_process(client)
-        # Mail handed to the session (socket frames, waiter wakes) is surfaced once its
-        # transcript shows the turn that carried it to the model.
-        watcher = TranscriptWatcher.for_this_process(client)
-        keeper = SessionKeeper(
-            client,
-            on_parent_gone=lambda: ending.begin("parent gone"),
-            terminal=terminal_of(os.environ, os.getppid()),
-            delivery_problem=(lambda: pusher.problem) if pusher is not None else None,
-        )
-        # The session's end first: Claude Code sends SIGINT, then SIGTERM 0.1 s later, then
-        # SIGKILL; stopping the pusher may wait out its current wait.
-        if watcher is not None:  # its last look before the session ends: mail the last turn
-            ending.then(watcher.stop)  # carried is surfaced, not returned to the mailbox
-        ending.then(keeper.stop)
-        if pusher is not None:
-            ending.then(pusher.stop)
-        keeper.start(runtime_of(keeper.parent))  # the agent CLI that started us, by its command line
-        if pusher is not None:
-            pusher.start()
-        if watcher is not None:
-            watcher.start()
+        # Under a runner the runner's session is ours (SWITCHBOARD_SESSION) and the runner feeds
+        # the mail as turns: a session, a pusher or a watcher of our own would race it.
+        if not os.environ.get(RUNNER_ENV):
+            _keep_session(client, ending)
         settle_collector()
         try:
             # uvloop where it is installed (as for the hub): a tool call costs a third less.
@@ -73,6 +55,34 @@ def mcp_command(db: DbOption = None) -> None:
             )
         finally:
             ending.end_here()
+
+
+def _keep_session(client: Client, ending: Ending) -> None:
+    """Register the agent CLI that started us as a session, and deliver into it while it lives."""
+    # The agent CLI that started us is the session; when it dies, so do we.
+    # Claude Code gave us its session's messaging socket: push new mail into the session.
+    pusher = SocketPusher.for_this_process(client)
+    # Mail handed to the session (socket frames, waiter wakes) is surfaced once its
+    # transcript shows the turn that carried it to the model.
+    watcher = TranscriptWatcher.for_this_process(client)
+    keeper = SessionKeeper(
+        client,
+        on_parent_gone=lambda: ending.begin("parent gone"),
+        terminal=terminal_of(os.environ, os.getppid()),
+        delivery_problem=(lambda: pusher.problem) if pusher is not None else None,
+    )
+    # The session's end first: Claude Code sends SIGINT, then SIGTERM 0.1 s later, then
+    # SIGKILL; stopping the pusher may wait out its current wait.
+    if watcher is not None:  # its last look before the session ends: mail the last turn
+        ending.then(watcher.stop)  # carried is surfaced, not returned to the mailbox
+    ending.then(keeper.stop)
+    if pusher is not None:
+        ending.then(pusher.stop)
+    keeper.start(runtime_of(keeper.parent))  # the agent CLI that started us, by its command line
+    if pusher is not None:
+        pusher.start()
+    if watcher is not None:
+        watcher.start()
 
 
 def _remote_pump(client: object) -> Callable[[], None] | None:

@@ -77,7 +77,8 @@ class Client(Protocol):
         ...
 
     def confirm_surfaced(self, message_ids: Sequence[str], evidence: str = "transcript") -> MarkResult:
-        """Mail handed to this session is in its model's context now (Service.confirm_surfaced)."""
+        """Mail handed to this session is in its model's context now (Service.confirm_surfaced); evidence
+        "transcript", "hook" or "turn" (a runner's CLI took it)."""
         ...
 
     def record_receipt(self, message_ids: Sequence[str], status: str, reason: str | None = None) -> MarkResult:

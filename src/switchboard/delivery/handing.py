@@ -2,6 +2,9 @@
 
 - A hook's own output carrying the mail (session start, prompt, after a tool, stop): the
   client puts that output into the model's context as it returns → ``surfaced`` by "hook".
+- A runner's take of mail for its CLI's next turn → ``handed`` to the runner's session; it
+  becomes ``surfaced`` once the CLI took the turn's input (``confirm_surfaced``, evidence
+  "turn"), and goes back like any handed mail when the runner's session ends first.
 - A frame the session's messaging socket accepted, a waiter's wake → ``handed`` to that
   session: it has the mail, the model does not yet (a busy session keeps it for its next
   model request). It becomes ``surfaced`` on evidence that the model's context holds it: the
@@ -34,10 +37,11 @@ if TYPE_CHECKING:
     from switchboard.store.base import Store
 
 # Paths whose success hands mail to a session rather than putting it before the model.
-HANDING_PATHS = frozenset({"socket", "waiter"})
+HANDING_PATHS = frozenset({"socket", "waiter", "runner"})
 # Evidence that the model's context holds handed mail.
-Evidence = Literal["transcript", "hook"]
-EVIDENCE: tuple[Evidence, ...] = ("transcript", "hook")
+# "turn": a runner's CLI took the mail as its turn's input (the adapter said so).
+Evidence = Literal["transcript", "hook", "turn"]
+EVIDENCE: tuple[Evidence, ...] = ("transcript", "hook", "turn")
 # Receipts a client sends about a frame; those that say the model will never see it return it.
 RECEIPTS = ("held", "delivered", "expired", "refused", "denied", "dropped")
 RETURNING_RECEIPTS = frozenset({"expired", "refused", "denied", "dropped"})

@@ -145,7 +145,7 @@ ROUTES: list[Route] = [
         "POST",
         "/v1/surface",
         streams.surface,
-        "Take mail not yet read nor put before your agent, marked surfaced by via= (socket, hook, waiter).",
+        "Take mail not yet read nor put before your agent, marked surfaced by via= (socket, hook, waiter, runner).",
         answer=ReadResult,
         query={"via": VIA, "urgent": BOOLEAN, "wait": WAIT, "limit": LIMIT, "peek": BOOLEAN},
     ),

@@ -112,7 +112,7 @@ class MarkReadRequest(Body):
 
 class ConfirmSurfacedRequest(Body):
     message_ids: MessageIds
-    evidence: Literal["transcript", "hook"] = Field(
+    evidence: Literal["transcript", "hook", "turn"] = Field(
         default="transcript", description="how the model's context is known to hold them"
     )
 

@@ -140,3 +140,12 @@ def test_a_hook_keeps_the_sessions_state_where_only_this_user_can_read_it(hooks:
     (state,) = (home / "hooks").glob("*/state.json")
     for path, expected in ((home, 0o700), (home / "hooks", 0o700), (state.parent, 0o700), (state, 0o600)):
         assert stat.S_IMODE(path.stat().st_mode) == expected, f"{path}: {oct(path.stat().st_mode)}"
+
+
+@pytest.mark.parametrize("event", ["session-start", "prompt", "post-tool", "stop", "wake"])
+def test_under_a_runner_a_hook_stands_down(hooks: Hooks, event: str) -> None:
+    # A runner feeds its CLI the mail as turns: the hook takes nothing, says nothing, wakes nothing.
+    sent = hooks.send("for the runner's next turn", urgent=True)
+    proc = hooks.run(event, env={"SWITCHBOARD_RUNNER": AGENT})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert hooks.status(sent)["state"] in ("queued", "delivered")  # neither handed nor surfaced

@@ -23,6 +23,7 @@ from switchboard.errors import SwitchboardError
 from switchboard.integrations.agent_clis import CLAUDE_CODE, HOOK_CLIENTS
 from switchboard.integrations.hooks.context import HookContext
 from switchboard.integrations.hooks.payload import parse, read_stdin
+from switchboard.runner.env import under_runner
 
 EVENTS = ("session-start", "prompt", "post-tool", "stop", "wake")
 USAGE = f"usage: switchboard hook {{{'|'.join(EVENTS)}}} [--client {'|'.join(HOOK_CLIENTS)}]  (hook JSON on stdin)"
@@ -62,6 +63,8 @@ def run(
     env: Mapping[str, str] = os.environ,
 ) -> int:
     """Run one hook; the exit status (0, or 2 when the waiter wakes the session)."""
+    if under_runner(env):
+        return 0  # a runner feeds this CLI its mail as turns: nothing for a hook to add or wake
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     try:
         event, client_name = parse_args(argv)

@@ -135,7 +135,7 @@ MIGRATIONS: list[str] = [
     DROP TABLE fanouts;
     """,
     # 5: urgent mail (it may reach a busy agent between two tool calls), and the path by which a
-    # delivery reached the agent's context ('socket', 'hook', 'waiter').
+    # delivery reached the agent's context ('socket', 'hook', 'waiter', 'runner').
     """
     ALTER TABLE messages ADD COLUMN urgent INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE deliveries ADD COLUMN surfaced_via TEXT;
