@@ -10,6 +10,8 @@ session whose requests carry none of it.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -88,7 +90,7 @@ def test_a_killed_cli_resumes_its_session_and_a_clear_starts_a_fresh_one(
         first = adapter.session_id
         process = adapter._process
         assert process is not None and first
-        process._signal_group(9)  # SIGKILL: the CLI and its MCP server, as a crash would
+        os.killpg(process.pid, signal.SIGKILL)  # SIGKILL: the CLI and its MCP server, as a crash would
         wait_until(lambda: not adapter.alive(), timeout=10, what="the killed CLI to be seen dead")
         with pytest.raises(CliExited):
             turn(adapter, "Are you there?", "t2")

@@ -8,6 +8,7 @@ the earlier conversation. ``clear`` starts a new thread.
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from pathlib import Path
@@ -64,7 +65,7 @@ def test_a_codex_turn_answers_through_our_mcp_server_and_a_killed_turn_resumes_t
 
     adapter.prompt("Lost in a crash.", "t2")
     assert adapter._process is not None
-    adapter._process._signal_group(signal.SIGKILL)
+    os.killpg(adapter._process.pid, signal.SIGKILL)
     with pytest.raises(CliExited):
         list(adapter.events(time.monotonic() + RUN_TIMEOUT))
 

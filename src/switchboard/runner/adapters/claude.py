@@ -35,7 +35,8 @@ from switchboard.runner.adapters.base import (
     TurnTimedOut,
     Usage,
 )
-from switchboard.runner.adapters.line_process import LineProcess
+from switchboard.runner.adapters.json_lines import drain, next_event
+from switchboard.runner.process import CliProcess
 
 SERVER = "switchboard"  # our MCP server's name in the CLI's config: its tools are mcp__switchboard__*
 BIN_VARIABLE = "SWITCHBOARD_CLAUDE_BIN"
@@ -58,7 +59,7 @@ class ClaudeAdapter:
 
     def __init__(self) -> None:
         self._launch: Launch | None = None
-        self._process: LineProcess | None = None
+        self._process: CliProcess | None = None
         self._session_id: str | None = None
         self._cost_seen = 0.0  # the session's cumulative cost at the last result (the CLI reports a total)
         self._last_answer: str | None = None
@@ -73,7 +74,8 @@ class ClaudeAdapter:
             argv += ["--resume", resume]
             self._session_id = resume
         env = {**NO_SOCKET, "MCP_CONNECTION_NONBLOCKING": "false", **launch.env}  # our tools before the first request
-        self._process = LineProcess.start(argv, env=env, cwd=launch.cwd, log=launch.log, name="claude")
+        self._process = CliProcess(argv, cwd=launch.cwd, env=env, log=launch.log)
+        launch.log(f"claude started (pid {self._process.pid}){f', resuming {resume}' if resume else ''}")
         self._cost_seen = 0.0
 
     def _executable(self, launch: Launch) -> list[str]:
@@ -113,27 +115,29 @@ class ClaudeAdapter:
 
     def stop(self, grace: float) -> None:
         if self._process is not None:
-            self._process.stop(grace)  # stdin closed first: it exits after its last turn
+            self._process.close_stdin()  # it exits after its last turn
+            if self._process.wait(grace / 2) is None:
+                self._process.terminate(grace / 2)
+            else:
+                self._process.terminate(0)  # what it started and left behind
 
     # --- turns -----------------------------------------------------------------------------------
 
     def prompt(self, text: str, turn_id: str) -> None:
         process = self._running()
-        process.drain()  # events of no turn of ours (nothing should start one, but a hook could)
+        drain(process, self._log)  # events of no turn of ours (nothing should start one, but a hook could)
         if self._context:
             text = "\n\n".join([*self._context, text])
             self._context.clear()
-        process.write(_user_line(text))
+        process.write_line(json.dumps(_user_line(text)))
 
     def events(self, deadline: float) -> Iterator[TurnEvent]:
         process = self._running()
         took = False
         while True:
-            event = process.next_event(deadline)
+            event = next_event(process, deadline, self._log)  # CliExited when it dies
             if event is None:
-                if not process.alive():
-                    raise CliExited(process.how_it_ended())
-                raise TurnTimedOut(f"the turn ran past its limit ({time.monotonic() - deadline:+.0f} s)")
+                raise TurnTimedOut("the Claude Code turn ran past its limit")
             kind = event.get("type")
             if kind == "system" and event.get("subtype") == "init":
                 yield from self._session_event(event)
@@ -188,13 +192,13 @@ class ClaudeAdapter:
         """Mid-turn, after the current tool round (Claude Code's ``priority: next``)."""
         if not self.alive():
             return False
-        self._running().write(_user_line(text, priority="next"))
+        self._running().write_line(json.dumps(_user_line(text, priority="next")))
         return True
 
     def interrupt(self) -> None:
         if self.alive():
             request = {"type": "control_request", "request_id": f"interrupt-{time.monotonic_ns()}"}
-            self._running().write({**request, "request": {"subtype": "interrupt"}})
+            self._running().write_line(json.dumps({**request, "request": {"subtype": "interrupt"}}))
 
     # --- the session -----------------------------------------------------------------------------
 
@@ -206,17 +210,15 @@ class ClaudeAdapter:
         """``/clear`` as a user line: headless, the CLI answers with a ``conversation_reset``, an
         empty result and, in the next init, a new session id (tools, MCP and prompt kept)."""
         process = self._running()
-        process.drain()
-        process.write(_user_line("/clear"))
+        drain(process, self._log)
+        process.write_line(json.dumps(_user_line("/clear")))
         deadline = time.monotonic() + CLEAR_TIMEOUT
-        while (event := process.next_event(deadline)) is not None:
+        while (event := next_event(process, deadline, self._log)) is not None:
             if event.get("type") == "system" and event.get("subtype") == "init":
                 list(self._session_event(event))
             if event.get("type") == "result":
                 self._cost_seen = 0.0
                 return
-        if not process.alive():
-            raise CliExited(process.how_it_ended())
         raise TurnTimedOut(f"Claude Code did not answer /clear in {CLEAR_TIMEOUT:g} s")
 
     def snapshot(self) -> Snapshot:
@@ -229,7 +231,11 @@ class ClaudeAdapter:
     def inject_context(self, text: str) -> None:
         self._context.append(text)
 
-    def _running(self) -> LineProcess:
+    def _log(self, line: str) -> None:
+        if self._launch is not None:
+            self._launch.log(line)
+
+    def _running(self) -> CliProcess:
         if self._process is None:
             raise CliExited("Claude Code was not started")
         return self._process

@@ -24,12 +24,13 @@ import json
 import os
 import shutil
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from switchboard.runner.adapters.base import CliExited, CliUnavailable, Launch, Snapshot, TurnEvent, TurnTimedOut, Usage
-from switchboard.runner.adapters.line_process import LineProcess
+from switchboard.runner.adapters.json_lines import next_event
+from switchboard.runner.process import CliProcess
 
 SERVER = "switchboard"
 BIN_VARIABLE = "SWITCHBOARD_CODEX_BIN"
@@ -47,7 +48,7 @@ class CodexAdapter:
     def __init__(self) -> None:
         self._launch: Launch | None = None
         self._executable: list[str] = []
-        self._process: LineProcess | None = None
+        self._process: CliProcess | None = None
         self._thread_id: str | None = None
         self._totals: dict[str, Usage] = {}  # per thread: Codex reports the thread's running total
         self._last_answer: str | None = None
@@ -80,15 +81,28 @@ class CodexAdapter:
         if self._thread_id is None and launch.role_prompt:
             parts.insert(0, launch.role_prompt)  # a new thread: who the agent is, once (resumes keep it)
         self._context.clear()
-        self._process = LineProcess.start(self._argv(), env=launch.env, cwd=launch.cwd, log=launch.log, name="codex")
-        self._process.feed("\n\n".join(parts))
+        self._process = CliProcess(self._argv(), cwd=launch.cwd, env=launch.env, log=launch.log)
+        self._process.write_line("\n\n".join(parts))
+        self._process.close_stdin()  # exec reads its prompt to the end of its input
 
     def events(self, deadline: float) -> Iterator[TurnEvent]:
         process = self._process
         if process is None:
             raise CliExited("no Codex turn is running")
         errors: list[str] = []
-        while (event := process.next_event(deadline)) is not None:
+        log = self._launch.log if self._launch else (lambda line: None)
+        try:
+            yield from self._turn(process, deadline, log, errors)
+        except CliExited:
+            if (process.returncode or 0) < 0:
+                raise  # killed: the runner starts it again, resuming the thread
+            yield TurnEvent("failed", text="; ".join(errors) or process.exit_description())
+
+    def _turn(
+        self, process: CliProcess, deadline: float, log: Callable[[str], None], errors: list[str]
+    ) -> Iterator[TurnEvent]:
+        """The turn's events until it ends; TurnTimedOut at ``deadline``."""
+        while (event := next_event(process, deadline, log)) is not None:
             kind = event.get("type")
             if kind == "thread.started" and event.get("thread_id") != self._thread_id:
                 self._thread_id = str(event.get("thread_id"))
@@ -106,12 +120,7 @@ class CodexAdapter:
                 return
             elif kind == "error":
                 errors.append(str(event.get("message") or "error"))
-        if process.alive():
-            raise TurnTimedOut("the Codex turn ran past its limit")
-        how = process.how_it_ended()
-        if process.process.returncode is not None and process.process.returncode < 0:
-            raise CliExited(how)  # killed: the runner starts it again, resuming the thread
-        yield TurnEvent("failed", text="; ".join(errors) or how)
+        raise TurnTimedOut("the Codex turn ran past its limit")
 
     def _item_events(self, kind: str, item: dict[str, Any]) -> Iterator[TurnEvent]:
         item_type = item.get("type")
@@ -164,7 +173,7 @@ class CodexAdapter:
 
     def stop(self, grace: float) -> None:
         if self._process is not None:
-            self._process.stop(grace)
+            self._process.terminate(grace)
 
     def snapshot(self) -> Snapshot:
         return Snapshot(self.name, self._thread_id, self._rollout(), self._last_answer)
