@@ -158,10 +158,13 @@ class ClaudeAdapter:
             if self._session_id is not None:
                 self._cost_seen = 0.0  # a new session's total starts again
             self._session_id = session
+            self._log(f"claude session {session}")
             yield TurnEvent("session", session_id=session)
 
     def _result_events(self, event: dict[str, Any]) -> Iterator[TurnEvent]:
-        yield TurnEvent("usage", usage=self._usage_of(event))
+        usage = self._usage_of(event)
+        self._log(usage_line(usage))
+        yield TurnEvent("usage", usage=usage)
         text = event.get("result")
         if isinstance(text, str) and text:
             self._last_answer = text
@@ -239,6 +242,15 @@ class ClaudeAdapter:
         if self._process is None:
             raise CliExited("Claude Code was not started")
         return self._process
+
+
+def usage_line(usage: Usage) -> str:
+    """The turn's usage as the runner's log says it (one line, the same for every CLI)."""
+    cost = "" if usage.cost_usd is None else f" cost_usd={usage.cost_usd:.6f}"
+    return (
+        f"usage: input={usage.input_tokens} output={usage.output_tokens} "
+        f"cache_read={usage.cache_read_tokens} cache_write={usage.cache_write_tokens}{cost}"
+    )
 
 
 def project_slug(cwd: Path) -> str:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from switchboard.runner.adapters.base import CliExited, CliUnavailable, Launch, Snapshot, TurnEvent, TurnTimedOut, Usage
+from switchboard.runner.adapters.claude import usage_line
 from switchboard.runner.adapters.json_lines import next_event
 from switchboard.runner.process import CliProcess
 
@@ -106,13 +107,16 @@ class CodexAdapter:
             kind = event.get("type")
             if kind == "thread.started" and event.get("thread_id") != self._thread_id:
                 self._thread_id = str(event.get("thread_id"))
+                log(f"codex session {self._thread_id}")
                 yield TurnEvent("session", session_id=self._thread_id)
             elif kind == "turn.started":
                 yield TurnEvent("took")
             elif kind in ("item.started", "item.completed"):
                 yield from self._item_events(kind, event.get("item") or {})
             elif kind == "turn.completed":
-                yield TurnEvent("usage", usage=self._turn_usage(event.get("usage") or {}))
+                usage = self._turn_usage(event.get("usage") or {})
+                log(usage_line(usage))
+                yield TurnEvent("usage", usage=usage)
                 yield TurnEvent("done", text=self._last_answer or "")
                 return
             elif kind == "turn.failed":
