@@ -53,6 +53,7 @@ from common import BenchFailure, ms, percentile, report  # noqa: E402
 
 from switchboard.integrations.claude_code import sessions as claude_sessions  # noqa: E402
 from tests.agent_clis_e2e.conftest import CLAUDE_CODE_CURRENT, LiveCli, Machine, claude_code_env, install  # noqa: E402
+from tests.agent_clis_e2e.runner_support import RunnerProcess  # noqa: E402
 from tests.support.mock_model import MockModel  # noqa: E402
 
 HEADLESS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
@@ -104,56 +105,26 @@ def plain_session(machine: Machine, model: MockModel, claude: Path, tmp: Path) -
     return session, socket
 
 
-class Runner:
-    """``switchboard run --cli claude`` for alice on ``machine``, read through its reports."""
+def start_runner(machine: Machine, model: MockModel, claude: Path, tmp: Path) -> RunnerProcess:
+    """``switchboard run --agent alice --cli claude`` on ``machine``, its Claude Code against ``model``."""
+    env = claude_code_env(machine, model, {"TMPDIR": str(tmp), "SWITCHBOARD_CLAUDE_BIN": str(claude)})
+    runner = RunnerProcess(machine, "alice", "claude", env)
+    runner.turns = 0  # type: ignore[attr-defined]
+    return runner
 
-    def __init__(self, machine: Machine, model: MockModel, claude: Path, tmp: Path) -> None:
-        self.machine = machine
-        env = claude_code_env(
-            machine,
-            model,
-            {
-                "TMPDIR": str(tmp),
-                "SWITCHBOARD_HOME": str(machine.switchboard_home),
-                "SWITCHBOARD_CLAUDE_BIN": str(claude),
-            },
-        )
-        argv = [sys.executable, "-m", "switchboard", "run", "--agent", "alice", "--cli", "claude"]
-        self.process = subprocess.Popen(
-            [*argv, "--cwd", str(machine.workdir)],
-            env=env,
-            cwd=machine.workdir,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        self.turns = 0
 
-    def alive(self) -> bool:
-        return self.process.poll() is None
+def runner_idle(runner: RunnerProcess) -> bool:
+    """The runner reports itself idle with every turn sent to it counted."""
+    report = runner.report()
+    return report is not None and report.state == "idle" and report.turns >= runner.turns  # type: ignore[attr-defined]
 
-    def report(self) -> Any:
-        with self.machine.client("carol") as client:
-            found = [r for r in client.list_runners() if r.agent == "alice" and r.pid == self.process.pid]
-        return found[0] if found else None
 
-    def idle(self) -> bool:
-        report = self.report()
-        return report is not None and report.state == "idle" and report.turns >= self.turns
-
-    def stop(self) -> None:
-        if self.alive():
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, 9)
-                self.process.wait()
+def runner_alive(runner: RunnerProcess) -> bool:
+    return runner.process.poll() is None
 
 
 def measure_wakes(
-    params: Params, runner: Runner, runner_model: MockModel, frame: tuple[LiveCli, str], frame_model: MockModel
+    params: Params, runner: RunnerProcess, runner_model: MockModel, frame: tuple[LiveCli, str], frame_model: MockModel
 ) -> dict[str, list[float]]:
     """Alternate runner and frame messages; send → the model request carrying each."""
     session, socket = frame
@@ -165,7 +136,12 @@ def measure_wakes(
             nonce = f"wake-{i}-{uuid.uuid4().hex[:8]}"
             text = f"Message {nonce} for you."
             if path == "runner":
-                wait(runner.idle, WAKE_TIMEOUT_S, "the runner to report itself idle", runner.alive)
+                wait(
+                    lambda: runner_idle(runner),
+                    WAKE_TIMEOUT_S,
+                    "the runner to report itself idle",
+                    lambda: runner_alive(runner),
+                )
                 model = runner_model
             else:
                 wait(lambda n=frame_turns: len(session.results()) >= n, WAKE_TIMEOUT_S, "the plain session's turn")
@@ -184,12 +160,12 @@ def measure_wakes(
             if i // 2 >= params.warmup:
                 times[path].append(request.at - began)
             print(f"  {path:6s} {nonce}: {ms((request.at - began) * 1000)}")
-    wait(runner.idle, WAKE_TIMEOUT_S, "the runner's last turn", runner.alive)
+    wait(lambda: runner_idle(runner), WAKE_TIMEOUT_S, "the runner's last turn", lambda: runner_alive(runner))
     return times
 
 
-def tree_ticks(root: int) -> int:
-    """CPU ticks (user + system) of ``root`` and its descendants, from /proc."""
+def tree_ticks(root: int) -> dict[int, int]:
+    """CPU ticks (user + system, with reaped children's) of ``root`` and each descendant, from /proc."""
     parents: dict[int, int] = {}
     ticks: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
@@ -207,20 +183,25 @@ def tree_ticks(root: int) -> int:
         children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
         tree.update(children)
         frontier.extend(children)
-    return sum(ticks.get(pid, 0) for pid in tree)
+    return {pid: ticks.get(pid, 0) for pid in tree}
 
 
-def measure_idle(params: Params, runner: Runner, model: MockModel) -> dict[str, float]:
+def measure_idle(params: Params, runner: RunnerProcess, model: MockModel) -> dict[str, float]:
     """The idle runner's CPU over the window, and the model requests it made meanwhile."""
     requests = len(model.model_requests())
-    before, began = tree_ticks(runner.process.pid), time.monotonic()
+    root = runner.process.pid
+    before, began = tree_ticks(root), time.monotonic()
     time.sleep(params.idle_seconds)
-    spent, elapsed = tree_ticks(runner.process.pid) - before, time.monotonic() - began
-    cpu_seconds = spent / os.sysconf("SC_CLK_TCK")
+    after, elapsed = tree_ticks(root), time.monotonic() - began
+    tick = os.sysconf("SC_CLK_TCK")
+    spent = {pid: (ticks - before.get(pid, 0)) / tick for pid, ticks in after.items()}
+    cpu_seconds, own = sum(spent.values()), spent.get(root, 0.0)
     return {
         "idle_seconds": elapsed,
         "idle_cpu_seconds": cpu_seconds,
         "idle_cpu_percent": 100 * cpu_seconds / elapsed,
+        "idle_cpu_percent_runner": 100 * own / elapsed,  # the runner's own process
+        "idle_cpu_percent_cli": 100 * (cpu_seconds - own) / elapsed,  # Claude Code and its MCP server
         "idle_model_requests": len(model.model_requests()) - requests,
     }
 
@@ -275,19 +256,22 @@ def run(params: Params, folder: Path) -> dict[str, object]:
     machines = {name: Machine(folder / name) for name in ("plain", "runner", "poll")}
     tmp = Path(tempfile.mkdtemp(prefix="sb-rb-"))  # short: a socket path has ~100 bytes
     figures: dict[str, object] = {"claude_code": CLAUDE_CODE_CURRENT.version}
-    runner: Runner | None = None
+    runner: RunnerProcess | None = None
     with MockModel(tool_input=None) as frame_model, MockModel(tool_input=None) as runner_model:
         try:
             frame = plain_session(machines["plain"], frame_model, claude, tmp)
-            runner = Runner(machines["runner"], runner_model, claude, tmp)
-            wait(lambda: runner.report() is not None, START_TIMEOUT_S, "the runner's first report", runner.alive)
+            runner = start_runner(machines["runner"], runner_model, claude, tmp)
+            wait(lambda: runner_idle(runner), START_TIMEOUT_S, "the runner to be idle", lambda: runner_alive(runner))
             times = measure_wakes(params, runner, runner_model, frame, frame_model)
             frame[0].close()
             idle = measure_idle(params, runner, runner_model)
             report_ = runner.report()
         finally:
             if runner is not None:
-                runner.stop()
+                try:
+                    runner.stop()
+                except AssertionError as error:  # it would not end on SIGTERM
+                    raise BenchFailure(str(error)[:500]) from None
             for machine in machines.values():
                 machine.stop_all()
     times["poll"] = measure_polling(params, machines["poll"], claude, tmp)
@@ -305,7 +289,8 @@ def run(params: Params, folder: Path) -> dict[str, object]:
         "runner_p95_over_frame_p95": figures["runner_ms_p95"] / figures["frame_ms_p95"],  # type: ignore[operator]
     }
     print(
-        f"idle runner over {idle['idle_seconds']:.0f} s: CPU {idle['idle_cpu_percent']:.2f} %, "
+        f"idle runner over {idle['idle_seconds']:.0f} s: CPU {idle['idle_cpu_percent']:.2f} % "
+        f"(runner {idle['idle_cpu_percent_runner']:.2f} %, CLI tree {idle['idle_cpu_percent_cli']:.2f} %), "
         f"{idle['idle_model_requests']} model requests"
     )
     if idle["idle_model_requests"]:

@@ -23,14 +23,14 @@ class RunnerProcess:
     def __init__(self, machine: Machine, agent: str, cli: str, env: Mapping[str, str]) -> None:
         self.machine, self.agent = machine, agent
         argv = [sys.executable, "-m", "switchboard", "run", "--agent", agent, "--cli", cli]
+        self.out = machine.root / f"runner-{agent}.out"  # what it prints (a pipe nobody reads could fill)
         self.process = subprocess.Popen(
             [*argv, "--cwd", str(machine.workdir)],
             env={**env, "SWITCHBOARD_HOME": str(machine.switchboard_home)},
             cwd=machine.workdir,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
+            stdout=self.out.open("w"),
             stderr=subprocess.STDOUT,
-            text=True,
             start_new_session=True,
         )
 
@@ -43,7 +43,7 @@ class RunnerProcess:
         client has no runner reports yet."""
         with self.machine.client("carol") as client:
             if not hasattr(client, "list_runners"):
-                return report_from_log(self.output(), self.pid)
+                return report_from_log(self.log(), self.pid)
             found = [r for r in client.list_runners() if r.agent == self.agent and r.pid == self.pid]
         return found[0] if found else None
 
@@ -72,9 +72,13 @@ class RunnerProcess:
                 found.append(int(entry.name))
         return found
 
+    def log(self) -> str:
+        """Its runner.log (what `runner logs` shows)."""
+        return "\n".join(p.read_text() for p in (self.machine.switchboard_home / "runners").rglob("runner.log"))
+
     def output(self) -> str:
-        log = self.machine.switchboard_home / "runners"
-        return "\n".join(p.read_text()[-4000:] for p in log.rglob("runner.log")) or "(no runner.log)"
+        logs = self.log()[-4000:] or "(no runner.log)"
+        return logs + (f"\n--- printed\n{self.out.read_text()[-2000:]}" if self.out.exists() else "")
 
     def stop(self) -> int:
         """SIGTERM, as a person or `team down` ends it; its exit status."""
