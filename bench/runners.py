@@ -30,6 +30,7 @@ The last line printed is one JSON object with every figure; aims missed are list
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -60,6 +61,7 @@ HEADLESS = ["-p", "--input-format", "stream-json", "--output-format", "stream-js
 WAKE_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 120.0
 AIM_RATIO = 2.0  # runner within 2x of the raw frame
+SENDERS = ("bob", "carol", "erin", "frank", "grace", "heidi")
 TICK_PROMPT = "Check your inbox with read_messages and act on what you find; if nothing needs you, end."
 
 
@@ -130,7 +132,8 @@ def measure_wakes(
     session, socket = frame
     times: dict[str, list[float]] = {"runner": [], "frame": []}
     frame_turns = len(session.results())
-    with runner.machine.client("bob") as bob:
+    with contextlib.ExitStack() as stack:
+        senders = [stack.enter_context(runner.machine.client(name)) for name in SENDERS]
         for i in range(2 * (params.warmup + params.messages)):
             path = ("runner", "frame")[i % 2]
             nonce = f"wake-{i}-{uuid.uuid4().hex[:8]}"
@@ -149,7 +152,9 @@ def measure_wakes(
             time.sleep(random.uniform(0.02, 0.08))
             began = time.monotonic()
             if path == "runner":
-                bob.send("alice", text)
+                # Senders in turn: one sender's 20+ messages a minute is a flood the guard holds
+                # back (delivery/guard.py), and the bench measures delivery, not the guard.
+                senders[(i // 2) % len(senders)].send("alice", text)
                 runner.turns += 1
             else:
                 claude_sessions.write_frame(socket, text)

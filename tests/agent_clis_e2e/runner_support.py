@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from switchboard.client.local import LocalClient
 from switchboard.model import RecipientStatus
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, Machine
 from tests.support.waiting import wait_until
@@ -41,9 +42,9 @@ class RunnerProcess:
     def report(self) -> Any:
         """The runner's last report (client.list_runners), or None; read from its log where the
         client has no runner reports yet."""
+        if not hasattr(LocalClient, "list_runners"):
+            return report_from_log(self.log(), self.pid)
         with self.machine.client("carol") as client:
-            if not hasattr(client, "list_runners"):
-                return report_from_log(self.log(), self.pid)
             found = [r for r in client.list_runners() if r.agent == self.agent and r.pid == self.pid]
         return found[0] if found else None
 
