@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-from switchboard.client.local import LocalClient
 from switchboard.model import RecipientStatus
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, Machine
 from tests.support.waiting import wait_until
@@ -40,10 +37,7 @@ class RunnerProcess:
         return self.process.pid
 
     def report(self) -> Any:
-        """The runner's last report (client.list_runners), or None; read from its log where the
-        client has no runner reports yet."""
-        if not hasattr(LocalClient, "list_runners"):
-            return report_from_log(self.log(), self.pid)
+        """The runner's last report (client.list_runners), or None."""
         with self.machine.client("carol") as client:
             found = [r for r in client.list_runners() if r.agent == self.agent and r.pid == self.pid]
         return found[0] if found else None
@@ -92,26 +86,6 @@ class RunnerProcess:
                 self.process.wait()
                 raise AssertionError(f"the runner did not end on SIGTERM\n{self.output()}") from None
         return self.process.returncode
-
-
-def report_from_log(log: str, pid: int) -> Any:
-    """What a RunnerReport would say, from the runner's log lines (state, turns, restarts, the
-    CLI's session and the usage lines the adapters write)."""
-    states = re.findall(r"state (\w+)", log)
-    if not states:
-        return None
-    usage = [dict(re.findall(r"(\w+)=([\d.]+)", line)) for line in re.findall(r"usage: .*", log)]
-    sessions = re.findall(r"(?:session|resuming session) ([0-9a-f-]{36})", log)
-    return SimpleNamespace(
-        pid=pid,
-        state=states[-1],
-        turns=len(re.findall(r"turn t\d+-\w+ (?:done|failed|timed_out)", log)),
-        restarts=log.count(" died ("),
-        cli_session_id=sessions[-1] if sessions else None,
-        input_tokens=sum(int(u.get("input", 0)) for u in usage),
-        output_tokens=sum(int(u.get("output", 0)) for u in usage),
-        cost_usd=sum(float(u.get("cost_usd", 0)) for u in usage) or None,
-    )
 
 
 def status_of(machine: Machine, sender: str, message_id: str, agent: str) -> RecipientStatus:
