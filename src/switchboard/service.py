@@ -123,7 +123,7 @@ class Service:
         return self.runners.report(caller, report)
 
     def list_runners(self, caller: Caller, agent: str | None = None) -> list[RunnerReport]:
-        return self.runners.list(caller, agent)
+        return self.runners.listed(caller, agent)
 
     # --- callers -------------------------------------------------------------------------
 

@@ -28,8 +28,11 @@ def test_answers_mail_surfaced_via_runner_and_stops_on_sigterm(machine: RunnerMa
     machine.start("--grace", "5")
     sent = machine.send("please echo tok-111")
     wait_until(lambda: answered(machine, "echo tok-111"), 30, "the runner's answer")
-    status = machine.status(sent)
-    assert (status["state"], status["via"]) == ("surfaced", "runner")
+    # The answer may come before the turn's done line: surfaced follows that line.
+    status = wait_until(
+        lambda: (s := machine.status(sent))["state"] == "surfaced" and s, 10, "the message surfaced"
+    )
+    assert status["via"] == "runner"
     assert [e["event"] for e in status["history"]][-2:] == ["handed", "surfaced"]
     (prompt,) = machine.prompts()
     assert "BEGIN MESSAGE" in prompt["text"] and "please echo tok-111" in prompt["text"]

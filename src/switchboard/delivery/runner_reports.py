@@ -86,7 +86,7 @@ class RunnerReports:
         self.store.put_runner_report(caller.workspace, checked)
         return checked
 
-    def list(self, caller: Caller, agent: str | None = None) -> list[RunnerReport]:
+    def listed(self, caller: Caller, agent: str | None = None) -> list[RunnerReport]:
         """The workspace's runners (of ``agent`` only, when given), newest update first."""
         name = _name(agent) if agent is not None else None
         now = self.clock()
