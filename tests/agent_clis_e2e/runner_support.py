@@ -1,0 +1,94 @@
+"""Starting ``switchboard run`` as a real process on a test Machine, and reading what it reports."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from switchboard.model import RecipientStatus
+from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, Machine
+from tests.support.waiting import wait_until
+
+
+class RunnerProcess:
+    """``switchboard run --agent <agent> --cli <cli>`` in the machine's working folder."""
+
+    def __init__(self, machine: Machine, agent: str, cli: str, env: Mapping[str, str]) -> None:
+        self.machine, self.agent = machine, agent
+        argv = [sys.executable, "-m", "switchboard", "run", "--agent", agent, "--cli", cli]
+        self.out = machine.root / f"runner-{agent}.out"  # what it prints (a pipe nobody reads could fill)
+        self.process = subprocess.Popen(
+            [*argv, "--cwd", str(machine.workdir)],
+            env={**env, "SWITCHBOARD_HOME": str(machine.switchboard_home)},
+            cwd=machine.workdir,
+            stdin=subprocess.DEVNULL,
+            stdout=self.out.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def report(self) -> Any:
+        """The runner's last report (client.list_runners), or None."""
+        with self.machine.client("carol") as client:
+            found = [r for r in client.list_runners() if r.agent == self.agent and r.pid == self.pid]
+        return found[0] if found else None
+
+    def wait_state(self, state: str, what: str, timeout: float = RUN_TIMEOUT, **fields: object) -> Any:
+        def check() -> Any:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the runner exited ({self.process.returncode}) before {what}\n{self.output()}")
+            report = self.report()
+            ok = report is not None and report.state == state
+            return report if ok and all(getattr(report, k) == v for k, v in fields.items()) else None
+
+        return wait_until(check, timeout=timeout, what=f"{what} (last report {self.report()})")
+
+    def cli_pids(self) -> list[int]:
+        """The runner's CLI processes (its direct children that are not Python)."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if ppid == self.pid and b"python" not in command.split(b"\0")[0]:
+                found.append(int(entry.name))
+        return found
+
+    def log(self) -> str:
+        """Its runner.log (what `runner logs` shows)."""
+        return "\n".join(p.read_text() for p in (self.machine.switchboard_home / "runners").rglob("runner.log"))
+
+    def output(self) -> str:
+        logs = self.log()[-4000:] or "(no runner.log)"
+        return logs + (f"\n--- printed\n{self.out.read_text()[-2000:]}" if self.out.exists() else "")
+
+    def stop(self) -> int:
+        """SIGTERM, as a person or `team down` ends it; its exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=RUN_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.pid, signal.SIGKILL)
+                self.process.wait()
+                raise AssertionError(f"the runner did not end on SIGTERM\n{self.output()}") from None
+        return self.process.returncode
+
+
+def status_of(machine: Machine, sender: str, message_id: str, agent: str) -> RecipientStatus:
+    with machine.client(sender) as client:
+        (status,) = [r for r in client.message_status(message_id).recipients if r.agent == agent]
+    return status

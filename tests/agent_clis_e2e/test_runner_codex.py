@@ -1,0 +1,51 @@
+"""A Codex runner: ``switchboard run --cli codex`` as a real process, one ``codex exec`` per turn
+(from npm) against the mock model. Woken by bob's message, its model answers through our MCP
+server (given by -c overrides: CODEX_HOME's config.toml names only the mock provider); the status
+says surfaced via the runner; the report carries the turn's tokens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, WAKE_TIMEOUT, Machine
+from tests.agent_clis_e2e.runner_support import RunnerProcess, status_of
+from tests.agent_clis_e2e.test_codex import offline_config
+from tests.support.mock_model import MockModel
+from tests.support.waiting import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
+
+
+def test_a_codex_runner_answers_mail_through_our_tools(codex: Path, machine: Machine, model: MockModel):
+    codex_home = machine.home / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(offline_config(model))
+    env = machine.env(
+        {
+            "CODEX_HOME": str(codex_home),
+            "MOCK_MODEL_API_KEY": "mock-key",
+            "SWITCHBOARD_CODEX_BIN": str(codex),
+            **model.proxy_env(),
+        }
+    )
+    runner = RunnerProcess(machine, "alice", "codex", env)
+    try:
+        runner.wait_state("idle", "the runner to be idle")
+        assert model.model_requests() == [] and runner.cli_pids() == []  # idle: no Codex process at all
+        with machine.client("bob") as bob:
+            sent = bob.send("alice", "Please say hello back.")
+        wait_until(
+            lambda: [r for r in model.model_requests() if "Please say hello back." in str(r.body)],
+            timeout=WAKE_TIMEOUT,
+            what="the model request",
+        )
+        (answer,) = wait_until(lambda: machine.mailbox("bob"), timeout=RUN_TIMEOUT, what="alice's answer")
+        assert answer.message.sender == "alice" and answer.message.text == model.tool_input["message"]
+        report = runner.wait_state("idle", "the turn to end", turns=1)
+        assert report.cli_session_id and report.input_tokens > 0, report
+        status = status_of(machine, "bob", sent.message_id, "alice")
+        assert status.via == "runner" and status.state in ("surfaced", "read", "acked"), status
+    finally:
+        assert runner.stop() == 0, runner.output()
