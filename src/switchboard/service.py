@@ -13,7 +13,8 @@ fails whole and writes nothing, and it publishes a mailbox signal after each com
 - ``delivery.reading.Mailbox``: reading, surfacing and marking a mailbox;
 - ``delivery.handing.Handover``: mail handed to a session, until it is surfaced or returned;
 - ``delivery.status.Statuses``: what happened to a message, per recipient;
-- ``delivery.tasking.Tasking``: tasks (A2A's), each move of one mail in its thread.
+- ``delivery.tasking.Tasking``: tasks (A2A's), each move of one mail in its thread;
+- ``delivery.runner_reports.RunnerReports``: what each runner reports of itself.
 
 The methods here only hand each call to its collaborator, except where one operation takes two
 of them (a session registered or ended gives back the mail handed to the one it replaced).
@@ -36,6 +37,7 @@ from switchboard.delivery.reading import Mailbox
 from switchboard.delivery.recipients import Recipients
 from switchboard.delivery.remote_outbox import RemoteOutbox
 from switchboard.delivery.remotes import CardSource, Remotes
+from switchboard.delivery.runner_reports import RunnerReport, RunnerReports
 from switchboard.delivery.sending import Sending
 from switchboard.delivery.status import Statuses
 from switchboard.delivery.tasking import Tasking
@@ -109,9 +111,19 @@ class Service:
         self.mailbox = Mailbox(store, self.directory, self.handover, self.events, limits, clock)
         self.statuses = Statuses(store, self.handover, self.presence, clock)
         self.remote_outbox = RemoteOutbox(store, self.remotes, clock)  # the remote pump's door
+        self.runners = RunnerReports(store, self.liveness, clock)
         self.tasking = Tasking(
             store, self.sending, self.events, limits, clock, allow_private_webhooks=allow_private_webhooks
         )
+
+    # --- runners (switchboard run) --------------------------------------------------------
+
+    def report_runner(self, caller: Caller, report: RunnerReport) -> RunnerReport:
+        """The caller's own runner reports itself (RunnerReports.report)."""
+        return self.runners.report(caller, report)
+
+    def list_runners(self, caller: Caller, agent: str | None = None) -> list[RunnerReport]:
+        return self.runners.list(caller, agent)
 
     # --- callers -------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ COMMAND_MODULES = {
     "task": "tasks",
     "run": "runner",
     "runner": "runner",
+    "team": "team",
 }
 ALL_MODULES = tuple(dict.fromkeys(COMMAND_MODULES.values()))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from switchboard.delivery.runner_reports import RunnerReport
 from switchboard.model import (
     AckResult,
     Agent,
@@ -177,4 +178,14 @@ class Client(Protocol):
         ...
 
     def list_workspaces(self) -> list[Workspace]: ...
+
+    # runners (switchboard run) report themselves; ``runner status`` lists them, from any machine
+    def report_runner(self, report: RunnerReport) -> RunnerReport:
+        """Keep this agent's runner's report (its agent must be this client's): what was kept."""
+        ...
+
+    def list_runners(self, agent: str | None = None) -> list[RunnerReport]:
+        """The workspace's runner reports (of ``agent`` only), newest first, each marked live or not."""
+        ...
+
     def close(self) -> None: ...

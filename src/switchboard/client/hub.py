@@ -20,6 +20,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from switchboard.client.backoff import Backoff
 from switchboard.config import hub_urls
+from switchboard.delivery.runner_reports import RunnerReport
 from switchboard.errors import BadRequest, HubUnavailable, SwitchboardError, error_class
 from switchboard.headers import (
     AGENT_HEADER,
@@ -403,6 +404,13 @@ class HubClient:
 
     def list_workspaces(self) -> list[Workspace]:
         return self._models(Workspace, "GET", "/v1/workspaces")
+
+    def report_runner(self, report: RunnerReport) -> RunnerReport:
+        path = f"/v1/runners/{_segment(report.agent)}"
+        return self._model(RunnerReport, "PUT", path, json=report.model_dump(mode="json", exclude={"live"}))
+
+    def list_runners(self, agent: str | None = None) -> list[RunnerReport]:
+        return self._models(RunnerReport, "GET", "/v1/runners", params={"agent": agent} if agent is not None else None)
 
     # --- tasks ----------------------------------------------------------------------------
 

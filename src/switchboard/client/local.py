@@ -10,6 +10,7 @@ from typing import Any
 from switchboard.address import parse_machine, parse_name
 from switchboard.config import Settings
 from switchboard.delivery.remotes import CardSource
+from switchboard.delivery.runner_reports import RunnerReport
 from switchboard.identity import SessionHint, acting_pid, machine_name, resolve_agent
 from switchboard.model import (
     AckResult,
@@ -233,6 +234,12 @@ class LocalClient:
 
     def list_workspaces(self) -> list[Workspace]:
         return self.service.list_workspaces()
+
+    def report_runner(self, report: RunnerReport) -> RunnerReport:
+        return self.service.report_runner(self._as(), report)
+
+    def list_runners(self, agent: str | None = None) -> list[RunnerReport]:
+        return self.service.list_runners(self._as(), agent)
 
     def open_task(
         self,

@@ -8,8 +8,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from switchboard import address
+from switchboard.delivery.runner_reports import RunnerReport
 from switchboard.delivery.tasking import HISTORY_MAX, PAGE_SIZE_MAX
-from switchboard.hub import api, schemas, sending, streams, tasks
+from switchboard.hub import api, runners, schemas, sending, streams, tasks
 from switchboard.hub.endpoint import Endpoint
 from switchboard.model import (
     SURFACE_PATHS,
@@ -299,6 +300,23 @@ ROUTES: list[Route] = [
         tasks.cancel_task,
         "Cancel a task you asked for; its worker is told by mail.",
         answer=Task,
+    ),
+    Route(
+        "PUT",
+        "/v1/runners/{agent}",
+        runners.report_runner,
+        "Your agent's runner (switchboard run) reports itself: kept per agent and machine, replacing its last.",
+        RunnerReport,
+        RunnerReport,
+    ),
+    Route(
+        "GET",
+        "/v1/runners",
+        runners.list_runners,
+        "Runners of your workspace as they last reported themselves, newest first; live=false: gone quiet.",
+        answer=RunnerReport,
+        many=True,
+        query={"agent": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": address.NAME_CHARS}},
     ),
     Route(
         "GET",

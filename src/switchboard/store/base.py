@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from switchboard.delivery.guard import Exchange
+from switchboard.delivery.runner_reports import RunnerReport
 from switchboard.model import (
     Agent,
     AuditEntry,
@@ -510,4 +511,14 @@ class Store(Protocol):
         self, workspace: str, *, task_id: str | None = None, message_id: str | None = None
     ) -> list[RemoteSend]:
         """The outbox rows of a task (oldest first) or of one message."""
+        ...
+
+    # runners' reports of themselves (delivery/runner_reports.py), one row per (workspace, agent, machine)
+    def put_runner_report(self, workspace: str, report: RunnerReport) -> None:
+        """Keep ``report`` as its runner's newest, replacing the one of the same agent and machine."""
+        ...
+
+    def runner_reports(self, workspace: str, agent: str | None = None) -> list[RunnerReport]:
+        """The workspace's runner reports (of ``agent`` only, when given), newest update first;
+        ``live`` as the runner wrote it (the service marks it)."""
         ...

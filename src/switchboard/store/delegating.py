@@ -3,7 +3,7 @@
 Each store keeps its schema in modules of its own folder, one a part — ``directory`` (workspaces,
 agents, channels), ``sessions``, ``sent`` (reading a send back), ``mailbox`` (reading and
 marking one), ``handing`` (mail handed to a session), ``guard_facts``, ``audit``, ``tasks`` (tasks, their
-push configs and outbox), ``remotes`` (outside A2A agents and their outbox), ``tokens`` —
+push configs and outbox), ``remotes`` (outside A2A agents and their outbox), ``tokens``, ``runners`` —
 whose functions take the store's database first and the Store method's arguments after, in the
 same order. ``DelegatingStore`` is that mapping, written once: each Store method here is the
 function of the same name (``ack`` and ``mark_read`` are ``mailbox.mark``) on ``self._db``.
@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import ClassVar, Generic, Protocol, TypeVar
 
 from switchboard.delivery.guard import Exchange
+from switchboard.delivery.runner_reports import RunnerReport
 from switchboard.model import (
     Agent,
     AuditEntry,
@@ -73,6 +74,7 @@ class Parts:
     remotes: ModuleType
     tasks: ModuleType
     tokens: ModuleType
+    runners: ModuleType
 
     @classmethod
     def of(cls, *modules: ModuleType) -> Parts:
@@ -380,3 +382,11 @@ class DelegatingStore(Store, Generic[DB]):
         self, workspace: str, *, task_id: str | None = None, message_id: str | None = None
     ) -> list[RemoteSend]:
         return self._parts.remotes.remote_sends(self._db, workspace, task_id=task_id, message_id=message_id)
+
+    # --- runner reports ----------------------------------------------------------------------
+
+    def put_runner_report(self, workspace: str, report: RunnerReport) -> None:
+        self._parts.runners.put_runner_report(self._db, workspace, report)
+
+    def runner_reports(self, workspace: str, agent: str | None = None) -> list[RunnerReport]:
+        return self._parts.runners.runner_reports(self._db, workspace, agent)

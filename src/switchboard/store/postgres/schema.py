@@ -282,6 +282,19 @@ MIGRATIONS: list[str] = [
     CREATE INDEX remote_outbox_due ON remote_outbox (next_attempt_at) WHERE state IN ('pending', 'following');
     CREATE INDEX remote_outbox_by_task ON remote_outbox (workspace, task_id, created_at);
     """,
+    # 8: what each runner last reported of itself (SQLite's step 12): the report as JSON, its
+    # update time to order by.
+    """
+    CREATE TABLE runner_reports (
+        workspace           TEXT NOT NULL,
+        agent               TEXT NOT NULL,
+        machine             TEXT NOT NULL,
+        updated_at          DOUBLE PRECISION NOT NULL,
+        report              TEXT NOT NULL,
+        PRIMARY KEY (workspace, agent, machine)
+    );
+    CREATE INDEX runner_reports_by_update ON runner_reports (workspace, updated_at);
+    """,
 ]
 
 VERSION_TABLE = "switchboard_schema"

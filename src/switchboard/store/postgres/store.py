@@ -30,6 +30,7 @@ from switchboard.store.postgres import (
     mailbox,
     messages,
     remotes,
+    runners,
     sent,
     sessions,
     tasks,
@@ -42,7 +43,7 @@ from switchboard.store.postgres.listener import Callback
 class PostgresStore(DelegatingStore[PostgresDatabase]):
     """The Store interface on a PostgreSQL database: the connection's current schema."""
 
-    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, remotes, sent, sessions, tasks, tokens)
+    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, remotes, runners, sent, sessions, tasks, tokens)
 
     def __init__(self, url: str, *, replica: str | None = None, pool_size: int = POOL_SIZE) -> None:
         """``url``: a libpq URL or connection string; its ``options=-csearch_path=…`` chooses the

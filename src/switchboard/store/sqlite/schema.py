@@ -303,6 +303,19 @@ MIGRATIONS: list[str] = [
     CREATE INDEX remote_outbox_due ON remote_outbox (next_attempt_at) WHERE state IN ('pending', 'following');
     CREATE INDEX remote_outbox_by_task ON remote_outbox (workspace, task_id, created_at);
     """,
+    # 12: what each runner (``switchboard run``) last reported of itself, one row per agent and
+    # machine: the report as JSON (read whole, never queried inside), its update time to order by.
+    """
+    CREATE TABLE runner_reports (
+        workspace           TEXT NOT NULL,
+        agent               TEXT NOT NULL,
+        machine             TEXT NOT NULL,
+        updated_at          REAL NOT NULL,
+        report              TEXT NOT NULL,
+        PRIMARY KEY (workspace, agent, machine)
+    );
+    CREATE INDEX runner_reports_by_update ON runner_reports (workspace, updated_at);
+    """,
 ]
 
 

@@ -30,6 +30,7 @@ from switchboard.store.sqlite import (
     mailbox,
     messages,
     remotes,
+    runners,
     sent,
     sessions,
     tasks,
@@ -41,7 +42,7 @@ from switchboard.store.sqlite.connection import SQLiteDatabase
 class SQLiteStore(DelegatingStore[SQLiteDatabase]):
     """The Store interface on one SQLite database file."""
 
-    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, remotes, sent, sessions, tasks, tokens)
+    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, remotes, runners, sent, sessions, tasks, tokens)
 
     def __init__(self, path: str | os.PathLike[str], *, group_commit: bool = False) -> None:
         """``group_commit``: batch the writes of concurrent threads into shared transactions

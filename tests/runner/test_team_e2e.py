@@ -1,0 +1,95 @@
+"""A team of three generic agents (tests/support/generic_agents/team_member.py) started with
+`switchboard team up` passes a piece of work product → engineering → qa → product by messages
+alone; product's final mail reaches the person who asked; `team status` shows each runner's
+turns; `team down` leaves no runner or agent process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from switchboard.procs import process_alive
+from tests.support.cli_runner import CLI, describe
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+MEMBER = Path(__file__).parents[1] / "support" / "generic_agents" / "team_member.py"
+ROLES = ("product", "engineering", "qa")
+
+
+def write_team(folder: Path) -> Path:
+    lines = ['[team]\nname = "relay"\nchannels = ["team"]\n']
+    for role in ROLES:
+        (folder / role).mkdir(parents=True)
+        (folder / role / "PROMPT.md").write_text(f"You are {role}.\n")
+        lines.append(
+            f'[roles.{role}]\ncli = "generic:{sys.executable} {MEMBER} {role}"\n'
+            f'folder = "{role}"\nprompt = "{role}/PROMPT.md"\nchannels = ["team"]\n'
+        )
+    (folder / "team.toml").write_text("\n".join(lines))
+    return folder
+
+
+def team_processes(marker: str) -> list[int]:
+    """Pids of processes whose command line names this test's team folder or agent script."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline and int(entry.name) != os.getpid():
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_team_passes_work_round_by_messages_alone(tmp_path: Path) -> None:
+    cli = CLI(tmp_path)
+    team = write_team(cli.workdir / "team")
+    env = {"TEAM_BOSS": "boss", "SWITCHBOARD_WARM": "0"}
+    pids: list[int] = []
+    try:
+        up = cli.run("team", "up", "--team", team, "--json", env=env, timeout=90)
+        assert up.returncode == 0, describe(up) + _logs(cli)
+        started = json.loads(up.stdout)
+        assert [(o["role"], o["ok"]) for o in started] == [(r, True) for r in ROLES]
+        pids = [o["pid"] for o in started]
+
+        token = f"tok-{uuid.uuid4().hex[:8]}"
+        sent = cli.run("send", "product", f"kickoff {token}", agent="boss", env=env)
+        assert sent.returncode == 0, describe(sent)
+
+        def accepted() -> bool:
+            read = cli.run_json("read", "--wait", "5", agent="boss", env=env)
+            return any(
+                f"accepted {token}" in (p.get("text") or "") for i in read["items"] for p in i["message"]["parts"]
+            )
+
+        wait_until(accepted, timeout=60, what=f"product's 'accepted {token}'", interval=0.05)
+
+        status = cli.run_json("team", "status", "--team", team, env=env)
+        assert {row["role"]: row["local_pid"] for row in status} == dict(zip(ROLES, pids, strict=True))
+        turns = {row["role"]: row["reports"][0]["turns"] for row in status}
+        assert turns["engineering"] >= 1 and turns["qa"] >= 1 and turns["product"] >= 2, turns
+
+        down = cli.run("team", "down", "--team", team, "--json", env=env, timeout=90)
+        assert down.returncode == 0, describe(down)
+        assert all(o["ok"] and o["message"].startswith("stopped") for o in json.loads(down.stdout)), down.stdout
+        # down returns once each runner let go of its lock, a moment before its process is reaped
+        wait_until(lambda: not [p for p in pids if process_alive(p, None)], timeout=10, what="the runners to end")
+        wait_until(lambda: not team_processes(str(MEMBER)), timeout=10, what="the agents' processes to end")
+    finally:
+        for pid in team_processes(str(team)) + team_processes(str(MEMBER)):
+            os.kill(pid, 9)  # only this test's own processes (its folder or script in their command line)
+
+
+def _logs(cli: CLI) -> str:
+    return "".join(f"\n--- {p}\n{p.read_text()[-2000:]}" for p in cli.switchboard_home.rglob("runner.log"))
