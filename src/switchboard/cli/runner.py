@@ -48,6 +48,7 @@ def run(
     turn_limit: Annotated[float, typer.Option("--turn-limit", help="A turn longer than this is stopped.")] = 600.0,
     clear_min_gap: Annotated[float, typer.Option("--clear-min-gap", help="Seconds between context clears.")] = 600.0,
     grace: Annotated[float, typer.Option("--grace", help="Seconds the CLI has to exit before it is killed.")] = 10.0,
+    respawn_base: Annotated[float, typer.Option("--respawn-base", hidden=True)] = 1.0,  # tests: a fast crash loop
     db: DbOption = None,
 ) -> None:
     """Keep a coding CLI working as an agent: it takes each batch of new mail as one turn."""
@@ -56,7 +57,14 @@ def run(
     from switchboard.runner.files import RunnerFiles
     from switchboard.runner.loop import Runner, RunnerOptions
 
-    _check_numbers(every=every, idle_step=idle_step, max_sleep=max_sleep, turn_limit=turn_limit, grace=grace)
+    _check_numbers(
+        every=every,
+        idle_step=idle_step,
+        max_sleep=max_sleep,
+        turn_limit=turn_limit,
+        grace=grace,
+        respawn_base=respawn_base,
+    )
     folder = (cwd or Path.cwd()).expanduser().resolve()
     if not folder.is_dir():
         raise BadRequest(f"--cwd {folder} is not a folder.")
@@ -79,6 +87,7 @@ def run(
             turn_limit=turn_limit,
             clear_min_gap=clear_min_gap,
             grace=grace,
+            respawn_base=respawn_base,
         )
         files = RunnerFiles(settings.home, me.workspace, me.agent)
 

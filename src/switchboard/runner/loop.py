@@ -42,6 +42,7 @@ from switchboard.runner.wake import MailWatch, Wake, on_sigusr1
 EXIT_OK = 0
 EXIT_CRASH_LOOP = 3
 RUNTIME = "runner"
+TIMED_OUT_RETRIES = 1  # a turn's mail is given again once after the turn ran past its limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,7 @@ class RunnerOptions:
     clear_min_gap: float = 600.0
     grace: float = 10.0
     batch_limit: int = 50
+    respawn_base: float = 1.0  # the first respawn's wait (doubling, capped)
 
 
 class Stopping(Exception):
@@ -91,7 +93,7 @@ class Runner:
         self.wake = Wake()
         self.backoff = TickBackoff(options.every, options.idle_step, options.max_sleep)
         self.clear_gate = ClearGate(options.clear_min_gap)
-        self.crashes = CrashPolicy()
+        self.crashes = CrashPolicy(base=options.respawn_base)
         self.carry: list[MailItem] = []  # handed to us, not yet taken by the CLI: given again
         self.given: dict[str, int] = {}  # message id -> times given to a turn that never took it
         self.session_client: object = client
@@ -249,25 +251,28 @@ class Runner:
         self.log(f"turn {turn_id} {result.ended}" + (f": {result.detail}" if result.detail else ""))
         if result.ended == "timed_out":
             self.reporter.state("working", f"{result.detail}: restarting {self.adapter.name}")
-            self._give_again(items, result)
+            self._give_again(items, result, most=TIMED_OUT_RETRIES)
             self.adapter.stop(self.options.grace)
             self._start(resume=self.adapter.session_id)
         if result.clear:
             self.clear_gate.ask()
         self._clear_if_due()
 
-    def _give_again(self, items: list[MailItem], result: TurnResult) -> None:
-        """Mail of a turn that ended before the CLI took it goes into the next turn (twice at most)."""
+    def _give_again(self, items: list[MailItem], result: TurnResult, most: int | None = None) -> None:
+        """Mail of a turn that ended before the CLI took it goes into the next turn: after a
+        crash always (a crash loop ends the runner, and its session's end returns the mail);
+        after a timed-out turn ``most`` times (mail that hangs every turn must not hang all)."""
         if result.took:
             return
         for item in items:
             tries = self.given.get(item.message.id, 0) + 1
             self.given[item.message.id] = tries
-            if tries <= 2:
+            if most is None or tries <= most:
                 self.carry.append(item)
             else:
                 self.log(
-                    f"message {item.message.id} was given to {tries} turns that never took it: left to the mailbox"
+                    f"message {item.message.id} hung {tries} turns before the CLI took it: not given again "
+                    "(it stays handed to this runner's session, and returns to the mailbox when that ends)"
                 )
 
     def _during_turn(self, event: TurnEvent) -> None:

@@ -21,7 +21,7 @@ INTERRUPT_GRACE_SECONDS = 5.0  # after an interrupt, how long the turn may take 
 class TurnResult:
     """How a turn ended."""
 
-    ended: str  # "done", "failed", "timed_out" (CliExited propagates: the loop respawns)
+    ended: str  # "done", "failed", "timed_out"; "running" until then (CliExited propagates: the loop respawns)
     took: bool = False
     clear: bool = False
     usage: Usage = field(default_factory=Usage)
@@ -44,7 +44,7 @@ class Turn:
         self.ids = list(ids)
         self.log = log
         self.on_event = on_event
-        self.result = TurnResult(ended="failed")
+        self.result = TurnResult(ended="running")
 
     def run(self, text: str, turn_id: str, limit: float) -> TurnResult:
         """Prompt and read to the end; TurnResult. Raises CliExited when the CLI dies."""
@@ -55,7 +55,7 @@ class Turn:
             self.log(f"turn {turn_id} ran past its limit of {limit:g} s: interrupting it")
             self.adapter.interrupt()
             try:
-                self._read(time.monotonic() + INTERRUPT_GRACE_SECONDS)
+                self._read(time.monotonic() + min(INTERRUPT_GRACE_SECONDS, limit))
             except TurnTimedOut:
                 pass
             if self.result.ended not in ("done", "failed"):

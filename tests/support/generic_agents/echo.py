@@ -3,7 +3,8 @@
 It speaks docs/runner-protocol.md: says its session id (the resumed one when respawned), logs
 every prompt to $ECHO_AGENT_LOG (one JSON line per prompt: id, text, resume), and ends each turn
 with done. Behaviour for tests, by words in the prompt: "hang" never answers the turn; "die"
-exits before done (once per prompt id when $ECHO_AGENT_DIE_ONCE is set); "clearme" asks for a
+exits before done (once per prompt id when $ECHO_AGENT_DIE_ONCE is set); "hangfirst" hangs
+unless it was resumed; "clearme" asks for a
 clear with done; "slow" takes $ECHO_AGENT_SLOW seconds before done.
 """
 
@@ -49,7 +50,7 @@ for line in sys.stdin:
         if DIED:
             open(DIED, "w").close()
         os._exit(9)
-    if "hang" in text.split():
+    if "hang" in text.split() or ("hangfirst" in text.split() and not RESUME):
         time.sleep(3600)
     if "slow" in text.split():
         time.sleep(float(os.environ.get("ECHO_AGENT_SLOW", "2")))

@@ -1,0 +1,167 @@
+"""``switchboard run --cli generic:…`` with a real scripted program: mail in, answers out, and
+the runner's life (batches, respawn, clear, turn limit, wake, stop, crash loop)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from tests.runner.conftest import RunnerMachine
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+def answered(machine: RunnerMachine, token: str) -> bool:
+    return any(f"{token}" in text for text in machine.alice_got())
+
+
+def prompt_session(machine: RunnerMachine) -> str:
+    return machine.records("start")[-1]["session"]
+
+
+def test_answers_mail_surfaced_via_runner_and_stops_on_sigterm(machine: RunnerMachine) -> None:
+    machine.start("--grace", "5")
+    sent = machine.send("please echo tok-111")
+    wait_until(lambda: answered(machine, "echo tok-111"), 30, "the runner's answer")
+    status = machine.status(sent)
+    assert (status["state"], status["via"]) == ("surfaced", "runner")
+    assert [e["event"] for e in status["history"]][-2:] == ["handed", "surfaced"]
+    (prompt,) = machine.prompts()
+    assert "BEGIN MESSAGE" in prompt["text"] and "please echo tok-111" in prompt["text"]
+    (report,) = wait_until(
+        lambda: [r for r in machine.reports() if r.turns == 1 and r.state == "idle"], 10, "the report"
+    )
+    assert (report.agent, report.cli_session_id, report.input_tokens, report.cost_usd) == (
+        "rbot",
+        prompt_session(machine),
+        10,
+        0.001,
+    )
+    logs = machine.cli.run("runner", "logs", "rbot", "-n", "50")
+    assert "turn t1-" in logs.stdout
+    started = time.monotonic()
+    assert machine.stop() == 0, machine.describe()
+    assert time.monotonic() - started < 10
+    assert machine.records("stop"), "the program was told to stop"
+    assert [r.state for r in machine.reports()] == ["stopped"]
+    who = machine.cli.run_json("who", agent="alice")["agents"]
+    assert not [s for a in who if a["name"] == "rbot" for s in a.get("sessions", []) if s["live"]]
+
+
+def test_a_second_runner_for_the_agent_is_refused(machine: RunnerMachine) -> None:
+    proc = machine.start()
+    second = machine.cli.run("run", "--agent", "rbot", "--cli", "generic:true")
+    assert second.returncode == 2 and "runner_running" in second.stderr and str(proc.pid) in second.stderr
+
+
+def test_mail_during_a_turn_goes_as_one_batch_after_it(machine: RunnerMachine) -> None:
+    machine.start(ECHO_AGENT_SLOW="3")
+    machine.send("slow tok-first")
+    wait_until(lambda: machine.prompts(), 30, "the first turn")
+    for n in (1, 2, 3):
+        machine.send(f"tok-batch{n}")
+    wait_until(lambda: answered(machine, "tok-batch3"), 30, "the batch's answer")
+    prompts = machine.prompts()
+    assert len(prompts) == 2, prompts
+    assert all(f"tok-batch{n}" in prompts[1]["text"] for n in (1, 2, 3))
+
+
+def test_a_killed_program_is_respawned_resuming_its_session_and_nothing_is_lost(machine: RunnerMachine) -> None:
+    machine.start("--respawn-base", "0.2")
+    sent = machine.send("hangfirst tok-kill")
+    (first,) = wait_until(lambda: machine.prompts(), 30, "the first turn")
+    os.kill(first["pid"], signal.SIGKILL)
+    wait_until(lambda: answered(machine, "echo tok-kill"), 30, "the answer after the respawn")
+    starts = machine.records("start")
+    assert len(starts) == 2 and starts[1]["resume"] == starts[0]["session"]
+    assert machine.prompts()[-1]["resume"] == starts[0]["session"]
+    assert machine.status(sent)["state"] == "surfaced"
+
+
+def test_done_with_clear_starts_a_fresh_program_and_clears_are_rate_limited(machine: RunnerMachine) -> None:
+    machine.start("--clear-min-gap", "3600")
+    machine.send("clearme tok-c1")
+    wait_until(lambda: len(machine.records("start")) == 2, 30, "a fresh program after the clear")
+    assert machine.records("start")[1]["resume"] is None
+    assert machine.records("clear"), "the program was told of the clear"
+    machine.send("clearme tok-c2")
+    wait_until(lambda: answered(machine, "tok-c2"), 30, "the second answer")
+    machine.send("tok-c3")
+    wait_until(lambda: answered(machine, "tok-c3"), 30, "the third answer")
+    assert len(machine.records("start")) == 2  # the second clear came too soon: kept pending
+    assert any("clear refused" in line for line in machine.err)
+
+
+def test_a_turn_past_the_limit_is_stopped_reported_and_its_mail_answered(machine: RunnerMachine) -> None:
+    machine.start("--turn-limit", "1", "--grace", "1", "--respawn-base", "0.2")
+    machine.send("hangfirst tok-slowpoke")
+    wait_until(lambda: answered(machine, "echo tok-slowpoke"), 30, "the answer after the restart")
+    assert any("ran past its limit of 1 s" in line for line in machine.err), machine.describe()
+    assert len(machine.records("start")) == 2
+
+
+def test_a_wake_waits_for_the_running_turn_then_ticks(machine: RunnerMachine) -> None:
+    proc = machine.start(ECHO_AGENT_SLOW="2")
+    machine.send("slow tok-w")
+    wait_until(lambda: machine.prompts(), 30, "the turn")
+    woke = machine.cli.run_json("runner", "wake", "rbot")
+    assert woke == {"sent": True, "pid": proc.pid, "message": f"woke rbot's runner (pid {proc.pid})"}
+    wait_until(lambda: len(machine.prompts()) == 2, 30, "the tick after the turn")
+    assert answered(machine, "echo tok-w")  # the first turn ran to its end
+    assert machine.prompts()[1]["text"].startswith("No new mail.")
+    assert machine.cli.run_json("runner", "wake", "nobody")["sent"] is False
+
+
+def test_an_idle_runner_makes_no_turns(machine: RunnerMachine) -> None:
+    machine.start()
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:  # a span of nothing: the runner must stay silent in it
+        assert machine.prompts() == []
+        time.sleep(0.1)
+    assert len(machine.records("start")) == 1
+
+
+def test_sigterm_during_a_hung_turn_ends_within_the_grace(machine: RunnerMachine) -> None:
+    machine.start("--grace", "2")
+    sent = machine.send("hang tok-h")
+    wait_until(lambda: machine.prompts(), 30, "the turn")
+    started = time.monotonic()
+    assert machine.stop() == 0, machine.describe()
+    assert time.monotonic() - started < 8
+    assert machine.status(sent)["state"] in ("queued", "delivered")  # never taken: back in the mailbox
+
+
+def test_a_crash_loop_ends_the_runner_with_exit_3(machine: RunnerMachine, tmp_path) -> None:
+    script = tmp_path / "dies.py"
+    script.write_text("import sys\nsys.stdin.readline()\nsys.exit(5)\n")
+    cli = f"generic:{sys.executable} {script}"
+    proc = machine.cli.spawn(
+        "run", "--agent", "rbot", "--cli", cli, "--respawn-base", "0.05", env={"SWITCHBOARD_WARM": "0"}
+    )
+    wait_until(
+        lambda: (
+            machine.cli.run_json("who", agent="alice")
+            and any(
+                s["live"]
+                for a in machine.cli.run_json("who", agent="alice")["agents"]
+                if a["name"] == "rbot"
+                for s in a.get("sessions", [])
+            )
+        ),
+        30,
+        "the runner's session",
+    )
+    try:
+        sent = machine.send("tok-doomed")
+        assert proc.wait(timeout=30) == 3
+    finally:
+        proc.kill()
+    assert "crashes within" in (proc.stderr.read() if proc.stderr else "")
+    (report,) = machine.reports()
+    assert report.state == "crashed" and "crashes within" in (report.detail or "")
+    assert machine.status(sent)["state"] in ("queued", "delivered")  # nothing lost: it waits for the next taker
