@@ -39,7 +39,9 @@ def test_a_copilot_runner_answers_mail_and_resumes_its_session(copilot: Path, ma
         assert model.model_requests() == [] and runner.cli_pids() == []  # idle: no Copilot process at all
         with machine.client("bob") as bob:
             sent = bob.send("alice", "Please say hello back.")
-        wait_until(lambda: model.requests_mentioning("Please say hello back."), timeout=WAKE_TIMEOUT, what="the request")
+        wait_until(
+            lambda: model.requests_mentioning("Please say hello back."), timeout=WAKE_TIMEOUT, what="the request"
+        )
         (answer,) = wait_until(lambda: machine.mailbox("bob"), timeout=RUN_TIMEOUT, what="alice's answer")
         assert answer.message.sender == "alice" and answer.message.text == model.tool_input["message"]
         first = runner.wait_state("idle", "the first turn to end", turns=1)

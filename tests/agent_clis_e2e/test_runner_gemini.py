@@ -42,7 +42,9 @@ def test_a_gemini_runner_answers_mail_and_resumes_its_session(gemini: Path, mach
         assert model.model_requests() == [] and runner.cli_pids() == []  # idle: no Gemini process at all
         with machine.client("bob") as bob:
             sent = bob.send("alice", "Please say hello back.")
-        wait_until(lambda: model.requests_mentioning("Please say hello back."), timeout=WAKE_TIMEOUT, what="the request")
+        wait_until(
+            lambda: model.requests_mentioning("Please say hello back."), timeout=WAKE_TIMEOUT, what="the request"
+        )
         (answer,) = wait_until(lambda: machine.mailbox("bob"), timeout=RUN_TIMEOUT, what="alice's answer")
         assert answer.message.sender == "alice" and answer.message.text == model.tool_input["message"]
         assert model.offered_tool() == "mcp_switchboard_send_message"

@@ -31,7 +31,7 @@ def test_a_cursor_runner_answers_by_command_and_resumes_its_chat(machine: Machin
     bin_folder = machine.root / "bin"
     bin_folder.mkdir()
     launcher = bin_folder / "cursor-agent"  # as the CLI is found: on PATH, by its own name
-    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
+    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} {STANDIN} "$@"\n')
     launcher.chmod(0o755)
     path = f"{bin_folder}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     env = machine.env({"PATH": path, "CURSOR_STANDIN_LOG": str(log)})

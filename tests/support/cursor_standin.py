@@ -31,7 +31,9 @@ def main(argv: list[str]) -> int:
     with log.open("a") as out:
         out.write(json.dumps({"chat": chat, "resumed": resumed, "prompt": prompt, "earlier": earlier}) + "\n")
     say({"type": "system", "subtype": "init", "session_id": chat, "model": "stand-in", "cwd": str(Path.cwd())})
-    say({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}, "session_id": chat})
+    say(
+        {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}, "session_id": chat}
+    )
     for to, text in re.findall(r"REPLY (\S+): ([^\n]*)", prompt):
         call = {"shellToolCall": {"args": {"command": f"switchboard send {to} ..."}}}
         say({"type": "tool_call", "subtype": "started", "call_id": "c1", "tool_call": call, "session_id": chat})
