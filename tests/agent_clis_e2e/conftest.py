@@ -79,6 +79,8 @@ CLAUDE_CODE = NpmCli("claude-code", "@anthropic-ai/claude-code", "2.1.197", "cla
 # test's script would not run as it is.
 CLAUDE_CODE_CURRENT = NpmCli("claude-code", "@anthropic-ai/claude-code", "2.1.332", "claude")
 CODEX = NpmCli("codex", "@openai/codex", "0.171.0", "codex")
+COPILOT = NpmCli("copilot", "@github/copilot", "1.0.102", "copilot")
+GEMINI = NpmCli("gemini", "@google/gemini-cli", "0.61.0", "gemini")
 
 
 def cli_cache() -> Path:
@@ -189,6 +191,16 @@ def claude_code_current() -> Path:
 @pytest.fixture(scope="session")
 def codex() -> Path:
     return install(CODEX)
+
+
+@pytest.fixture(scope="session")
+def copilot() -> Path:
+    return install(COPILOT)
+
+
+@pytest.fixture(scope="session")
+def gemini() -> Path:
+    return install(GEMINI)
 
 
 def claude_code_env(machine: Machine, model: MockModel, extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -64,12 +64,12 @@ def test_a_codex_turn_answers_through_our_mcp_server_and_a_killed_turn_resumes_t
     assert thread and adapter.snapshot().transcript is not None
 
     adapter.prompt("Lost in a crash.", "t2")
-    assert adapter._process is not None
-    os.killpg(adapter._process.pid, signal.SIGKILL)
+    assert adapter.process is not None
+    os.killpg(adapter.process.pid, signal.SIGKILL)
     with pytest.raises(CliExited):
         list(adapter.events(time.monotonic() + RUN_TIMEOUT))
 
-    adapter.start(adapter._launch, resume=thread)  # type: ignore[arg-type]
+    adapter.start(adapter.launch, resume=thread)  # type: ignore[arg-type]
     events = turn(adapter, "What did you do?", "t3")
     assert events[-1].kind == "done" and adapter.session_id == thread, f"{events}\n{lines}"
     (asked,) = [r for r in model.model_requests() if "What did you do?" in str(r.body)]

@@ -3,7 +3,10 @@
 It speaks just enough of two wire protocols, streaming (server-sent events) or not:
 
 - the Anthropic Messages API (``POST /v1/messages``), which Claude Code calls;
-- the OpenAI Responses API (``POST /v1/responses``), which Codex calls.
+- the OpenAI Responses API (``POST /v1/responses``), which Codex calls;
+- the Gemini API (``POST /v1beta/models/<m>:streamGenerateContent`` and ``:generateContent``),
+  which Gemini CLI calls (a request asking for JSON — its next-speaker check — gets
+  ``{"next_speaker": "user"}``).
 
 The script is one exchange, decided per request from what the request holds, so retries and
 side requests (titles, summaries) cannot derail it:
@@ -74,6 +77,8 @@ class Recorded:
             return "anthropic"
         if self.method == "POST" and path.endswith("/responses"):
             return "openai"
+        if self.method == "POST" and (path.endswith(":streamGenerateContent") or path.endswith(":generateContent")):
+            return "gemini"
         return None
 
     def tool_names(self) -> list[str]:
@@ -83,12 +88,13 @@ class Recorded:
         names: list[str] = []
         for tool in self.body.get("tools") or []:
             names.extend(_tool_names(tool))
+            names.extend(d.get("name", "") for d in tool.get("functionDeclarations") or [])  # Gemini
         return names
 
     def our_tool(self, tool: str = TOOL) -> str | None:
         """The full name under which our ``tool`` (``send_message`` unless told) is offered, if it is."""
         for name in self.tool_names():
-            if name == tool or name.endswith(f"__{tool}"):
+            if name == tool or name.endswith(f"__{tool}") or name.endswith((f"_switchboard_{tool}", f"-{tool}")):
                 return name
         return None
 
@@ -119,13 +125,30 @@ class Recorded:
                     item.get("call_id") == CALL_ID
                 ):
                     return _text_of(item.get("output"))
+        if self.api == "gemini":
+            for content in self.body.get("contents") or []:
+                for part in content.get("parts") or []:
+                    response = part.get("functionResponse")
+                    if isinstance(response, dict) and response.get("name", "").endswith(TOOL):
+                        return json.dumps(response.get("response"))
         return None
 
     def messages(self) -> list[dict[str, Any]]:
-        """The request's conversation (Anthropic ``messages``), or []."""
-        if self.api != "anthropic" or not isinstance(self.body, dict):
+        """The request's conversation (Anthropic ``messages``; Gemini ``contents`` as role and
+        content), or []."""
+        if not isinstance(self.body, dict):
+            return []
+        if self.api == "gemini":
+            return [{"role": c.get("role"), "content": c.get("parts") or []} for c in self.body.get("contents") or []]
+        if self.api != "anthropic":
             return []
         return [m for m in self.body.get("messages") or [] if isinstance(m, dict)]
+
+    @property
+    def wants_json(self) -> bool:
+        """A Gemini request for a JSON answer (Gemini CLI's next-speaker and loop checks)."""
+        config = self.body.get("generationConfig") if isinstance(self.body, dict) else None
+        return isinstance(config, dict) and config.get("responseMimeType") == "application/json"
 
     def conversation_text(self) -> str:
         """The text of every message of the request's conversation (any role, any block)."""
@@ -369,6 +392,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._anthropic(request)
         elif request.api == "openai":
             self._openai(request)
+        elif request.api == "gemini":
+            self._gemini(request)
         elif request.path.split("?", 1)[0].endswith("/count_tokens"):
             self._json(200, {"input_tokens": 100})
         else:
@@ -515,3 +540,29 @@ class _Handler(BaseHTTPRequestHandler):
             yield "response.completed", {"type": "response.completed", "response": response}
 
         self._sse(events())
+
+    # --- Gemini API ------------------------------------------------------------------------------
+
+    def _gemini(self, request: Recorded) -> None:
+        call = None if request.wants_json else self.owner.call_for(request, self.number)
+        if request.wants_json:
+            part: dict[str, Any] = {"text": json.dumps({"reasoning": "the turn is done", "next_speaker": "user"})}
+        elif call is not None:
+            part = {"functionCall": {"name": call.name, "args": call.input}}
+        else:
+            part = {"text": self.owner.text_for(request)}
+        answer = {
+            "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "modelVersion": "gemini-mock",
+        }
+        if ":streamGenerateContent" not in request.path:
+            self._json(200, answer)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(f"data: {json.dumps(answer)}\n\n".encode())
+        self.wfile.flush()
+        self.close_connection = True
