@@ -1,8 +1,9 @@
 """Mailbox change signals: who should look at their mailbox again.
 
 In one process the service publishes after each commit and waiting readers wake at once.
-Other processes' commits are seen by polling the store's change counter (SQLite's
-``data_version``), which costs microseconds; the poller runs only while someone waits.
+Other processes' commits are seen by the store's change counter (SQLite's ``data_version``),
+looked at when the store's watch says a commit may have happened (SQLite: the database's files
+were written) or, without one, polled; the poller runs only while someone waits.
 A signal means "look again", never "here is the message": readers re-read the store, so a
 missed or spurious signal can delay but never lose or duplicate mail.
 """
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 POLL_INTERVAL_SECONDS = 0.005
+WATCH_SECONDS = 0.5  # with a store's watch: how long the poller sleeps when nothing is written
+HOT_SECONDS = 0.25  # after a write is heard: polled until the commit shows, at most this long
 PUSH_BACKLOG = 256  # deliveries a stream may fall behind by before it reads the store instead
 MailboxKey = tuple[str, str]  # (workspace, agent)
 # A task's own key beside the mailboxes: (workspace, "task:" + its id) wakes its subscribers.
@@ -117,9 +120,17 @@ Waiter = Subscription | AsyncSubscription
 class MailboxEvents:
     """Fan-out of mailbox-changed signals within a process, fed by other processes too."""
 
-    def __init__(self, change_counter: Callable[[], int] | None = None, poll_interval: float = POLL_INTERVAL_SECONDS):
+    def __init__(
+        self,
+        change_counter: Callable[[], int] | None = None,
+        poll_interval: float = POLL_INTERVAL_SECONDS,
+        wait_for_change: Callable[[float], bool] | None = None,
+    ):
+        """``wait_for_change(timeout)``: blocks until another process may have committed (the
+        store's watch); without it the poller looks every ``poll_interval``."""
         self._change_counter = change_counter
         self._poll_interval = poll_interval
+        self._wait_for_change = wait_for_change
         self._lock = threading.Lock()
         self._waiters: dict[MailboxKey, set[Waiter]] = {}
         self._poller: threading.Thread | None = None
@@ -212,8 +223,15 @@ class MailboxEvents:
 
     def _poll(self) -> None:
         assert self._change_counter is not None
+        hot_until = 0.0  # after a write is heard, look every poll interval for a while
         while True:
-            time.sleep(self._poll_interval)
+            if self._wait_for_change is not None and time.monotonic() >= hot_until:
+                # Asleep until a commit is written, or to see if waiters are left. A write is
+                # heard as it starts: the commit may end a moment later, so look a while.
+                if self._wait_for_change(WATCH_SECONDS):
+                    hot_until = time.monotonic() + HOT_SECONDS
+            else:
+                time.sleep(self._poll_interval)
             with self._lock:
                 if not self._waiters:
                     self._poller = None
@@ -226,6 +244,7 @@ class MailboxEvents:
                 return
             if counter != self._last_counter:
                 self._last_counter = counter
+                hot_until = 0.0
                 self.wake_all()
 
 

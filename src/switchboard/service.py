@@ -95,7 +95,9 @@ class Service:
         ``allow_private_remotes``: outside agents may live on loopback and private addresses."""
         self.store = store
         self.machine = machine
-        self.events = events if events is not None else MailboxEvents(store.change_counter)
+        self.events = (
+            events if events is not None else MailboxEvents(store.change_counter, wait_for_change=store.wait_for_change)
+        )
         self.liveness = Liveness(machine, liveness_seconds)
         self.limits = limits
         self.clock = clock

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Literal
 
+from switchboard.events import POLL_INTERVAL_SECONDS
 from switchboard.model import Message, SendResult
 from switchboard.pending import Pending
 from switchboard.store.base import NewDelivery, TaskWrite
@@ -36,6 +39,7 @@ from switchboard.store.sqlite import (
     tasks,
     tokens,
 )
+from switchboard.store.sqlite.change_watch import FolderWatch
 from switchboard.store.sqlite.connection import SQLiteDatabase
 
 
@@ -50,6 +54,7 @@ class SQLiteStore(DelegatingStore[SQLiteDatabase]):
         super().__init__(SQLiteDatabase(path, group_commit=group_commit))
         self.path = self._db.path
         self.location = str(self.path)
+        self._watch: FolderWatch | Literal[False] | None = None  # False: this system has none
         # Sends to this many recipients or more are answered before their deliveries are
         # written out, when group-committed on a loop (see messages).
         self.fan_out_later_from = messages.FAN_OUT_LATER_FROM
@@ -71,6 +76,20 @@ class SQLiteStore(DelegatingStore[SQLiteDatabase]):
 
     def change_counter(self) -> int:
         return self._db.change_counter()
+
+    def wait_for_change(self, timeout: float) -> bool:
+        # Called by one thread at a time (the events' poller): the watch is made on first use.
+        if self._watch is None:
+            self._watch = FolderWatch.of(self.path) or False
+        if self._watch is False:
+            time.sleep(min(timeout, POLL_INTERVAL_SECONDS))  # no inotify here: poll
+            return True
+        return self._watch.wait(timeout)
+
+    def close(self) -> None:
+        if self._watch:
+            self._watch.close()
+        super().close()
 
     def submit_message(
         self,
