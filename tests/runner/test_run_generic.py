@@ -21,14 +21,17 @@ def answered(machine: RunnerMachine, token: str) -> bool:
 
 
 def surfaced(machine: RunnerMachine, message_id: str) -> dict:
-    """The message's status once surfaced: the program's answer may come before its turn's done
-    line, and surfaced follows that line."""
+    """The message's status once its turn is done: handed to the runner, surfaced when the turn
+    took it, read at its done line (which may come after the program's answer)."""
 
     def status() -> dict | None:
         found = machine.status(message_id)
-        return found if found["state"] == "surfaced" else None
+        return found if found["state"] == "read" else None
 
-    return wait_until(status, 10, f"message {message_id} surfaced")
+    found = wait_until(status, 10, f"message {message_id} read")
+    events = [e["event"] for e in found["history"]]
+    assert events[-3:] == ["handed", "surfaced", "read"] and found["via"] == "runner", found
+    return found
 
 
 def prompt_session(machine: RunnerMachine) -> str:
@@ -40,8 +43,7 @@ def test_answers_mail_surfaced_via_runner_and_stops_on_sigterm(machine: RunnerMa
     sent = machine.send("please echo tok-111")
     wait_until(lambda: answered(machine, "echo tok-111"), 30, "the runner's answer")
     status = surfaced(machine, sent)
-    assert status["via"] == "runner"
-    assert [e["event"] for e in status["history"]][-2:] == ["handed", "surfaced"]
+    assert [e for e in status["history"] if e["event"] == "surfaced"][0]["detail"] == "turn"
     (prompt,) = machine.prompts()
     assert "BEGIN MESSAGE" in prompt["text"] and "please echo tok-111" in prompt["text"]
     (report,) = wait_until(

@@ -1,7 +1,7 @@
 """One turn: give the CLI its input, read its events to the end, mark its mail surfaced.
 
 Mail is marked surfaced (evidence "turn") when the adapter says the CLI took the input, or at
-``done`` when it never said so: never before. A turn that dies before that leaves its mail
+``done`` when it never said so: never before; and read at ``done``. A turn that dies before that leaves its mail
 handed to the runner's session, and the runner gives it again after the respawn.
 """
 
@@ -76,12 +76,23 @@ class Turn:
                 self.log(f"tool: {event.text[:200]}")
             elif event.kind == "done":
                 self._surfaced()
+                self._read_through()
                 self.result.ended, self.result.clear = "done", event.clear
                 return
             elif event.kind == "failed":
                 self.result.ended, self.result.detail = "failed", event.text
                 self.log(f"turn failed: {event.text[:500]}")
                 return
+
+    def _read_through(self) -> None:
+        """The turn is done: its mail is read (the agent's unread count stays true; acking, that
+        the work it asked for is done, is the agent's own word)."""
+        if not self.ids:
+            return
+        try:
+            self.client.mark_read(self.ids)  # type: ignore[attr-defined]
+        except SwitchboardError as error:
+            self.log(f"could not mark {len(self.ids)} message(s) read: {error.code}: {error.message}")
 
     def _surfaced(self) -> None:
         if self.result.took:
