@@ -92,3 +92,31 @@ def status_of(machine: Machine, sender: str, message_id: str, agent: str) -> Rec
     with machine.client(sender) as client:
         (status,) = [r for r in client.message_status(message_id).recipients if r.agent == agent]
     return status
+
+
+def answers_then_resumes(runner: RunnerProcess, machine: Machine, model: Any) -> Any:
+    """What every per-turn CLI's runner must show: idle, no CLI process and no model request;
+    woken by bob's message, it answers through our MCP tool; the status says surfaced via the
+    runner; the next turn resumes the same CLI session (its request carries the first turn). The
+    report after the second turn."""
+    runner.wait_state("idle", "the runner to be idle")
+    assert model.model_requests() == [] and runner.cli_pids() == []  # idle: no CLI process at all
+    with machine.client("bob") as bob:
+        sent = bob.send("alice", "Please say hello back.")
+    wait_until(lambda: model.requests_mentioning("Please say hello back."), timeout=RUN_TIMEOUT, what="the request")
+    (answer,) = wait_until(lambda: machine.mailbox("bob"), timeout=RUN_TIMEOUT, what="alice's answer")
+    assert answer.message.sender == "alice" and answer.message.text == model.tool_input["message"]
+    first = runner.wait_state("idle", "the first turn to end", turns=1)
+    assert first.cli_session_id and first.input_tokens > 0, first
+    status = status_of(machine, "bob", sent.message_id, "alice")
+    assert status.via == "runner" and status.state in ("surfaced", "read", "acked"), status
+
+    with machine.client("bob") as bob:
+        bob.send("alice", "And a second word, please.")
+    second_request = wait_until(
+        lambda: model.requests_mentioning("And a second word, please."), timeout=RUN_TIMEOUT, what="turn two"
+    )
+    assert second_request[0].mentions("Please say hello back."), "the second turn did not resume the session"
+    second = runner.wait_state("idle", "the second turn to end", turns=2)
+    assert second.cli_session_id == first.cli_session_id
+    return second
