@@ -172,5 +172,5 @@ def test_openapi_states_the_bounds_the_hub_keeps(tenant: Tenant) -> None:
     (message_id,) = [p for p in paths["/v1/messages/{message_id}/status"]["get"]["parameters"] if p["in"] == "path"]
     assert message_id["schema"]["pattern"] == address.UUID_PATTERN
     surface = {p["name"]: p for p in paths["/v1/surface"]["post"]["parameters"]}
-    assert surface["via"]["required"] and surface["via"]["schema"]["enum"] == ["socket", "hook", "waiter"]
+    assert surface["via"]["required"] and surface["via"]["schema"]["enum"] == ["socket", "hook", "waiter", "runner"]
     assert "links" in paths["/v1/messages"]["post"]["responses"]["2XX"]
