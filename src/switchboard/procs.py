@@ -61,6 +61,19 @@ def parent_of(pid: int) -> int:
     return int(_stat_fields(pid)[1])  # field 4 overall: ppid
 
 
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (empty without /proc): a runner's CLI runs in its
+    own process group, so ending the runner's group alone would leave the CLI behind."""
+    children = []
+    for entry in Path("/proc").glob("[0-9]*") if has_proc() else ():
+        try:
+            if parent_of(int(entry.name)) == pid:
+                children.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue  # gone between the listing and the read
+    return children
+
+
 def process_lineage(pid: int) -> list[tuple[int, int | None]]:
     """``pid`` and its ancestors, nearest first, each with its start time: a command an agent
     CLI runs finds that CLI's session by it. Without /proc: just the process."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from switchboard import procs
 from switchboard.client.base import Client
 from switchboard.delivery.runner_reports import RunnerReport
 from switchboard.errors import AlreadyExists, SwitchboardError
@@ -113,10 +114,12 @@ def stop(role: Role, files: RunnerFiles, grace: float = STOP_GRACE_SECONDS) -> O
     _signal(pid, signal.SIGTERM)
     if _ended(files, grace):
         return Outcome(role.name, role.agent, True, pid, f"stopped (pid {pid})")
-    try:
-        os.killpg(pid, signal.SIGKILL)  # team up made it a group leader: its group goes with it
-    except (ProcessLookupError, PermissionError):
-        _signal(pid, signal.SIGKILL)
+    # team up made the runner a group leader, and the runner made its CLI one: both groups go.
+    for group in [pid, *procs.children_of(pid)]:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            _signal(group, signal.SIGKILL)
     if _ended(files, 5.0):
         return Outcome(role.name, role.agent, True, pid, f"killed after {grace:g} s (pid {pid})")
     return Outcome(role.name, role.agent, False, pid, f"pid {pid} would not die")
