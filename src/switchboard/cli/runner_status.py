@@ -66,7 +66,8 @@ def runner_table(reports: Sequence[RunnerReport], local: Mapping[str, str] | Non
 def usage(report: RunnerReport) -> str:
     """Turns, tokens in/out and cost, as the CLI reported them."""
     cost = "" if report.cost_usd is None else f", ${report.cost_usd:.4f}"
-    return f"{report.turns} turns, {report.input_tokens:,}/{report.output_tokens:,} tokens{cost}"
+    turns = "1 turn" if report.turns == 1 else f"{report.turns} turns"
+    return f"{turns}, {report.input_tokens:,}/{report.output_tokens:,} tokens{cost}"
 
 
 def state_words(report: RunnerReport) -> str:
