@@ -136,6 +136,9 @@ def test_urgent_input_goes_in_mid_turn_and_an_interrupt_ends_a_turn(
             events.append(event)
             if event.kind == "tool":
                 adapter.interrupt()
-        assert events[-1].kind == "failed" and time.monotonic() - began < 30, f"{events}\n{lines}"
+        # The interrupt cuts the 60 s tool short. Claude Code ends the turn as an error, or, when
+        # the interrupt lands while the tool is still being started (a loaded machine), gives the
+        # model the cancelled tool's result and ends it normally: either way, at once.
+        assert events[-1].kind in ("failed", "done") and time.monotonic() - began < 30, f"{events}\n{lines}"
         assert adapter.alive()  # the process lives on for the next turn
         assert turn(adapter, "Still there?", "t3")[-1].kind == "done"
