@@ -159,3 +159,48 @@ def test_each_command_is_registered_by_the_module_the_table_names():
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == COMMAND_MODULES
     assert set(ALL_MODULES) == set(COMMAND_MODULES.values())
+
+
+# A thin client that, once its request is sent, waits until the served command has ended
+# before going on (a client descheduled on a loaded machine): the command must count as run.
+LATE_CLIENT = """
+import _socket, os, sys, time
+from switchboard.cli import warm_client
+
+class Late(_socket.socket):
+    def sendmsg(self, *args):
+        sent = super().sendmsg(*args)
+        deadline = time.monotonic() + 30
+        while b"\\nX" not in self.recv(256, _socket.MSG_PEEK):  # the command's exit line is in
+            if time.monotonic() > deadline:
+                sys.exit("the command did not end in 30 s")
+            time.sleep(0.01)
+        pid = int(self.recv(256, _socket.MSG_PEEK).split(b"\\n")[0][1:])
+        while os.path.exists(f"/proc/{pid}"):  # and its process, the connection's other end, is gone
+            time.sleep(0.01)
+        return sent
+
+shim = type(sys)("_socket_late")
+shim.__dict__.update({k: getattr(_socket, k) for k in dir(_socket) if not k.startswith("__")})
+shim.socket = Late
+warm_client._socket = shim
+code = warm_client.run(sys.argv[1:])
+sys.exit(f"not served: {code}" if code is None else code)
+"""
+
+
+def test_a_command_that_ended_before_its_client_looked_is_not_run_again(cli: CLI):
+    warmed(cli)
+    proc = subprocess.run(
+        [sys.executable, "-c", LATE_CLIENT, "send", "bob", "only once"],
+        env=cli.env("alice"),
+        cwd=cli.workdir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, describe(proc)
+    assert proc.stdout.count("sent ") == 1, describe(proc)
+    texts = [m["message"]["parts"][0]["text"] for m in cli.run_json("read", agent="bob")["items"]]
+    assert texts.count("only once") == 1, texts

@@ -92,8 +92,12 @@ def run(args: list[str]) -> int | None:
         descriptors = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
         try:  # the standard descriptors ride with the first bytes (SCM_RIGHTS)
             sent = conn.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, descriptors)])
-            conn.sendall(data[sent:])
-        except OSError:  # a standard descriptor is closed, or the server went away
+            # Nothing more to send once the whole request went: a fast command may have run and
+            # closed the connection already, and a send then (even of nothing) fails with EPIPE,
+            # which would run the command a second time here. Its answer still waits to be read.
+            if sent < len(data):
+                conn.sendall(data[sent:])
+        except OSError:  # a standard descriptor is closed, or the server went away before it had the request
             return None
         return _outcome(conn, home)
     finally:
