@@ -73,11 +73,13 @@ def test_a_second_runner_for_the_agent_is_refused(machine: RunnerMachine) -> Non
 
 
 def test_mail_during_a_turn_goes_as_one_batch_after_it(machine: RunnerMachine) -> None:
-    machine.start(ECHO_AGENT_SLOW="3")
-    machine.send("slow tok-first")
+    release = machine.agent_log.with_name("release")
+    machine.start(ECHO_AGENT_RELEASE=str(release))
+    machine.send("hold tok-first")
     wait_until(lambda: machine.prompts(), 30, "the first turn")
-    for n in (1, 2, 3):
-        machine.send(f"tok-batch{n}")
+    sent = [machine.send(f"tok-batch{n}") for n in (1, 2, 3)]
+    assert [machine.status(s)["state"] for s in sent] == ["delivered"] * 3  # waiting for the turn's end
+    release.touch()
     wait_until(lambda: answered(machine, "tok-batch3"), 30, "the batch's answer")
     prompts = machine.prompts()
     assert len(prompts) == 2, prompts
@@ -119,11 +121,14 @@ def test_a_turn_past_the_limit_is_stopped_reported_and_its_mail_answered(machine
 
 
 def test_a_wake_waits_for_the_running_turn_then_ticks(machine: RunnerMachine) -> None:
-    proc = machine.start(ECHO_AGENT_SLOW="2")
-    machine.send("slow tok-w")
+    release = machine.agent_log.with_name("release")
+    proc = machine.start(ECHO_AGENT_RELEASE=str(release))
+    machine.send("hold tok-w")
     wait_until(lambda: machine.prompts(), 30, "the turn")
     woke = machine.cli.run_json("runner", "wake", "rbot")
     assert woke == {"sent": True, "pid": proc.pid, "message": f"woke rbot's runner (pid {proc.pid})"}
+    assert len(machine.prompts()) == 1  # the running turn is not interrupted
+    release.touch()
     wait_until(lambda: len(machine.prompts()) == 2, 30, "the tick after the turn")
     assert answered(machine, "echo tok-w")  # the first turn ran to its end
     assert machine.prompts()[1]["text"].startswith("No new mail.")

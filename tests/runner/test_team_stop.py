@@ -43,7 +43,8 @@ def test_a_runner_that_ignores_sigterm_is_killed_with_its_cli(tmp_path: Path) ->
     )
     try:
         files = RunnerFiles(tmp_path, "ws", "qa")
-        wait_until(lambda: cli_pid_file.exists() and files.running_pid() == runner.pid, timeout=30)
+        wait_until(lambda: cli_pid_file.exists() and cli_pid_file.read_text().isdigit(), timeout=30)
+        wait_until(lambda: files.running_pid() == runner.pid, timeout=30)
         cli_pid = int(cli_pid_file.read_text())
         assert procs.children_of(runner.pid) == [cli_pid]
         role = Role("qa", "qa", "generic:x", tmp_path, None, ())
@@ -54,7 +55,8 @@ def test_a_runner_that_ignores_sigterm_is_killed_with_its_cli(tmp_path: Path) ->
         runner.wait(timeout=10)
         wait_until(lambda: procs.process_start_time(cli_pid) is None, timeout=10)  # gone (or a zombie of init)
     finally:
-        leftovers = [runner.pid] + ([int(cli_pid_file.read_text())] if cli_pid_file.exists() else [])
+        written = cli_pid_file.read_text() if cli_pid_file.exists() else ""
+        leftovers = [runner.pid] + ([int(written)] if written.isdigit() else [])
         for pid in leftovers:
             try:
                 os.kill(pid, 9)

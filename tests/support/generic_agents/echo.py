@@ -4,8 +4,7 @@ It speaks docs/runner-protocol.md: says its session id (the resumed one when res
 every prompt to $ECHO_AGENT_LOG (one JSON line per prompt: id, text, resume), and ends each turn
 with done. Behaviour for tests, by words in the prompt: "hang" never answers the turn; "die"
 exits before done (once per prompt id when $ECHO_AGENT_DIE_ONCE is set); "hangfirst" hangs
-unless it was resumed; "clearme" asks for a
-clear with done; "slow" takes $ECHO_AGENT_SLOW seconds before done.
+unless it was resumed; "clearme" asks for a clear with done; "hold" waits for the file $ECHO_AGENT_RELEASE (up to 60 s) before it answers.
 """
 
 import json
@@ -52,8 +51,10 @@ for line in sys.stdin:
         os._exit(9)
     if "hang" in text.split() or ("hangfirst" in text.split() and not RESUME):
         time.sleep(3600)
-    if "slow" in text.split():
-        time.sleep(float(os.environ.get("ECHO_AGENT_SLOW", "2")))
+    if "hold" in text.split():  # until the test lets the turn end: it sends mail meanwhile
+        release, deadline = os.environ.get("ECHO_AGENT_RELEASE", ""), time.monotonic() + 60
+        while not os.path.exists(release) and time.monotonic() < deadline:
+            time.sleep(0.01)
     words = [w for w in text.split() if w.startswith("tok-")]
     if words:
         subprocess.run(["switchboard", "send", "alice", "echo " + " ".join(words)], check=False, capture_output=True)
