@@ -4,7 +4,8 @@ It speaks docs/runner-protocol.md: says its session id (the resumed one when res
 every prompt to $ECHO_AGENT_LOG (one JSON line per prompt: id, text, resume), and ends each turn
 with done. Behaviour for tests, by words in the prompt: "hang" never answers the turn; "die"
 exits before done (once per prompt id when $ECHO_AGENT_DIE_ONCE is set); "hangfirst" hangs
-unless it was resumed; "clearme" asks for a clear with done; "hold" waits for the file $ECHO_AGENT_RELEASE (up to 60 s) before it answers.
+unless it was resumed; "clearme" asks for a clear with done; "hold" waits for the file
+$ECHO_AGENT_RELEASE (up to 60 s) before it answers.
 """
 
 import json
