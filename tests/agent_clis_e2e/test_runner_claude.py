@@ -5,13 +5,16 @@ Woken by bob's message (nothing typed, no polling), the runner hands the mail to
 model's next request carries it, and the model answers through our MCP server's send_message.
 The status says surfaced via the runner. SIGKILL of the Claude Code under the runner: the runner
 starts it again resuming the same session (the next request carries the earlier conversation),
-and the mail sent meanwhile is not lost. The report carries the CLI's usage and cost.
+and the mail sent meanwhile is not lost. The report carries the CLI's usage and cost. Three
+messages sent while a turn is held open wait (delivered) and go in as one batch after it; the
+agent's `switchboard runner clear` gives its next task a fresh context.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,3 +79,39 @@ def test_a_killed_claude_code_is_respawned_on_its_session_and_loses_no_mail(
     assert report.restarts == 1 and report.cli_session_id == first.cli_session_id, report
     assert runner.cli_pids() != [cli]
     assert status_of(machine, "bob", sent.message_id, "alice").via == "runner"
+
+
+def test_a_busy_claude_code_runner_takes_three_messages_in_one_batch_and_clears_between_tasks(
+    claude_code_current: Path, machine: Machine
+):
+    release = machine.root / "release"
+    switchboard = Path(sys.executable).with_name("switchboard")
+    with MockModel(tool_input=None) as model:  # the model runs the Bash lines it is given, nothing else
+        env = claude_code_env(machine, model, {"SWITCHBOARD_CLAUDE_BIN": str(claude_code_current)})
+        runner = RunnerProcess(machine, "alice", "claude", env)
+        try:
+            runner.wait_state("idle", "the runner to be idle")
+            with machine.client("bob") as bob:
+                bob.send("alice", f"RUN_BASH: while [ ! -e {release} ]; do sleep 0.05; done")
+                runner.wait_state("working", "the held turn")
+                sent = [bob.send("alice", f"Batch item BATCH-{n}.").message_id for n in (1, 2, 3)]
+            assert [status_of(machine, "bob", m, "alice").state for m in sent] == ["delivered"] * 3
+            release.touch()
+            (request, *_) = wait_until(
+                lambda: model.requests_mentioning("BATCH-1"), timeout=RUN_TIMEOUT, what="the batch's request"
+            )
+            assert request.mentions("BATCH-2") and request.mentions("BATCH-3"), model.summary()  # one turn
+            before = runner.wait_state("idle", "the batch's turn to end", turns=2)
+
+            with machine.client("bob") as bob:  # the agent says it finished its unit of work
+                bob.send("alice", f"RUN_BASH: {switchboard} runner clear")
+                runner.wait_state("idle", "the clearing turn to end", turns=3)
+                bob.send("alice", "A new task: FRESH-1.")
+            (fresh, *_) = wait_until(
+                lambda: model.requests_mentioning("FRESH-1"), timeout=RUN_TIMEOUT, what="the new task's request"
+            )
+            assert not fresh.mentions("BATCH-1"), model.summary()  # a fresh context
+            after = runner.wait_state("idle", "the new task's turn to end", turns=4)
+            assert after.cli_session_id not in (None, before.cli_session_id), after
+        finally:
+            runner.stop()
