@@ -7,9 +7,9 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+from switchboard import procs
 from switchboard.model import RecipientStatus
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, Machine
 from tests.support.waiting import wait_until
@@ -55,16 +55,10 @@ class RunnerProcess:
     def cli_pids(self) -> list[int]:
         """The runner's CLI processes (its direct children that are not Python)."""
         found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                command = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if ppid == self.pid and b"python" not in command.split(b"\0")[0]:
-                found.append(int(entry.name))
+        for child in procs.children_of(self.pid):
+            command = procs.process_command_line(child)
+            if command and "python" not in command[0]:
+                found.append(child)
         return found
 
     def log(self) -> str:

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,15 +29,22 @@ from tests.support.waiting import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
 
-@pytest.fixture
-def runner(claude_code_current: Path, machine: Machine, model: MockModel) -> Iterator[RunnerProcess]:
-    env = claude_code_env(machine, model, {"SWITCHBOARD_CLAUDE_BIN": str(claude_code_current)})
+@contextmanager
+def claude_runner(claude_code: Path, machine: Machine, model: MockModel) -> Iterator[RunnerProcess]:
+    """alice's Claude Code runner against ``model``, idle; stopped on the way out."""
+    env = claude_code_env(machine, model, {"SWITCHBOARD_CLAUDE_BIN": str(claude_code)})
     runner = RunnerProcess(machine, "alice", "claude", env)
     try:
         runner.wait_state("idle", "the runner to be idle")
         yield runner
     finally:
         runner.stop()
+
+
+@pytest.fixture
+def runner(claude_code_current: Path, machine: Machine, model: MockModel) -> Iterator[RunnerProcess]:
+    with claude_runner(claude_code_current, machine, model) as runner:
+        yield runner
 
 
 def test_a_claude_code_runner_takes_mail_in_its_next_model_request_and_answers_through_our_tools(
@@ -86,32 +94,27 @@ def test_a_busy_claude_code_runner_takes_three_messages_in_one_batch_and_clears_
 ):
     release = machine.root / "release"
     switchboard = Path(sys.executable).with_name("switchboard")
-    with MockModel(tool_input=None) as model:  # the model runs the Bash lines it is given, nothing else
-        env = claude_code_env(machine, model, {"SWITCHBOARD_CLAUDE_BIN": str(claude_code_current)})
-        runner = RunnerProcess(machine, "alice", "claude", env)
-        try:
-            runner.wait_state("idle", "the runner to be idle")
-            with machine.client("bob") as bob:
-                bob.send("alice", f"RUN_BASH: while [ ! -e {release} ]; do sleep 0.05; done")
-                runner.wait_state("working", "the held turn")
-                sent = [bob.send("alice", f"Batch item BATCH-{n}.").message_id for n in (1, 2, 3)]
-            assert [status_of(machine, "bob", m, "alice").state for m in sent] == ["delivered"] * 3
-            release.touch()
-            (request, *_) = wait_until(
-                lambda: model.requests_mentioning("BATCH-1"), timeout=RUN_TIMEOUT, what="the batch's request"
-            )
-            assert request.mentions("BATCH-2") and request.mentions("BATCH-3"), model.summary()  # one turn
-            before = runner.wait_state("idle", "the batch's turn to end", turns=2)
+    # The model runs the Bash lines it is given, nothing else.
+    with MockModel(tool_input=None) as model, claude_runner(claude_code_current, machine, model) as runner:
+        with machine.client("bob") as bob:
+            bob.send("alice", f"RUN_BASH: while [ ! -e {release} ]; do sleep 0.05; done")
+            runner.wait_state("working", "the held turn")
+            sent = [bob.send("alice", f"Batch item BATCH-{n}.").message_id for n in (1, 2, 3)]
+        assert [status_of(machine, "bob", m, "alice").state for m in sent] == ["delivered"] * 3
+        release.touch()
+        (request, *_) = wait_until(
+            lambda: model.requests_mentioning("BATCH-1"), timeout=RUN_TIMEOUT, what="the batch's request"
+        )
+        assert request.mentions("BATCH-2") and request.mentions("BATCH-3"), model.summary()  # one turn
+        before = runner.wait_state("idle", "the batch's turn to end", turns=2)
 
-            with machine.client("bob") as bob:  # the agent says it finished its unit of work
-                bob.send("alice", f"RUN_BASH: {switchboard} runner clear")
-                runner.wait_state("idle", "the clearing turn to end", turns=3)
-                bob.send("alice", "A new task: FRESH-1.")
-            (fresh, *_) = wait_until(
-                lambda: model.requests_mentioning("FRESH-1"), timeout=RUN_TIMEOUT, what="the new task's request"
-            )
-            assert not fresh.mentions("BATCH-1"), model.summary()  # a fresh context
-            after = runner.wait_state("idle", "the new task's turn to end", turns=4)
-            assert after.cli_session_id not in (None, before.cli_session_id), after
-        finally:
-            runner.stop()
+        with machine.client("bob") as bob:  # the agent says it finished its unit of work
+            bob.send("alice", f"RUN_BASH: {switchboard} runner clear")
+            runner.wait_state("idle", "the clearing turn to end", turns=3)
+            bob.send("alice", "A new task: FRESH-1.")
+        (fresh, *_) = wait_until(
+            lambda: model.requests_mentioning("FRESH-1"), timeout=RUN_TIMEOUT, what="the new task's request"
+        )
+        assert not fresh.mentions("BATCH-1"), model.summary()  # a fresh context
+        after = runner.wait_state("idle", "the new task's turn to end", turns=4)
+        assert after.cli_session_id not in (None, before.cli_session_id), after

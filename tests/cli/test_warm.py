@@ -31,10 +31,10 @@ def cli(tmp_path: Path) -> CLI:
     return CLI(tmp_path)
 
 
-def imported(cli: CLI, *args: str, agent: str = "alice") -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    """Run ``switchboard <args>`` under ``-X importtime``: the process and the modules it imported."""
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "switchboard", *args],
+def python(cli: CLI, *argv: str, agent: str = "alice") -> subprocess.CompletedProcess[str]:
+    """Run ``python <argv>`` as ``agent`` on the test's machine."""
+    return subprocess.run(
+        [sys.executable, *argv],
         env=cli.env(agent),
         cwd=cli.workdir,
         capture_output=True,
@@ -42,6 +42,11 @@ def imported(cli: CLI, *args: str, agent: str = "alice") -> tuple[subprocess.Com
         timeout=60,
         stdin=subprocess.DEVNULL,
     )
+
+
+def imported(cli: CLI, *args: str, agent: str = "alice") -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``switchboard <args>`` under ``-X importtime``: the process and the modules it imported."""
+    proc = python(cli, "-X", "importtime", "-m", "switchboard", *args, agent=agent)
     modules = {m.group(1) for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", proc.stderr, re.M)}
     proc.stderr = "".join(line for line in proc.stderr.splitlines(keepends=True) if not line.startswith("import time:"))
     return proc, modules
@@ -191,15 +196,7 @@ sys.exit(f"not served: {code}" if code is None else code)
 
 def test_a_command_that_ended_before_its_client_looked_is_not_run_again(cli: CLI):
     warmed(cli)
-    proc = subprocess.run(
-        [sys.executable, "-c", LATE_CLIENT, "send", "bob", "only once"],
-        env=cli.env("alice"),
-        cwd=cli.workdir,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = python(cli, "-c", LATE_CLIENT, "send", "bob", "only once")
     assert proc.returncode == 0, describe(proc)
     assert proc.stdout.count("sent ") == 1, describe(proc)
     texts = [m["message"]["parts"][0]["text"] for m in cli.run_json("read", agent="bob")["items"]]

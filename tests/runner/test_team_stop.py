@@ -30,7 +30,8 @@ STUBBORN_RUNNER = textwrap.dedent(
         [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"],
         start_new_session=True,
     )
-    Path(sys.argv[2]).write_text(str(cli.pid))
+    Path(sys.argv[2] + ".new").write_text(str(cli.pid))
+    Path(sys.argv[2] + ".new").rename(sys.argv[2])  # whole or not there
     time.sleep(600)
     """
 )
@@ -43,8 +44,7 @@ def test_a_runner_that_ignores_sigterm_is_killed_with_its_cli(tmp_path: Path) ->
     )
     try:
         files = RunnerFiles(tmp_path, "ws", "qa")
-        wait_until(lambda: cli_pid_file.exists() and cli_pid_file.read_text().isdigit(), timeout=30)
-        wait_until(lambda: files.running_pid() == runner.pid, timeout=30)
+        wait_until(lambda: cli_pid_file.exists() and files.running_pid() == runner.pid, timeout=30)
         cli_pid = int(cli_pid_file.read_text())
         assert procs.children_of(runner.pid) == [cli_pid]
         role = Role("qa", "qa", "generic:x", tmp_path, None, ())
@@ -55,8 +55,7 @@ def test_a_runner_that_ignores_sigterm_is_killed_with_its_cli(tmp_path: Path) ->
         runner.wait(timeout=10)
         wait_until(lambda: procs.process_start_time(cli_pid) is None, timeout=10)  # gone (or a zombie of init)
     finally:
-        written = cli_pid_file.read_text() if cli_pid_file.exists() else ""
-        leftovers = [runner.pid] + ([int(written)] if written.isdigit() else [])
+        leftovers = [runner.pid] + ([int(cli_pid_file.read_text())] if cli_pid_file.exists() else [])
         for pid in leftovers:
             try:
                 os.kill(pid, 9)

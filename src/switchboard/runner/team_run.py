@@ -107,7 +107,7 @@ def seen_reporting(
 
 
 def stop(role: Role, files: RunnerFiles, grace: float = STOP_GRACE_SECONDS) -> Outcome:
-    """SIGTERM the role's runner on this machine, wait for it to end, SIGKILL it after ``grace``."""
+    """SIGTERM the role's runner on this machine, wait for it to end, SIGKILL it and its CLI after ``grace``."""
     pid = files.running_pid()
     if pid is None:
         return Outcome(role.name, role.agent, True, None, "not running")
