@@ -1,11 +1,11 @@
-"""Benchmark: an outside A2A client's task to a Switchboard agent, until completed, beside the
+"""Benchmark: an outside A2A client's task to a Callboard agent, until completed, beside the
 same client against a bare ``a2a-sdk`` agent.
 
 - bare: the SDK's own server (``DefaultRequestHandler`` over an ``InMemoryTaskStore``, its
   JSON-RPC route factory, uvicorn) with an executor that completes each task at once with a
   one-line artifact, in a subprocess of this script (``--serve-bare``): what the protocol and
   the SDK cost, with no mailbox and no other agent.
-- switchboard: ``switchboard up`` on a fresh embedded store; a scripted agent ``worker`` in a
+- callboard: ``callboard up`` on a fresh embedded store; a scripted agent ``worker`` in a
   subprocess of this script (``--serve-worker``) follows its mailbox through the hub (the waiting
   read, as any script would) and answers each task with ``update_task`` (completed, with a
   one-line artifact); the outside client holds a token that names it ``outside-caller``. The
@@ -15,11 +15,11 @@ Both are driven by the official ``a2a-sdk`` client over JSON-RPC, non-streaming 
 ``SendMessage``; if its answer is not yet completed, ``GetTask`` until it is), and streaming
 (``SendStreamingMessage`` until the completed event). 1 client sending one task at a time,
 then 16 clients at once (each a closed loop): p50 / p99 of send → completed, and tasks/s.
-Aim (the issue): Switchboard's p50 within 2x of the bare agent's.
+Aim (the issue): Callboard's p50 within 2x of the bare agent's.
 
 Last, send → model request for a live Claude Code session (bench/a2a_claude.py): the same client
 sends a task to alice, whose real Claude Code runs against the mock model with her
-``switchboard mcp`` logged in to this hub; p50 / p95 from the send to the model reading the
+``callboard mcp`` logged in to this hub; p50 / p95 from the send to the model reading the
 request that carries the task, beside a raw frame written into the same session's messaging
 socket (the floor), alternating, each after the previous turn finished. Skipped, with a line
 saying so, without node and npm, or with ``--no-claude``.
@@ -148,17 +148,17 @@ def start_bare(folder: Path) -> ServerProcess:
     return server
 
 
-# --- the scripted Switchboard agent, in a subprocess --------------------------------------------
+# --- the scripted Callboard agent, in a subprocess --------------------------------------------
 
 
 def serve_worker(hub_url: str, token: str) -> None:
     """Follow the worker's mailbox through the hub; complete each task it is given."""
-    from switchboard.client.following import follow
-    from switchboard.client.hub import HubClient
-    from switchboard.model import MailItem
-    from switchboard.model import Part as MailPart
-    from switchboard.tasks import TaskArtifact
-    from switchboard.tasks import TaskState as State
+    from callboard.client.following import follow
+    from callboard.client.hub import HubClient
+    from callboard.model import MailItem
+    from callboard.model import Part as MailPart
+    from callboard.tasks import TaskArtifact
+    from callboard.tasks import TaskState as State
 
     client = HubClient(hub_url, token=token, agent=WORKER)
     answering = ThreadPoolExecutor(max_workers=4)  # a script may answer several tasks at once
@@ -208,7 +208,7 @@ def start_worker(folder: Path, hub: ServerProcess) -> ServerProcess:
 
 
 def token_for(hub: ServerProcess, agent: str) -> str:
-    """A token that names ``agent`` (as ``switchboard token create --agent`` makes one)."""
+    """A token that names ``agent`` (as ``callboard token create --agent`` makes one)."""
     request = urllib.request.Request(
         f"{hub.url}/v1/tokens",
         data=json.dumps({"workspace": "default", "agent": agent}).encode(),
@@ -272,7 +272,7 @@ async def drive(card_url: str, token: str | None, mode: str, clients: int, tasks
 
 def measure(hub: ServerProcess, bare: ServerProcess, token: str, params: Params) -> dict:
     targets = {
-        "switchboard": (f"{hub.url}/a2a/default/{WORKER}/.well-known/agent-card.json", token),
+        "callboard": (f"{hub.url}/a2a/default/{WORKER}/.well-known/agent-card.json", token),
         "bare": (f"{bare.url}/.well-known/agent-card.json", None),
     }
     figures: dict[str, float] = {}
@@ -287,9 +287,9 @@ def measure(hub: ServerProcess, bare: ServerProcess, token: str, params: Params)
                 print(
                     f"  {name:12} p50 {ms(got['p50'])}  p99 {ms(got['p99'])}  {got['per_s']:.0f} tasks/s  (n={got['n']})"
                 )
-            ratio = figures[f"switchboard_{mode}_{clients}c_p50"] / figures[f"bare_{mode}_{clients}c_p50"]
+            ratio = figures[f"callboard_{mode}_{clients}c_p50"] / figures[f"bare_{mode}_{clients}c_p50"]
             figures[f"ratio_{mode}_{clients}c_p50"] = ratio
-            print(f"  switchboard / bare p50: {ratio:.2f}x (aim: within 2x)")
+            print(f"  callboard / bare p50: {ratio:.2f}x (aim: within 2x)")
             if clients == 1 and ratio > 2:  # an aim, not a check: said, and kept in the figures
                 missed.append(f"{mode}: 1 client's p50 is {ratio:.2f}x the bare agent's (aim within 2x)")
     if missed:
@@ -336,13 +336,13 @@ def main(argv: list[str] | None = None) -> int:
     params = QUICK if args.quick else FULL
     figures: dict[str, object] = {"cores": os.cpu_count(), **versions(), "quick": args.quick}
     print(
-        f"Switchboard A2A benchmark ({'quick' if args.quick else 'full'}); {os.cpu_count()} cores, {platform.platform()}"
+        f"Callboard A2A benchmark ({'quick' if args.quick else 'full'}); {os.cpu_count()} cores, {platform.platform()}"
     )
     print(f"parameters: {asdict(params)}")
     failures: list[str] = []
     began = time.monotonic()
     servers: list[ServerProcess] = []
-    with tempfile.TemporaryDirectory(prefix="switchboard-bench-", dir=args.dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="callboard-bench-", dir=args.dir) as tmp:
         folder = Path(tmp)
         try:
             hub = start_hub(folder)

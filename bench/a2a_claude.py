@@ -3,7 +3,7 @@
 A real Claude Code (the version pinned in tests/agent_clis_e2e/conftest.py as CLAUDE_CODE_CURRENT,
 from the npm cache the client tests use; installed there if missing) runs headless with its
 stdin open against the local mock model (tests/support/mock_model.py), with alice's
-``switchboard mcp`` logged in to the benchmark's hub (SWITCHBOARD_HUB / SWITCHBOARD_TOKEN), as
+``callboard mcp`` logged in to the benchmark's hub (CALLBOARD_HUB / CALLBOARD_TOKEN), as
 tests/agent_clis_e2e/test_claude_code_a2a.py sets it up. After its first turn it sits idle. Then,
 alternating, one message at a time:
 
@@ -41,7 +41,7 @@ from common import BenchFailure, ms, percentile
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = "alice"
-SERVER = "switchboard"
+SERVER = "callboard"
 # Outside callers in turn: one sender's 20 messages a minute to one agent would be a flood the
 # guards hold back (delivery/guard.py); this measures delivery, not the guard.
 CALLERS = ("outside-1", "outside-2", "outside-3", "outside-4")
@@ -71,7 +71,7 @@ def measure_claude(hub_url: str, token_for: Callable[[str], str], rounds: Rounds
     import pytest
     from claude_wake import HEADLESS, Lane, first_turn, socket_path_of, wait, wait_idle
 
-    from switchboard.integrations.claude_code import sessions as claude_sessions
+    from callboard.integrations.claude_code import sessions as claude_sessions
     from tests.agent_clis_e2e.conftest import CLAUDE_CODE_CURRENT, Machine, claude_code_env, install
     from tests.support.mock_model import MockModel
 
@@ -80,13 +80,13 @@ def measure_claude(hub_url: str, token_for: Callable[[str], str], rounds: Rounds
     except pytest.fail.Exception as error:
         raise BenchFailure(f"Claude Code {CLAUDE_CODE_CURRENT.version} is not installed: {error}") from None
     machine = Machine(folder / "claude-machine")
-    sock_tmp = Path(tempfile.mkdtemp(prefix="sb-cc-"))  # short: a socket path has ~100 bytes
+    sock_tmp = Path(tempfile.mkdtemp(prefix="cb-cc-"))  # short: a socket path has ~100 bytes
     tokens = {caller: token_for(caller) for caller in CALLERS}
     times: dict[str, list[float]] = {path: [] for path in PATHS}
     with MockModel(tool_input=None) as model:
         try:
             server = machine.mcp_server(AGENT)
-            server["env"] = {**server["env"], "SWITCHBOARD_HUB": hub_url, "SWITCHBOARD_TOKEN": token_for(AGENT)}
+            server["env"] = {**server["env"], "CALLBOARD_HUB": hub_url, "CALLBOARD_TOKEN": token_for(AGENT)}
             config = {"mcpServers": {SERVER: {"type": "stdio", **server}}}
             argv = [claude, *HEADLESS, "--mcp-config", json.dumps(config), "--strict-mcp-config"]
             session = machine.start(argv, claude_code_env(machine, model, {"TMPDIR": str(sock_tmp)}))

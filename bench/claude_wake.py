@@ -1,13 +1,13 @@
-"""Benchmark: how soon a Claude Code session acts on a message, with and without Switchboard.
+"""Benchmark: how soon a Claude Code session acts on a message, with and without Callboard.
 
 Three real Claude Codes (the version pinned in tests/agent_clis_e2e/conftest.py, from the npm cache the
 client tests use; installed there if missing) run headless with stream-json input and their
 stdin left open, against the local mock model of tests/support/mock_model.py, each on a machine of its own
 (HOME, fresh embedded store, project folder). After its first turn each sits idle:
 
-- the plain session: no Switchboard at all (no hooks, no MCP server); its messaging socket on;
-- the installed session: a project where ``switchboard install claude --scope project`` ran
-  (hooks, the ``asyncRewake`` waiter, ``switchboard mcp`` from .mcp.json), its socket on;
+- the plain session: no Callboard at all (no hooks, no MCP server); its messaging socket on;
+- the installed session: a project where ``callboard install claude --scope project`` ran
+  (hooks, the ``asyncRewake`` waiter, ``callboard mcp`` from .mcp.json), its socket on;
 - the waiter session: installed the same way, with no messaging socket
   (``CLAUDE_CODE_HARBOR_KITE=0``): only the waiter can wake it.
 
@@ -16,7 +16,7 @@ Then, one message at a time, rotating through four paths:
 - ``without``: this process writes a frame straight into the plain session's socket
   (``claude_sessions.write_frame``): Claude Code's own latency, for scale;
 - ``installed``: the same raw frame into the installed session: what our hooks add to a turn;
-- ``socket``: ``switchboard send alice …`` as a whole CLI process (as an agent's Bash tool runs
+- ``socket``: ``callboard send alice …`` as a whole CLI process (as an agent's Bash tool runs
   it, bob on the installed session's machine) → the installed session's model request;
 - ``waiter``: the same CLI send on the waiter session's machine → the waiter wakes the session
   (quietly: it prints nothing; the woken turn's UserPromptSubmit hook brings the mail).
@@ -25,7 +25,7 @@ Latency: just before the write or the CLI's start → the mock model reading the
 carries the message. Before each message the previous turn of that session has finished, its
 registry says ``idle``, and a random 20-80 ms pause has passed; for the waiter, also the waiter
 that the last turn's Stop hook started is waiting on the mailbox. Last, ``python3 -c pass`` and
-``switchboard send`` (to an agent with no session) alternate as whole processes: their medians.
+``callboard send`` (to an agent with no session) alternate as whole processes: their medians.
 Aims (the issue): socket p95 within 3x of the raw frame's (without); installed within 1.2x of
 without; the CLI send within 5x of a bare Python start.
 
@@ -56,9 +56,9 @@ sys.path.insert(0, str(ROOT))
 import pytest  # noqa: E402  (the client-test machinery reports its failures with pytest.fail)
 from common import BenchFailure, ms, percentile, report  # noqa: E402
 
-from switchboard.config import Settings  # noqa: E402
-from switchboard.integrations.claude_code import sessions as claude_sessions  # noqa: E402
-from switchboard.integrations.hooks.state import SessionFiles, session_key  # noqa: E402
+from callboard.config import Settings  # noqa: E402
+from callboard.integrations.claude_code import sessions as claude_sessions  # noqa: E402
+from callboard.integrations.hooks.state import SessionFiles, session_key  # noqa: E402
 from tests.agent_clis_e2e.conftest import CLAUDE_CODE_CURRENT, LiveCli, Machine, claude_code_env, install  # noqa: E402
 from tests.support.cli_runner import isolated_env  # noqa: E402
 from tests.support.mock_model import MockModel  # noqa: E402
@@ -73,14 +73,14 @@ AIMS = {  # the issue's aims, as ratios
 HEADLESS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
 WAKE_TIMEOUT_S = 30.0
 IDLE_TIMEOUT_S = 30.0
-SWITCHBOARD = Path(sys.executable).with_name("switchboard")  # the console script, as agents run it
+CALLBOARD = Path(sys.executable).with_name("callboard")  # the console script, as agents run it
 
 
 @dataclass(frozen=True)
 class Params:
     warmup: int = 3  # per path, not counted
     messages: int = 30  # per path
-    process_runs: int = 15  # python -c pass / switchboard send, each
+    process_runs: int = 15  # python -c pass / callboard send, each
 
 
 QUICK = Params(warmup=1, messages=5, process_runs=9)
@@ -143,9 +143,9 @@ def waiter_waiting(machine: Machine) -> bool:
     """One waiter (the session's) is past its lock and has the store open: it waits on the
     mailbox. A duplicate that a Stop started exits before it opens anything; the hook's shell
     opens nothing."""
-    db = str(Settings.load({"SWITCHBOARD_HOME": str(machine.switchboard_home)}).db_path)
+    db = str(Settings.load({"CALLBOARD_HOME": str(machine.callboard_home)}).db_path)
     waiting = 0
-    for pid in machine.processes("switchboard hook wake"):
+    for pid in machine.processes("callboard hook wake"):
         try:
             waiting += db in {os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}
         except OSError:  # gone meanwhile
@@ -156,7 +156,7 @@ def waiter_waiting(machine: Machine) -> bool:
 def forget_wakes(machine: Machine, session: LiveCli) -> None:
     """Clear the session's record of the waiter's wakes (the wake budget, where there is one)."""
     init = next(e for e in session.events() if e.get("subtype") == "init")
-    with SessionFiles(machine.switchboard_home, session_key(init["session_id"])).updating() as state:
+    with SessionFiles(machine.callboard_home, session_key(init["session_id"])).updating() as state:
         if hasattr(state, "wakes"):
             state.wakes = []
 
@@ -170,13 +170,13 @@ def wait_idle(lane: Lane) -> None:
 
 def cli_env(machine: Machine, agent: str) -> dict[str, str]:
     """A CLI process of ``agent`` on ``machine``: as an agent's Bash tool runs it there."""
-    return isolated_env(machine.home, machine.switchboard_home, {"SWITCHBOARD_AGENT": agent, "CLAUDE_CONFIG_DIR": None})
+    return isolated_env(machine.home, machine.callboard_home, {"CALLBOARD_AGENT": agent, "CLAUDE_CONFIG_DIR": None})
 
 
 def cli_send(machine: Machine, agent: str, to: str, text: str) -> str:
-    """``switchboard send`` as a whole process; the message id."""
+    """``callboard send`` as a whole process; the message id."""
     proc = subprocess.run(
-        [str(SWITCHBOARD), "send", to, text, "--json"],
+        [str(CALLBOARD), "send", to, text, "--json"],
         env=cli_env(machine, agent),
         cwd=machine.workdir,
         capture_output=True,
@@ -185,7 +185,7 @@ def cli_send(machine: Machine, agent: str, to: str, text: str) -> str:
         stdin=subprocess.DEVNULL,
     )
     if proc.returncode != 0:
-        raise BenchFailure(f"switchboard send exited {proc.returncode}: {proc.stderr[-300:]}")
+        raise BenchFailure(f"callboard send exited {proc.returncode}: {proc.stderr[-300:]}")
     return json.loads(proc.stdout)["message_id"]
 
 
@@ -199,7 +199,7 @@ def check_taken(machine: Machine, sent: list[tuple[str, str]]) -> None:
 
 
 def process_medians(machine: Machine, runs: int) -> dict[str, float]:
-    """``python3 -c pass`` and ``switchboard send`` (to an agent with no session), alternating as
+    """``python3 -c pass`` and ``callboard send`` (to an agent with no session), alternating as
     whole processes, as the acceptance check measures them: their medians in ms."""
     env = cli_env(machine, "carol")
     base, send = [], []
@@ -212,10 +212,10 @@ def process_medians(machine: Machine, runs: int) -> dict[str, float]:
             raise BenchFailure(f"{argv[0]} exited {proc.returncode}: {proc.stderr[-300:]!r}")
         return elapsed
 
-    timed([str(SWITCHBOARD), "send", "dave", "first"])  # the first one starts the warm server
+    timed([str(CALLBOARD), "send", "dave", "first"])  # the first one starts the warm server
     for i in range(runs):
         base.append(timed([sys.executable, "-c", "pass"]))
-        send.append(timed([str(SWITCHBOARD), "send", "dave", f"quick {i}"]))
+        send.append(timed([str(CALLBOARD), "send", "dave", f"quick {i}"]))
     return {"python_start_ms": statistics.median(base) * 1000, "cli_send_ms": statistics.median(send) * 1000}
 
 
@@ -225,7 +225,7 @@ def run(params: Params, folder: Path) -> dict[str, object]:
     except pytest.fail.Exception as error:
         raise BenchFailure(f"Claude Code {CLAUDE_CODE_CURRENT.version} is not installed: {error}") from None
     machines = {name: Machine(folder / f"{name}-machine") for name in ("plain", "installed", "waiter", "processes")}
-    sock_tmp = Path(tempfile.mkdtemp(prefix="sb-cc-"))  # short: a socket path has ~100 bytes
+    sock_tmp = Path(tempfile.mkdtemp(prefix="cb-cc-"))  # short: a socket path has ~100 bytes
     times: dict[str, list[float]] = {path: [] for path in PATHS}
     sent: dict[str, list[tuple[str, str]]] = {"socket": [], "waiter": []}
     with MockModel(tool_input=None) as model:
@@ -248,7 +248,7 @@ def run(params: Params, folder: Path) -> dict[str, object]:
             if socket_path_of(waiter.session):
                 raise BenchFailure("the waiter session has a messaging socket: the socket would race the waiter")
             wait(
-                lambda: machines["installed"].processes("switchboard mcp"),
+                lambda: machines["installed"].processes("callboard mcp"),
                 60,
                 "the installed server",
                 installed.session,
@@ -305,7 +305,7 @@ def run(params: Params, folder: Path) -> dict[str, object]:
             # waiter) before it exits. Killed, the session's waiter ends by itself.
             waiter.session.kill()
             deadline = time.monotonic() + 10
-            while machines["waiter"].processes("switchboard hook wake"):
+            while machines["waiter"].processes("callboard hook wake"):
                 if time.monotonic() > deadline:
                     raise BenchFailure("the waiter still runs 10 s after its session was killed")
                 time.sleep(0.01)
@@ -324,7 +324,7 @@ def run(params: Params, folder: Path) -> dict[str, object]:
     processes = process_medians(machines["processes"], params.process_runs)
     figures.update(processes)
     print(
-        f"python3 -c pass median {ms(processes['python_start_ms'])}; switchboard send median {ms(processes['cli_send_ms'])}"
+        f"python3 -c pass median {ms(processes['python_start_ms'])}; callboard send median {ms(processes['cli_send_ms'])}"
     )
     figures["ratios"] = {
         "socket_p95_over_without_p95": figures["socket_ms_p95"] / figures["without_ms_p95"],  # type: ignore[operator]
@@ -347,7 +347,7 @@ def main() -> int:
     failures: list[str] = []
     figures: dict[str, object] = {"cores": os.cpu_count(), "quick": args.quick}
     figures["aims"] = AIMS
-    with tempfile.TemporaryDirectory(prefix="switchboard-claude-wake-", dir=args.dir) as folder:
+    with tempfile.TemporaryDirectory(prefix="callboard-claude-wake-", dir=args.dir) as folder:
         try:
             figures.update(run(params, Path(folder)))
         except BenchFailure as failure:

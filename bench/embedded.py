@@ -52,19 +52,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 try:
-    import switchboard  # noqa: F401
+    import callboard  # noqa: F401
 except ImportError:  # running from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from common import BenchFailure, median_of, ms, percentile, report, summary  # noqa: E402  (bench/common.py)
 
-from switchboard.client.local import LocalClient  # noqa: E402
-from switchboard.config import Settings  # noqa: E402
-from switchboard.events import POLL_INTERVAL_SECONDS  # noqa: E402
-from switchboard.store.sqlite.store import SQLiteStore  # noqa: E402
+from callboard.client.local import LocalClient  # noqa: E402
+from callboard.config import Settings  # noqa: E402
+from callboard.events import POLL_INTERVAL_SECONDS  # noqa: E402
+from callboard.store.sqlite.store import SQLiteStore  # noqa: E402
 
 WORKSPACE = "bench"
-ENV = {"SWITCHBOARD_WORKSPACE": WORKSPACE, "SWITCHBOARD_MACHINE": "bench-host"}
+ENV = {"CALLBOARD_WORKSPACE": WORKSPACE, "CALLBOARD_MACHINE": "bench-host"}
 RECIPIENT = "recipient"
 NOISE_SINK = "sink"
 LOAD_PROCESSES = 2  # writers sending non-stop during the loaded latency test
@@ -120,7 +120,7 @@ QUICK = Params(
 
 
 def fresh_db(folder: Path, name: str) -> str:
-    path = folder / name / "switchboard.db"
+    path = folder / name / "callboard.db"
     path.parent.mkdir()
     return str(path)
 
@@ -461,7 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sqlite": sqlite3.sqlite_version,
         "quick": args.quick,
     }
-    print(f"Switchboard embedded-store benchmark ({'quick' if args.quick else 'full'})")
+    print(f"Callboard embedded-store benchmark ({'quick' if args.quick else 'full'})")
     print(
         f"machine: {os.cpu_count()} cores, {platform.platform()}; Python {figures['python']}, SQLite {figures['sqlite']}"
     )
@@ -469,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     failures: list[str] = []
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="switchboard-bench-", dir=args.dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="callboard-bench-", dir=args.dir) as tmp:
         print(f"store: fresh SQLite files under {tmp}")
         for measure in (measure_send, measure_latency, measure_loaded_latency, measure_throughput):
             try:

@@ -12,7 +12,7 @@ Every mode runs on fresh files with the store's own durable settings (WAL,
   runs every call waiting at that moment as one transaction;
 - ``loop``: what the hub does. The senders are coroutines on one uvloop event loop, inside
   ``async with store.committing_on_loop()``; each calls ``store.submit_message`` and awaits
-  the outcome with ``switchboard.hub.context.settled``. The loop runs each batch's statements
+  the outcome with ``callboard.hub.context.settled``. The loop runs each batch's statements
   itself (the sends of a batch as a few multi-row statements) and hands only its COMMIT (the
   fsync) to a committer thread.
 
@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 try:
-    import switchboard  # noqa: F401
+    import callboard  # noqa: F401
 except ImportError:  # running from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,11 +55,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import uvloop  # noqa: E402
 from common import BenchFailure  # noqa: E402
 
-from switchboard.hub.context import settled
-from switchboard.model import DeliveryState, Message, Part, RecipientOutcome, SendResult, new_id
-from switchboard.pending import Pending
-from switchboard.store.base import NewDelivery
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.hub.context import settled
+from callboard.model import DeliveryState, Message, Part, RecipientOutcome, SendResult, new_id
+from callboard.pending import Pending
+from callboard.store.base import NewDelivery
+from callboard.store.sqlite.store import SQLiteStore
 
 WORKSPACE = "bench"
 RECIPIENT = "recipient"
@@ -254,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "loop (group commit on a uvloop event loop, as the hub)"
     )
     try:
-        with tempfile.TemporaryDirectory(prefix="switchboard-bench-", dir=args.dir) as folder:
+        with tempfile.TemporaryDirectory(prefix="callboard-bench-", dir=args.dir) as folder:
             for mode in MODES:
                 for senders in SENDERS:
                     results = [one_round(Path(folder), mode, senders, seconds) for _ in range(rounds)]

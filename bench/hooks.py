@@ -1,11 +1,11 @@
-"""Benchmark of ``switchboard hook``: the whole process of each hook with an empty mailbox.
+"""Benchmark of ``callboard hook``: the whole process of each hook with an empty mailbox.
 
 A hook runs as a new process on every prompt, tool call and stop of an agent session, and the
 agent waits for it; so the figure is the wall time of the whole process — interpreter start,
 imports, reading stdin, looking at the mailbox, exit — as an agent CLI sees it. Each run is
-``switchboard hook <event>`` (the console script next to this Python, as the acceptance check
+``callboard hook <event>`` (the console script next to this Python, as the acceptance check
 runs it) fed Claude Code's stdin JSON for that event, on an embedded store in a temporary
-SWITCHBOARD_HOME whose database exists and holds mail for another agent only. Every run must exit
+CALLBOARD_HOME whose database exists and holds mail for another agent only. Every run must exit
 0 and print nothing (an empty mailbox).
 
 Cases:
@@ -57,23 +57,23 @@ class Params:
 QUICK = Params(warmup=1, runs=30)
 
 
-def switchboard_argv() -> list[str]:
-    script = Path(sys.executable).parent / "switchboard"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "switchboard"]
+def callboard_argv() -> list[str]:
+    script = Path(sys.executable).parent / "callboard"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "callboard"]
 
 
 class Machine:
-    """An isolated HOME and SWITCHBOARD_HOME, and a project folder naming the agent."""
+    """An isolated HOME and CALLBOARD_HOME, and a project folder naming the agent."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.project = folder / "project"
         self.project.mkdir()
-        (self.project / ".switchboard-agent").write_text(AGENT + "\n")
+        (self.project / ".callboard-agent").write_text(AGENT + "\n")
         (folder / "home").mkdir()
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHBOARD_", "XDG_"))}
-        self.env.update(HOME=str(folder / "home"), SWITCHBOARD_HOME=str(folder / "switchboard-home"))
-        self.state = folder / "switchboard-home" / "hooks" / SESSION / "state.json"
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("CALLBOARD_", "XDG_"))}
+        self.env.update(HOME=str(folder / "home"), CALLBOARD_HOME=str(folder / "callboard-home"))
+        self.state = folder / "callboard-home" / "hooks" / SESSION / "state.json"
 
     def stdin(self, event: str) -> str:
         base = {"session_id": SESSION, "transcript_path": str(self.folder / "t.jsonl"), "cwd": str(self.project)}
@@ -99,7 +99,7 @@ class Machine:
         return time.perf_counter() - began, proc
 
     def hook(self, event: str) -> float:
-        took, proc = self.run([*switchboard_argv(), "hook", event], self.stdin(event))
+        took, proc = self.run([*callboard_argv(), "hook", event], self.stdin(event))
         if proc.returncode != 0 or proc.stdout or proc.stderr:
             raise BenchFailure(f"hook {event}: exit {proc.returncode}, stdout {proc.stdout!r}, stderr {proc.stderr!r}")
         return took
@@ -123,8 +123,8 @@ def measure(
 
 def run(params: Params, folder: Path) -> dict[str, float]:
     machine = Machine(folder)
-    send = [*switchboard_argv(), "send", "someone-else", "not for the bench agent"]
-    sent = machine.run(send, SWITCHBOARD_AGENT="bench-sender")[1]
+    send = [*callboard_argv(), "send", "someone-else", "not for the bench agent"]
+    sent = machine.run(send, CALLBOARD_AGENT="bench-sender")[1]
     if sent.returncode != 0:
         raise BenchFailure(f"send: {(sent.stdout + sent.stderr).strip()}")
     machine.hook("session-start")
@@ -145,7 +145,7 @@ def run(params: Params, folder: Path) -> dict[str, float]:
 
 def measure_second_waiter(machine: Machine, params: Params) -> dict[str, float]:
     first = subprocess.Popen(
-        [*switchboard_argv(), "hook", "wake"],
+        [*callboard_argv(), "hook", "wake"],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -185,9 +185,9 @@ def _held(lock: Path) -> bool:
 def versions() -> dict[str, str]:
     found = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
     try:
-        found["switchboard"] = metadata.version("switchboard")
+        found["callboard"] = metadata.version("callboard")
     except metadata.PackageNotFoundError:
-        found["switchboard"] = "absent"
+        found["callboard"] = "absent"
     return found
 
 
@@ -198,10 +198,10 @@ def main() -> int:
     args = parser.parse_args()
     params = QUICK if args.quick else Params()
     began = time.monotonic()
-    print(f"cores: {os.cpu_count()}; {versions()}; params {params}; command {' '.join(switchboard_argv())}")
+    print(f"cores: {os.cpu_count()}; {versions()}; params {params}; command {' '.join(callboard_argv())}")
     failures: list[str] = []
     figures: dict[str, object] = {"cores": os.cpu_count(), **versions(), "quick": args.quick}
-    with tempfile.TemporaryDirectory(prefix="switchboard-hooks-bench-", dir=args.dir) as folder:
+    with tempfile.TemporaryDirectory(prefix="callboard-hooks-bench-", dir=args.dir) as folder:
         try:
             figures.update(run(params, Path(folder)))
         except BenchFailure as failure:

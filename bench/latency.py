@@ -1,12 +1,12 @@
 """Benchmark of the hub's push path: send→SSE-receive latency by subscriber count, and idle stream memory.
 
 The hub runs as in ``bench/throughput.py`` (whose server-process helpers this script imports):
-``python -m switchboard up --port 0 --rate-limit 0 --db FILE`` on a fresh ``SWITCHBOARD_HOME``
+``python -m callboard up --port 0 --rate-limit 0 --db FILE`` on a fresh ``CALLBOARD_HOME``
 in a temporary folder, stopped with SIGTERM at the end (killed on failure). Everything else runs
 in this one process, on one asyncio (uvloop) loop, over raw HTTP/1.1 sockets to 127.0.0.1.
 
 Setup (not timed): for each subscriber count N, a channel ``#bench-N`` created by the agent
-``poster`` and joined by N agents ``gN-sub-i`` (admin token, ``X-Switchboard-Agent``), so a post
+``poster`` and joined by N agents ``gN-sub-i`` (admin token, ``X-Callboard-Agent``), so a post
 to ``#bench-N`` is delivered to exactly those N mailboxes (the poster gets no copy).
 
 1. ``idle_stream_kb`` — resident memory per idle subscriber. The hub's VmRSS (``/proc/PID/status``)
@@ -122,7 +122,7 @@ class Connection:
     def encode(self, method: str, path: str, agent: str, body: bytes = b"") -> bytes:
         head = (
             f"{method} {path} HTTP/1.1\r\nHost: {HOST}:{self.hub.port}\r\nAuthorization: Bearer {self.hub.token}\r\n"
-            f"X-Switchboard-Agent: {agent}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            f"X-Callboard-Agent: {agent}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         )
         return head.encode() + body
 
@@ -287,7 +287,7 @@ async def open_streams(hub: ServerProcess, agents: Sequence[str], tally: Tally |
     async def open_one(agent: str) -> None:
         request = (
             f"GET /v1/events HTTP/1.1\r\nHost: {HOST}:{hub.port}\r\nAuthorization: Bearer {hub.token}\r\n"
-            f"X-Switchboard-Agent: {agent}\r\nAccept: text/event-stream\r\n\r\n"
+            f"X-Callboard-Agent: {agent}\r\nAccept: text/event-stream\r\n\r\n"
         ).encode()
         async with gate:
             _, stream = await loop.create_connection(lambda: Subscriber(request, on_event), HOST, hub.port)
@@ -522,7 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     raise_fd_limit()  # before the hub starts: it inherits the limit
 
     figures: dict[str, object] = {"cores": os.cpu_count(), **versions(), "loop": event_loop_name(), "quick": args.quick}
-    print(f"Switchboard hub latency benchmark ({'quick' if args.quick else 'full'})")
+    print(f"Callboard hub latency benchmark ({'quick' if args.quick else 'full'})")
     print(f"machine: {os.cpu_count()} cores, {platform.platform()}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions().items()) + f"; subscribers on {event_loop_name()}")
     print(f"parameters: {asdict(params)}")
@@ -530,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures: list[str] = []
     began = time.monotonic()
     hub: ServerProcess | None = None
-    with tempfile.TemporaryDirectory(prefix="switchboard-bench-", dir=args.dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="callboard-bench-", dir=args.dir) as tmp:
         folder = Path(tmp)
         figures["filesystem"] = filesystem_of(folder)
         try:

@@ -55,11 +55,11 @@ MEDIAN_KEYS = (
 
 
 def one_round(params: LoadParams, base: str | None, n: int) -> LoadRun:
-    with tempfile.TemporaryDirectory(prefix="switchboard-bench-machines-", dir=base) as tmp:
+    with tempfile.TemporaryDirectory(prefix="callboard-bench-machines-", dir=base) as tmp:
         root = Path(tmp)
         with Network(root / "network", liveness_seconds=params.liveness_seconds) as network:
             if not network.liveness_option:
-                raise SystemExit("FAIL: 'switchboard up' does not take --liveness-seconds")
+                raise SystemExit("FAIL: 'callboard up' does not take --liveness-seconds")
             run = run_scenario(network, params, root / "load", log=lambda line: print(f"  round {n}: {line}"))
         print(run.render())
         return run
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick or args.messages:
         params = replace(params, messages=args.messages or 2_000)
 
-    print("Switchboard multi-machine load benchmark")
+    print("Callboard multi-machine load benchmark")
     print(f"machine: {os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}")
     print(f"parameters: {params}")
     began = time.monotonic()

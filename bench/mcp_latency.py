@@ -4,12 +4,12 @@ Each call is timed from the official ``mcp`` client (``Client.call_tool``) to it
 figure includes the client's own work (it validates each result against the tool's output
 schema), the transport, the tool and the durable store write. One call at a time.
 
-- stdio: two ``switchboard mcp`` subprocesses (agents ``alice`` and ``bob``) on one fresh
+- stdio: two ``callboard mcp`` subprocesses (agents ``alice`` and ``bob``) on one fresh
   embedded store in a temporary folder, each driven by its own client.
-- HTTP: ``switchboard up`` on a fresh store (as in ``throughput.py``); the clients speak
-  Streamable HTTP to ``/mcp`` with the admin token and ``X-Switchboard-Agent``.
-- stdio through the hub: ``switchboard mcp`` subprocesses logged in to that hub
-  (``SWITCHBOARD_HUB``, ``SWITCHBOARD_TOKEN``: the admin token, each as its own agent), as an
+- HTTP: ``callboard up`` on a fresh store (as in ``throughput.py``); the clients speak
+  Streamable HTTP to ``/mcp`` with the admin token and ``X-Callboard-Agent``.
+- stdio through the hub: ``callboard mcp`` subprocesses logged in to that hub
+  (``CALLBOARD_HUB``, ``CALLBOARD_TOKEN``: the admin token, each as its own agent), as an
   agent CLI runs it on a machine of a team. ``send_message`` with 1 agent, then with 16 agents
   sending at once (each a closed loop of ``calls`` sends): p50 / p99 over all their calls.
 
@@ -66,14 +66,14 @@ QUICK = Params(warmup=5, calls=30, wakes=5)
 
 
 def stdio_server(home: Path, agent: str) -> StdioServerParameters:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
-    env.update(SWITCHBOARD_HOME=str(home), SWITCHBOARD_AGENT=agent)
-    return StdioServerParameters(command=sys.executable, args=["-m", "switchboard", "mcp"], env=env, cwd=str(home))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CALLBOARD_")}
+    env.update(CALLBOARD_HOME=str(home), CALLBOARD_AGENT=agent)
+    return StdioServerParameters(command=sys.executable, args=["-m", "callboard", "mcp"], env=env, cwd=str(home))
 
 
 @asynccontextmanager
 async def http_client(url: str, token: str, agent: str, era: str) -> AsyncIterator[Client]:
-    headers = {"Authorization": f"Bearer {token}", "X-Switchboard-Agent": agent}
+    headers = {"Authorization": f"Bearer {token}", "X-Callboard-Agent": agent}
     async with httpx2.AsyncClient(headers=headers, timeout=CALL_TIMEOUT_S) as http:
         async with Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=era) as client:
             yield client
@@ -121,16 +121,16 @@ async def wake_rounds(alice: Client, bob: Client, rounds: int, label: str) -> li
 
 
 def hub_stdio_server(home: Path, hub: ServerProcess, agent: str) -> StdioServerParameters:
-    """``switchboard mcp`` as ``agent``, logged in to ``hub`` (its own home: no embedded store)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    """``callboard mcp`` as ``agent``, logged in to ``hub`` (its own home: no embedded store)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CALLBOARD_")}
     env.update(
-        SWITCHBOARD_HOME=str(home),
-        SWITCHBOARD_AGENT=agent,
-        SWITCHBOARD_HUB=hub.url,
-        SWITCHBOARD_TOKEN=hub.token,
-        SWITCHBOARD_SEND_RETRY_SECONDS="0",
+        CALLBOARD_HOME=str(home),
+        CALLBOARD_AGENT=agent,
+        CALLBOARD_HUB=hub.url,
+        CALLBOARD_TOKEN=hub.token,
+        CALLBOARD_SEND_RETRY_SECONDS="0",
     )
-    return StdioServerParameters(command=sys.executable, args=["-m", "switchboard", "mcp"], env=env, cwd=str(home))
+    return StdioServerParameters(command=sys.executable, args=["-m", "callboard", "mcp"], env=env, cwd=str(home))
 
 
 async def sends_through_hub(folder: Path, hub: ServerProcess, agents: int, params: Params) -> list[float]:
@@ -160,7 +160,7 @@ async def sends_through_hub(folder: Path, hub: ServerProcess, agents: int, param
 
 
 async def pings_through_hub(folder: Path, hub: ServerProcess, params: Params) -> list[float]:
-    """The MCP SDK's own floor: a ping answered by the same kind of server (``switchboard mcp``
+    """The MCP SDK's own floor: a ping answered by the same kind of server (``callboard mcp``
     logged in to ``hub``), a round trip over its stdio that does no work of ours."""
     folder.mkdir()
     times: list[float] = []
@@ -176,7 +176,7 @@ async def pings_through_hub(folder: Path, hub: ServerProcess, params: Params) ->
 async def rest_sends(url: str, token: str, params: Params) -> list[float]:
     """REST sends to the same hub, for scale: one keep-alive connection, one at a time."""
     times: list[float] = []
-    headers = {"Authorization": f"Bearer {token}", "X-Switchboard-Agent": "alice"}
+    headers = {"Authorization": f"Bearer {token}", "X-Callboard-Agent": "alice"}
     async with httpx2.AsyncClient(base_url=url, headers=headers, timeout=CALL_TIMEOUT_S) as http:
         for i in range(params.warmup + params.calls):
             began = time.perf_counter()
@@ -197,7 +197,7 @@ def record(figures: dict[str, object], key: str, times: list[float]) -> None:
 
 async def run(params: Params, folder: Path) -> dict[str, object]:
     figures: dict[str, object] = {}
-    print("[1] stdio: two 'switchboard mcp' processes on one embedded store")
+    print("[1] stdio: two 'callboard mcp' processes on one embedded store")
     for era in ERAS:
         home = folder / f"stdio-{era}"
         home.mkdir()
@@ -223,7 +223,7 @@ async def run(params: Params, folder: Path) -> dict[str, object]:
             for tool, times in measured.items():
                 record(figures, f"http_{era.replace('-', '_')}_{tool}", times)
         record(figures, "rest_send", await rest_sends(hub.url, hub.token, params))
-        print("[3] stdio through the hub: 'switchboard mcp' logged in to it")
+        print("[3] stdio through the hub: 'callboard mcp' logged in to it")
         record(figures, "hub_mcp_ping", await pings_through_hub(folder / "through-hub-ping", hub, params))
         for agents in (1, HUB_AGENTS):
             times = await sends_through_hub(folder / f"through-hub-{agents}", hub, agents, params)
@@ -259,7 +259,7 @@ def main() -> int:
     print(f"cores: {os.cpu_count()}; {versions()}; params {params}")
     failures: list[str] = []
     figures: dict[str, object] = {"cores": os.cpu_count(), **versions(), "quick": args.quick}
-    with tempfile.TemporaryDirectory(prefix="switchboard-mcp-bench-", dir=args.dir) as folder:
+    with tempfile.TemporaryDirectory(prefix="callboard-mcp-bench-", dir=args.dir) as folder:
         try:
             figures.update(asyncio.run(run(params, Path(folder))))
         except BenchFailure as failure:

@@ -4,14 +4,14 @@ Three configurations run side by side (all started first; rounds alternate betwe
 machine noise hits each alike):
 
 - ``sqlite``: one hub on the embedded store, exactly as ``bench/throughput.py`` starts it;
-- ``pg1``: one hub, ``switchboard up --db postgresql://.../sb_bench_<random>`` on a fresh database;
-- ``pg3``: three such hubs ("replicas", each its own ``SWITCHBOARD_HOME``) over another fresh
+- ``pg1``: one hub, ``callboard up --db postgresql://.../cb_bench_<random>`` on a fresh database;
+- ``pg3``: three such hubs ("replicas", each its own ``CALLBOARD_HOME``) over another fresh
   database, one service: the first prints the admin token, the others use it.
 
-Every hub is ``python -m switchboard up --port 0 --rate-limit 0 --db ...``, stopped with SIGTERM
+Every hub is ``python -m callboard up --port 0 --rate-limit 0 --db ...``, stopped with SIGTERM
 at the end (SIGKILL on failure); each PostgreSQL database is created by this script on the server
 given by ``--postgres`` (default ``postgresql://postgres@127.0.0.1:5432/test``, or
-SWITCHBOARD_TEST_POSTGRES) and dropped ``WITH (FORCE)`` afterwards.
+CALLBOARD_TEST_POSTGRES) and dropped ``WITH (FORCE)`` afterwards.
 
 1. Durable sends per second: the load generator of ``bench/throughput.py`` (spawned processes,
    one closed-loop raw keep-alive HTTP/1.1 connection per sender, ``POST /v1/messages {"to":
@@ -151,7 +151,7 @@ def _connect(server: str):
 
 def create_database(server: str) -> tuple[str, str]:
     """A new, empty database on ``server``: (its name, its URL)."""
-    name = f"sb_bench_{secrets.token_hex(6)}"
+    name = f"cb_bench_{secrets.token_hex(6)}"
     with _connect(server) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     return name, f"{server.rsplit('/', 1)[0]}/{name}"
@@ -218,12 +218,12 @@ class PostgresCpu:
 
 
 def start_replica(folder: Path, name: str, db: str, token: str | None) -> ServerProcess:
-    """``switchboard up --db URL`` on a home of its own; the first replica (``token`` None) must
+    """``callboard up --db URL`` on a home of its own; the first replica (``token`` None) must
     print the admin token, the others use the first's."""
     home = folder / name / "home"
     home.mkdir(parents=True)
     log_path = folder / name / "hub.log"
-    argv = [sys.executable, "-m", "switchboard", "up", "--port", "0", "--rate-limit", "0", "--db", db]
+    argv = [sys.executable, "-m", "callboard", "up", "--port", "0", "--rate-limit", "0", "--db", db]
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             argv, env=_clean_env(home), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
@@ -235,7 +235,7 @@ def start_replica(folder: Path, name: str, db: str, token: str | None) -> Server
         server.extra["replica"] = listening.group(2)
         server.extra["line"] = listening.group(0)
         if token is None:
-            server.token = server.wait_for_output(r"admin token [^\n]*: (sb_\S+)", START_TIMEOUT_S).group(1)
+            server.token = server.wait_for_output(r"admin token [^\n]*: (cb_\S+)", START_TIMEOUT_S).group(1)
         else:
             server.token = token
         server.wait_healthy("/health", START_TIMEOUT_S)
@@ -499,7 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dir", help="make the temporary folder (and the SQLite hub's database) here")
     parser.add_argument(
         "--postgres",
-        default=os.environ.get("SWITCHBOARD_TEST_POSTGRES", "").strip() or DEFAULT_POSTGRES,
+        default=os.environ.get("CALLBOARD_TEST_POSTGRES", "").strip() or DEFAULT_POSTGRES,
         help=f"the PostgreSQL server to make the fresh databases on (default {DEFAULT_POSTGRES})",
     )
     args = parser.parse_args(argv)
@@ -507,7 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     raise_fd_limit()  # before the hubs start: they inherit the limit
 
     figures: dict[str, object] = {"cores": os.cpu_count(), **versions(), "loop": event_loop_name(), "quick": args.quick}
-    print(f"Switchboard hub replicas benchmark: SQLite vs PostgreSQL with 1 and {params.replicas} replicas")
+    print(f"Callboard hub replicas benchmark: SQLite vs PostgreSQL with 1 and {params.replicas} replicas")
     print(f"({'quick' if args.quick else 'full'}) machine: {os.cpu_count()} cores, {platform.platform()}")
     failures: list[str] = []
     try:
@@ -540,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     began = time.monotonic()
     setups: list[Setup] = []
     failed = False
-    with tempfile.TemporaryDirectory(prefix="switchboard-bench-", dir=args.dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="callboard-bench-", dir=args.dir) as tmp:
         folder = Path(tmp)
         figures["filesystem"] = filesystem_of(folder)
         try:

@@ -5,12 +5,12 @@ Real Claude Code (the CLAUDE_CODE_CURRENT pin of tests/agent_clis_e2e/conftest.p
 cache the client tests use; installed there if missing) against local mock models
 (tests/support/mock_model.py), each part on a machine of its own (HOME, fresh embedded store):
 
-- ``runner``: ``switchboard run --agent alice --cli claude`` as a real process (its Claude Code
-  found through SWITCHBOARD_CLAUDE_BIN); bob sends alice a message **in process** (a LocalClient
+- ``runner``: ``callboard run --agent alice --cli claude`` as a real process (its Claude Code
+  found through CALLBOARD_CLAUDE_BIN); bob sends alice a message **in process** (a LocalClient
   on the same store, opened once: the figure is delivery, not a Python start) → the mock model
   reading the request that carries it. Before each message the runner reports itself idle with
   the previous turn counted, and 20-80 ms have passed.
-- ``frame``: a plain idle Claude Code session (no Switchboard) gets a frame written straight into
+- ``frame``: a plain idle Claude Code session (no Callboard) gets a frame written straight into
   its messaging socket (``claude_sessions.write_frame``, as bench/claude_wake.py) → the request.
   Claude Code's own latency, measured in the same run, alternating with the runner's messages.
   Aim: the runner's p50 and p95 within 2x of the frame's.
@@ -18,7 +18,7 @@ cache the client tests use; installed there if missing) against local mock model
   minute with no mail, and the model requests it made meanwhile (must be 0).
 - ``poll``: the published loop's way (wave2-anchors section 3): ``claude -p`` started 60 s after
   the last one ended, its model told to check the inbox (it calls our read_messages tool through
-  ``switchboard mcp``); a message sent at a random moment → the first request that carries it.
+  ``callboard mcp``); a message sent at a random moment → the first request that carries it.
   Its backoff (+60 s per idle tick) is left out: the figure is its best case. ``--quick`` uses
   a 10 s period and a 15 s idle window, and says so in the output.
 
@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 import pytest  # noqa: E402  (the client-test machinery reports its failures with pytest.fail)
 from common import BenchFailure, ms, percentile, report  # noqa: E402
 
-from switchboard.integrations.claude_code import sessions as claude_sessions  # noqa: E402
+from callboard.integrations.claude_code import sessions as claude_sessions  # noqa: E402
 from tests.agent_clis_e2e.conftest import CLAUDE_CODE_CURRENT, LiveCli, Machine, claude_code_env, install  # noqa: E402
 from tests.agent_clis_e2e.runner_support import RunnerProcess  # noqa: E402
 from tests.support.mock_model import MockModel  # noqa: E402
@@ -92,7 +92,7 @@ def wait(condition: Callable[[], Any], timeout: float, what: str, alive: Callabl
 
 
 def plain_session(machine: Machine, model: MockModel, claude: Path, tmp: Path) -> tuple[LiveCli, str]:
-    """A Claude Code with no Switchboard, after its first turn; its messaging socket."""
+    """A Claude Code with no Callboard, after its first turn; its messaging socket."""
     session = machine.start([claude, *HEADLESS], claude_code_env(machine, model, {"TMPDIR": str(tmp)}))
     session.say("Hello. Nothing to do yet.")
     wait(
@@ -108,8 +108,8 @@ def plain_session(machine: Machine, model: MockModel, claude: Path, tmp: Path) -
 
 
 def start_runner(machine: Machine, model: MockModel, claude: Path, tmp: Path) -> RunnerProcess:
-    """``switchboard run --agent alice --cli claude`` on ``machine``, its Claude Code against ``model``."""
-    env = claude_code_env(machine, model, {"TMPDIR": str(tmp), "SWITCHBOARD_CLAUDE_BIN": str(claude)})
+    """``callboard run --agent alice --cli claude`` on ``machine``, its Claude Code against ``model``."""
+    env = claude_code_env(machine, model, {"TMPDIR": str(tmp), "CALLBOARD_CLAUDE_BIN": str(claude)})
     runner = RunnerProcess(machine, "alice", "claude", env)
     runner.turns = 0  # type: ignore[attr-defined]
     return runner
@@ -216,9 +216,9 @@ def measure_polling(params: Params, machine: Machine, claude: Path, tmp: Path) -
     stop = threading.Event()
     with MockModel(tool_input={}, tool="read_messages", final_text="Nothing else.") as model:
         server = machine.mcp_server("alice")
-        config = json.dumps({"mcpServers": {"switchboard": {"type": "stdio", **server}}})
+        config = json.dumps({"mcpServers": {"callboard": {"type": "stdio", **server}}})
         argv = [str(claude), "-p", TICK_PROMPT, "--mcp-config", config, "--strict-mcp-config"]
-        argv += ["--allowedTools", "mcp__switchboard__read_messages"]
+        argv += ["--allowedTools", "mcp__callboard__read_messages"]
         env = claude_code_env(machine, model, {"TMPDIR": str(tmp)})
 
         def loop() -> None:
@@ -259,7 +259,7 @@ def run(params: Params, folder: Path) -> dict[str, object]:
     except pytest.fail.Exception as error:
         raise BenchFailure(f"Claude Code {CLAUDE_CODE_CURRENT.version} is not installed: {error}") from None
     machines = {name: Machine(folder / name) for name in ("plain", "runner", "poll")}
-    tmp = Path(tempfile.mkdtemp(prefix="sb-rb-"))  # short: a socket path has ~100 bytes
+    tmp = Path(tempfile.mkdtemp(prefix="cb-rb-"))  # short: a socket path has ~100 bytes
     figures: dict[str, object] = {"claude_code": CLAUDE_CODE_CURRENT.version}
     runner: RunnerProcess | None = None
     with MockModel(tool_input=None) as frame_model, MockModel(tool_input=None) as runner_model:
@@ -315,7 +315,7 @@ def main() -> int:
         print(f"--quick: the polling loop's period is {params.poll_period:g} s (the published loop's is 60 s)")
     failures: list[str] = []
     figures: dict[str, object] = {"cores": os.cpu_count(), "quick": args.quick}
-    with tempfile.TemporaryDirectory(prefix="switchboard-runners-", dir=args.dir) as folder:
+    with tempfile.TemporaryDirectory(prefix="callboard-runners-", dir=args.dir) as folder:
         try:
             figures.update(run(params, Path(folder)))
         except BenchFailure as failure:

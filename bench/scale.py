@@ -2,10 +2,10 @@
 down, and does one client's heavy send stall everyone else?
 
 The hub runs as in ``bench/throughput.py`` (whose server-process helpers this script uses):
-``python -m switchboard up --port 0 --rate-limit 0 --db FILE`` on a fresh ``SWITCHBOARD_HOME`` in a
+``python -m callboard up --port 0 --rate-limit 0 --db FILE`` on a fresh ``CALLBOARD_HOME`` in a
 temporary folder, stopped with SIGTERM at the end (killed on failure). The load runs in this process
 on one asyncio (uvloop) loop over raw keep-alive HTTP/1.1 connections to 127.0.0.1 (admin token,
-``X-Switchboard-Agent``, ``X-Switchboard-Workspace``); an unrelated client polls ``GET /health`` from
+``X-Callboard-Agent``, ``X-Callboard-Workspace``); an unrelated client polls ``GET /health`` from
 a process of its own, one request at a time with a 2 ms pause, and notes each answer's time.
 
 Setup (not timed): workspace ``small`` with ``small_agents`` agents (10), workspace ``large``
@@ -126,7 +126,7 @@ class WorkspaceConnection(Connection):
     def encode(self, method: str, path: str, agent: str, body: bytes = b"") -> bytes:
         request = super().encode(method, path, agent, body)
         head, _, rest = request.partition(b"\r\n")
-        return head + f"\r\nX-Switchboard-Workspace: {self.workspace}".encode() + b"\r\n" + rest
+        return head + f"\r\nX-Callboard-Workspace: {self.workspace}".encode() + b"\r\n" + rest
 
 
 def agents_of(count: int) -> list[str]:
@@ -356,13 +356,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     params = QUICK if args.quick else FULL
     raise_fd_limit()
     figures: dict[str, object] = {"cores": os.cpu_count(), **versions(), "loop": event_loop_name(), "quick": args.quick}
-    print(f"Switchboard hub scale benchmark ({'quick' if args.quick else 'full'})")
+    print(f"Callboard hub scale benchmark ({'quick' if args.quick else 'full'})")
     print(f"machine: {os.cpu_count()} cores, {platform.platform()}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions().items()) + f"; load on {event_loop_name()}")
     print(f"parameters: {asdict(params)}")
     failures: list[str] = []
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="switchboard-bench-", dir=args.dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="callboard-bench-", dir=args.dir) as tmp:
         folder = Path(tmp)
         figures["filesystem"] = filesystem_of(folder)
         hub = start_hub(folder)

@@ -1,7 +1,7 @@
 """Benchmark of the hub's request rate: durable sends per second over HTTP, against bare Starlette.
 
-The hub runs as it runs in use: a subprocess ``python -m switchboard up --port 0 --rate-limit 0
---db FILE`` on a fresh ``SWITCHBOARD_HOME`` in a temporary folder (its own uvicorn settings,
+The hub runs as it runs in use: a subprocess ``python -m callboard up --port 0 --rate-limit 0
+--db FILE`` on a fresh ``CALLBOARD_HOME`` in a temporary folder (its own uvicorn settings,
 uvloop + httptools when installed). The script reads the admin token the first ``up`` prints,
 waits for ``GET /health``, and stops the hub with SIGTERM at the end (SIGKILL if it does not stop,
 and on any failure). In the same run it serves a bare Starlette app the same way — this very
@@ -14,7 +14,7 @@ The load generator: ``generator_processes`` spawned processes (1 for a single se
 asyncio (uvloop) loop holding raw keep-alive HTTP/1.1 connections to 127.0.0.1, one per sender.
 Every connection is a closed loop: it writes one prebuilt request, reads the status line and
 ``Content-Length`` body, and only then writes the next. Senders of the hub act as their own
-agents (admin token, ``X-Switchboard-Agent: sN-i``) and all send ``{"to": RECIPIENT, "text":
+agents (admin token, ``X-Callboard-Agent: sN-i``) and all send ``{"to": RECIPIENT, "text":
 "hello"}`` to one recipient (a fresh one per run); the bare endpoint gets the same bytes but for
 the path. The generator shares the machine's cores with the server, so its cost per request is
 kept to a few microseconds, and the same generator drives both servers so the ratio is fair.
@@ -97,7 +97,7 @@ QUICK = Params(rounds=1, warmup_s=0.5, duration_s=1.5, sender_counts=(1, 32), ge
 
 def versions() -> dict[str, str]:
     found = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
-    for name in ("switchboard", "starlette", "uvicorn", "httptools", "uvloop"):
+    for name in ("callboard", "starlette", "uvicorn", "httptools", "uvloop"):
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -295,19 +295,19 @@ class ServerProcess:
 
 
 def _clean_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
-    env["SWITCHBOARD_HOME"] = str(home)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CALLBOARD_")}
+    env["CALLBOARD_HOME"] = str(home)
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
 def start_hub(folder: Path, extra_args: Sequence[str] = ()) -> ServerProcess:
-    """``switchboard up`` on a fresh home in ``folder``: listening, healthy, its admin token read."""
+    """``callboard up`` on a fresh home in ``folder``: listening, healthy, its admin token read."""
     home = folder / "hub-home"
     home.mkdir(parents=True)
-    db = home / "switchboard.db"
+    db = home / "callboard.db"
     log_path = folder / "hub.log"
-    argv = [sys.executable, "-m", "switchboard", "up", "--port", "0", "--rate-limit", "0", "--db", str(db), *extra_args]
+    argv = [sys.executable, "-m", "callboard", "up", "--port", "0", "--rate-limit", "0", "--db", str(db), *extra_args]
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             argv, env=_clean_env(home), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
@@ -316,7 +316,7 @@ def start_hub(folder: Path, extra_args: Sequence[str] = ()) -> ServerProcess:
     try:
         url = server.wait_for_output(r"hub listening on (http://\S+)", START_TIMEOUT_S).group(1)
         server.url, server.port = url, int(url.rsplit(":", 1)[1])
-        server.token = server.wait_for_output(r"admin token [^\n]*: (sb_\S+)", START_TIMEOUT_S).group(1)
+        server.token = server.wait_for_output(r"admin token [^\n]*: (cb_\S+)", START_TIMEOUT_S).group(1)
         server.wait_healthy("/health", START_TIMEOUT_S)
     except BaseException:
         server.kill()
@@ -346,7 +346,7 @@ def start_bare(folder: Path) -> ServerProcess:
 def serve_bare() -> None:
     """The bare app: ``POST /echo`` parses the JSON body and answers a small JSON object.
 
-    Served exactly as ``switchboard.hub.server.serve`` configures uvicorn (loop and http "auto",
+    Served exactly as ``callboard.hub.server.serve`` configures uvicorn (loop and http "auto",
     i.e. uvloop and httptools when installed; no access log; lifespan on)."""
     import socket
 
@@ -391,7 +391,7 @@ def http_json(server: ServerProcess, method: str, path: str, agent: str | None =
     if data is not None:
         request.add_header("Content-Type", "application/json")
     if agent:
-        request.add_header("X-Switchboard-Agent", agent)
+        request.add_header("X-Callboard-Agent", agent)
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
             return json.loads(answer.read())
@@ -405,7 +405,7 @@ def http_json(server: ServerProcess, method: str, path: str, agent: str | None =
 def build_request(port: int, path: str, token: str, agent: str, body: bytes) -> bytes:
     head = (
         f"POST {path} HTTP/1.1\r\nHost: {HOST}:{port}\r\nAuthorization: Bearer {token}\r\n"
-        f"X-Switchboard-Agent: {agent}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"X-Callboard-Agent: {agent}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
 
@@ -744,7 +744,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     raise_fd_limit()
 
     figures: dict[str, object] = {"cores": os.cpu_count(), **versions(), "loop": event_loop_name(), "quick": args.quick}
-    print(f"Switchboard hub throughput benchmark ({'quick' if args.quick else 'full'})")
+    print(f"Callboard hub throughput benchmark ({'quick' if args.quick else 'full'})")
     print(f"machine: {os.cpu_count()} cores, {platform.platform()}")
     print(
         "versions: " + ", ".join(f"{k} {v}" for k, v in versions().items()) + f"; load generator on {event_loop_name()}"
@@ -754,7 +754,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures: list[str] = []
     began = time.monotonic()
     servers: list[ServerProcess] = []
-    with tempfile.TemporaryDirectory(prefix="switchboard-bench-", dir=args.dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="callboard-bench-", dir=args.dir) as tmp:
         folder = Path(tmp)
         figures["filesystem"] = filesystem_of(folder)
         try:

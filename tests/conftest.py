@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.local import LocalClient
-from switchboard.config import Settings
+from callboard.client.local import LocalClient
+from callboard.config import Settings
 
 # "legacy": the initialize handshake that current agent CLIs use; "2026-07-28": the sessionless era.
 MCP_ERAS = ["legacy", "2026-07-28"]
@@ -29,7 +29,7 @@ def era(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def agents(tmp_path: Path) -> Iterator[Callable[[str], LocalClient]]:
     """``agents(name)``: a LocalClient acting as ``name``, all on one fresh embedded store."""
-    env = {"SWITCHBOARD_HOME": str(tmp_path / "home")}
+    env = {"CALLBOARD_HOME": str(tmp_path / "home")}
     first = LocalClient.open(Settings.load(env), agent="someone", env=env)
     try:
         yield first.as_agent

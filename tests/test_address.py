@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchboard.address import (
+from callboard.address import (
     AgentAddress,
     ChannelAddress,
     RemoteAddress,
@@ -15,7 +15,7 @@ from switchboard.address import (
     parse_channel_name,
     parse_name,
 )
-from switchboard.errors import BadAddress, BadName
+from callboard.errors import BadAddress, BadName
 
 _EDGE = "abcdefghijklmnopqrstuvwxyz0123456789"
 names = st.builds(

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.client.local import LocalClient
-from switchboard.errors import NoLiveSession, UnknownSession
-from switchboard.model import UNSERVED_RUNTIME, Caller, Session
-from switchboard.service import Service
+from callboard.client.local import LocalClient
+from callboard.errors import NoLiveSession, UnknownSession
+from callboard.model import UNSERVED_RUNTIME, Caller, Session
+from callboard.service import Service
 from tests.test_service import (  # noqa: F401 (fixtures)
     LIVENESS,
     WS,

@@ -1,5 +1,5 @@
 """Property tests of what a message may carry (content.message_parts, json_values): whatever
-parts a client sends, the send either refuses them with a SwitchboardError or takes parts
+parts a client sends, the send either refuses them with a CallboardError or takes parts
 that the stores write as JSON and read back as the very same parts — never a value that turns
 into something else (NaN into null) on the way, and never another exception."""
 
@@ -12,11 +12,11 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from switchboard.address import DATA_DEPTH_MAX, DATA_INT_DIGITS, json_problem
-from switchboard.content import Limits, message_parts
-from switchboard.errors import SwitchboardError
-from switchboard.model import parts_json
-from switchboard.store.rows import message_from_row
+from callboard.address import DATA_DEPTH_MAX, DATA_INT_DIGITS, json_problem
+from callboard.content import Limits, message_parts
+from callboard.errors import CallboardError
+from callboard.model import parts_json
+from callboard.store.rows import message_from_row
 
 JSON_SCALARS = st.one_of(
     st.none(),
@@ -80,7 +80,7 @@ PARTS = st.lists(
 def test_sent_parts_are_refused_or_stored_and_read_back_unchanged(text: str | None, parts: list[dict]) -> None:
     try:
         content = message_parts(text, parts, Limits())
-    except SwitchboardError:
+    except CallboardError:
         return
     stored = parts_json(content).decode()
     row = ["0193a6f0-7c1e-7b3a-9d2e-5f4a3b2c1d0e", "ws", "alice", None, '["bob"]', None, None, stored]

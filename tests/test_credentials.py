@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from switchboard import credentials as credentials_module
-from switchboard.credentials import Credential, Credentials
-from switchboard.errors import AlreadyExists, Forbidden
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard import credentials as credentials_module
+from callboard.credentials import Credential, Credentials
+from callboard.errors import AlreadyExists, Forbidden
+from callboard.store.sqlite.store import SQLiteStore
 
 
 @pytest.fixture
 def credentials(tmp_path: Path) -> Iterator[Credentials]:
-    store = SQLiteStore(tmp_path / "switchboard.db")
+    store = SQLiteStore(tmp_path / "callboard.db")
     try:
         yield Credentials(store)
     finally:

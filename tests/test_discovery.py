@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from switchboard.client.local import LocalClient
-from switchboard.directory import offers_skill
-from switchboard.errors import BadRequest, TooLarge
+from callboard.client.local import LocalClient
+from callboard.directory import offers_skill
+from callboard.errors import BadRequest, TooLarge
 
 
 @pytest.mark.parametrize(

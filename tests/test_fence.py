@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from switchboard.fence import PREAMBLE, fenced, fenced_mail, fenced_words, one_line
-from switchboard.model import MailItem, Message, Part
+from callboard.fence import PREAMBLE, fenced, fenced_mail, fenced_words, one_line
+from callboard.model import MailItem, Message, Part
 from tests.support.forgery import assert_reads_as_from_only, forged
 
 ID = "01a22a79-cc88-7243-b3ba-ce07ca146eb5"

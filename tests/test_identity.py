@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.config import Settings
-from switchboard.errors import BadName, NoIdentity
-from switchboard.identity import machine_name, resolve_agent, slug
-from switchboard.procs import process_alive, process_start_time
+from callboard.config import Settings
+from callboard.errors import BadName, NoIdentity
+from callboard.identity import machine_name, resolve_agent, slug
+from callboard.procs import process_alive, process_start_time
 
 
 @pytest.fixture
@@ -24,16 +24,16 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_the_environment_wins_over_everything(repo: Path):
-    (repo / ".switchboard-agent").write_text("from-file\n")
-    identity = resolve_agent({"SWITCHBOARD_AGENT": "Reviewer"}, repo / "src", "fallback")
-    assert (identity.name, identity.source) == ("reviewer", "env:SWITCHBOARD_AGENT")
+    (repo / ".callboard-agent").write_text("from-file\n")
+    identity = resolve_agent({"CALLBOARD_AGENT": "Reviewer"}, repo / "src", "fallback")
+    assert (identity.name, identity.source) == ("reviewer", "env:CALLBOARD_AGENT")
 
 
 def test_an_agent_file_in_a_parent_folder_names_the_agent(repo: Path):
-    (repo / ".switchboard-agent").write_text("# comment\n\n  api-worker \n")
+    (repo / ".callboard-agent").write_text("# comment\n\n  api-worker \n")
     identity = resolve_agent({}, repo / "src" / "api")
     assert identity.name == "api-worker"
-    assert identity.source == f"file:{repo / '.switchboard-agent'}"
+    assert identity.source == f"file:{repo / '.callboard-agent'}"
 
 
 def test_the_agent_id_file_is_honoured_too(repo: Path):
@@ -42,7 +42,7 @@ def test_the_agent_id_file_is_honoured_too(repo: Path):
 
 
 def test_an_agent_file_outside_the_git_root_is_not_used(repo: Path):
-    (repo.parent / ".switchboard-agent").write_text("outsider")
+    (repo.parent / ".callboard-agent").write_text("outsider")
     assert resolve_agent({}, repo / "src").name == "billing-service"
 
 
@@ -56,15 +56,15 @@ def test_the_user_default_applies_outside_a_project(tmp_path: Path):
 
 
 def test_no_rule_matching_is_a_clear_error(tmp_path: Path):
-    with pytest.raises(NoIdentity, match="SWITCHBOARD_AGENT"):
+    with pytest.raises(NoIdentity, match="CALLBOARD_AGENT"):
         resolve_agent({}, tmp_path)
 
 
 def test_a_bad_name_from_a_source_names_that_source(repo: Path):
-    with pytest.raises(BadName, match="SWITCHBOARD_AGENT"):
-        resolve_agent({"SWITCHBOARD_AGENT": "not valid!"}, repo)
-    (repo / ".switchboard-agent").write_text("also not valid!")
-    with pytest.raises(BadName, match=".switchboard-agent"):
+    with pytest.raises(BadName, match="CALLBOARD_AGENT"):
+        resolve_agent({"CALLBOARD_AGENT": "not valid!"}, repo)
+    (repo / ".callboard-agent").write_text("also not valid!")
+    with pytest.raises(BadName, match=".callboard-agent"):
         resolve_agent({}, repo)
 
 
@@ -78,16 +78,16 @@ def test_slug(folder, name):
 
 def test_workspace_comes_from_env_then_config_then_default(tmp_path):
     configured, unset = Settings(tmp_path, tmp_path / "db", workspace="other"), Settings(tmp_path, tmp_path / "db")
-    assert configured.workspace_in({"SWITCHBOARD_WORKSPACE": "Team"}) == "team"
+    assert configured.workspace_in({"CALLBOARD_WORKSPACE": "Team"}) == "team"
     assert configured.workspace_in({}) == "other"
     assert unset.workspace_in({}) == "default"
 
 
 def test_a_hub_names_the_workspace_only_when_env_or_config_does(tmp_path):
     configured, unset = Settings(tmp_path, tmp_path / "db", workspace="other"), Settings(tmp_path, tmp_path / "db")
-    assert configured.named_workspace({"SWITCHBOARD_WORKSPACE": " Team "}) == "Team"
+    assert configured.named_workspace({"CALLBOARD_WORKSPACE": " Team "}) == "Team"
     assert configured.named_workspace({}) == "other"
-    assert unset.named_workspace({"SWITCHBOARD_WORKSPACE": " "}) is None
+    assert unset.named_workspace({"CALLBOARD_WORKSPACE": " "}) is None
 
 
 def test_the_hub_setting_lists_its_replicas_in_order(tmp_path):
@@ -97,9 +97,9 @@ def test_the_hub_setting_lists_its_replicas_in_order(tmp_path):
 
 
 def test_machine_name_is_the_host_name_unless_overridden():
-    assert machine_name({"SWITCHBOARD_MACHINE": "Build-01"}) == "build-01"
-    assert machine_name({}) == machine_name({"SWITCHBOARD_MACHINE": ""})
-    assert machine_name({"SWITCHBOARD_MACHINE": "weird host!"}) == "weird-host"
+    assert machine_name({"CALLBOARD_MACHINE": "Build-01"}) == "build-01"
+    assert machine_name({}) == machine_name({"CALLBOARD_MACHINE": ""})
+    assert machine_name({"CALLBOARD_MACHINE": "weird host!"}) == "weird-host"
 
 
 def test_a_process_start_time_tells_a_recycled_pid_apart():

@@ -1,6 +1,6 @@
 """Imports go down only (ARCHITECTURE.md, "Layers and folders"): a check, not a convention.
 
-Every module of src/switchboard is read (ast: every import, also those inside functions or
+Every module of src/callboard is read (ast: every import, also those inside functions or
 under TYPE_CHECKING) and each import is judged by the parts of the house it joins:
 
 - the core (the root modules) and store/ import no client, no face;
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-import switchboard
+import callboard
 
-PACKAGE = Path(switchboard.__file__).parent
+PACKAGE = Path(callboard.__file__).parent
 FACES = frozenset({"mcp", "hub", "cli", "integrations", "a2a", "runner", "coord", "dashboard"})
 # What each part may not import.
 FORBIDDEN: Mapping[str, frozenset[str]] = {
@@ -29,7 +29,7 @@ FORBIDDEN: Mapping[str, frozenset[str]] = {
     "client": FACES,
     "mcp": FACES - {"mcp"},  # the tool set is bound to any Client: it knows no other face, no coding CLI
 }
-CLAUDE_CODE = "switchboard.integrations.claude_code"
+CLAUDE_CODE = "callboard.integrations.claude_code"
 KNOWS_CLAUDE_CODE = frozenset({"integrations", "cli", "runner"})  # runner: its adapters, when it comes
 # Imports known to go the wrong way, each with the change that removes it. Keep this empty: an
 # entry no longer needed fails the test below, so none outlives its fix.
@@ -39,25 +39,25 @@ KNOWN: Mapping[str, str] = {}
 def part_of(module: str) -> str:
     """The part of the house a module belongs to: its folder under the package, or "core"."""
     pieces = module.split(".")
-    if pieces[0] != "switchboard":
+    if pieces[0] != "callboard":
         return "outside"
     if len(pieces) == 1:
         return "core"  # the package's own __init__
     if pieces[1] == "__main__":
-        return "entry"  # `python -m switchboard`: the program's door, above every part
+        return "entry"  # `python -m callboard`: the program's door, above every part
     if len(pieces) == 2 and (PACKAGE / f"{pieces[1]}.py").is_file() or pieces[1] == "__init__":
         return "core"
     return pieces[1]
 
 
 def is_module(name: str) -> bool:
-    """Whether ``name`` is a module or package of switchboard (not a name defined in one)."""
+    """Whether ``name`` is a module or package of callboard (not a name defined in one)."""
     path = PACKAGE.joinpath(*name.split(".")[1:])
     return path.with_suffix(".py").is_file() or path.is_dir()
 
 
 def imported_by(source: str, module: str, is_package: bool = False) -> Iterator[str]:
-    """Every switchboard module ``source`` (the text of ``module``) imports, wherever the import is."""
+    """Every callboard module ``source`` (the text of ``module``) imports, wherever the import is."""
     package = module if is_package else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -73,7 +73,7 @@ def imported_by(source: str, module: str, is_package: bool = False) -> Iterator[
 
 def violations(module: str, imported: str) -> list[str]:
     """What is wrong with ``module`` importing ``imported`` (nothing, usually)."""
-    if not imported.startswith("switchboard."):
+    if not imported.startswith("callboard."):
         return []
     found = []
     mine, theirs = part_of(module), part_of(imported)
@@ -99,7 +99,7 @@ def check(sources: Mapping[str, str]) -> list[str]:
 
 def package_sources() -> dict[str, str]:
     return {
-        "switchboard." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts): path.read_text()
+        "callboard." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts): path.read_text()
         for path in sorted(PACKAGE.rglob("*.py"))
     }
 
@@ -118,17 +118,17 @@ def test_imports_go_down_only() -> None:
 @pytest.mark.parametrize(
     ("module", "source"),
     [
-        ("switchboard.store.sqlite.store", "from switchboard.cli.app import app"),
-        ("switchboard.service", "def later():\n    import switchboard.hub.api\n"),
+        ("callboard.store.sqlite.store", "from callboard.cli.app import app"),
+        ("callboard.service", "def later():\n    import callboard.hub.api\n"),
         (
-            "switchboard.client.local",
-            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from switchboard.mcp import tools",
+            "callboard.client.local",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from callboard.mcp import tools",
         ),
-        ("switchboard.delivery.guard", "from switchboard import client"),
-        ("switchboard.store.postgres.store", "from ...integrations import agent_clis"),
-        ("switchboard.hub.streams", "from switchboard.integrations.claude_code.push import push_sent"),
-        ("switchboard.hub.api", "from switchboard.integrations import claude_code"),
-        ("switchboard.mcp.tools", "from switchboard.integrations.agent_clis import CLAUDE_CODE"),
+        ("callboard.delivery.guard", "from callboard import client"),
+        ("callboard.store.postgres.store", "from ...integrations import agent_clis"),
+        ("callboard.hub.streams", "from callboard.integrations.claude_code.push import push_sent"),
+        ("callboard.hub.api", "from callboard.integrations import claude_code"),
+        ("callboard.mcp.tools", "from callboard.integrations.agent_clis import CLAUDE_CODE"),
     ],
 )
 def test_the_checker_finds_an_import_that_goes_up(module: str, source: str) -> None:
@@ -138,12 +138,12 @@ def test_the_checker_finds_an_import_that_goes_up(module: str, source: str) -> N
 @pytest.mark.parametrize(
     ("module", "source"),
     [
-        ("switchboard.cli.mcp_server", "from switchboard.integrations.claude_code.socket_delivery import SocketPusher"),
-        ("switchboard.integrations.hooks.entry", "from switchboard.integrations.claude_code import waiter"),
-        ("switchboard.hub.api", "from switchboard.client.base import Client\nfrom switchboard.service import Service"),
-        ("switchboard.client.local", "from switchboard.service import Service\nfrom ..store.opening import open_store"),
-        ("switchboard.service", "from switchboard.delivery import guard\nfrom switchboard.store.base import Store"),
-        ("switchboard.identity", "import os\nfrom switchboard.procs import parent_of"),
+        ("callboard.cli.mcp_server", "from callboard.integrations.claude_code.socket_delivery import SocketPusher"),
+        ("callboard.integrations.hooks.entry", "from callboard.integrations.claude_code import waiter"),
+        ("callboard.hub.api", "from callboard.client.base import Client\nfrom callboard.service import Service"),
+        ("callboard.client.local", "from callboard.service import Service\nfrom ..store.opening import open_store"),
+        ("callboard.service", "from callboard.delivery import guard\nfrom callboard.store.base import Store"),
+        ("callboard.identity", "import os\nfrom callboard.procs import parent_of"),
     ],
 )
 def test_the_checker_lets_imports_that_go_down_pass(module: str, source: str) -> None:

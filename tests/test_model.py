@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from switchboard.model import DeliveryState, Message, Part, RecipientOutcome, SendResult, built, new_id, parts_json
+from callboard.model import DeliveryState, Message, Part, RecipientOutcome, SendResult, built, new_id, parts_json
 
 
 def test_ids_are_uuid7_and_strictly_increasing_within_a_process():

@@ -1,7 +1,7 @@
 """Property tests of every parser and validator that reads what a client, a header or a file
 says: names, machine names, addresses, resume points and other numbers written as text, the
 process header, the config file, and the bounds' own patterns. For any input each one either
-answers within its bounds or refuses with a SwitchboardError — never another exception."""
+answers within its bounds or refuses with a CallboardError — never another exception."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pathlib import Path
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from switchboard import address
-from switchboard.address import AgentAddress, ChannelAddress, parse_address, parse_machine, parse_name
-from switchboard.config import read_config, write_config
-from switchboard.errors import BadAddress, BadName, BadRequest
-from switchboard.headers import parse_process_header, process_header
-from switchboard.hub.query_numbers import decimal_number, resume_point, whole_number
+from callboard import address
+from callboard.address import AgentAddress, ChannelAddress, parse_address, parse_machine, parse_name
+from callboard.config import read_config, write_config
+from callboard.errors import BadAddress, BadName, BadRequest
+from callboard.headers import parse_process_header, process_header
+from callboard.hub.query_numbers import decimal_number, resume_point, whole_number
 
 NAME_CHARS = string.ascii_letters + string.digits + "._-"
 # Text as hostile clients write it: any character, and the look-alikes that fool str methods.
@@ -146,7 +146,7 @@ def test_a_process_header_of_pids_in_bounds_reads_back_as_written(machine: str, 
 @given(st.binary(max_size=300))
 @example(b'hub = "\xff"')
 @example(b"a = " + b"[" * 5000 + b"]" * 5000)
-@example(b'token = "sb_x"\nagent = 7\n')
+@example(b'token = "cb_x"\nagent = 7\n')
 def test_a_config_file_gives_its_string_settings_or_a_clear_error(tmp_path_factory, raw: bytes) -> None:
     path = Path(tmp_path_factory.mktemp("config")) / "config.toml"
     path.write_bytes(raw)

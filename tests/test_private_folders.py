@@ -1,4 +1,4 @@
-"""Folders under SWITCHBOARD_HOME that hold session or credential state are this user's alone
+"""Folders under CALLBOARD_HOME that hold session or credential state are this user's alone
 (0700), and the files in them that hold secrets 0600: made so, and tightened when found wider."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.config import private_folder, save_login
-from switchboard.integrations.hooks.state import SessionFiles, SessionState, take_pusher_lock
-from switchboard.integrations.install.manifest import Manifest, keep_backup
+from callboard.config import private_folder, save_login
+from callboard.integrations.hooks.state import SessionFiles, SessionState, take_pusher_lock
+from callboard.integrations.install.manifest import Manifest, keep_backup
 
 
 def mode(path: Path) -> int:
@@ -59,7 +59,7 @@ def test_the_pushers_locks_are_private(wide_home: Path):
 
 
 def test_the_login_and_the_install_backups_are_private(wide_home: Path):
-    save_login(wide_home, "http://127.0.0.1:9", "sb_secret")
+    save_login(wide_home, "http://127.0.0.1:9", "cb_secret")
     assert mode(wide_home) == 0o700 and mode(wide_home / "config.toml") == 0o600
     manifest = Manifest.load(wide_home)
     keep_backup(manifest.backup_path("/x/settings.json"), b"{}")

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from switchboard.client.local import LocalClient
-from switchboard.errors import (
+from callboard.client.local import LocalClient
+from callboard.errors import (
     AlreadyExists,
     BadAddress,
     BadName,
@@ -33,7 +33,7 @@ from switchboard.errors import (
     IdempotencyConflict,
     NoLiveSession,
     NotMember,
-    SwitchboardError,
+    CallboardError,
     TooLarge,
     UnknownAgent,
     UnknownChannel,
@@ -41,7 +41,7 @@ from switchboard.errors import (
     UnknownRecipient,
     UnknownSession,
 )
-from switchboard.model import (
+from callboard.model import (
     AgentPresence,
     Caller,
     DeliveryState,
@@ -53,9 +53,9 @@ from switchboard.model import (
     WhoReport,
     new_id,
 )
-from switchboard.procs import process_start_time
-from switchboard.service import Service
-from switchboard.store.opening import is_postgres, open_store
+from callboard.procs import process_start_time
+from callboard.service import Service
+from callboard.store.opening import is_postgres, open_store
 from tests.support.postgres import fresh_schema, table_rows
 from tests.support.waiting import wait_until
 
@@ -67,10 +67,10 @@ LIVENESS = 60.0
 # A process that opens its own store on the database file and acts as one agent.
 _CHILD_PRELUDE = f"""
 import json, sys
-from switchboard.client.local import LocalClient
-from switchboard.model import Caller
-from switchboard.service import Service
-from switchboard.store.opening import open_store
+from callboard.client.local import LocalClient
+from callboard.model import Caller
+from callboard.service import Service
+from callboard.store.opening import open_store
 db, workspace, agent = sys.argv[1:4]
 client = LocalClient(Service(open_store(db), machine={MACHINE!r}), Caller(workspace=workspace, agent=agent))
 client.whoami()
@@ -185,7 +185,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The database of one test: an embedded file, or a fresh PostgreSQL schema (the whole
     service suite runs on each store)."""
     if request.param == "sqlite":
-        yield str(tmp_path / "switchboard.db")
+        yield str(tmp_path / "callboard.db")
         return
     with fresh_schema() as url:
         yield url
@@ -856,7 +856,7 @@ def world(alice, bob, carol, dave, team) -> World:
     return World(alice, bob, carol, dave, message_id, session.id)
 
 
-def _case(label: str, call: Callable[[World], object], error: type[SwitchboardError], code: str) -> Any:
+def _case(label: str, call: Callable[[World], object], error: type[CallboardError], code: str) -> Any:
     return pytest.param(call, error, code, id=f"{code}: {label}")
 
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from switchboard.client.local import LocalClient
-from switchboard.errors import (
+from callboard.client.local import LocalClient
+from callboard.errors import (
     BadRequest,
     Forbidden,
     HasUnreadMail,
@@ -22,9 +22,9 @@ from switchboard.errors import (
     UnknownMessage,
     UnknownRecipient,
 )
-from switchboard.hub.errors import http_status
-from switchboard.model import Caller, new_id
-from switchboard.service import Service
+from callboard.hub.errors import http_status
+from callboard.model import Caller, new_id
+from callboard.service import Service
 from tests import test_service as suite
 from tests.test_service import WS, everything, outcome, writes_nothing
 

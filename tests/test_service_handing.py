@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.client.local import LocalClient
-from switchboard.errors import BadRequest
-from switchboard.model import Caller
-from switchboard.service import Service
+from callboard.client.local import LocalClient
+from callboard.errors import BadRequest
+from callboard.model import Caller
+from callboard.service import Service
 from tests.test_service import WS, alice, bob, clock, db, row, service  # noqa: F401  (fixtures)
 
 

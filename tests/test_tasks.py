@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.errors import BadTaskState, Invalid, Refused, TaskFinished
-from switchboard.tasks import (
+from callboard.errors import BadTaskState, Invalid, Refused, TaskFinished
+from callboard.tasks import (
     FINAL,
     WAITING_ON_REQUESTER,
     TaskState,
@@ -69,7 +69,7 @@ def test_an_answer_to_a_task_waiting_on_its_requester_submits_it_again(current: 
 
 
 def test_only_a_task_waiting_to_be_taken_up_moves_to_working_when_taken_up() -> None:
-    from switchboard.tasks import taken_up
+    from callboard.tasks import taken_up
 
     assert taken_up(TaskState.SUBMITTED) is TaskState.WORKING
     assert [s for s in TaskState if taken_up(s) is not None] == [TaskState.SUBMITTED]

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.local import LocalClient
-from switchboard.model import Caller, MailItem
-from switchboard.service import Service
-from switchboard.store.opening import is_postgres, open_store
-from switchboard.store.rows import UNREADABLE_NOTE
+from callboard.client.local import LocalClient
+from callboard.model import Caller, MailItem
+from callboard.service import Service
+from callboard.store.opening import is_postgres, open_store
+from callboard.store.rows import UNREADABLE_NOTE
 from tests.support.postgres import fresh_schema
 from tests.test_service import MACHINE, STORES, WS, Clock
 
@@ -33,7 +33,7 @@ DAMAGE = {
 @pytest.fixture(params=STORES)
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
-        yield str(tmp_path / "switchboard.db")
+        yield str(tmp_path / "callboard.db")
         return
     with fresh_schema() as url:
         yield url

@@ -1,6 +1,6 @@
 """The A2A face against a real hub on a loopback port (``tests/support/a2a_hub.py``), spoken to
 by the official a2a-sdk client over both bindings. The worker side answers through the Service,
-as an agent's MCP tools and ``switchboard task update`` do."""
+as an agent's MCP tools and ``callboard task update`` do."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 // A client nobody here wrote: @a2a-js/sdk (the A2A project's JavaScript SDK) sends a streaming
-// task to a Switchboard agent through the hub and prints every event it sees, one JSON line
+// task to a Callboard agent through the hub and prints every event it sees, one JSON line
 // each: {"kind": "task"|"statusUpdate"|"artifactUpdate"|"message", "state": ..., "text": ...}.
 // Usage: node js_stream_client.mjs CARD_URL TOKEN BINDING TEXT MESSAGE_ID
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from "@a2a-js/sdk/client";
@@ -7,7 +7,7 @@ import { Role, TaskState } from "@a2a-js/sdk";
 
 const [cardUrl, token, binding, text, messageId] = process.argv.slice(2);
 
-// The SDK takes a fetch to call with; ours adds the Switchboard token to every request.
+// The SDK takes a fetch to call with; ours adds the Callboard token to every request.
 const withToken = (url, init = {}) => {
   const headers = new Headers(init.headers || {});
   headers.set("Authorization", `Bearer ${token}`);

@@ -1,4 +1,4 @@
-"""``switchboard agent card NAME``: the card as the hub serves it, through ``switchboard up`` (its
+"""``callboard agent card NAME``: the card as the hub serves it, through ``callboard up`` (its
 flags included); on the embedded store, built with the default hub address, and said so."""
 
 from __future__ import annotations

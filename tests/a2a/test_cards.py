@@ -7,7 +7,7 @@ import pytest
 from a2a.types import AgentCard
 from google.protobuf.json_format import ParseDict
 
-from switchboard.a2a.cards import GENERATION_EXTENSION
+from callboard.a2a.cards import GENERATION_EXTENSION
 from tests.a2a.conftest import fetch_card, unique
 from tests.support.a2a_hub import InProcessHub
 
@@ -80,7 +80,7 @@ async def test_the_rest_api_serves_the_same_card(hub: InProcessHub) -> None:
 
 
 async def test_a_public_url_names_the_interfaces(tmp_path) -> None:
-    from switchboard.hub.app import A2AOptions
+    from callboard.hub.app import A2AOptions
 
     with InProcessHub(tmp_path, a2a=A2AOptions(public_url="https://hub.example.com/")) as other:
         other.describe("bob", "reviews", [])

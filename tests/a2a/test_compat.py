@@ -1,5 +1,5 @@
 """Opt-in A2A 0.3 compatibility (``up --a2a-compat-0-3``): an a2a-sdk client speaking 0.3 tasks a
-Switchboard agent on the same endpoint; without the flag, 0.3 requests are refused."""
+Callboard agent on the same endpoint; without the flag, 0.3 requests are refused."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import httpx
 import pytest
 from a2a.types import AgentCard, AgentInterface, GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 
-from switchboard.hub.app import A2AOptions
-from switchboard.model import Part as OurPart
-from switchboard.tasks import TaskArtifact
-from switchboard.tasks import TaskState as OurState
+from callboard.hub.app import A2AOptions
+from callboard.model import Part as OurPart
+from callboard.tasks import TaskArtifact
+from callboard.tasks import TaskState as OurState
 from tests.a2a.conftest import a2a_client, fetch_card, unique
 from tests.support.a2a_hub import InProcessHub
 

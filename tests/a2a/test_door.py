@@ -1,4 +1,4 @@
-"""The A2A door: a Switchboard token or nothing, another workspace sees nothing, bodies are bounded."""
+"""The A2A door: a Callboard token or nothing, another workspace sees nothing, bodies are bounded."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ SEND = {
 VERSION = {"A2A-Version": "1.0"}
 
 
-@pytest.mark.parametrize("token", [None, "sb_not-a-real-token"])
+@pytest.mark.parametrize("token", [None, "cb_not-a-real-token"])
 async def test_no_task_without_a_valid_token(hub: InProcessHub, token: str | None) -> None:
     bob = unique("bob")
     hub.describe(bob, "reviews", [])
@@ -42,7 +42,7 @@ async def test_another_workspaces_token_finds_no_agent(hub: InProcessHub) -> Non
     hub.describe(bob, "reviews", [])
     elsewhere = hub.user_token(unique("ws"))
     outsider = hub.token(unique("outsider"), workspace=unique("ws"))
-    for token, agent_header in ((elsewhere, {"X-Switchboard-Agent": "mallory"}), (outsider, {})):
+    for token, agent_header in ((elsewhere, {"X-Callboard-Agent": "mallory"}), (outsider, {})):
         headers = {**VERSION, "Authorization": f"Bearer {token}", **agent_header}
         async with httpx.AsyncClient(timeout=10, headers=headers) as http:
             rpc = await http.post(f"{hub.agent_url(bob)}/jsonrpc", json=SEND)

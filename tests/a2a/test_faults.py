@@ -1,4 +1,4 @@
-"""Faults, with real ``switchboard up`` processes and the official a2a-sdk client:
+"""Faults, with real ``callboard up`` processes and the official a2a-sdk client:
 
 - a hub SIGKILLed after a task was sent and worked on (input-required with a message, an
   artifact) keeps it all: restarted on the same store (SQLite, or PostgreSQL), GetTask shows the
@@ -36,7 +36,7 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from switchboard.a2a.cards import GENERATION_AFTER
+from callboard.a2a.cards import GENERATION_AFTER
 from tests.a2a.conftest import A2A_ERRORS, a2a_client, unique
 from tests.hub.conftest import FAILURE_IN_LOG, Hub
 from tests.support.postgres import fresh_database
@@ -76,7 +76,7 @@ def create_agent(hub: Hub, name: str) -> None:
 
 
 def work(hub: Hub, worker: str, task_id: str, **update: Any) -> dict[str, Any]:
-    """The worker's move through the hub's REST face (as ``switchboard task update`` makes it)."""
+    """The worker's move through the hub's REST face (as ``callboard task update`` makes it)."""
     with hub.admin(worker) as http:
         answer = http.post(f"/v1/tasks/{task_id}/update", json=update)
     assert answer.status_code == 200, answer.text

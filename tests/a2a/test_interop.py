@@ -1,11 +1,11 @@
-"""Clients nobody here wrote send a streaming task to a Switchboard agent and get its artifact.
+"""Clients nobody here wrote send a streaming task to a Callboard agent and get its artifact.
 
 - ``@a2a-js/sdk`` (the A2A project's JavaScript SDK, 1.3.0, from npm into the tests' CLI cache):
   ``tests/a2a/js_stream_client.mjs`` streams a task over each binding and prints the events;
 - the ``a2a-sdk`` client speaking A2A 0.3 (its compatibility transport), against a hub started
   with ``--a2a-compat-0-3``.
 
-The worker is a Switchboard agent answering through the Service, as its tools do: it takes the
+The worker is a Callboard agent answering through the Service, as its tools do: it takes the
 task up and completes it with an artifact once the task's mail is in its mailbox.
 """
 
@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
-from switchboard.hub.app import A2AOptions
-from switchboard.model import Part as OurPart
-from switchboard.tasks import TaskArtifact
-from switchboard.tasks import TaskState as OurState
+from callboard.hub.app import A2AOptions
+from callboard.model import Part as OurPart
+from callboard.tasks import TaskArtifact
+from callboard.tasks import TaskState as OurState
 from tests.a2a.conftest import a2a_client, fetch_card, unique
 from tests.a2a.test_compat import only_0_3
 from tests.agent_clis_e2e.conftest import NpmCli, install
@@ -62,7 +62,7 @@ def answer_tasks(hub: InProcessHub, agent: str, how_many: int, stop: threading.E
 @pytest.mark.e2e
 @pytest.mark.timeout(600 + 4 * RUN_TIMEOUT)  # a first npm install, then the runs
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
-def test_the_javascript_sdk_streams_a_task_to_a_switchboard_agent_and_gets_its_artifact(
+def test_the_javascript_sdk_streams_a_task_to_a_callboard_agent_and_gets_its_artifact(
     binding: str, tmp_path: Path
 ) -> None:
     node = shutil.which("node")

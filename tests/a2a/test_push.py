@@ -26,9 +26,9 @@ from a2a.types import (
     TaskPushNotificationConfig,
 )
 
-from switchboard.model import Part as OurPart
-from switchboard.tasks import TaskArtifact
-from switchboard.tasks import TaskState as OurState
+from callboard.model import Part as OurPart
+from callboard.tasks import TaskArtifact
+from callboard.tasks import TaskState as OurState
 from tests.a2a.conftest import A2A_ERRORS, BINDINGS, a2a_client, fetch_card, unique
 from tests.support.a2a_hub import InProcessHub
 from tests.support.waiting import wait_until
@@ -114,8 +114,8 @@ async def test_the_webhook_receives_each_event_signed(hub: InProcessHub, webhook
             assert headers["x-a2a-notification-token"] == "tok-123"
             assert headers["authorization"] == "Bearer webhook-secret"
             expected = "sha256=" + hmac.new(b"tok-123", body, hashlib.sha256).hexdigest()
-            assert headers["x-switchboard-signature"] == expected
-            documents.append((int(headers["x-switchboard-task-generation"]), json.loads(body)))
+            assert headers["x-callboard-signature"] == expected
+            documents.append((int(headers["x-callboard-task-generation"]), json.loads(body)))
         documents.sort(key=lambda pair: pair[0])
         assert [g for g, _ in documents] == [2, 3, 4]
         assert documents[0][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
@@ -147,7 +147,7 @@ async def test_a_failed_post_is_tried_again(hub: InProcessHub, webhook: Webhook)
     hub.service.update_task(hub.caller(bob), sent.task.id, state=OurState.COMPLETED)
     wait_until(lambda: len(webhook.posts) >= 2, 20, "the post tried again after a 503")
     first, second = webhook.posts[:2]
-    assert first[1] == second[1] and "x-switchboard-signature" not in second[0]  # no token: nothing to sign with
+    assert first[1] == second[1] and "x-callboard-signature" not in second[0]  # no token: nothing to sign with
 
 
 async def test_a_hub_not_told_to_allow_private_webhooks_refuses_them(tmp_path, webhook: Webhook) -> None:

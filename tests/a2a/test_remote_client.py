@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.a2a.remote_card import RemoteTimeouts, fetch_card
-from switchboard.a2a.remote_client import RemoteConnection
-from switchboard.a2a.remote_parts import part_from_a2a, part_to_a2a
-from switchboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
-from switchboard.errors import BadAddress, BadRemoteAnswer, RemoteTimedOut, RemoteUnreachable
-from switchboard.model import Part, new_id
-from switchboard.tasks import TaskState
+from callboard.a2a.remote_card import RemoteTimeouts, fetch_card
+from callboard.a2a.remote_client import RemoteConnection
+from callboard.a2a.remote_parts import part_from_a2a, part_to_a2a
+from callboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
+from callboard.errors import BadAddress, BadRemoteAnswer, RemoteTimedOut, RemoteUnreachable
+from callboard.model import Part, new_id
+from callboard.tasks import TaskState
 from tests.support.outside_agent import OutsideAgent
 
 pytestmark = pytest.mark.anyio

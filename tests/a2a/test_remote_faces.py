@@ -1,4 +1,4 @@
-"""Outside A2A agents through the faces, as real processes: the ``switchboard`` command line on
+"""Outside A2A agents through the faces, as real processes: the ``callboard`` command line on
 the embedded store (the send pumps inline, ``status`` moves it on), and through a real hub (its
 own pump sends, any client just sends and reads). The outside agent is the a2a-sdk's server."""
 

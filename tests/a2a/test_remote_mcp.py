@@ -1,5 +1,5 @@
 """The MCP tool set addresses an outside A2A agent like any agent: send_message to its name,
-the pump (as ``switchboard mcp`` runs it) sends the task, read_messages brings its answers."""
+the pump (as ``callboard mcp`` runs it) sends the task, read_messages brings its answers."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from switchboard.a2a.remote_card import card_source
-from switchboard.a2a.remote_pump import PumpSettings, PumpThread
-from switchboard.client.local import LocalClient
-from switchboard.config import Settings
-from switchboard.mcp.tools import mailbox_server, one_client
+from callboard.a2a.remote_card import card_source
+from callboard.a2a.remote_pump import PumpSettings, PumpThread
+from callboard.client.local import LocalClient
+from callboard.config import Settings
+from callboard.mcp.tools import mailbox_server, one_client
 from tests.support.outside_agent import OutsideAgent
 from tests.support.waiting import wait_until
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def alice(tmp_path: Path) -> Iterator[LocalClient]:
-    env = {"SWITCHBOARD_HOME": str(tmp_path / "home")}
+    env = {"CALLBOARD_HOME": str(tmp_path / "home")}
     client = LocalClient.open(Settings.load(env), agent="alice", env=env, card_source=card_source)
     yield client
     client.service.store.close()

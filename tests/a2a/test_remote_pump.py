@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.a2a.remote_card import RemoteTimeouts, card_source
-from switchboard.a2a.remote_pump import PumpSettings, RemotePump
-from switchboard.errors import AlreadyExists, BadRemoteAnswer, BadRequest, RemoteUnreachable, UnknownAgent
-from switchboard.model import Caller, MailItem
-from switchboard.service import Service
-from switchboard.store.opening import open_store
-from switchboard.tasks import TaskState
+from callboard.a2a.remote_card import RemoteTimeouts, card_source
+from callboard.a2a.remote_pump import PumpSettings, RemotePump
+from callboard.errors import AlreadyExists, BadRemoteAnswer, BadRequest, RemoteUnreachable, UnknownAgent
+from callboard.model import Caller, MailItem
+from callboard.service import Service
+from callboard.store.opening import open_store
+from callboard.tasks import TaskState
 from tests.support.outside_agent import OutsideAgent
 from tests.support.postgres import fresh_schema
 from tests.support.waiting import wait_until
@@ -45,7 +45,7 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]
         return service
 
     if request.param == "sqlite":
-        service = opened(str(tmp_path / "switchboard.db"))
+        service = opened(str(tmp_path / "callboard.db"))
         yield service
         service.store.close()
         return

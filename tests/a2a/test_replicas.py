@@ -20,9 +20,9 @@ from a2a.types import (
     TaskState,
 )
 
-from switchboard.model import Part as OurPart
-from switchboard.tasks import TaskArtifact
-from switchboard.tasks import TaskState as OurState
+from callboard.model import Part as OurPart
+from callboard.tasks import TaskArtifact
+from callboard.tasks import TaskState as OurState
 from tests.a2a.conftest import BINDINGS, a2a_client, fetch_card, unique
 from tests.support.a2a_hub import InProcessHub
 from tests.support.postgres import fresh_database

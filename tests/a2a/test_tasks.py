@@ -25,11 +25,11 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
-from switchboard.a2a.cards import GENERATION_AFTER
-from switchboard.model import Caller, MailItem
-from switchboard.model import Part as OurPart
-from switchboard.tasks import TaskArtifact
-from switchboard.tasks import TaskState as OurState
+from callboard.a2a.cards import GENERATION_AFTER
+from callboard.model import Caller, MailItem
+from callboard.model import Part as OurPart
+from callboard.tasks import TaskArtifact
+from callboard.tasks import TaskState as OurState
 from tests.a2a.conftest import A2A_ERRORS, BINDINGS, a2a_client, fetch_card, unique
 from tests.support.a2a_hub import InProcessHub
 from tests.support.waiting import wait_until

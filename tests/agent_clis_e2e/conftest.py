@@ -1,20 +1,20 @@
-"""Fixtures for driving real coding CLIs against ``switchboard mcp``, offline.
+"""Fixtures for driving real coding CLIs against ``callboard mcp``, offline.
 
 Each CLI is installed from npm at the exact version that was verified against a mock model
 (see the pins below), once, into a cache folder shared by every run on the machine:
-``$SWITCHBOARD_TEST_CLI_CACHE`` or ``~/.cache/switchboard-test-clis/<cli>-<version>/``. A file
+``$CALLBOARD_TEST_CLI_CACHE`` or ``~/.cache/callboard-test-clis/<cli>-<version>/``. A file
 lock keeps parallel runs from installing into the same folder at once. A failed install fails
 the test with npm's output: these tests need Node and npm, and are never skipped.
 
 Fixtures:
   claude_code, codex  the path of the installed CLI's executable (session-wide)
   claude_code_current the current Claude Code, whose sessions have a messaging socket
-  machine             an isolated HOME, SWITCHBOARD_HOME and working folder; ``.env()`` builds a
+  machine             an isolated HOME, CALLBOARD_HOME and working folder; ``.env()`` builds a
                       CLI's environment, ``.mcp_server(agent)`` our stdio server's launch spec,
                       ``.run()`` runs a CLI with a deadline, ``.start()`` starts one that stays
                       (stdin open; killed at the end of the test), ``.mailbox(agent)`` reads a
                       mailbox, ``.client(agent)`` acts as an agent on the same store,
-                      ``.install(client)`` runs ``switchboard install`` in the working folder,
+                      ``.install(client)`` runs ``callboard install`` in the working folder,
                       ``.processes(command)`` finds the processes working on its store
   model               a started ``MockModel`` whose script calls send_message to bob
 """
@@ -39,9 +39,9 @@ from typing import Any
 
 import pytest
 
-from switchboard.client.local import LocalClient
-from switchboard.config import Settings
-from switchboard.model import MailItem
+from callboard.client.local import LocalClient
+from callboard.config import Settings
+from callboard.model import MailItem
 from tests.support.cli_runner import isolated_env
 from tests.support.mock_model import MockModel
 from tests.support.waiting import wait_until
@@ -84,10 +84,10 @@ GEMINI = NpmCli("gemini", "@google/gemini-cli", "0.61.0", "gemini")
 
 
 def cli_cache() -> Path:
-    configured = os.environ.get("SWITCHBOARD_TEST_CLI_CACHE")
+    configured = os.environ.get("CALLBOARD_TEST_CLI_CACHE")
     if configured:
         return Path(configured).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "switchboard-test-clis"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "callboard-test-clis"
 
 
 def _tool(name: str) -> str:
@@ -146,7 +146,7 @@ def install(cli: NpmCli) -> Path:
 
 def _check_version(cli: NpmCli, executable: Path) -> None:
     # In a throwaway HOME: a CLI may create its config folder on any start.
-    with tempfile.TemporaryDirectory(prefix="switchboard-cli-version-") as home:
+    with tempfile.TemporaryDirectory(prefix="callboard-cli-version-") as home:
         env = {**os.environ, "HOME": home}
         try:
             proc = subprocess.run(
@@ -208,7 +208,7 @@ def claude_code_env(machine: Machine, model: MockModel, extra: Mapping[str, str]
     return machine.env(
         {
             "ANTHROPIC_BASE_URL": model.url,
-            "ANTHROPIC_API_KEY": "sk-ant-switchboard-test-0123456789",
+            "ANTHROPIC_API_KEY": "sk-ant-callboard-test-0123456789",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1",
@@ -319,9 +319,9 @@ class Machine:
 
     def __post_init__(self) -> None:
         self.home = self.root / "home"
-        self.switchboard_home = self.root / "switchboard-home"
+        self.callboard_home = self.root / "callboard-home"
         self.workdir = self.root / "work"
-        for folder in (self.home, self.switchboard_home, self.workdir):
+        for folder in (self.home, self.callboard_home, self.workdir):
             folder.mkdir(parents=True, exist_ok=True)
         self.workdir = self.workdir.resolve()
         self._started: list[LiveCli] = []
@@ -330,30 +330,30 @@ class Machine:
         """How a CLI launches our stdio server acting as ``agent`` (command, args, env)."""
         return {
             "command": sys.executable,
-            "args": ["-m", "switchboard", "mcp"],
-            "env": {"SWITCHBOARD_AGENT": agent, "SWITCHBOARD_HOME": str(self.switchboard_home)},
+            "args": ["-m", "callboard", "mcp"],
+            "env": {"CALLBOARD_AGENT": agent, "CALLBOARD_HOME": str(self.callboard_home)},
         }
 
     def env(self, extra: Mapping[str, str]) -> dict[str, str]:
         """A CLI's environment: isolated HOME, nothing of the caller's accounts or proxies, and
-        no SWITCHBOARD_* at all (our server gets its agent and store from the CLI's config)."""
+        no CALLBOARD_* at all (our server gets its agent and store from the CLI's config)."""
         removed: dict[str, str | None] = {
             key: None
             for key in os.environ
             if key.upper().startswith(FOREIGN_PREFIXES) or key.upper() in PROXY_VARIABLES
         }
-        return isolated_env(self.home, self.switchboard_home, {**removed, "SWITCHBOARD_HOME": None, **extra})
+        return isolated_env(self.home, self.callboard_home, {**removed, "CALLBOARD_HOME": None, **extra})
 
     def agent_env(self, agent: str) -> dict[str, str]:
-        """What a CLI's environment adds for settings written by ``switchboard install`` (which
+        """What a CLI's environment adds for settings written by ``callboard install`` (which
         name no agent and no store): its hooks and servers inherit it."""
-        return {"SWITCHBOARD_AGENT": agent, "SWITCHBOARD_HOME": str(self.switchboard_home)}
+        return {"CALLBOARD_AGENT": agent, "CALLBOARD_HOME": str(self.callboard_home)}
 
     def processes(self, command: str) -> list[int]:
-        """The pids of the processes that work on this machine's store (SWITCHBOARD_HOME in
+        """The pids of the processes that work on this machine's store (CALLBOARD_HOME in
         their environment, as our servers and the hooks of installed settings have it) and
-        whose command line holds ``command``: ``machine.processes("switchboard hook wake")``."""
-        marker = f"SWITCHBOARD_HOME={self.switchboard_home}".encode()
+        whose command line holds ``command``: ``machine.processes("callboard hook wake")``."""
+        marker = f"CALLBOARD_HOME={self.callboard_home}".encode()
         found = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -368,11 +368,11 @@ class Machine:
         return found
 
     def install(self, client: str, scope: str = "project") -> str:
-        """Run the real ``switchboard install <client> --scope <scope>`` in the working folder
+        """Run the real ``callboard install <client> --scope <scope>`` in the working folder
         (this machine's HOME and store); what it printed. Fails the test if it fails."""
-        env = isolated_env(self.home, self.switchboard_home, {"CLAUDE_CONFIG_DIR": None})
+        env = isolated_env(self.home, self.callboard_home, {"CLAUDE_CONFIG_DIR": None})
         proc = subprocess.run(
-            [sys.executable, "-m", "switchboard", "install", client, "--scope", scope],
+            [sys.executable, "-m", "callboard", "install", client, "--scope", scope],
             env=env,
             cwd=self.workdir,
             capture_output=True,
@@ -382,7 +382,7 @@ class Machine:
         )
         if proc.returncode != 0:
             pytest.fail(
-                f"switchboard install {client} --scope {scope} failed (exit {proc.returncode})\n{_output(proc)}"
+                f"callboard install {client} --scope {scope} failed (exit {proc.returncode})\n{_output(proc)}"
             )
         return proc.stdout
 
@@ -433,7 +433,7 @@ class Machine:
     @contextmanager
     def client(self, agent: str) -> Iterator[LocalClient]:
         """A LocalClient acting as ``agent`` on the store our server uses."""
-        env = {"SWITCHBOARD_HOME": str(self.switchboard_home)}
+        env = {"CALLBOARD_HOME": str(self.callboard_home)}
         client = LocalClient.open(Settings.load(env), agent=agent, env=env)
         try:
             yield client
@@ -442,7 +442,7 @@ class Machine:
 
     def mailbox(self, agent: str) -> list[MailItem]:
         """``agent``'s unread mail in the store our server used (read: marked read)."""
-        env = {"SWITCHBOARD_HOME": str(self.switchboard_home)}
+        env = {"CALLBOARD_HOME": str(self.callboard_home)}
         client = LocalClient.open(Settings.load(env), agent=agent, env=env)
         try:
             return client.read().items
@@ -454,7 +454,7 @@ class Machine:
 def socket_tmp() -> Iterator[Path]:
     """Claude Code's TMPDIR, where it binds ``cc-socks/<pid>.sock``: short (a socket path has
     about 100 bytes) and this test's own."""
-    with tempfile.TemporaryDirectory(prefix="sb-cc-") as folder:
+    with tempfile.TemporaryDirectory(prefix="cb-cc-") as folder:
         yield Path(folder)
 
 

@@ -1,4 +1,4 @@
-"""Starting ``switchboard run`` as a real process on a test Machine, and reading what it reports."""
+"""Starting ``callboard run`` as a real process on a test Machine, and reading what it reports."""
 
 from __future__ import annotations
 
@@ -9,22 +9,22 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from switchboard import procs
-from switchboard.model import RecipientStatus
+from callboard import procs
+from callboard.model import RecipientStatus
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, Machine
 from tests.support.waiting import wait_until
 
 
 class RunnerProcess:
-    """``switchboard run --agent <agent> --cli <cli>`` in the machine's working folder."""
+    """``callboard run --agent <agent> --cli <cli>`` in the machine's working folder."""
 
     def __init__(self, machine: Machine, agent: str, cli: str, env: Mapping[str, str]) -> None:
         self.machine, self.agent = machine, agent
-        argv = [sys.executable, "-m", "switchboard", "run", "--agent", agent, "--cli", cli]
+        argv = [sys.executable, "-m", "callboard", "run", "--agent", agent, "--cli", cli]
         self.out = machine.root / f"runner-{agent}.out"  # what it prints (a pipe nobody reads could fill)
         self.process = subprocess.Popen(
             [*argv, "--cwd", str(machine.workdir)],
-            env={**env, "SWITCHBOARD_HOME": str(machine.switchboard_home)},
+            env={**env, "CALLBOARD_HOME": str(machine.callboard_home)},
             cwd=machine.workdir,
             stdin=subprocess.DEVNULL,
             stdout=self.out.open("w"),
@@ -63,7 +63,7 @@ class RunnerProcess:
 
     def log(self) -> str:
         """Its runner.log (what `runner logs` shows)."""
-        return "\n".join(p.read_text() for p in (self.machine.switchboard_home / "runners").rglob("runner.log"))
+        return "\n".join(p.read_text() for p in (self.machine.callboard_home / "runners").rglob("runner.log"))
 
     def output(self) -> str:
         logs = self.log()[-4000:] or "(no runner.log)"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.runner.adapters.base import CliExited, Launch, TurnEvent
-from switchboard.runner.adapters.claude import ClaudeAdapter
+from callboard.runner.adapters.base import CliExited, Launch, TurnEvent
+from callboard.runner.adapters.claude import ClaudeAdapter
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, Machine, claude_code_env
 from tests.support.mock_model import MockModel
 from tests.support.waiting import wait_until
@@ -63,7 +63,7 @@ def test_a_turn_reaches_the_model_and_answers_through_our_mcp_server(
     assert kinds[0] == "session" and kinds[-1] == "done", seen
     assert kinds.index("took") < kinds.index("usage"), seen
     assert adapter.session_id == events[0].session_id
-    assert [e.text for e in events if e.kind == "tool"] == ["ToolSearch", "mcp__switchboard__send_message"], seen
+    assert [e.text for e in events if e.kind == "tool"] == ["ToolSearch", "mcp__callboard__send_message"], seen
     (usage,) = [e.usage for e in events if e.kind == "usage"]
     assert usage is not None and usage.input_tokens > 0 and usage.output_tokens > 0 and usage.cost_usd, seen
     assert model.requests_mentioning(ASK), seen

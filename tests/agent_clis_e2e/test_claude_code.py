@@ -1,5 +1,5 @@
 """A real client: Claude Code, installed from npm, run headless (``-p``) against a local mock
-model with ``switchboard mcp`` configured as alice's stdio server. The mock answers with a call
+model with ``callboard mcp`` configured as alice's stdio server. The mock answers with a call
 of our send_message tool; the message must land in bob's mailbox, sent by alice."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.support.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
-SERVER = "switchboard"
+SERVER = "callboard"
 TOOL = f"mcp__{SERVER}__send_message"  # how Claude Code names an MCP server's tool
 
 

@@ -1,7 +1,7 @@
 """An A2A task reaches a live Claude Code session, and its model answers it with our tools.
 
 Claude Code (the current version, from npm) runs headless with its stdin left open, against the
-local mock model, with ``switchboard mcp`` as alice's stdio server logged in to a hub (a real hub
+local mock model, with ``callboard mcp`` as alice's stdio server logged in to a hub (a real hub
 on a loopback port). An outside A2A client, the official ``a2a-sdk`` client with a token that
 names it, sends alice a streaming task through the hub. Nobody types a prompt: the task's mail
 goes into the session's messaging socket, the idle session starts a turn, and the model (the
@@ -56,7 +56,7 @@ def start_session(claude: Path, machine: Machine, model: MockModel, tmp: Path, h
         machine,
         model,
         tmp,
-        server_env={"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": hub.token("alice")},
+        server_env={"CALLBOARD_HUB": hub.url, "CALLBOARD_TOKEN": hub.token("alice")},
         # allowed without a prompt, as a user allows our tools
         args=("--allowedTools", f"mcp__{SERVER}__update_task"),
     )

@@ -1,7 +1,7 @@
-"""When a real Claude Code session ends, its ``switchboard mcp`` is gone within moments (well
+"""When a real Claude Code session ends, its ``callboard mcp`` is gone within moments (well
 inside Claude Code's grace before it kills a server) and the agent session it kept has an end
 time. Claude Code (the current version) runs headless with stream-json input against the local
-mock model, with ``switchboard mcp`` as alice's stdio server; the session ends as a user's does
+mock model, with ``callboard mcp`` as alice's stdio server; the session ends as a user's does
 when its input ends.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.store.sqlite.store import SQLiteStore
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, Machine
 from tests.agent_clis_e2e.test_claude_code_socket import start_session
 from tests.mcp.test_session import process_gone
@@ -28,14 +28,14 @@ def test_when_the_claude_code_session_ends_its_server_exits_and_the_session_has_
 ):
     with MockModel(tool_input=None) as model:
         session = start_session(claude_code_current, machine, model, socket_tmp)
-        (server,) = wait_until(lambda: machine.processes("switchboard mcp"), what="our server's process")
+        (server,) = wait_until(lambda: machine.processes("callboard mcp"), what="our server's process")
         assert session.process.stdin is not None
         session.process.stdin.close()  # the user is done: Claude Code ends, closing its servers
         session.process.wait(timeout=60)
         assert wait_until(lambda: process_gone(server), timeout=ENDS_WITHIN, what="the server to exit")
         session.close()  # nothing else it started is left either
 
-    store = SQLiteStore(machine.switchboard_home / "switchboard.db")
+    store = SQLiteStore(machine.callboard_home / "callboard.db")
     try:
         sessions = store.list_sessions("default", "alice", include_ended=True)
     finally:

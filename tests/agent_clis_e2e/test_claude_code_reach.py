@@ -1,13 +1,13 @@
-"""A real Claude Code session that runs no Switchboard at all, reached by a sender's push.
+"""A real Claude Code session that runs no Callboard at all, reached by a sender's push.
 
 Claude Code (the current version, installed from npm) runs headless with stream-json input and
 its stdin left open, against a local mock model, WITHOUT our MCP server or hooks, in a project
-whose agent file names alice. ``switchboard send`` from bob, another process, finds the session
+whose agent file names alice. ``callboard send`` from bob, another process, finds the session
 in Claude Code's registry and writes alice's mail into its messaging socket: the idle session
 starts a turn by itself, and the model's next request carries the message, fenced.
 
 The mail is handed to a session of alice registered for that Claude Code process, so it comes
-back to the mailbox when the process dies before its model took it; ``switchboard status``
+back to the mailbox when the process dies before its model took it; ``callboard status``
 first reads the session's transcript, so mail its model did take shows surfaced instead.
 """
 
@@ -33,16 +33,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 HEADLESS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
 
 
-def switchboard_send(machine: Machine, *args: str) -> dict:
-    """``switchboard send … --json`` as bob on the machine (its HOME: Claude Code's registry there)."""
-    return switchboard(machine, "bob", "send", *args)
+def callboard_send(machine: Machine, *args: str) -> dict:
+    """``callboard send … --json`` as bob on the machine (its HOME: Claude Code's registry there)."""
+    return callboard(machine, "bob", "send", *args)
 
 
-def switchboard(machine: Machine, agent: str, command: str, *args: str) -> dict:
-    """``switchboard <command> … --json`` as ``agent`` on the machine, as an agent's Bash runs it."""
-    env = isolated_env(machine.home, machine.switchboard_home, {"SWITCHBOARD_AGENT": agent, "CLAUDE_CONFIG_DIR": None})
+def callboard(machine: Machine, agent: str, command: str, *args: str) -> dict:
+    """``callboard <command> … --json`` as ``agent`` on the machine, as an agent's Bash runs it."""
+    env = isolated_env(machine.home, machine.callboard_home, {"CALLBOARD_AGENT": agent, "CLAUDE_CONFIG_DIR": None})
     proc = subprocess.run(
-        [sys.executable, "-m", "switchboard", command, *args, "--json"],
+        [sys.executable, "-m", "callboard", command, *args, "--json"],
         env=env,
         cwd=machine.root,
         capture_output=True,
@@ -54,10 +54,10 @@ def switchboard(machine: Machine, agent: str, command: str, *args: str) -> dict:
     return json.loads(proc.stdout)
 
 
-def test_a_session_without_switchboard_is_woken_by_a_send_to_its_agent(
+def test_a_session_without_callboard_is_woken_by_a_send_to_its_agent(
     claude_code_current: Path, machine: Machine, model: MockModel, socket_tmp: Path
 ):
-    (machine.workdir / ".switchboard-agent").write_text("alice\n")
+    (machine.workdir / ".callboard-agent").write_text("alice\n")
     session = machine.start(
         [claude_code_current, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"],
         claude_code_env(machine, model, {"TMPDIR": str(socket_tmp)}),
@@ -66,7 +66,7 @@ def test_a_session_without_switchboard_is_woken_by_a_send_to_its_agent(
     session.wait_for(lambda: len(session.results()) == 1, "the first turn to finish")
     turns = len(model.model_requests())
 
-    sent = switchboard_send(machine, "alice", "Please rebase PR 12 onto main.", "--subject", "rebase")
+    sent = callboard_send(machine, "alice", "Please rebase PR 12 onto main.", "--subject", "rebase")
 
     (pushed,) = sent["pushed_into_claude_code"]
     assert (pushed["agent"], pushed["pid"], pushed["messages"]) == ("alice", session.pid, [sent["message_id"]])
@@ -80,9 +80,9 @@ def test_a_session_without_switchboard_is_woken_by_a_send_to_its_agent(
     assert model.model_requests().index(request) == turns  # the very next request
     session.wait_for(lambda: len(session.results()) == 2, "the woken turn to finish")
 
-    # Handed by the frame to the session registered for that process; no Switchboard process
+    # Handed by the frame to the session registered for that process; no Callboard process
     # runs in it, so the status reads its transcript first: the turn carried it, surfaced.
-    alice = alice_row(switchboard(machine, "bob", "status", sent["message_id"]))
+    alice = alice_row(callboard(machine, "bob", "status", sent["message_id"]))
     assert (alice["state"], alice["via"], alice["read_at"]) == ("surfaced", "socket", None)
     handed = [e for e in alice["history"] if e["event"] == "handed"]
     assert [e["session"].rsplit("#", 1)[-1] for e in handed] == [str(session.pid)], alice["history"]
@@ -90,9 +90,9 @@ def test_a_session_without_switchboard_is_woken_by_a_send_to_its_agent(
 
     assert session.close() == 0
     # Its process gone, the mail its model took stays surfaced: nothing comes back.
-    after = alice_row(switchboard(machine, "bob", "status", sent["message_id"]))
+    after = alice_row(callboard(machine, "bob", "status", sent["message_id"]))
     assert after["state"] == "surfaced" and "returned" not in [e["event"] for e in after["history"]]
-    assert switchboard(machine, "alice", "read")["items"] != []  # surfaced, still unread: a reader gets it
+    assert callboard(machine, "alice", "read")["items"] != []  # surfaced, still unread: a reader gets it
     assert model.proxied() == [], session.transcript()
 
 
@@ -101,10 +101,10 @@ def alice_row(report: dict) -> dict:
     return alice
 
 
-def test_mail_pushed_into_a_session_without_switchboard_that_dies_mid_tool_returns_and_is_read_once(
+def test_mail_pushed_into_a_session_without_callboard_that_dies_mid_tool_returns_and_is_read_once(
     claude_code_current: Path, machine: Machine, socket_tmp: Path
 ):
-    (machine.workdir / ".switchboard-agent").write_text("alice\n")
+    (machine.workdir / ".callboard-agent").write_text("alice\n")
     marks = machine.root / "marks"
     marks.mkdir()
     with MockModel(tool_input=None) as model:
@@ -116,24 +116,24 @@ def test_mail_pushed_into_a_session_without_switchboard_that_dies_mid_tool_retur
         session.wait_for(started.exists, "the Bash call to start")  # busy: a frame waits for the tool's end
 
         body = "Stop the deploy; the schema changed."
-        sent = switchboard_send(machine, "alice", body)
+        sent = callboard_send(machine, "alice", body)
         (pushed,) = sent["pushed_into_claude_code"]
         assert pushed["pid"] == session.pid
-        handed = alice_row(switchboard(machine, "bob", "status", sent["message_id"]))
+        handed = alice_row(callboard(machine, "bob", "status", sent["message_id"]))
         assert handed["state"] == "handed" and handed["handed_to"].endswith(f"#{session.pid}"), handed
 
         os.killpg(session.pid, signal.SIGKILL)  # stopped in the middle of its tool call
         session.process.wait()
         assert not model.requests_mentioning(body)
 
-        returned = alice_row(switchboard(machine, "bob", "status", sent["message_id"]))
+        returned = alice_row(callboard(machine, "bob", "status", sent["message_id"]))
         assert (returned["state"], returned["handed_to"]) == ("queued", None), returned
         events = [e["event"] for e in returned["history"]]
         assert events[-2:] == ["handed", "returned"], returned["history"]
         assert returned["history"][-1]["session"] == handed["handed_to"]
 
         # The next reader gets it, once.
-        first = switchboard(machine, "alice", "read")
+        first = callboard(machine, "alice", "read")
         assert [i["message"]["id"] for i in first["items"]] == [sent["message_id"]]
-        assert switchboard(machine, "alice", "read")["items"] == []
-        assert alice_row(switchboard(machine, "bob", "status", sent["message_id"]))["state"] == "read"
+        assert callboard(machine, "alice", "read")["items"] == []
+        assert alice_row(callboard(machine, "bob", "status", sent["message_id"]))["state"] == "read"

@@ -2,7 +2,7 @@
 
 Claude Code (the current version, installed from npm) runs headless with stream-json input and
 its stdin left open, as a long-lived session does, against a local mock model, with
-``switchboard mcp`` as alice's stdio server. Claude Code hands that server its session's
+``callboard mcp`` as alice's stdio server. Claude Code hands that server its session's
 messaging socket; the server writes alice's new mail there. An idle session then starts a turn
 by itself: the model's next request carries the message, fenced as another agent's words.
 """
@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.integrations.claude_code import sessions as claude_sessions
-from switchboard.model import RecipientStatus
+from callboard.integrations.claude_code import sessions as claude_sessions
+from callboard.model import RecipientStatus
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env
 from tests.support.cli_runner import CALL_TIMEOUT, isolated_env
 from tests.support.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
-SERVER = "switchboard"
+SERVER = "callboard"
 
 
 def start_session(
@@ -67,13 +67,13 @@ def init_event(session: LiveCli) -> dict:
     return next(e for e in session.events() if e.get("type") == "system" and e.get("subtype") == "init")
 
 
-def switchboard_who(machine: Machine) -> dict:
-    """``switchboard who --json`` on the machine (its HOME, so Claude Code's registry there)."""
+def callboard_who(machine: Machine) -> dict:
+    """``callboard who --json`` on the machine (its HOME, so Claude Code's registry there)."""
     env = isolated_env(
-        machine.home, machine.switchboard_home, {"SWITCHBOARD_AGENT": "carol", "CLAUDE_CONFIG_DIR": None}
+        machine.home, machine.callboard_home, {"CALLBOARD_AGENT": "carol", "CLAUDE_CONFIG_DIR": None}
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "switchboard", "who", "--json"],
+        [sys.executable, "-m", "callboard", "who", "--json"],
         env=env,
         cwd=machine.workdir,
         capture_output=True,
@@ -100,12 +100,12 @@ def test_an_idle_session_starts_a_turn_with_mail_written_into_its_socket(
     socket_path = init["messaging_socket_path"]
     assert socket_path and Path(socket_path).is_socket(), session.transcript()
 
-    # The registry lists the session with its socket, and so does `switchboard who`.
+    # The registry lists the session with its socket, and so does `callboard who`.
     env = claude_code_env(machine, model)
     (registered,) = claude_sessions.live_sessions(env)
     assert (registered.pid, registered.socket_path) == (session.pid, socket_path)
     assert registered.session_id == init["session_id"]
-    who = switchboard_who(machine)
+    who = callboard_who(machine)
     assert [(s["pid"], s["socket_path"]) for s in who["claude_code_sessions"]] == [(session.pid, socket_path)]
 
     turns = len(model.model_requests())

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.model import RecipientStatus
+from callboard.model import RecipientStatus
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env
 from tests.agent_clis_e2e.test_claude_code_wake import start_waiting_session, waiters
 from tests.support.mock_model import MockModel
@@ -22,7 +22,7 @@ from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
-SERVER = "switchboard"
+SERVER = "callboard"
 HEADLESS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from switchboard.integrations.claude_code import sessions as claude_sessions
-from switchboard.model import RecipientStatus
+from callboard.integrations.claude_code import sessions as claude_sessions
+from callboard.model import RecipientStatus
 from tests.agent_clis_e2e.conftest import (
     LEFTOVER_TIMEOUT,
     RUN_TIMEOUT,
@@ -35,7 +35,7 @@ from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
-SERVER = "switchboard"
+SERVER = "callboard"
 HEADLESS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
 
 
@@ -62,10 +62,10 @@ def assert_fenced_from_bob(text: str, body: str, message_id: str) -> None:
 
 
 def waiters(machine: Machine) -> set[int]:
-    """The running ``switchboard hook wake`` hooks of this machine's sessions, by process group:
+    """The running ``callboard hook wake`` hooks of this machine's sessions, by process group:
     Claude Code runs each hook (its shell, and our process under it) in a group of its own."""
     groups = set()
-    for pid in machine.processes("switchboard hook wake"):
+    for pid in machine.processes("callboard hook wake"):
         try:
             groups.add(os.getpgid(pid))
         except ProcessLookupError:
@@ -100,7 +100,7 @@ def registry_says_idle(session_pid: int, env: dict[str, str]) -> bool:
 def start_waiting_session(
     claude: Path, machine: Machine, model: MockModel, tmp: Path, args: tuple[str, ...] = ()
 ) -> tuple[LiveCli, int]:
-    """Claude Code headless, with no messaging socket, in a project where the real ``switchboard
+    """Claude Code headless, with no messaging socket, in a project where the real ``callboard
     install claude --scope project`` ran; after its first turn: idle, its waiter running. The
     session and its waiter's process group."""
     machine.install("claude")  # hooks, the waiter, .mcp.json, permissions
@@ -143,7 +143,7 @@ def test_without_a_socket_the_installed_waiter_wakes_an_idle_session(
     (request,) = session.wait_for(
         lambda: quiet_model.requests_mentioning(body), "the model request with the mail", WAKE_TIMEOUT
     )
-    assert "New Switchboard mail:" in request.last_user_text()  # the installed rewakeMessage
+    assert "New Callboard mail:" in request.last_user_text()  # the installed rewakeMessage
     assert_fenced_from_bob(json.dumps(request.body["messages"][-1]).replace("\\n", "\n"), body, sent.message_id)
     assert quiet_model.model_requests().index(request) == turns  # the very next request
     session.wait_for(lambda: len(session.results()) == 2, "the woken turn to finish")
@@ -180,7 +180,7 @@ def test_the_waiter_ends_soon_after_its_session_is_killed(
     session, waiter = start_waiting_session(claude_code_current, machine, quiet_model, socket_tmp)
     assert waiter != session.pid
     # Our process, under the hook's shell (the group's leader).
-    (ours,) = [pid for pid in machine.processes("switchboard hook wake") if pid != waiter and in_group(pid, waiter)]
+    (ours,) = [pid for pid in machine.processes("callboard hook wake") if pid != waiter and in_group(pid, waiter)]
     session.kill()
     began = time.monotonic()
     wait_until(lambda: gone(ours), LEFTOVER_TIMEOUT, "the waiter to end after its session was killed")
@@ -345,7 +345,7 @@ def test_an_idle_interactive_session_is_woken_through_its_socket(
 
     tmux.kill()  # the terminal goes: the CLI, and our server with it
     wait_until(lambda: gone(pid), LEFTOVER_TIMEOUT, "Claude Code to exit with its terminal")
-    wait_until(lambda: not machine.processes("switchboard mcp"), LEFTOVER_TIMEOUT, "our server to exit too")
+    wait_until(lambda: not machine.processes("callboard mcp"), LEFTOVER_TIMEOUT, "our server to exit too")
     # Interactive Claude Code tries a few hosts of its own (updates, plugins): the mock, as its
     # proxy, refused every one.
     assert all(r.method == "CONNECT" for r in quiet_model.proxied()), quiet_model.summary()

@@ -1,5 +1,5 @@
 """A real client: Codex, installed from npm, run headless (``codex exec``) against a local mock
-model (a custom provider speaking the Responses API) with ``switchboard mcp`` configured as
+model (a custom provider speaking the Responses API) with ``callboard mcp`` configured as
 alice's stdio server. The mock answers with a call of our send_message tool; the message must
 land in bob's mailbox, sent by alice."""
 
@@ -15,8 +15,8 @@ from tests.support.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
-SERVER = "switchboard"
-TOOL = f"mcp__{SERVER}__send_message"  # Codex offers it as send_message in the namespace mcp__switchboard
+SERVER = "callboard"
+TOOL = f"mcp__{SERVER}__send_message"  # Codex offers it as send_message in the namespace mcp__callboard
 
 
 def toml_string(value: object) -> str:

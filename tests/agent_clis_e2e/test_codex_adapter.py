@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.runner.adapters.base import CliExited, Launch, TurnEvent
-from switchboard.runner.adapters.codex import CodexAdapter
+from callboard.runner.adapters.base import CliExited, Launch, TurnEvent
+from callboard.runner.adapters.codex import CodexAdapter
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, Machine
 from tests.agent_clis_e2e.test_codex import offline_config
 from tests.support.mock_model import MockModel

@@ -1,6 +1,6 @@
 """A real client's hooks: Codex, installed from npm, run headless (``codex exec``) against the
-local mock model, with ``switchboard hook session-start`` and ``hook prompt`` configured as its
-SessionStart and UserPromptSubmit hooks (as ``switchboard install codex`` writes them). Mail
+local mock model, with ``callboard hook session-start`` and ``hook prompt`` configured as its
+SessionStart and UserPromptSubmit hooks (as ``callboard install codex`` writes them). Mail
 waiting for the agent reaches the model's first request, fenced as another agent's words, once,
 and its status says a hook surfaced it."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.local import LocalClient
-from switchboard.config import Settings
-from switchboard.model import DeliveryState
+from callboard.client.local import LocalClient
+from callboard.config import Settings
+from callboard.model import DeliveryState
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, Machine
 from tests.agent_clis_e2e.test_codex import offline_config
 from tests.support.mock_model import MockModel
@@ -24,8 +24,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
 
 def hook_command(machine: Machine, event: str) -> str:
-    env = f"SWITCHBOARD_HOME={shlex.quote(str(machine.switchboard_home))} SWITCHBOARD_AGENT=alice"
-    return f"{env} {shlex.quote(sys.executable)} -m switchboard hook {event} --client codex"
+    env = f"CALLBOARD_HOME={shlex.quote(str(machine.callboard_home))} CALLBOARD_AGENT=alice"
+    return f"{env} {shlex.quote(sys.executable)} -m callboard hook {event} --client codex"
 
 
 def codex_home_for(machine: Machine, model: MockModel) -> Path:
@@ -41,7 +41,7 @@ def codex_home_for(machine: Machine, model: MockModel) -> Path:
 
 
 def client_of(machine: Machine, agent: str) -> LocalClient:
-    env = {"SWITCHBOARD_HOME": str(machine.switchboard_home)}
+    env = {"CALLBOARD_HOME": str(machine.callboard_home)}
     return LocalClient.open(Settings.load(env), agent=agent, env=env)
 
 

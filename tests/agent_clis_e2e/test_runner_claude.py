@@ -1,4 +1,4 @@
-"""A Claude Code runner: ``switchboard run --cli claude`` as a real process, its Claude Code (the
+"""A Claude Code runner: ``callboard run --cli claude`` as a real process, its Claude Code (the
 current version, from npm) against the mock model.
 
 Woken by bob's message (nothing typed, no polling), the runner hands the mail to its CLI; the
@@ -7,7 +7,7 @@ The status says surfaced via the runner. SIGKILL of the Claude Code under the ru
 starts it again resuming the same session (the next request carries the earlier conversation),
 and the mail sent meanwhile is not lost. The report carries the CLI's usage and cost. Three
 messages sent while a turn is held open wait (delivered) and go in as one batch after it; the
-agent's `switchboard runner clear` gives its next task a fresh context.
+agent's `callboard runner clear` gives its next task a fresh context.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 @contextmanager
 def claude_runner(claude_code: Path, machine: Machine, model: MockModel) -> Iterator[RunnerProcess]:
     """alice's Claude Code runner against ``model``, idle; stopped on the way out."""
-    env = claude_code_env(machine, model, {"SWITCHBOARD_CLAUDE_BIN": str(claude_code)})
+    env = claude_code_env(machine, model, {"CALLBOARD_CLAUDE_BIN": str(claude_code)})
     runner = RunnerProcess(machine, "alice", "claude", env)
     try:
         runner.wait_state("idle", "the runner to be idle")
@@ -93,7 +93,7 @@ def test_a_busy_claude_code_runner_takes_three_messages_in_one_batch_and_clears_
     claude_code_current: Path, machine: Machine
 ):
     release = machine.root / "release"
-    switchboard = Path(sys.executable).with_name("switchboard")
+    callboard = Path(sys.executable).with_name("callboard")
     # The model runs the Bash lines it is given, nothing else.
     with MockModel(tool_input=None) as model, claude_runner(claude_code_current, machine, model) as runner:
         with machine.client("bob") as bob:
@@ -109,7 +109,7 @@ def test_a_busy_claude_code_runner_takes_three_messages_in_one_batch_and_clears_
         before = runner.wait_state("idle", "the batch's turn to end", turns=2)
 
         with machine.client("bob") as bob:  # the agent says it finished its unit of work
-            bob.send("alice", f"RUN_BASH: {switchboard} runner clear")
+            bob.send("alice", f"RUN_BASH: {callboard} runner clear")
             runner.wait_state("idle", "the clearing turn to end", turns=3)
             bob.send("alice", "A new task: FRESH-1.")
         (fresh, *_) = wait_until(

@@ -1,4 +1,4 @@
-"""A Codex runner: ``switchboard run --cli codex`` as a real process, one ``codex exec`` per turn
+"""A Codex runner: ``callboard run --cli codex`` as a real process, one ``codex exec`` per turn
 (from npm) against the mock model. Woken by bob's message, its model answers through our MCP
 server (given by -c overrides: CODEX_HOME's config.toml names only the mock provider); the status
 says surfaced via the runner; the report carries the turn's tokens."""
@@ -26,7 +26,7 @@ def test_a_codex_runner_answers_mail_through_our_tools(codex: Path, machine: Mac
         {
             "CODEX_HOME": str(codex_home),
             "MOCK_MODEL_API_KEY": "mock-key",
-            "SWITCHBOARD_CODEX_BIN": str(codex),
+            "CALLBOARD_CODEX_BIN": str(codex),
             **model.proxy_env(),
         }
     )

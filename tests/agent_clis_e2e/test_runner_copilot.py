@@ -1,4 +1,4 @@
-"""A Copilot CLI runner: ``switchboard run --cli copilot`` as a real process, one ``copilot -p``
+"""A Copilot CLI runner: ``callboard run --cli copilot`` as a real process, one ``copilot -p``
 per turn (from npm, BYOK against the Anthropic mock). Woken by bob's message, its model answers
 through our MCP server (``--additional-mcp-config``: no file of the user's is written); the status
 says surfaced via the runner; the second turn resumes the same Copilot session; the report
@@ -25,7 +25,7 @@ def copilot_env(machine: Machine, model: MockModel, copilot: Path) -> dict[str, 
             "COPILOT_PROVIDER_BASE_URL": model.url,
             "COPILOT_PROVIDER_API_KEY": "mock-key",
             "COPILOT_MODEL": "claude-sonnet-4",
-            "SWITCHBOARD_COPILOT_BIN": str(copilot),
+            "CALLBOARD_COPILOT_BIN": str(copilot),
             **model.proxy_env(),
         }
     )

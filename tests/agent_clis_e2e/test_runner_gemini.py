@@ -1,4 +1,4 @@
-"""A Gemini CLI runner: ``switchboard run --cli gemini`` as a real process, one ``gemini -p`` per
+"""A Gemini CLI runner: ``callboard run --cli gemini`` as a real process, one ``gemini -p`` per
 turn (from npm) against the mock Gemini API. Woken by bob's message, its model answers through our
 MCP server (in a settings copy of the runner's own: the user's ~/.gemini/settings.json stays as it
 was); the status says surfaced via the runner; the second turn resumes the same session."""
@@ -28,7 +28,7 @@ def gemini_env(machine: Machine, model: MockModel, gemini: Path) -> dict[str, st
             "GOOGLE_GEMINI_BASE_URL": model.url,
             "GEMINI_API_KEY": "mock-key",
             "GEMINI_MODEL": "gemini-2.5-pro",  # a named model: no routing request before the turn's
-            "SWITCHBOARD_GEMINI_BIN": str(gemini),
+            "CALLBOARD_GEMINI_BIN": str(gemini),
             **model.proxy_env(),
         }
     )
@@ -38,7 +38,7 @@ def test_a_gemini_runner_answers_mail_and_resumes_its_session(gemini: Path, mach
     runner = RunnerProcess(machine, "alice", "gemini", gemini_env(machine, model, gemini))
     try:
         answers_then_resumes(runner, machine, model)
-        assert model.offered_tool() == "mcp_switchboard_send_message"
+        assert model.offered_tool() == "mcp_callboard_send_message"
         assert json.loads((machine.home / ".gemini" / "settings.json").read_text()) == USER_SETTINGS
     finally:
         assert runner.stop() == 0, runner.output()

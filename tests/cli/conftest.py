@@ -1,8 +1,8 @@
-"""End-to-end tests of the ``switchboard`` command line: every call is a real subprocess.
+"""End-to-end tests of the ``callboard`` command line: every call is a real subprocess.
 
-Each test gets its own HOME and SWITCHBOARD_HOME under ``tmp_path`` (so its own embedded
+Each test gets its own HOME and CALLBOARD_HOME under ``tmp_path`` (so its own embedded
 database), runs in a working folder that is not inside a git repository, and never inherits
-a SWITCHBOARD_* variable from the environment that runs pytest.
+a CALLBOARD_* variable from the environment that runs pytest.
 
 Fixtures:
   run(*args, agent=None, input=None, env=None, cwd=None)  -> CompletedProcess (text, timeout)

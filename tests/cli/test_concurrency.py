@@ -13,10 +13,10 @@ def test_a_command_on_a_fresh_store_waits_for_another_writer_instead_of_failing(
     """Two agents' first commands often start together on a new store.
 
     Stand-in for the other process: this test opens the not-yet-created database first and
-    holds a write transaction. A switchboard command started meanwhile must wait its turn (the
+    holds a write transaction. A callboard command started meanwhile must wait its turn (the
     store's busy timeout), not exit with 'database is locked'.
     """
-    cli.switchboard_home.mkdir(parents=True)
+    cli.callboard_home.mkdir(parents=True)
     holder = sqlite3.connect(cli.default_db, isolation_level=None)
     proc = None
     try:

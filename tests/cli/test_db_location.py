@@ -1,9 +1,9 @@
-"""Where the mail lives: SWITCHBOARD_HOME by default; --db or SWITCHBOARD_DB put it elsewhere."""
+"""Where the mail lives: CALLBOARD_HOME by default; --db or CALLBOARD_DB put it elsewhere."""
 
 from __future__ import annotations
 
 
-def test_the_default_database_is_in_switchboard_home(cli, run_json):
+def test_the_default_database_is_in_callboard_home(cli, run_json):
     run_json("send", "bob", "at home", agent="alice")
 
     assert cli.default_db.is_file()
@@ -21,15 +21,15 @@ def test_db_option_keeps_mail_in_that_file_only(cli, run_json):
     assert [i["message"]["id"] for i in got["items"]] == [sent["message_id"]]
 
 
-def test_switchboard_db_env_keeps_mail_in_that_file_and_db_option_beats_it(cli, run_json):
+def test_callboard_db_env_keeps_mail_in_that_file_and_db_option_beats_it(cli, run_json):
     from_env = cli.root / "env.db"
     option = cli.root / "option.db"
-    sent = run_json("send", "bob", "via the env", agent="alice", env={"SWITCHBOARD_DB": str(from_env)})
+    sent = run_json("send", "bob", "via the env", agent="alice", env={"CALLBOARD_DB": str(from_env)})
 
     assert from_env.is_file()
     assert run_json("read", agent="bob")["items"] == []
-    got = run_json("read", agent="bob", env={"SWITCHBOARD_DB": str(from_env)})
+    got = run_json("read", agent="bob", env={"CALLBOARD_DB": str(from_env)})
     assert [i["message"]["id"] for i in got["items"]] == [sent["message_id"]]
 
-    me = run_json("whoami", "--db", option, agent="bob", env={"SWITCHBOARD_DB": str(from_env)})
+    me = run_json("whoami", "--db", option, agent="bob", env={"CALLBOARD_DB": str(from_env)})
     assert me["store"] == str(option)

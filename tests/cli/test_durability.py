@@ -16,7 +16,7 @@ DRIVERS = {
     # the CLI's own entry point, in-process (its 'with open_client' closes the store on return)
     "cli-main": (
         "import contextlib, io, json, sys, time\n"
-        "from switchboard.cli.main import main\n"
+        "from callboard.cli.main import main\n"
         "captured = io.StringIO()\n"
         "with contextlib.redirect_stdout(captured):\n"
         "    main(['send', 'bob', sys.argv[1], '--subject', 'durable', '--json'])\n"
@@ -26,7 +26,7 @@ DRIVERS = {
     # the client the CLI uses, left open: the process dies holding its database connection
     "open-client": (
         "import sys, time\n"
-        "from switchboard.client.local import LocalClient\n"
+        "from callboard.client.local import LocalClient\n"
         "client = LocalClient.open()\n"
         "result = client.send('bob', sys.argv[1], subject='durable')\n"
         "print('SENT', result.message_id, flush=True)\n"

@@ -45,11 +45,11 @@ CASES = {
     "unknown-option": Case(("send", "bob", "hi", "--bogus"), "usage"),
     "unknown-command": Case(("frobnicate",), "usage"),
     "option-value-of-wrong-type": Case(("read", "--wait", "soon"), "usage"),
-    "bad-SWITCHBOARD_AGENT": Case(("whoami",), "bad_name", agent="Not A Name!"),
+    "bad-CALLBOARD_AGENT": Case(("whoami",), "bad_name", agent="Not A Name!"),
     "no-identity": Case(("whoami",), "no_identity", agent=None),
     "no-identity-on-send": Case(("send", "bob", "hi"), "no_identity", agent=None),
     "bad-agent-file": Case(("whoami",), "bad_name", agent=None, prepare="bad-agent-file"),
-    "bad-SWITCHBOARD_WORKSPACE": Case(("whoami",), "bad_name", env={"SWITCHBOARD_WORKSPACE": "Bad Workspace"}),
+    "bad-CALLBOARD_WORKSPACE": Case(("whoami",), "bad_name", env={"CALLBOARD_WORKSPACE": "Bad Workspace"}),
     "db-is-not-a-database": Case(("whoami",), "store_unavailable", prepare="junk-db"),
     "unreadable-config-file": Case(("whoami",), "bad_request", prepare="bad-config"),
 }
@@ -58,14 +58,14 @@ CASES = {
 def _prepare(cli, step: str | None) -> tuple[Path | None, list[str]]:
     """Run a case's setup; return the cwd to use and extra arguments."""
     if step == "bad-agent-file":
-        (cli.workdir / ".switchboard-agent").write_text("Not A Valid Name!\n")
+        (cli.workdir / ".callboard-agent").write_text("Not A Valid Name!\n")
     elif step == "junk-db":
         junk = cli.root / "junk.db"
         junk.write_text("this is not a database\n" * 100)
         return None, ["--db", str(junk)]
     elif step == "bad-config":
-        cli.switchboard_home.mkdir(parents=True, exist_ok=True)
-        (cli.switchboard_home / "config.toml").write_text("agent = [unterminated\n")
+        cli.callboard_home.mkdir(parents=True, exist_ok=True)
+        (cli.callboard_home / "config.toml").write_text("agent = [unterminated\n")
     return None, []
 
 

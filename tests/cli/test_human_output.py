@@ -92,7 +92,7 @@ def test_a_demo_scenario_it_does_not_know_is_refused(cli, run):
 
 
 def test_the_console_script_runs(cli):
-    script = Path(sys.executable).with_name("switchboard")
+    script = Path(sys.executable).with_name("callboard")
     assert script.is_file(), f"no console script next to {sys.executable}"
     proc = subprocess.run(
         [str(script), "whoami", "--json"],
@@ -129,7 +129,7 @@ def test_human_inbox_at_80_columns_still_shows_whole_message_ids(run_json, run):
 
 
 def test_human_read_shows_sender_chosen_header_fields_on_one_line(run, run_json, live_process):
-    """A model may read 'switchboard read' through its shell tool: a terminal label or subject
+    """A model may read 'callboard read' through its shell tool: a terminal label or subject
     holding a forged header prints as one line, with its hiding characters shown as escapes."""
     session = run_json(
         "session", "start", "--pid", str(live_process.pid), "--terminal", forged("tmux:%1"), agent="mallory"
@@ -142,7 +142,7 @@ def test_human_read_shows_sender_chosen_header_fields_on_one_line(run, run_json,
             "--subject",
             forged("plans"),
             agent="mallory",
-            env={"SWITCHBOARD_SESSION": session["id"]},
+            env={"CALLBOARD_SESSION": session["id"]},
         )
     )
     assert SENT_LINE.search(sent), sent

@@ -1,4 +1,4 @@
-"""Which agent a command acts as: SWITCHBOARD_AGENT, then an agent file, then the git root's name."""
+"""Which agent a command acts as: CALLBOARD_AGENT, then an agent file, then the git root's name."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ def _repo(root: Path, name: str = "My Project") -> tuple[Path, Path]:
     return repo, deep
 
 
-@pytest.mark.parametrize("filename", [".switchboard-agent", ".agent-id"])
+@pytest.mark.parametrize("filename", [".callboard-agent", ".agent-id"])
 def test_an_agent_file_in_the_cwd_names_the_agent(cli, run_json, filename):
     agent_file = cli.workdir / filename
     agent_file.write_text("# which agent works here\n\n  filebot  \n")
 
-    me = run_json("whoami")  # no SWITCHBOARD_AGENT
+    me = run_json("whoami")  # no CALLBOARD_AGENT
     assert me["agent"] == "filebot"
     assert me["source"] == f"file:{agent_file}"
 
@@ -36,27 +36,27 @@ def test_the_git_roots_folder_name_names_the_agent(cli, run_json):
 
 def test_an_agent_file_at_the_git_root_beats_the_folder_name(cli, run_json):
     repo, deep = _repo(cli.root)
-    (repo / ".switchboard-agent").write_text("reviewer\n")
+    (repo / ".callboard-agent").write_text("reviewer\n")
 
     me = run_json("whoami", cwd=deep)
     assert me["agent"] == "reviewer"
-    assert me["source"] == f"file:{repo / '.switchboard-agent'}"
+    assert me["source"] == f"file:{repo / '.callboard-agent'}"
 
 
-def test_switchboard_agent_beats_an_agent_file_and_the_git_root(cli, run_json):
+def test_callboard_agent_beats_an_agent_file_and_the_git_root(cli, run_json):
     repo, deep = _repo(cli.root)
-    (repo / ".switchboard-agent").write_text("reviewer\n")
+    (repo / ".callboard-agent").write_text("reviewer\n")
 
     me = run_json("whoami", agent="Override", cwd=deep)
     assert me["agent"] == "override"  # names are case-insensitive, kept in lower case
-    assert me["source"] == "env:SWITCHBOARD_AGENT"
+    assert me["source"] == "env:CALLBOARD_AGENT"
 
 
 def test_the_config_files_agent_is_the_last_resort(cli, run_json):
     if not cli.outside_any_project():
         pytest.skip(f"{cli.workdir} is inside a git repository or below an agent file")
-    cli.switchboard_home.mkdir(parents=True, exist_ok=True)
-    (cli.switchboard_home / "config.toml").write_text('agent = "cfgbot"\n')
+    cli.callboard_home.mkdir(parents=True, exist_ok=True)
+    (cli.callboard_home / "config.toml").write_text('agent = "cfgbot"\n')
 
     me = run_json("whoami")  # cwd is in no git repository and holds no agent file
     assert (me["agent"], me["source"]) == ("cfgbot", "config:agent")

@@ -8,7 +8,7 @@ import json
 def test_every_command_prints_one_json_document(cli, live_process):
     def call(*args: object, agent: str = "alice"):
         proc = cli.run(*args, "--json", agent=agent)
-        where = f"switchboard {' '.join(map(str, args))} --json (as {agent})"
+        where = f"callboard {' '.join(map(str, args))} --json (as {agent})"
         assert proc.returncode == 0, f"{where}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
         assert "Traceback" not in proc.stderr, where
         try:
@@ -17,7 +17,7 @@ def test_every_command_prints_one_json_document(cli, live_process):
             raise AssertionError(f"{where}: stdout is not one JSON document ({error}):\n{proc.stdout}") from None
 
     me = call("whoami")
-    assert me["agent"] == "alice" and me["source"] == "env:SWITCHBOARD_AGENT"
+    assert me["agent"] == "alice" and me["source"] == "env:CALLBOARD_AGENT"
     assert me["workspace"] == "default"
     assert me["store"] == str(cli.default_db)
 

@@ -1,4 +1,4 @@
-"""switchboard mcp-config CLIENT: the command or snippet that registers the MCP server.
+"""callboard mcp-config CLIENT: the command or snippet that registers the MCP server.
 
 Each snippet is read back the way its client would read it (shlex for a command line, json for
 mcp.json, tomllib for config.toml) into what the client would register, so one set of
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.cli import mcp_config
-from switchboard.client import hub as client_module
-from switchboard.errors import BadRequest
-from switchboard.integrations.agent_clis import MCP_CLIENTS
-from switchboard.integrations.mcp_registration import (
+from callboard.cli import mcp_config
+from callboard.client import hub as client_module
+from callboard.errors import BadRequest
+from callboard.integrations.agent_clis import MCP_CLIENTS
+from callboard.integrations.mcp_registration import (
     AGENT_HEADER,
     CODEX_FORWARDED_ENV,
     Snippet,
@@ -33,9 +33,9 @@ from switchboard.integrations.mcp_registration import (
     stdio_snippet,
 )
 
-COMMAND = ["/opt/switchboard/bin/switchboard", "mcp"]
+COMMAND = ["/opt/callboard/bin/callboard", "mcp"]
 URL = "https://hub.example:8465/mcp"
-TOKEN_ENV = "SWITCHBOARD_TOKEN"
+TOKEN_ENV = "CALLBOARD_TOKEN"
 FORMS = ("stdio", "http")
 
 # Keys each client's file format accepts (Codex rejects unknown keys in an [mcp_servers.x] table).
@@ -108,7 +108,7 @@ def registered(snippet: Snippet) -> Registered:
         options, positionals, rest = _options(argv[3:], {"--scope", "--transport", "-e", "--header"})
         scope = {"user": "user", "local": "project"}[options["--scope"][0]]
         if snippet.form == "stdio":
-            assert positionals == ["switchboard"] and "--transport" not in options, argv
+            assert positionals == ["callboard"] and "--transport" not in options, argv
             return Registered(scope, command=rest, env=_env(options.get("-e", [])))
         assert options["--transport"] == ["http"] and len(positionals) == 2 and not rest, argv
         headers, token = _split_headers(options["--header"])
@@ -118,7 +118,7 @@ def registered(snippet: Snippet) -> Registered:
         assert len(text.strip().splitlines()) == 1 and argv[:3] == ["copilot", "mcp", "add"], argv
         options, positionals, rest = _options(argv[3:], {"--transport", "--env", "--header"})
         if snippet.form == "stdio":
-            assert positionals == ["switchboard"] and "--transport" not in options, argv
+            assert positionals == ["callboard"] and "--transport" not in options, argv
             return Registered("user", command=rest, env=_env(options.get("--env", [])))
         assert options["--transport"] == ["http"] and len(positionals) == 2 and not rest, argv
         headers, token = _split_headers(options["--header"])
@@ -130,15 +130,15 @@ def registered(snippet: Snippet) -> Registered:
         scope = options["--scope"][0]
         assert scope in ("user", "project"), argv
         if snippet.form == "stdio":
-            assert positionals[0] == "switchboard" and "--transport" not in options, argv
+            assert positionals[0] == "callboard" and "--transport" not in options, argv
             return Registered(scope, command=positionals[1:] + rest, env=_env(options.get("-e", [])))
         assert options["--transport"] == ["http"] and len(positionals) == 2 and not rest, argv
         headers, token = _split_headers(options["--header"])
         return Registered(scope, url=positionals[1], headers=headers, token_env=token, transport="http")
     if snippet.client == "codex":
         document = tomllib.loads(text)
-        assert list(document) == ["mcp_servers"] and list(document["mcp_servers"]) == ["switchboard"], document
-        server = document["mcp_servers"]["switchboard"]
+        assert list(document) == ["mcp_servers"] and list(document["mcp_servers"]) == ["callboard"], document
+        server = document["mcp_servers"]["callboard"]
         assert set(server) <= CODEX_KEYS, server
         scope = {"~/.codex/config.toml": "user", ".codex/config.toml": "project"}[snippet.path]
         if snippet.form == "stdio":
@@ -149,8 +149,8 @@ def registered(snippet: Snippet) -> Registered:
         return Registered(scope, url=server["url"], headers=headers, token_env=server["bearer_token_env_var"])
     if snippet.client == "cursor":
         document = json.loads(text)
-        assert list(document) == ["mcpServers"] and list(document["mcpServers"]) == ["switchboard"], document
-        server = document["mcpServers"]["switchboard"]
+        assert list(document) == ["mcpServers"] and list(document["mcpServers"]) == ["callboard"], document
+        server = document["mcpServers"]["callboard"]
         assert set(server) <= CURSOR_KEYS, server
         scope = {"~/.cursor/mcp.json": "user", ".cursor/mcp.json": "project"}[snippet.path]
         if snippet.form == "stdio":
@@ -170,7 +170,7 @@ def _snippet(client: str, form: str, agent: str | None = None, command: list[str
 
 
 @pytest.mark.parametrize("client", MCP_CLIENTS)
-def test_stdio_registers_switchboard_mcp_with_no_environment(client: str) -> None:
+def test_stdio_registers_callboard_mcp_with_no_environment(client: str) -> None:
     snippet = _snippet(client, "stdio")
     assert (snippet.client, snippet.form) == (client, "stdio")
     got = registered(snippet)
@@ -183,7 +183,7 @@ def test_stdio_registers_switchboard_mcp_with_no_environment(client: str) -> Non
 def test_stdio_with_an_agent_pins_it_in_the_servers_environment(client: str) -> None:
     got = registered(_snippet(client, "stdio", agent="alice"))
     assert got.command == COMMAND
-    assert got.env == {"SWITCHBOARD_AGENT": "alice"}
+    assert got.env == {"CALLBOARD_AGENT": "alice"}
     assert got.scope == ("user" if client == "copilot" else "project")
 
 
@@ -239,21 +239,21 @@ def test_kinds_per_client() -> None:
 
 @pytest.mark.parametrize("client", MCP_CLIENTS)
 def test_a_command_with_spaces_and_options_survives_quoting(client: str) -> None:
-    command = ["/Users/me/My Tools/python3", "-m", "switchboard", "mcp"]
+    command = ["/Users/me/My Tools/python3", "-m", "callboard", "mcp"]
     assert registered(stdio_snippet(client, command)).command == command
 
 
 def test_gemini_passes_dash_arguments_after_a_separator() -> None:
-    argv = shlex.split(stdio_snippet("gemini", ["/usr/bin/python3", "-m", "switchboard", "mcp"]).text)
+    argv = shlex.split(stdio_snippet("gemini", ["/usr/bin/python3", "-m", "callboard", "mcp"]).text)
     assert argv[argv.index("/usr/bin/python3") + 1] == "--"
 
 
-def test_codex_stdio_forwards_the_variables_switchboard_reads() -> None:
+def test_codex_stdio_forwards_the_variables_callboard_reads() -> None:
     # Codex gives a stdio server only HOME, PATH, … unless env_vars names more.
-    server = tomllib.loads(stdio_snippet("codex", COMMAND).text)["mcp_servers"]["switchboard"]
-    assert {"SWITCHBOARD_AGENT", "SWITCHBOARD_HOME", "SWITCHBOARD_HUB", "SWITCHBOARD_TOKEN"} <= set(server["env_vars"])
-    pinned = tomllib.loads(stdio_snippet("codex", COMMAND, "alice").text)["mcp_servers"]["switchboard"]
-    assert "SWITCHBOARD_AGENT" not in pinned["env_vars"] and pinned["env"] == {"SWITCHBOARD_AGENT": "alice"}
+    server = tomllib.loads(stdio_snippet("codex", COMMAND).text)["mcp_servers"]["callboard"]
+    assert {"CALLBOARD_AGENT", "CALLBOARD_HOME", "CALLBOARD_HUB", "CALLBOARD_TOKEN"} <= set(server["env_vars"])
+    pinned = tomllib.loads(stdio_snippet("codex", COMMAND, "alice").text)["mcp_servers"]["callboard"]
+    assert "CALLBOARD_AGENT" not in pinned["env_vars"] and pinned["env"] == {"CALLBOARD_AGENT": "alice"}
 
 
 def test_the_agent_header_is_the_one_the_hub_client_sends() -> None:
@@ -290,7 +290,7 @@ def test_client_names() -> None:
 # --- which command the snippet runs ------------------------------------------------------------
 
 
-def _script(folder: Path, name: str = "switchboard") -> Path:
+def _script(folder: Path, name: str = "callboard") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     path.write_text("#!/bin/sh\n")
@@ -308,27 +308,27 @@ def test_server_command_prefers_the_running_script(tmp_path: Path, monkeypatch: 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX script names")
 def test_server_command_then_the_script_beside_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     script = _script(tmp_path / "venv" / "bin")
-    monkeypatch.setattr(sys, "argv", [str(tmp_path / "switchboard" / "__main__.py")])
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "callboard" / "__main__.py")])
     monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "bin" / "python"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert mcp_config.server_command() == [str(script), "mcp"]
 
 
 def test_server_command_else_this_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "argv", [str(tmp_path / "switchboard" / "__main__.py")])
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "callboard" / "__main__.py")])
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python" / "bin" / "python3"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert mcp_config.server_command() == [str(tmp_path / "python" / "bin" / "python3"), "-m", "switchboard", "mcp"]
+    assert mcp_config.server_command() == [str(tmp_path / "python" / "bin" / "python3"), "-m", "callboard", "mcp"]
 
 
 # --- end to end ---------------------------------------------------------------------------------
 
-SECRET = "sb_do-not-print-this-secret-0123456789"
-ENV_SECRET = "sb_nor-this-one-from-the-environment-42"
+SECRET = "cb_do-not-print-this-secret-0123456789"
+ENV_SECRET = "cb_nor-this-one-from-the-environment-42"
 
 
 def _log_in(cli, hub: str = "http://127.0.0.1:8465") -> None:
-    cli.switchboard_home.mkdir(parents=True, exist_ok=True)
+    cli.callboard_home.mkdir(parents=True, exist_ok=True)
     cli.config_path.write_text(f'hub = "{hub}"\ntoken = "{SECRET}"\n')
 
 
@@ -366,13 +366,13 @@ def test_e2e_every_client_and_form_never_prints_the_token(cli, client: str) -> N
                 assert got.env == {}  # the server works out its agent itself, where it runs
 
 
-def test_e2e_the_stdio_command_runs_switchboard(cli) -> None:
+def test_e2e_the_stdio_command_runs_callboard(cli) -> None:
     document = cli.run_json("mcp-config", "claude")
     command = registered(_as_snippet(document)).command
     assert command is not None and os.path.isabs(command[0])
     proc = subprocess.run([*command, "--help"], capture_output=True, text=True, env=cli.env(), timeout=30)
     assert proc.returncode == 0, proc.stderr
-    assert "stdio" in proc.stdout  # the 'switchboard mcp' command's own help
+    assert "stdio" in proc.stdout  # the 'callboard mcp' command's own help
 
 
 def _as_snippet(document: dict) -> Snippet:
@@ -400,7 +400,7 @@ def test_e2e_without_an_identity_there_is_no_agent_header(cli) -> None:
     _log_in(cli)
     proc = cli.run("mcp-config", "cursor", "--http")
     assert proc.returncode == 0, proc.stderr
-    server = json.loads(proc.stdout)["mcpServers"]["switchboard"]
+    server = json.loads(proc.stdout)["mcpServers"]["callboard"]
     assert set(server["headers"]) == {"Authorization"}
     assert "--agent" in proc.stderr  # says a user token needs one
 
@@ -418,7 +418,7 @@ def test_e2e_http_without_a_hub(cli, expect_error, as_json: bool) -> None:
     proc = cli.run("mcp-config", "claude", "--http", *(["--json"] if as_json else []), agent="alice")
     error = expect_error(proc, "bad_request", as_json=as_json)
     message = error["message"] if as_json else error
-    assert "switchboard login" in message and "--url" in message
+    assert "callboard login" in message and "--url" in message
 
 
 def test_e2e_bad_url_and_bad_agent(cli, expect_error) -> None:

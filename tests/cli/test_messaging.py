@@ -181,7 +181,7 @@ def test_concurrent_readers_never_get_the_same_message(cli, run_json):
     count = 30
     # One process sends them all (cheaper than 30 CLI starts), through the same client the CLI uses.
     sender = (
-        "from switchboard.client.local import LocalClient\n"
+        "from callboard.client.local import LocalClient\n"
         "client = LocalClient.open()\n"
         f"for i in range({count}):\n"
         "    client.send('bob', f'message {i}')\n"

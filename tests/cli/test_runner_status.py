@@ -1,4 +1,4 @@
-"""switchboard runner status: an empty workspace lists no runner (exit 0); reports written by
+"""callboard runner status: an empty workspace lists no runner (exit 0); reports written by
 runners (here through a client, as runner/reporting.py writes them) show in the table and as
 JSON, filtered by agent; a report gone quiet shows as gone."""
 
@@ -12,9 +12,9 @@ from tests.support.cli_runner import CLI
 REPORTER = """
 import sys
 from datetime import datetime, timedelta, UTC
-from switchboard.client.opening import open_client
-from switchboard.config import Settings
-from switchboard.delivery.runner_reports import RunnerReport
+from callboard.client.opening import open_client
+from callboard.config import Settings
+from callboard.delivery.runner_reports import RunnerReport
 agent, state, age = sys.argv[1], sys.argv[2], float(sys.argv[3])
 at = datetime.now(UTC) - timedelta(seconds=age)
 client = open_client(Settings.load())

@@ -17,7 +17,7 @@ def test_a_task_round_trip_with_a_question_back_and_artifacts(cli, tmp_path) -> 
     cli.run_json("agent", "create", "bob", agent="alice")
     plain = cli.run("task", "send", "bob", "please review", agent="alice")
     assert plain.returncode == 0, plain.stderr
-    task_id = plain.stdout.strip()  # the human output is the id, for scripts: id=$(switchboard task send …)
+    task_id = plain.stdout.strip()  # the human output is the id, for scripts: id=$(callboard task send …)
 
     peeked = cli.run("read", "--peek", agent="bob")  # a person sees which task, and its state
     assert f"task {task_id} submitted" in peeked.stdout and "please review" in peeked.stdout, peeked.stdout

@@ -1,4 +1,4 @@
-"""Everyday commands start like a small tool: the ``switchboard`` process of a send, read,
+"""Everyday commands start like a small tool: the ``callboard`` process of a send, read,
 status or who imports no typer, rich, pydantic, httpx nor the service — the warm server it
 started on first use (cli/warm_server.py) runs the command — and says and exits exactly what
 the command run in its own process says and exits.
@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.cli import warm_client
-from switchboard.cli.main import ALL_MODULES, COMMAND_MODULES
+from callboard.cli import warm_client
+from callboard.cli.main import ALL_MODULES, COMMAND_MODULES
 from tests.support.cli_runner import CLI, describe
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-HEAVY = ("typer", "click", "rich", "pydantic", "httpx", "switchboard.service", "switchboard.store", "switchboard.model")
-COLD = {"SWITCHBOARD_WARM": "0"}  # the command in its own process, as before
+HEAVY = ("typer", "click", "rich", "pydantic", "httpx", "callboard.service", "callboard.store", "callboard.model")
+COLD = {"CALLBOARD_WARM": "0"}  # the command in its own process, as before
 
 
 @pytest.fixture
@@ -45,8 +45,8 @@ def python(cli: CLI, *argv: str, agent: str = "alice") -> subprocess.CompletedPr
 
 
 def imported(cli: CLI, *args: str, agent: str = "alice") -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    """Run ``switchboard <args>`` under ``-X importtime``: the process and the modules it imported."""
-    proc = python(cli, "-X", "importtime", "-m", "switchboard", *args, agent=agent)
+    """Run ``callboard <args>`` under ``-X importtime``: the process and the modules it imported."""
+    proc = python(cli, "-X", "importtime", "-m", "callboard", *args, agent=agent)
     modules = {m.group(1) for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", proc.stderr, re.M)}
     proc.stderr = "".join(line for line in proc.stderr.splitlines(keepends=True) if not line.startswith("import time:"))
     return proc, modules
@@ -85,11 +85,11 @@ def test_errors_exit_codes_stdin_and_the_callers_folder_are_the_callers(cli: CLI
     warmed(cli)
     project = cli.workdir / "webapp"
     project.mkdir()
-    (project / ".switchboard-agent").write_text("carol\n")
-    env = cli.env()  # no SWITCHBOARD_AGENT: the agent file of the working folder names carol
+    (project / ".callboard-agent").write_text("carol\n")
+    env = cli.env()  # no CALLBOARD_AGENT: the agent file of the working folder names carol
     for extra in ({}, COLD):
         sent = subprocess.run(
-            [sys.executable, "-m", "switchboard", "send", "bob", "-", "--json"],
+            [sys.executable, "-m", "callboard", "send", "bob", "-", "--json"],
             env={**env, **extra},
             cwd=project,
             input="from stdin\n",
@@ -111,13 +111,13 @@ def test_errors_exit_codes_stdin_and_the_callers_folder_are_the_callers(cli: CLI
 
 def test_the_server_ends_when_its_socket_is_removed(cli: CLI):
     warmed(cli)
-    socket_path = cli.switchboard_home / warm_client.SOCKET_FILE
+    socket_path = cli.callboard_home / warm_client.SOCKET_FILE
     (pid,) = [
         int(p.name)
         for p in Path("/proc").iterdir()
         if p.name.isdigit()
-        and b"switchboard.cli.warm_server" in _cmdline(p)
-        and str(cli.switchboard_home).encode() in _cmdline(p)
+        and b"callboard.cli.warm_server" in _cmdline(p)
+        and str(cli.callboard_home).encode() in _cmdline(p)
     ]
     socket_path.unlink()
     wait_until(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), timeout=10, what="the server to end")
@@ -140,7 +140,7 @@ def _zombie(pid: int) -> bool:
 
 def test_a_following_read_and_the_rarer_commands_are_not_served():
     assert warm_client.served(["send", "bob", "x"], {})
-    assert not warm_client.served(["send", "bob", "x"], {"SWITCHBOARD_WARM": "0"})
+    assert not warm_client.served(["send", "bob", "x"], {"CALLBOARD_WARM": "0"})
     assert not warm_client.served(["read", "--follow"], {}) and not warm_client.served(["read", "-nf", "3"], {})
     assert warm_client.served(["read", "--wait", "5"], {})
     assert warm_client.served(["hook", "prompt", "--client", "claude"], {})
@@ -151,12 +151,12 @@ def test_a_following_read_and_the_rarer_commands_are_not_served():
 def test_each_command_is_registered_by_the_module_the_table_names():
     code = (
         "import importlib, json, typer.main\n"
-        "from switchboard.cli.app import app\n"
-        "from switchboard.cli.main import ALL_MODULES\n"
+        "from callboard.cli.app import app\n"
+        "from callboard.cli.main import ALL_MODULES\n"
         "found = {}\n"
         "for module in ALL_MODULES:\n"
         "    before = set(typer.main.get_group(app).commands)\n"
-        "    importlib.import_module(f'switchboard.cli.{module}')\n"
+        "    importlib.import_module(f'callboard.cli.{module}')\n"
         "    found.update({name: module for name in set(typer.main.get_group(app).commands) - before})\n"
         "print(json.dumps(found))\n"
     )
@@ -170,7 +170,7 @@ def test_each_command_is_registered_by_the_module_the_table_names():
 # before going on (a client descheduled on a loaded machine): the command must count as run.
 LATE_CLIENT = """
 import _socket, os, sys, time
-from switchboard.cli import warm_client
+from callboard.cli import warm_client
 
 class Late(_socket.socket):
     def sendmsg(self, *args):

@@ -1,4 +1,4 @@
-"""Following a mailbox (switchboard.client.following) on the embedded store: every message once, in order;
+"""Following a mailbox (callboard.client.following) on the embedded store: every message once, in order;
 mail pushed to a sibling session that died unread is handed on late, once."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from switchboard.client.following import follow
-from switchboard.client.local import LocalClient
-from switchboard.model import Caller, MailItem
-from switchboard.service import Service
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.client.following import follow
+from callboard.client.local import LocalClient
+from callboard.model import Caller, MailItem
+from callboard.service import Service
+from callboard.store.sqlite.store import SQLiteStore
 from tests.support.waiting import wait_until
 from tests.test_service import Clock
 

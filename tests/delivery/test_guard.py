@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.delivery import guard
-from switchboard.delivery.guard import Exchange, Hold
-from switchboard.delivery.holds import TRAFFIC_REUSE_SECONDS, Guards
+from callboard.delivery import guard
+from callboard.delivery.guard import Exchange, Hold
+from callboard.delivery.holds import TRAFFIC_REUSE_SECONDS, Guards
 
 Send = tuple[str, str, float]  # sender, recipient, when
 

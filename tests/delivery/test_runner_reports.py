@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.delivery.runner_reports import RunnerReport
-from switchboard.errors import BadRequest, Forbidden
-from switchboard.model import Caller
-from switchboard.service import Service
-from switchboard.store.opening import open_store
+from callboard.delivery.runner_reports import RunnerReport
+from callboard.errors import BadRequest, Forbidden
+from callboard.model import Caller
+from callboard.service import Service
+from callboard.store.opening import open_store
 
 WS = "team"
 ALICE = Caller(workspace=WS, agent="alice")
@@ -37,7 +37,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def service(tmp_path: Path, clock: Clock) -> Iterator[Service]:
-    store = open_store(str(tmp_path / "switchboard.db"))
+    store = open_store(str(tmp_path / "callboard.db"))
     try:
         service = Service(store, machine="box", liveness_seconds=60, clock=clock)
         for caller in (ALICE, BOB):

@@ -17,23 +17,23 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.delivery.task_changes import move_write
-from switchboard.errors import (
+from callboard.delivery.task_changes import move_write
+from callboard.errors import (
     BadRequest,
     BadTaskState,
     BadWebhook,
     Forbidden,
-    SwitchboardError,
+    CallboardError,
     TaskFinished,
     UnknownTask,
 )
-from switchboard.events import MailboxEvents
-from switchboard.hub.replicas import Notifying, replica_wakeups
-from switchboard.model import Caller, Message, Part, utcnow
-from switchboard.service import Service
-from switchboard.store.base import TaskConflict, TaskWrite
-from switchboard.store.opening import open_store
-from switchboard.tasks import TaskArtifact, TaskState
+from callboard.events import MailboxEvents
+from callboard.hub.replicas import Notifying, replica_wakeups
+from callboard.model import Caller, Message, Part, utcnow
+from callboard.service import Service
+from callboard.store.base import TaskConflict, TaskWrite
+from callboard.store.opening import open_store
+from callboard.tasks import TaskArtifact, TaskState
 from tests.support.postgres import fresh_schema
 
 WS = "team"
@@ -52,7 +52,7 @@ def text(words: str) -> list[Part]:
 @pytest.fixture(params=["sqlite", "postgres"])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
-        yield str(tmp_path / "switchboard.db")
+        yield str(tmp_path / "callboard.db")
         return
     with fresh_schema() as url:
         yield url
@@ -361,10 +361,10 @@ def test_a_stale_task_write_stores_nothing_of_its_mail(service: Service) -> None
 
 CRASH = """
 import os, sys
-from switchboard.model import Caller, Part
-from switchboard.service import Service
-from switchboard.store.opening import open_store
-from switchboard.store.{kind} import tasks
+from callboard.model import Caller, Part
+from callboard.service import Service
+from callboard.store.opening import open_store
+from callboard.store.{kind} import tasks
 
 real = tasks.write_task
 def dying(conn, write):
@@ -390,7 +390,7 @@ def test_a_crash_inside_the_transaction_writes_nothing(service: Service, db: str
 
 def test_errors_carry_codes_a_model_can_act_on(service: Service) -> None:
     task_id = opened(service)
-    with pytest.raises(SwitchboardError) as error:
+    with pytest.raises(CallboardError) as error:
         service.update_task(BOSS, task_id, state="working")
     body = error.value.to_dict()
     assert body["code"] == "forbidden" and "worker" in str(body["message"])

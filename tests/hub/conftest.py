@@ -1,8 +1,8 @@
-"""End-to-end tests of the hub: ``switchboard up`` runs as a subprocess on an ephemeral loopback
+"""End-to-end tests of the hub: ``callboard up`` runs as a subprocess on an ephemeral loopback
 port and every test speaks real HTTP to it (raw httpx, ``HubClient``, or the CLI as a subprocess).
 
-Each hub gets its own HOME and SWITCHBOARD_HOME under a temp folder and never inherits a
-SWITCHBOARD_* variable from the environment that runs pytest.
+Each hub gets its own HOME and CALLBOARD_HOME under a temp folder and never inherits a
+CALLBOARD_* variable from the environment that runs pytest.
 
 Fixtures:
   hub        one hub shared by the whole session; tests that use it keep to their own names
@@ -32,7 +32,7 @@ from typing import IO, Any
 import httpx
 import pytest
 
-from switchboard.client.hub import HubClient
+from callboard.client.hub import HubClient
 from tests.support import cli_runner
 from tests.support.cli_runner import isolated_env, mark_e2e
 from tests.support.waiting import wait_until
@@ -42,7 +42,7 @@ STOP_TIMEOUT = 30.0
 HTTP_TIMEOUT = 15.0
 
 LISTENING = re.compile(r"hub listening on (https?://\S+)")
-ADMIN_TOKEN = re.compile(r"admin token \(shown once.*: (sb_\S+)\s*$")
+ADMIN_TOKEN = re.compile(r"admin token \(shown once.*: (cb_\S+)\s*$")
 FAILURE_IN_LOG = ("Traceback", "unexpected error")
 
 
@@ -60,9 +60,9 @@ def auth_headers(token: str | None, agent: str | None = None, workspace: str | N
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     if agent is not None:
-        headers["X-Switchboard-Agent"] = agent
+        headers["X-Callboard-Agent"] = agent
     if workspace is not None:
-        headers["X-Switchboard-Workspace"] = workspace
+        headers["X-Callboard-Workspace"] = workspace
     return headers
 
 
@@ -75,7 +75,7 @@ def _drain(stream: IO[str], into: list[str]) -> None:
 
 
 class Hub:
-    """One ``switchboard up --port 0`` process and its store: start, kill, terminate, start again."""
+    """One ``callboard up --port 0`` process and its store: start, kill, terminate, start again."""
 
     instances: list[Hub] = []
 
@@ -93,7 +93,7 @@ class Hub:
         self.root.mkdir(parents=True, exist_ok=True)
         self.home = root / "home"
         self.home.mkdir(exist_ok=True)
-        self.switchboard_home = root / "switchboard-home"
+        self.callboard_home = root / "callboard-home"
         self.log_path = root / "hub.log"
         self.log_path.touch()
         self.rate_limit = rate_limit
@@ -108,15 +108,15 @@ class Hub:
 
     @property
     def db_path(self) -> Path:
-        return self.switchboard_home / "switchboard.db"
+        return self.callboard_home / "callboard.db"
 
     def env(self) -> dict[str, str]:
-        return isolated_env(self.home, self.switchboard_home)
+        return isolated_env(self.home, self.callboard_home)
 
     def start(self) -> Hub:
         assert self.proc is None or self.proc.poll() is not None, "this hub is already running"
         fresh = not self.db_path.exists() if self.prints_admin is None else self.prints_admin and not self.admin_token
-        argv = [sys.executable, "-m", "switchboard", "up", "--port", "0"]
+        argv = [sys.executable, "-m", "callboard", "up", "--port", "0"]
         if self.rate_limit is not None:
             argv += ["--rate-limit", str(self.rate_limit)]
         argv += self.args
@@ -139,7 +139,7 @@ class Hub:
         def listening() -> bool:
             if proc.poll() is not None:
                 raise AssertionError(
-                    f"'switchboard up' exited {proc.returncode} before it listened:\n{self.describe()}"
+                    f"'callboard up' exited {proc.returncode} before it listened:\n{self.describe()}"
                 )
             urls = [m.group(1) for line in self.output if (m := LISTENING.search(line))]
             tokens = [m.group(1) for line in self.output if (m := ADMIN_TOKEN.search(line))]
@@ -289,8 +289,8 @@ class CLI(cli_runner.CLI):
 
     @classmethod
     def on_hub_machine(cls, hub: Hub) -> CLI:
-        """The CLI of the machine that ran ``up`` (its HOME and SWITCHBOARD_HOME)."""
-        return cls(hub.root / "cli", hub.home, hub.switchboard_home)
+        """The CLI of the machine that ran ``up`` (its HOME and CALLBOARD_HOME)."""
+        return cls(hub.root / "cli", hub.home, hub.callboard_home)
 
 
 def expect_error(proc: subprocess.CompletedProcess[str], code: str, *, as_json: bool) -> dict[str, Any] | str:

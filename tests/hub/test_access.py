@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from switchboard.hub.routes import ROUTES, Route
+from callboard.hub.routes import ROUTES, Route
 from tests.hub.conftest import EventStream, Hub, Tenant, auth_headers, expect_http_error, new_tenant, unique
 from tests.support.outside_agent import OutsideAgent
 from tests.support.waiting import wait_until
@@ -39,7 +39,7 @@ def _key(route: Route) -> tuple[str, str]:
 @dataclass
 class Attacker:
     token: str
-    agent: str | None  # the X-Switchboard-Agent header
+    agent: str | None  # the X-Callboard-Agent header
     workspace_header: str | None
     acts_in: str  # the workspace its requests really act in
     acts_as: str  # the agent its requests really act as
@@ -586,11 +586,11 @@ def test_every_route_refuses_a_missing_unknown_or_revoked_token(
 ) -> None:
     headers = {
         "missing": {},
-        "unknown": {"Authorization": "Bearer sb_not-a-token-the-hub-ever-issued"},
+        "unknown": {"Authorization": "Bearer cb_not-a-token-the-hub-ever-issued"},
         "revoked": {"Authorization": f"Bearer {revoked}"},
         "not-bearer": {"Authorization": f"Basic {revoked}"},
     }[credential]
-    headers["X-Switchboard-Agent"] = "somebody"
+    headers["X-Callboard-Agent"] = "somebody"
     with httpx.Client(base_url=hub.url, timeout=15) as http:
         answer = http.request(route.method, _concrete(route), json=VALID_BODIES.get(_key(route)), headers=headers)
     expect_http_error(answer, 401, "unauthorized")
@@ -602,13 +602,13 @@ def test_every_route_refuses_a_missing_unknown_or_revoked_token(
 def test_a_request_without_a_token_is_refused_before_its_body_is_read(hub: Hub, route: Route) -> None:
     with httpx.Client(base_url=hub.url, timeout=15) as http:
         answer = http.request(
-            route.method, _concrete(route), content=b"{not json", headers={"X-Switchboard-Agent": "x"}
+            route.method, _concrete(route), content=b"{not json", headers={"X-Callboard-Agent": "x"}
         )
     expect_http_error(answer, 401, "unauthorized")
 
 
 def test_a_revoked_token_is_refused_by_hubclient(hub: Hub) -> None:
-    from switchboard.errors import Unauthorized
+    from callboard.errors import Unauthorized
 
     issued = hub.issue(agent=unique("short-lived"))
     client = hub.client(issued["token"])

@@ -1,5 +1,5 @@
 """The hub's commands, as subprocesses: up, login, logout, token create/list/revoke, the
-SWITCHBOARD_HUB / SWITCHBOARD_TOKEN overrides, and an agent token acting only as its agent."""
+CALLBOARD_HUB / CALLBOARD_TOKEN overrides, and an agent token acting only as its agent."""
 
 from __future__ import annotations
 
@@ -24,13 +24,13 @@ DEAD_HUB = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
 
 def _config(cli_or_hub: CLI | Hub) -> dict:
-    path = cli_or_hub.switchboard_home / "config.toml"
+    path = cli_or_hub.callboard_home / "config.toml"
     with path.open("rb") as file:
         return tomllib.load(file)
 
 
 def _mode(cli_or_hub: CLI | Hub) -> int:
-    return stat.S_IMODE((cli_or_hub.switchboard_home / "config.toml").stat().st_mode)
+    return stat.S_IMODE((cli_or_hub.callboard_home / "config.toml").stat().st_mode)
 
 
 def test_up_prints_its_address_and_admin_token_and_logs_this_machine_in_with_a_user_token(make_hub) -> None:
@@ -42,7 +42,7 @@ def test_up_prints_its_address_and_admin_token_and_logs_this_machine_in_with_a_u
     assert any(hub.admin_token in line for line in lines[1:]), lines
     config = _config(hub)
     assert (config["hub"], config["admin_hub"], config["admin_token"]) == (hub.url, hub.url, hub.admin_token)
-    assert config["token"].startswith("sb_") and config["token"] != hub.admin_token
+    assert config["token"].startswith("cb_") and config["token"] != hub.admin_token
     assert _mode(hub) == 0o600
 
     on_hub = CLI.on_hub_machine(hub)
@@ -51,7 +51,7 @@ def test_up_prints_its_address_and_admin_token_and_logs_this_machine_in_with_a_u
     assert me["source"].endswith("via user token"), me
     refused = on_hub.run("token", "create", "--admin", "--json")  # its agents cannot mint admin tokens …
     expect_error(refused, "forbidden", as_json=True)
-    refused = on_hub.run("workspace", "list", "--json", env={"SWITCHBOARD_WORKSPACE": "elsewhere"})
+    refused = on_hub.run("workspace", "list", "--json", env={"CALLBOARD_WORKSPACE": "elsewhere"})
     expect_error(refused, "forbidden", as_json=True)  # … nor look into other workspaces
 
 
@@ -90,8 +90,8 @@ def test_up_on_an_existing_store_prints_no_new_admin_token(make_hub) -> None:
 
 def test_up_logs_in_with_a_user_token_of_the_configured_workspace(tmp_path) -> None:
     hub = Hub(tmp_path / "hub")
-    hub.switchboard_home.mkdir()
-    (hub.switchboard_home / "config.toml").write_text('workspace = "team"\n')
+    hub.callboard_home.mkdir()
+    (hub.callboard_home / "config.toml").write_text('workspace = "team"\n')
     try:
         hub.start()
         me = CLI.on_hub_machine(hub).run_json("whoami", agent="operator")
@@ -101,12 +101,12 @@ def test_up_logs_in_with_a_user_token_of_the_configured_workspace(tmp_path) -> N
 
 
 def test_a_machine_an_older_up_logged_in_with_the_admin_token_gets_a_user_token_at_the_next_up(make_hub) -> None:
-    from switchboard.config import write_config
+    from callboard.config import write_config
 
     hub: Hub = make_hub()
     hub.terminate()
     # As the first 'up' of an older version left it: the admin token is the login.
-    write_config(hub.switchboard_home, {"token": hub.admin_token, "admin_token": None, "admin_hub": None})
+    write_config(hub.callboard_home, {"token": hub.admin_token, "admin_token": None, "admin_hub": None})
     hub.args += ["--port", hub.url.rsplit(":", 1)[1]]  # the address it logged in to
     hub.start()
     config = _config(hub)
@@ -116,12 +116,12 @@ def test_a_machine_an_older_up_logged_in_with_the_admin_token_gets_a_user_token_
 
 
 def test_a_login_made_by_hand_with_the_admin_token_stays_as_it_is(make_hub) -> None:
-    from switchboard.config import write_config
+    from callboard.config import write_config
 
     hub: Hub = make_hub()
     hub.terminate()
     by_hand = {"hub": hub.url, "token": hub.admin_token, "ca_cert": "/etc/ssl/own-ca.pem"}
-    write_config(hub.switchboard_home, {**by_hand, "admin_token": None, "admin_hub": None})
+    write_config(hub.callboard_home, {**by_hand, "admin_token": None, "admin_hub": None})
     hub.args += ["--port", hub.url.rsplit(":", 1)[1]]
     hub.start()
     assert _config(hub) == by_hand
@@ -134,10 +134,10 @@ def test_sigterm_stops_an_idle_hub_with_exit_status_0(make_hub) -> None:
 
 
 def test_token_create_json_has_the_token_and_list_never_shows_it(hub: Hub, cli: CLI) -> None:
-    admin = {"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": hub.admin_token}
+    admin = {"CALLBOARD_HUB": hub.url, "CALLBOARD_TOKEN": hub.admin_token}
     agent = unique("tokened")
     issued = cli.run_json("token", "create", "--agent", agent, "--label", "for a test", env=admin)
-    assert issued["token"].startswith("sb_")
+    assert issued["token"].startswith("cb_")
     assert (issued["kind"], issued["agent"], issued["label"]) == ("agent", agent, "for a test")
     with hub.http(issued["token"]) as http:
         assert http.get("/v1/whoami").json()["agent"] == agent
@@ -152,11 +152,11 @@ def test_a_token_revoked_by_cli_is_refused(hub: Hub, cli: CLI) -> None:
     issued = hub.issue(agent=unique("doomed"))
     with hub.http(issued["token"]) as http:  # in use (the hub remembers checked tokens) …
         assert http.get("/v1/whoami").status_code == 200
-    admin = {"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": hub.admin_token}
+    admin = {"CALLBOARD_HUB": hub.url, "CALLBOARD_TOKEN": hub.admin_token}
     revoked = cli.run_json("token", "revoke", issued["id"], env=admin)
     assert revoked["id"] == issued["id"] and revoked["revoked_at"] is not None
 
-    refused = cli.run("whoami", "--json", env={"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": issued["token"]})
+    refused = cli.run("whoami", "--json", env={"CALLBOARD_HUB": hub.url, "CALLBOARD_TOKEN": issued["token"]})
     expect_error(refused, "unauthorized", as_json=True)
 
 
@@ -171,7 +171,7 @@ def test_login_writes_the_hub_and_token_to_a_0600_config(tenant: Tenant, cli: CL
 
 
 def test_login_with_a_token_the_hub_refuses_saves_nothing(hub: Hub, cli: CLI) -> None:
-    refused = cli.run("login", hub.url, "--token", "sb_never-issued", "--json")
+    refused = cli.run("login", hub.url, "--token", "cb_never-issued", "--json")
     expect_error(refused, "unauthorized", as_json=True)
     assert not cli.config_path.exists()
 
@@ -183,19 +183,19 @@ def test_logout_removes_the_hub_from_the_config(tenant: Tenant, cli: CLI) -> Non
     assert "hub" not in config and "token" not in config
     me = cli.run_json("whoami", agent="someone")  # back on this machine's embedded store
     assert me["store"] != tenant.hub.url
-    assert me["store"].endswith("switchboard.db")
+    assert me["store"].endswith("callboard.db")
 
 
-def test_switchboard_hub_and_token_in_the_environment_override_the_config(tenant: Tenant, cli: CLI) -> None:
-    from switchboard.config import save_login
+def test_callboard_hub_and_token_in_the_environment_override_the_config(tenant: Tenant, cli: CLI) -> None:
+    from callboard.config import save_login
 
-    save_login(cli.switchboard_home, DEAD_HUB, "sb_stale")  # a login that cannot work
-    env = {"SWITCHBOARD_HUB": tenant.hub.url, "SWITCHBOARD_TOKEN": tenant.token}
+    save_login(cli.callboard_home, DEAD_HUB, "cb_stale")  # a login that cannot work
+    env = {"CALLBOARD_HUB": tenant.hub.url, "CALLBOARD_TOKEN": tenant.token}
     me = cli.run_json("whoami", agent="someone", env=env)
     assert (me["store"], me["workspace"]) == (tenant.hub.url, tenant.workspace)
 
-    save_login(cli.switchboard_home, tenant.hub.url, tenant.token)  # a login that works …
-    refused = cli.run("whoami", "--json", agent="someone", env={"SWITCHBOARD_TOKEN": "sb_never-issued"})
+    save_login(cli.callboard_home, tenant.hub.url, tenant.token)  # a login that works …
+    refused = cli.run("whoami", "--json", agent="someone", env={"CALLBOARD_TOKEN": "cb_never-issued"})
     expect_error(refused, "unauthorized", as_json=True)  # … but the environment's token wins
 
 
@@ -230,7 +230,7 @@ def test_up_on_a_taken_port_says_so_and_writes_nothing(tmp_path) -> None:
     try:
         home = tmp_path / "sb"
         proc = subprocess.run(
-            [sys.executable, "-m", "switchboard", "up", "--port", str(taken.getsockname()[1])],
+            [sys.executable, "-m", "callboard", "up", "--port", str(taken.getsockname()[1])],
             env=isolated_env(tmp_path / "home", home),
             capture_output=True,
             text=True,
@@ -252,7 +252,7 @@ def test_up_on_a_taken_port_says_so_and_writes_nothing(tmp_path) -> None:
     [
         (["--token", "-"], "{token}\n", {}),  # piped in: never on the command line (shell history, ps)
         ([], "{token}\n", {}),  # no --token and a pipe: the same
-        ([], None, {"SWITCHBOARD_TOKEN": "{token}"}),
+        ([], None, {"CALLBOARD_TOKEN": "{token}"}),
     ],
     ids=["token-dash", "piped", "environment"],
 )
@@ -271,7 +271,7 @@ def test_login_takes_the_token_from_standard_input_or_the_environment(
 def test_login_without_a_token_anywhere_says_how_to_give_one_and_saves_nothing(hub: Hub, cli: CLI) -> None:
     refused = cli.run("login", hub.url, "--json")  # standard input is empty, not a terminal
     error = expect_error(refused, "bad_request", as_json=True)
-    assert "--token -" in error["message"] and "SWITCHBOARD_TOKEN" in error["message"]
+    assert "--token -" in error["message"] and "CALLBOARD_TOKEN" in error["message"]
     assert not cli.config_path.exists()
 
 

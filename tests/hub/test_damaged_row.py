@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.hub import HubClient
+from callboard.client.hub import HubClient
 from tests.hub.conftest import CLI, EventStream, Hub, unique
 from tests.hub.test_mcp import mcp_client
 from tests.integrations.hooks.conftest import AGENT, Hooks
@@ -72,7 +72,7 @@ async def test_a_damaged_message_is_shown_as_such_by_every_reader_and_the_rest_r
 
     hooks = Hooks(CLI(tmp_path / "hook-machine"))
     try:
-        env = {"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": token, "SWITCHBOARD_WORKSPACE": workspace}
+        env = {"CALLBOARD_HUB": hub.url, "CALLBOARD_TOKEN": token, "CALLBOARD_WORKSPACE": workspace}
         answer = hooks.context("session-start", env=env)
         assert answer is not None
         context = answer["hookSpecificOutput"]["additionalContext"]

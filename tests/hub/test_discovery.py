@@ -35,7 +35,7 @@ def test_agent_export_through_a_hub_locates_each_card_on_that_hub(tenant: Tenant
     assert printed.returncode == 0, printed.stderr
     document = json.loads(printed.stdout)
     assert document["source"] == {
-        "switchboard_version": document["source"]["switchboard_version"],
+        "callboard_version": document["source"]["callboard_version"],
         "hub": tenant.hub.url,
         "workspaces": [tenant.workspace],
     }

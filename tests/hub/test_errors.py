@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.hub.routes import ROUTES, Route
+from callboard.hub.routes import ROUTES, Route
 from tests.hub.conftest import Hub, Tenant, expect_http_error, new_tenant, unique
 
 MIB = 1024 * 1024
@@ -148,7 +148,7 @@ BAD_INPUTS = [
         "/v1/whoami",
         400,
         "bad_name",
-        headers={"X-Switchboard-Agent": "no spaces"},
+        headers={"X-Callboard-Agent": "no spaces"},
     ),
     Bad(
         "workspace header with a bad name",
@@ -156,7 +156,7 @@ BAD_INPUTS = [
         "/v1/whoami",
         400,
         "bad_name",
-        headers={"X-Switchboard-Workspace": "-x-"},
+        headers={"X-Callboard-Workspace": "-x-"},
     ),
     Bad(
         "send to a bad address", "POST", "/v1/messages", 400, "bad_address", json={"to": "not an address", "text": "hi"}
@@ -349,7 +349,7 @@ def test_a_client_gone_mid_body_is_no_error_of_the_hubs(world: World, route: Rou
     host, port = world.hub.url.removeprefix("http://").split(":")
     head = (
         f"{route.method} {world.path(route)} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {world.tenant.token}\r\n"
-        f"X-Switchboard-Agent: {world.agent}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        f"X-Callboard-Agent: {world.agent}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
     )
     with socket.create_connection((host, int(port)), timeout=10) as raw:
         raw.sendall(head.encode() + b'{"par')

@@ -5,7 +5,7 @@ create → describe/update/delete, register → heartbeat/end). A 5xx, an undocu
 wrong content type or an answer that breaks its schema fails; a traceback in the hub's log
 fails too (the folder's autouse check).
 
-Bounded: FUZZ_EXAMPLES inputs per operation and mode (SWITCHBOARD_FUZZ_EXAMPLES raises it for a
+Bounded: FUZZ_EXAMPLES inputs per operation and mode (CALLBOARD_FUZZ_EXAMPLES raises it for a
 longer run by hand), so the whole module takes a couple of minutes on a 2-core machine. At the
 end it prints how many requests were sent and what they were answered.
 """
@@ -34,11 +34,11 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from switchboard.hub.routes import ROUTES
+from callboard.hub.routes import ROUTES
 from tests.hub.conftest import Hub
 
-FUZZ_EXAMPLES = int(os.environ.get("SWITCHBOARD_FUZZ_EXAMPLES", "40"))
-FUZZ_SCENARIOS = int(os.environ.get("SWITCHBOARD_FUZZ_SCENARIOS", "80"))
+FUZZ_EXAMPLES = int(os.environ.get("CALLBOARD_FUZZ_EXAMPLES", "40"))
+FUZZ_SCENARIOS = int(os.environ.get("CALLBOARD_FUZZ_SCENARIOS", "80"))
 RATE_LIMITED_RETRIES = 5
 LONGEST_WAIT = 0.05  # seconds: a long-poll the fuzzer asks for ends at once (the bound itself is tested elsewhere)
 CHECKS = [
@@ -74,7 +74,7 @@ class Fuzzed:
         self.statuses[str(response.status_code)] += 1
 
     def agent_headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}", "X-Switchboard-Agent": "fuzzer"}
+        return {"Authorization": f"Bearer {self.token}", "X-Callboard-Agent": "fuzzer"}
 
 
 @pytest.fixture(scope="module")

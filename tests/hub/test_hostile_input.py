@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from switchboard import address
+from callboard import address
 from tests.hub.conftest import CLI, Tenant, expect_error, expect_http_error, unique
 
 NON_JSON_NUMBERS = {
@@ -101,7 +101,7 @@ OUT_OF_BOUNDS = [
         "/v1/whoami",
         404,
         "unknown_session",
-        headers={"X-Switchboard-Session": "x" * 300},
+        headers={"X-Callboard-Session": "x" * 300},
     ),
     Out(
         "a subject with a NUL",
@@ -132,7 +132,7 @@ def test_a_number_or_text_past_its_bound_gets_its_code_and_leaves_nothing(tenant
 def test_a_process_header_in_other_digits_is_ignored_not_a_failure(tenant: Tenant) -> None:
     with tenant.http(unique("dave")) as http:
         for value in ("laptop ²:-", "laptop 1:²", f"laptop {2**31}:-", f"laptop 1:{2**64}", "laptop" + " 1:1" * 500):
-            answer = http.get("/v1/whoami", headers={"X-Switchboard-Process": value.encode("latin-1")})
+            answer = http.get("/v1/whoami", headers={"X-Callboard-Process": value.encode("latin-1")})
             assert answer.status_code == 200 and answer.json()["session"] is None, (value, answer.text)
 
 

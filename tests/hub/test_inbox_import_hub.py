@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-import switchboard.cli.import_inbox  # noqa: F401  (registers the command on the app)
-from switchboard.cli.main import main
-from switchboard.client.hub import HubClient
-from switchboard.integrations.inbox_tree import import_plan, scan
+import callboard.cli.import_inbox  # noqa: F401  (registers the command on the app)
+from callboard.cli.main import main
+from callboard.client.hub import HubClient
+from callboard.integrations.inbox_tree import import_plan, scan
 from tests.hub.conftest import Tenant
 from tests.integrations.test_inbox_tree import write
 
@@ -125,12 +125,12 @@ def test_cli_import_against_the_hub(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     for name in list(os.environ):
-        if name.startswith("SWITCHBOARD_"):
+        if name.startswith("CALLBOARD_"):
             monkeypatch.delenv(name)
-    home = tmp_path / "switchboard-home"
-    monkeypatch.setenv("SWITCHBOARD_HOME", str(home))
-    monkeypatch.setenv("SWITCHBOARD_HUB", tenant.hub.url)
-    monkeypatch.setenv("SWITCHBOARD_TOKEN", tenant.token)
+    home = tmp_path / "callboard-home"
+    monkeypatch.setenv("CALLBOARD_HOME", str(home))
+    monkeypatch.setenv("CALLBOARD_HUB", tenant.hub.url)
+    monkeypatch.setenv("CALLBOARD_TOKEN", tenant.token)
     root = write_tree(tmp_path / "inboxes", FILES)
 
     def run(*args: object) -> tuple[int, dict[str, Any]]:
@@ -149,7 +149,7 @@ def test_cli_import_against_the_hub(
     assert [m["file"] for m in report["marked_read"]] == ["bob/.read/0001.json"]
     assert {k: v[0] for k, v in mail(clients("bob")).items()} == {"m-1": "alice", "m-3": "carol"}
     assert mail(clients("bob"))["m-1"][3] == "read"
-    assert not (home / "switchboard.db").exists()  # it all went to the hub
+    assert not (home / "callboard.db").exists()  # it all went to the hub
 
     # bob reads carol's message the folder way; a new file arrives for alice
     (root / "bob/0003.json").rename(root / "bob/.read/0003.json")

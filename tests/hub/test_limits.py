@@ -3,7 +3,7 @@ hundred typos in a workspace of thousands leaves every other request answering; 
 is capped in size (431) and in time, its body in time; a client guessing tokens is slowed down
 (429) before the store is asked; a credential holds a bounded number of streams and waiting reads.
 
-Everything is real: ``switchboard up`` subprocesses, raw sockets where HTTP clients would hide
+Everything is real: ``callboard up`` subprocesses, raw sockets where HTTP clients would hide
 what is tested (a head that never ends), httpx otherwise.
 """
 
@@ -201,14 +201,14 @@ def test_a_client_sending_unknown_tokens_gets_429_before_long_and_tokens_in_use_
     with httpx.Client(base_url=hub.url, timeout=15) as http:
         assert http.get("/v1/whoami", headers=auth_headers(hub.admin_token, "alice")).status_code == 200
         for _ in range(300):
-            answer = http.get("/v1/whoami", headers=auth_headers(f"sb_guess-{_letters(20)}", "x"))
+            answer = http.get("/v1/whoami", headers=auth_headers(f"cb_guess-{_letters(20)}", "x"))
             statuses.append(answer.status_code)
             if answer.status_code == 429:
                 break
         assert statuses[0] == 401 and statuses[-1] == 429, statuses
         expect_http_error(answer, 429, "rate_limited")
         assert int(answer.headers["Retry-After"]) >= 1
-        again = http.get("/v1/whoami", headers=auth_headers(f"sb_guess-{_letters(20)}", "x"))
+        again = http.get("/v1/whoami", headers=auth_headers(f"cb_guess-{_letters(20)}", "x"))
         expect_http_error(again, 429, "rate_limited")  # refused now without a look at the store
         mine = http.get("/v1/whoami", headers=auth_headers(hub.admin_token, "alice"))
     assert mine.status_code == 200, mine.text

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from switchboard.identity import machine_name
+from callboard.identity import machine_name
 from tests.hub.conftest import CLI, Hub, Tenant, auth_headers, expect_http_error, unique
 from tests.mcp.test_tools import TOOLS, ok, text_of, words
 from tests.support.forgery import assert_reads_as_from_only, assert_structured_is_plain, forged
@@ -87,9 +87,9 @@ async def test_a_tool_error_over_http_carries_the_code_and_the_next_step(tenant:
 
 async def test_the_stdio_server_of_a_machine_logged_in_to_a_hub_acts_through_the_hub(tenant: Tenant, cli: CLI):
     alice, bob = unique("alice"), unique("bob")
-    env = cli.env(alice, {"SWITCHBOARD_HUB": tenant.hub.url, "SWITCHBOARD_TOKEN": tenant.token})
+    env = cli.env(alice, {"CALLBOARD_HUB": tenant.hub.url, "CALLBOARD_TOKEN": tenant.token})
     server = StdioServerParameters(
-        command=sys.executable, args=["-m", "switchboard", "mcp"], env=env, cwd=str(cli.workdir)
+        command=sys.executable, args=["-m", "callboard", "mcp"], env=env, cwd=str(cli.workdir)
     )
     async with Client(server, mode="legacy") as as_alice:
         ok(await as_alice.call_tool("send_message", {"to": bob, "message": "from a stdio session"}))
@@ -106,7 +106,7 @@ async def test_the_stdio_server_of_a_machine_logged_in_to_a_hub_acts_through_the
     ("headers", "status", "code"),
     [
         ({}, 401, "unauthorized"),
-        ({"Authorization": "Bearer sb_not-a-token"}, 401, "unauthorized"),
+        ({"Authorization": "Bearer cb_not-a-token"}, 401, "unauthorized"),
         ({"Authorization": "Basic dXNlcjpwYXNz"}, 401, "unauthorized"),
     ],
 )
@@ -191,7 +191,7 @@ def _forge(tenant: Tenant, field: str, mallory: str, bob: str) -> tuple[str, dic
         if field in ("terminal", "subject"):
             subject = forged("plan") if field == "subject" else "plan"
             mail = {"to": bob, "text": "hi", "subject": subject}
-            assert http.post("/v1/messages", json=mail, headers={"X-Switchboard-Session": session["id"]}).is_success
+            assert http.post("/v1/messages", json=mail, headers={"X-Callboard-Session": session["id"]}).is_success
             return "read_messages", {}
         if field in ("description", "skills"):
             card = {"description": forged("helper")} if field == "description" else {"skills": [forged("ops")[:100]]}

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.credentials import Credentials
-from switchboard.errors import Unauthorized
-from switchboard.hub.mcp_endpoint import CredentialBound
-from switchboard.model import Caller
-from switchboard.service import Service
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.credentials import Credentials
+from callboard.errors import Unauthorized
+from callboard.hub.mcp_endpoint import CredentialBound
+from callboard.model import Caller
+from callboard.service import Service
+from callboard.store.sqlite.store import SQLiteStore
 from tests.support.waiting import wait_until
 
 

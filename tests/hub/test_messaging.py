@@ -8,15 +8,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from switchboard.errors import UnknownAgent
-from switchboard.store.sqlite.messages import FAN_OUT_LATER_FROM
+from callboard.errors import UnknownAgent
+from callboard.store.sqlite.messages import FAN_OUT_LATER_FROM
 from tests.hub.conftest import CLI, Hub, Tenant, expect_http_error, unique
 from tests.support.cli_runner import texts
 
 
 def test_two_agents_exchange_messages_through_the_hub_by_cli(tenant: Tenant, make_cli) -> None:
     alice, bob = unique("alice"), unique("bob")
-    hub_env = {"SWITCHBOARD_HUB": tenant.hub.url, "SWITCHBOARD_TOKEN": tenant.token}
+    hub_env = {"CALLBOARD_HUB": tenant.hub.url, "CALLBOARD_TOKEN": tenant.token}
     # Two machines: neither has an embedded store of its own in play, both reach the hub.
     one: CLI = make_cli("one")
     two: CLI = make_cli("two")
@@ -40,8 +40,8 @@ def test_two_agents_exchange_messages_through_the_hub_by_cli(tenant: Tenant, mak
     status = one.run_json("status", sent["message_id"], agent=alice, env=hub_env)
     assert [(r["agent"], r["state"]) for r in status["recipients"]] == [(bob, "read")]
     # It all went through the hub: neither machine has a database of its own.
-    assert not (one.switchboard_home / "switchboard.db").exists()
-    assert not (two.switchboard_home / "switchboard.db").exists()
+    assert not (one.callboard_home / "callboard.db").exists()
+    assert not (two.callboard_home / "callboard.db").exists()
 
 
 def test_two_agents_exchange_messages_through_the_hub_by_hubclient(tenant: Tenant) -> None:
@@ -185,7 +185,7 @@ def test_agent_delete_by_cli_against_the_hub_erases_the_mailbox_and_the_agent_co
     tenant: Tenant, cli: CLI
 ) -> None:
     bob, alice, operator = unique("bob"), unique("alice"), unique("operator")
-    hub_env = {"SWITCHBOARD_HUB": tenant.hub.url, "SWITCHBOARD_TOKEN": tenant.token}
+    hub_env = {"CALLBOARD_HUB": tenant.hub.url, "CALLBOARD_TOKEN": tenant.token}
     assert cli.run_json("whoami", agent=bob, env=hub_env)["agent"] == bob
     cli.run_json("send", bob, "unread before the delete", agent=alice, env=hub_env)
 

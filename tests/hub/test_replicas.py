@@ -18,10 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from switchboard.client.following import follow
-from switchboard.client.hub import HubClient
-from switchboard.errors import HubUnavailable
-from switchboard.model import MailItem
+from callboard.client.following import follow
+from callboard.client.hub import HubClient
+from callboard.errors import HubUnavailable
+from callboard.model import MailItem
 from tests.hub.conftest import CLI, EventStream, Hub
 from tests.support.postgres import fresh_database
 from tests.support.waiting import wait_until
@@ -160,7 +160,7 @@ class _Either:
 def test_every_acknowledged_message_is_delivered_once_in_order_while_a_replica_is_killed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SWITCHBOARD_SEND_RETRY_SECONDS", "1")  # a sender on the killed replica gives up soon
+    monkeypatch.setenv("CALLBOARD_SEND_RETRY_SECONDS", "1")  # a sender on the killed replica gives up soon
     recipients = ["r0", "r1", "r2", "r3"]
     with fresh_database() as url:
         hubs = [Hub(tmp_path / f"r{i}", args=["--db", url], prints_admin=i == 0) for i in range(REPLICAS)]
@@ -238,13 +238,13 @@ def test_the_command_line_on_the_database_itself_reaches_readers_of_the_replicas
     stream = EventStream(replicas[2].url, replicas[2].admin_token, "erin")
     try:
         stream.ready()
-        sent = cli.run_json("send", "erin", "straight into the database", agent="frank", env={"SWITCHBOARD_DB": url})
+        sent = cli.run_json("send", "erin", "straight into the database", agent="frank", env={"CALLBOARD_DB": url})
         assert stream.next_event().message_id == sent["message_id"]  # a notification woke the replica's stream
     finally:
         stream.close()
-    got = cli.run_json("read", agent="erin", env={"SWITCHBOARD_DB": url})
+    got = cli.run_json("read", agent="erin", env={"CALLBOARD_DB": url})
     assert [item["message"]["id"] for item in got["items"]] == [sent["message_id"]]
-    who = cli.run_json("whoami", agent="erin", env={"SWITCHBOARD_DB": url})
+    who = cli.run_json("whoami", agent="erin", env={"CALLBOARD_DB": url})
     assert who["store"].startswith("postgresql://") and "password" not in who["store"]
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from switchboard.delivery.runner_reports import RunnerReport
-from switchboard.errors import Forbidden
+from callboard.delivery.runner_reports import RunnerReport
+from callboard.errors import Forbidden
 from tests.hub.conftest import Tenant, new_tenant
 
 NOW = datetime.now(UTC)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.headers import SESSION_HEADER
+from callboard.headers import SESSION_HEADER
 from tests.hub.conftest import CLI, EventStream, Hub, Tenant, expect_error
 from tests.support.waiting import wait_until
 
@@ -157,7 +157,7 @@ def test_follow_rides_out_a_hub_killed_and_started_again(restartable: Hub, cli: 
 def test_a_send_to_a_hub_that_is_down_is_a_clear_error(restartable: Hub, cli: CLI) -> None:
     cli.run_json("login", restartable.url, "--token", restartable.admin_token)
     restartable.kill()
-    proc = cli.run("send", "bob", "anyone?", agent="alice", env={"SWITCHBOARD_SEND_RETRY_SECONDS": "1"})
+    proc = cli.run("send", "bob", "anyone?", agent="alice", env={"CALLBOARD_SEND_RETRY_SECONDS": "1"})
     message = expect_error(proc, "hub_unavailable", as_json=False)
     assert "nothing was sent" in str(message)
 

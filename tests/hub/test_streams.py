@@ -137,7 +137,7 @@ def test_a_long_poll_wakes_on_a_send_and_returns_it_well_before_its_wait_ends(te
 
 def test_a_waiting_cli_reader_wakes_on_a_send_through_the_hub(tenant: Tenant, cli: CLI) -> None:
     hub, alice, bob = tenant.hub, unique("alice"), unique("bob")
-    env = {"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": tenant.token}
+    env = {"CALLBOARD_HUB": hub.url, "CALLBOARD_TOKEN": tenant.token}
     proc = cli.spawn("read", "--wait", LONG_WAIT, "--json", agent=bob, env=env)
     try:
         wait_until(

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.base import Client
-from switchboard.client.local import LocalClient
-from switchboard.errors import BadRequest, UnknownMessage
-from switchboard.model import Caller, DeliveryState
-from switchboard.service import Service
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.client.base import Client
+from callboard.client.local import LocalClient
+from callboard.errors import BadRequest, UnknownMessage
+from callboard.model import Caller, DeliveryState
+from callboard.service import Service
+from callboard.store.sqlite.store import SQLiteStore
 from tests.hub.conftest import Tenant, unique
 
 Pair = tuple[Client, Client]  # (alice, bob)

@@ -1,6 +1,6 @@
 """A hub over TLS: ``up --tls-cert/--tls-key`` serves HTTPS with a certificate signed by a CA of
 our own (made here with the ``openssl`` command); every client verifies it, with ``--ca-cert``
-or ``SWITCHBOARD_CA_CERT``, and refuses it without. Plain HTTP beyond loopback is refused unless
+or ``CALLBOARD_CA_CERT``, and refuses it without. Plain HTTP beyond loopback is refused unless
 ``--insecure`` asks for it. Everything listens and connects on loopback only."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.hub import HubClient
-from switchboard.errors import BadRequest, HubUnavailable
-from switchboard.integrations.hooks import hub_probe
+from callboard.client.hub import HubClient
+from callboard.errors import BadRequest, HubUnavailable
+from callboard.integrations.hooks import hub_probe
 from tests.hub.conftest import CLI, Hub, expect_error, unique
 from tests.integrations.hooks.conftest import AGENT, Hooks
 from tests.support.cli_runner import texts
@@ -39,7 +39,7 @@ def _openssl(*args: str | Path, cwd: Path) -> None:
 @pytest.fixture(scope="module")
 def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
     folder = tmp_path_factory.mktemp("tls")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=switchboard test CA",
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=callboard test CA",
              "-keyout", "ca.key", "-out", "ca.pem", cwd=folder)  # fmt: skip
     _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
              "-keyout", "hub.key", "-out", "hub.csr", cwd=folder)  # fmt: skip
@@ -153,12 +153,12 @@ def test_a_cli_without_the_ca_is_refused_and_with_it_sends_and_reads(
     assert "ca_cert" not in machine.config_path.read_text(), "logout forgets the CA with the hub"
 
 
-def test_switchboard_ca_cert_gives_the_ca(tls_hub: Hub, certificates: Certificates, make_cli) -> None:
+def test_callboard_ca_cert_gives_the_ca(tls_hub: Hub, certificates: Certificates, make_cli) -> None:
     machine: CLI = make_cli("env")
-    with_ca = {"SWITCHBOARD_CA_CERT": str(certificates.ca)}
+    with_ca = {"CALLBOARD_CA_CERT": str(certificates.ca)}
     machine.run_json("login", tls_hub.url, "--token", tls_hub.admin_token, env=with_ca)
     assert "ca_cert" not in machine.config_path.read_text(), "the variable is not saved"
-    agent, workspace = unique("env"), {"SWITCHBOARD_WORKSPACE": unique("tls")}
+    agent, workspace = unique("env"), {"CALLBOARD_WORKSPACE": unique("tls")}
     machine.run_json("send", agent, "by the variable", agent=agent, env={**with_ca, **workspace})
     expect_unverified(machine.run("read", agent=agent, env=workspace))
     got = machine.run_json("read", agent=agent, env={**with_ca, **workspace})
@@ -205,9 +205,9 @@ def test_the_hooks_probe_verifies_the_certificate(tls_hub: Hub, certificates: Ce
     hooks = Hooks(CLI(tmp_path / "hooks-machine"))
     try:
         env = {
-            "SWITCHBOARD_HUB": tls_hub.url,
-            "SWITCHBOARD_TOKEN": tls_hub.admin_token,
-            "SWITCHBOARD_WORKSPACE": workspace,
+            "CALLBOARD_HUB": tls_hub.url,
+            "CALLBOARD_TOKEN": tls_hub.admin_token,
+            "CALLBOARD_WORKSPACE": workspace,
         }
         proc = hooks.run("prompt", env=env)  # no CA: the hook runs on and exits 0
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
@@ -216,7 +216,7 @@ def test_the_hooks_probe_verifies_the_certificate(tls_hub: Hub, certificates: Ce
             sender.send(AGENT, "urgent for the hook", urgent=True)
         finally:
             sender.close()
-        answer = hooks.context("prompt", env={**env, "SWITCHBOARD_CA_CERT": ca})
+        answer = hooks.context("prompt", env={**env, "CALLBOARD_CA_CERT": ca})
         assert answer is not None and "urgent for the hook" in answer["hookSpecificOutput"]["additionalContext"]
     finally:
         hooks.close()

@@ -1,4 +1,4 @@
-"""Every answer the hub gives an agent carries that agent's unread count (X-Switchboard-Unread),
+"""Every answer the hub gives an agent carries that agent's unread count (X-Callboard-Unread),
 so a client knows it without a request of its own, and an MCP tool call through a hub is one
 request."""
 
@@ -8,10 +8,10 @@ import httpx
 import pytest
 from mcp import Client as McpClient
 
-from switchboard.client.hub import HubClient
-from switchboard.headers import UNREAD_HEADER
-from switchboard.hub.routes import ROUTES
-from switchboard.mcp.tools import mailbox_server, one_client
+from callboard.client.hub import HubClient
+from callboard.headers import UNREAD_HEADER
+from callboard.hub.routes import ROUTES
+from callboard.mcp.tools import mailbox_server, one_client
 from tests.hub.conftest import Hub, Tenant, unique
 from tests.mcp.test_tools import ok
 

@@ -1,5 +1,5 @@
 """Through a hub (a user token acting as each recipient): mail the sender pushes into a Claude
-Code session Switchboard does not serve is handed to a session of the agent registered for that
+Code session Callboard does not serve is handed to a session of the agent registered for that
 process, and comes back when the process dies. The machine of tests/integrations/claude_code/test_push.py."""
 
 # ruff: noqa: F811 (the machine fixture is imported, and named as the tests' argument)
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from contextlib import closing
 
-from switchboard.integrations.claude_code.push import push_sent
+from callboard.integrations.claude_code.push import push_sent
 from tests.hub.conftest import Tenant
 from tests.integrations.claude_code.test_push import Machine, machine  # noqa: F401 (the fixture)
 from tests.support.waiting import wait_until
@@ -20,8 +20,8 @@ def alice_state(tenant: Tenant, message_id: str) -> tuple[str, str | None, list[
 
 
 def test_pushed_mail_is_handed_to_the_registered_session_and_returns_when_it_dies(machine: Machine, tenant: Tenant):
-    session = machine.session(machine.project("alice"), environ={"SWITCHBOARD_WORKSPACE": tenant.workspace})
-    env = {**machine.env, "SWITCHBOARD_WORKSPACE": tenant.workspace}
+    session = machine.session(machine.project("alice"), environ={"CALLBOARD_WORKSPACE": tenant.workspace})
+    env = {**machine.env, "CALLBOARD_WORKSPACE": tenant.workspace}
     with closing(tenant.client("bob")) as bob:
         sent = bob.send("alice", "through the hub")
         report = push_sent(bob, sent, env)

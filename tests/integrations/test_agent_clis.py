@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.integrations import agent_clis
-from switchboard.integrations.agent_clis import AGENT_CLIS, BY_NAME, HOOK_CLIENTS, MCP_CLIENTS, runtime_of
-from switchboard.integrations.hooks import output
-from switchboard.integrations.install import install_plans
-from switchboard.integrations.mcp_registration import client_name
+from callboard.integrations import agent_clis
+from callboard.integrations.agent_clis import AGENT_CLIS, BY_NAME, HOOK_CLIENTS, MCP_CLIENTS, runtime_of
+from callboard.integrations.hooks import output
+from callboard.integrations.install import install_plans
+from callboard.integrations.mcp_registration import client_name
 from tests.support.waiting import wait_until
 
 HOOK_EVENTS = {"session-start", "prompt", "post-tool", "stop"}

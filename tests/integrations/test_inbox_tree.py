@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-import switchboard.cli.import_inbox  # noqa: F401  (registers the command on the app)
-from switchboard.cli.main import main
-from switchboard.client.local import LocalClient
-from switchboard.config import Settings
-from switchboard.integrations.inbox_tree import InboxFile, import_plan, parse_message, plan, scan
-from switchboard.model import Caller, MailItem
-from switchboard.service import Service
-from switchboard.store.sqlite.store import SQLiteStore
+import callboard.cli.import_inbox  # noqa: F401  (registers the command on the app)
+from callboard.cli.main import main
+from callboard.client.local import LocalClient
+from callboard.config import Settings
+from callboard.integrations.inbox_tree import InboxFile, import_plan, parse_message, plan, scan
+from callboard.model import Caller, MailItem
+from callboard.service import Service
+from callboard.store.sqlite.store import SQLiteStore
 
 WS = "acme"
 
@@ -132,7 +132,7 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[Service]:
-    service = Service(SQLiteStore(tmp_path / "switchboard.db"), machine="testhost")
+    service = Service(SQLiteStore(tmp_path / "callboard.db"), machine="testhost")
     try:
         yield service
     finally:
@@ -367,10 +367,10 @@ def test_a_long_id_still_makes_a_valid_key() -> None:
 @pytest.fixture
 def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Callable[..., Any]:
     for name in list(os.environ):
-        if name.startswith("SWITCHBOARD_"):
+        if name.startswith("CALLBOARD_"):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("SWITCHBOARD_HOME", str(tmp_path / "switchboard-home"))
-    monkeypatch.setenv("SWITCHBOARD_WORKSPACE", WS)
+    monkeypatch.setenv("CALLBOARD_HOME", str(tmp_path / "callboard-home"))
+    monkeypatch.setenv("CALLBOARD_WORKSPACE", WS)
     monkeypatch.setenv("COLUMNS", "200")
 
     def run(*args: object) -> tuple[int, str, str]:

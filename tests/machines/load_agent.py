@@ -1,6 +1,6 @@
 """One session of one agent in the load test (test_load.py): a process run inside a machine's
-network namespace with that machine's environment (its SWITCHBOARD_HOME holds the login,
-SWITCHBOARD_MACHINE its name, SWITCHBOARD_AGENT the agent).
+network namespace with that machine's environment (its CALLBOARD_HOME holds the login,
+CALLBOARD_MACHINE its name, CALLBOARD_AGENT the agent).
 
 It registers its own process as a session of the agent and keeps it with ``SessionKeeper``
 (heartbeats every ``--heartbeat`` seconds), follows the mail its session sees with ``follow``
@@ -20,7 +20,7 @@ when told to stop and when drained, {"drained": cursor} at the end (each with "a
 After its sends it waits for the file CONTROL/stop (or SIGTERM), then drains — until a read
 that began after the stop found nothing new — ends its session and exits 0.
 
-Standalone on purpose: it imports the switchboard library only, never the tests.
+Standalone on purpose: it imports the callboard library only, never the tests.
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from switchboard.client.following import follow
-from switchboard.client.hub import HubClient
-from switchboard.client.opening import hub_client
-from switchboard.client.session_keeper import SessionKeeper
-from switchboard.config import Settings
-from switchboard.errors import SwitchboardError
-from switchboard.identity import SessionHint
-from switchboard.model import MailItem, ReadResult
+from callboard.client.following import follow
+from callboard.client.hub import HubClient
+from callboard.client.opening import hub_client
+from callboard.client.session_keeper import SessionKeeper
+from callboard.config import Settings
+from callboard.errors import CallboardError
+from callboard.identity import SessionHint
+from callboard.model import MailItem, ReadResult
 
 FORMS = ("name", "machine", "session")  # name, name@machine, name@machine#pid
 FOLLOW_WAIT_SECONDS = 0.5  # one waiting read of the follower: an empty one after the stop ends the drain
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     settings = Settings.load()
-    agent = os.environ["SWITCHBOARD_AGENT"]
+    agent = os.environ["CALLBOARD_AGENT"]
     received = Journal(args.out / f"{args.label}.recv.jsonl")
     sent = Journal(args.out / f"{args.label}.send.jsonl")
 
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     def deliver(item: MailItem) -> None:
         received.write({"id": item.message.id, "seq": item.seq, "t": time.time(), "from": item.message.sender_address})
 
-    def on_unreachable(error: SwitchboardError, delay: float) -> None:
+    def on_unreachable(error: CallboardError, delay: float) -> None:
         unreachable[0] += 1
 
     def run_follower() -> None:
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             record["t0"] = time.time()
             try:
                 result = client.send(to, f"{args.label} #{n}", idempotency_key=key)
-            except SwitchboardError as error:
+            except CallboardError as error:
                 record.update(t1=time.time(), error=error.code, message=error.message[:300])
             else:
                 [outcome] = result.recipients

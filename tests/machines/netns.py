@@ -1,22 +1,22 @@
 """Three machines on one Linux host: network namespaces joined by veth links.
 
-``Network`` makes three namespaces named ``sb-<random>-hub``, ``sb-<random>-m1`` and
-``sb-<random>-m2`` (the random part keeps parallel and leftover runs apart) and two links::
+``Network`` makes three namespaces named ``cb-<random>-hub``, ``cb-<random>-m1`` and
+``cb-<random>-m2`` (the random part keeps parallel and leftover runs apart) and two links::
 
     m1 (10.X.1.2) ── veth ── (10.X.1.1) hub (10.X.2.1) ── veth ── (10.X.2.2) m2
 
 X is picked at random in 200..250 among the 10.X.0.0/16 networks this host does not use. m1
 and m2 reach the hub only: the hub forwards nothing. Every machine has its own HOME and
-SWITCHBOARD_HOME (config and data) and its own SWITCHBOARD_MACHINE name (``hubhost``, ``m1``,
+CALLBOARD_HOME (config and data) and its own CALLBOARD_MACHINE name (``hubhost``, ``m1``,
 ``m2``); commands run in it with ``ip netns exec``.
 
-The hub is ``switchboard up --host 0.0.0.0`` in the hub namespace, serving HTTPS with a
+The hub is ``callboard up --host 0.0.0.0`` in the hub namespace, serving HTTPS with a
 certificate of a test CA (made with the ``openssl`` command) for both of its addresses. m1 and
 m2 are logged in to it (m1 by 10.X.1.1, m2 by 10.X.2.1) with a user token of one workspace, and
-act as any agent of it with SWITCHBOARD_AGENT.
+act as any agent of it with CALLBOARD_AGENT.
 
 Sessions: ``start_session`` registers a ``sleep`` once (it goes quiet after the hub's liveness
-window); ``keep_session`` has ``switchboard session keep`` report for it, so it stays live until
+window); ``keep_session`` has ``callboard session keep`` report for it, so it stays live until
 it or its keeper is stopped (a ``Pane``). ``follow`` runs ``read --follow --json`` (a
 ``Follower``), and ``kill_machine`` SIGKILLs every process of a machine, as if it died.
 
@@ -48,7 +48,7 @@ from tests.support.cli_runner import isolated_env
 from tests.support.waiting import wait_until
 
 MACHINES = ("hub", "m1", "m2")
-MACHINE_NAMES = {"hub": "hubhost", "m1": "m1", "m2": "m2"}  # their SWITCHBOARD_MACHINE
+MACHINE_NAMES = {"hub": "hubhost", "m1": "m1", "m2": "m2"}  # their CALLBOARD_MACHINE
 PORT = 8465  # the hub's port: each network's hub namespace is fresh, so it is always free
 WORKSPACE = "crew"
 CALL_TIMEOUT = 30.0
@@ -56,7 +56,7 @@ START_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
 PROBE_TIMEOUT = 2.0
 
-SWITCHBOARD = str(Path(sys.executable).with_name("switchboard"))  # the venv's command
+CALLBOARD = str(Path(sys.executable).with_name("callboard"))  # the venv's command
 IP = shutil.which("ip") or "/usr/sbin/ip"
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 
@@ -86,7 +86,7 @@ def unavailable_reason() -> str | None:
         return "the 'ip' command (iproute2) is not installed"
     if not shutil.which("openssl"):
         return "the 'openssl' command is not installed"
-    probe = f"sb-{secrets.token_hex(3)}-probe"
+    probe = f"cb-{secrets.token_hex(3)}-probe"
     made = subprocess.run([IP, "netns", "add", probe], capture_output=True, text=True, timeout=10)
     if made.returncode != 0:
         return f"'ip netns add' does not work here: {made.stderr.strip()}"
@@ -96,9 +96,9 @@ def unavailable_reason() -> str | None:
 
 @functools.cache
 def supports_option(command: str, option: str) -> bool:
-    """Whether ``switchboard COMMAND --help`` lists ``option`` (for options still being added)."""
+    """Whether ``callboard COMMAND --help`` lists ``option`` (for options still being added)."""
     proc = subprocess.run(
-        [SWITCHBOARD, *command.split(), "--help"],
+        [CALLBOARD, *command.split(), "--help"],
         capture_output=True,
         text=True,
         timeout=CALL_TIMEOUT,
@@ -126,7 +126,7 @@ def make_certificates(folder: Path, ips: Sequence[str] = (), dns: Sequence[str] 
     """A test CA and a server certificate it signed whose subjectAltName holds ``ips`` and ``dns``."""
     folder.mkdir(parents=True, exist_ok=True)
     ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")  # fast to make, unlike RSA
-    openssl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=switchboard test CA",
+    openssl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=callboard test CA",
             "-keyout", "ca.key", "-out", "ca.pem", cwd=folder)  # fmt: skip
     openssl("req", *ec, "-subj", f"/CN={(list(dns) or list(ips))[0]}", "-keyout", "hub.key", "-out", "hub.csr",
             cwd=folder)  # fmt: skip
@@ -190,18 +190,18 @@ def _drain(stream: IO[str], into: list[str]) -> None:
 @dataclass
 class Machine:
     key: str  # "hub", "m1" or "m2"
-    name: str  # its SWITCHBOARD_MACHINE
+    name: str  # its CALLBOARD_MACHINE
     namespace: str
     address: str  # its address (the hub's on the link to m1)
     root: Path
     home: Path
-    switchboard_home: Path
+    callboard_home: Path
     workdir: Path
     hub_url: str  # how it reaches the hub
 
     @property
     def config_path(self) -> Path:
-        return self.switchboard_home / "config.toml"
+        return self.callboard_home / "config.toml"
 
 
 def _drained(stream: IO[str] | None, into: list[str]) -> threading.Thread:
@@ -220,7 +220,7 @@ class Pane:
     machine: str
     agent: str
     process: subprocess.Popen[str]  # the session's process (its pid is the session's)
-    keeper: subprocess.Popen[str]  # switchboard session keep --pid <process>
+    keeper: subprocess.Popen[str]  # callboard session keep --pid <process>
     session: dict[str, Any]  # the Session the keeper printed
     keeper_output: list[str]  # its stdout lines (the session's JSON first)
     keeper_errors: list[str]  # its stderr lines
@@ -241,12 +241,12 @@ class Pane:
     @property
     def env(self) -> dict[str, str]:
         """The environment of a command acting in this session."""
-        return {"SWITCHBOARD_SESSION": self.id}
+        return {"CALLBOARD_SESSION": self.id}
 
 
 @dataclass
 class Follower:
-    """``switchboard read --follow --json`` running on a machine: each JSON line it printed, parsed."""
+    """``callboard read --follow --json`` running on a machine: each JSON line it printed, parsed."""
 
     machine: str
     agent: str
@@ -290,7 +290,7 @@ class Network:
         self.root = root
         self.liveness_seconds = liveness_seconds
         self.workspace = workspace
-        self.prefix = f"sb-{secrets.token_hex(3)}-"
+        self.prefix = f"cb-{secrets.token_hex(3)}-"
         self.x = 0
         self.machines: dict[str, Machine] = {}
         self.certificates: Certificates | None = None
@@ -346,11 +346,11 @@ class Network:
                 address=addresses[key],
                 root=folder,
                 home=folder / "home",
-                switchboard_home=folder / "switchboard-home",
+                callboard_home=folder / "callboard-home",
                 workdir=folder / "work",
                 hub_url=urls[key],
             )
-            for path in (machine.home, machine.switchboard_home, machine.workdir):
+            for path in (machine.home, machine.callboard_home, machine.workdir):
                 path.mkdir(parents=True, exist_ok=True)
             self.machines[key] = machine
         self.certificates = make_certificates(self.root / "tls", ips=[hub1, hub2])
@@ -408,13 +408,13 @@ class Network:
     ) -> dict[str, str]:
         """The environment of a command on ``machine``; ``env`` values of None remove a variable."""
         one = self.machine(machine)
-        extra: dict[str, str | None] = {"SWITCHBOARD_MACHINE": one.name}
+        extra: dict[str, str | None] = {"CALLBOARD_MACHINE": one.name}
         for name in PROXY_VARIABLES:  # nothing is ever sent through a proxy
             extra[name] = extra[name.upper()] = None
         if agent is not None:
-            extra["SWITCHBOARD_AGENT"] = agent
+            extra["CALLBOARD_AGENT"] = agent
         extra.update(env or {})
-        return isolated_env(one.home, one.switchboard_home, extra)
+        return isolated_env(one.home, one.callboard_home, extra)
 
     def argv(self, machine: str, argv: Sequence[object]) -> list[str]:
         return [IP, "netns", "exec", self.machine(machine).namespace, *map(str, argv)]
@@ -428,9 +428,9 @@ class Network:
         input: str | None = None,
         timeout: float = CALL_TIMEOUT,
     ) -> subprocess.CompletedProcess[str]:
-        """``switchboard ARGS`` on ``machine`` (as ``agent``): its exit status and output."""
+        """``callboard ARGS`` on ``machine`` (as ``agent``): its exit status and output."""
         return subprocess.run(
-            self.argv(machine, [SWITCHBOARD, *args]),
+            self.argv(machine, [CALLBOARD, *args]),
             env=self.env(machine, agent, env),
             cwd=self.machine(machine).workdir,
             input=input,
@@ -442,7 +442,7 @@ class Network:
         )
 
     def run_json(self, machine: str, *args: object, **kwargs: Any) -> Any:
-        """The parsed stdout of ``switchboard ARGS --json`` on ``machine``, which must exit 0."""
+        """The parsed stdout of ``callboard ARGS --json`` on ``machine``, which must exit 0."""
         if "--json" not in args:
             args = (*args, "--json")
         proc = self.run(machine, *args, **kwargs)
@@ -462,7 +462,7 @@ class Network:
         stdout: Any = subprocess.PIPE,
         stderr: Any = subprocess.PIPE,
     ) -> subprocess.Popen[str]:
-        """Start ``argv`` on ``machine`` (``SWITCHBOARD`` is the switchboard command); killed on close."""
+        """Start ``argv`` on ``machine`` (``CALLBOARD`` is the callboard command); killed on close."""
         proc = subprocess.Popen(
             self.argv(machine, argv),
             env=self.env(machine, agent, env),
@@ -491,13 +491,13 @@ class Network:
     def keep_session(
         self, machine: str, agent: str, *, every: float = 0.5, runtime: str = "script", timeout: float = START_TIMEOUT
     ) -> Pane:
-        """A long-lived process (``sleep``) on ``machine`` whose session ``switchboard session keep
+        """A long-lived process (``sleep``) on ``machine`` whose session ``callboard session keep
         --pid … --every EVERY --json`` registers for ``agent`` and keeps live; once it printed the session."""
         process = self.spawn(machine, ["sleep", "3600"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         keeper = self.spawn(
             machine,
             [
-                SWITCHBOARD,
+                CALLBOARD,
                 "session",
                 "keep",
                 "--pid",
@@ -535,9 +535,9 @@ class Network:
         ready: bool = True,
         timeout: float = START_TIMEOUT,
     ) -> Follower:
-        """``switchboard read --follow --json ARGS`` on ``machine`` as ``agent``; with ``ready``,
+        """``callboard read --follow --json ARGS`` on ``machine`` as ``agent``; with ``ready``,
         once it registered its own session (not when it acts in one given by ``env``)."""
-        proc = self.spawn(machine, [SWITCHBOARD, "read", "--follow", "--json", *args], agent=agent, env=env)
+        proc = self.spawn(machine, [CALLBOARD, "read", "--follow", "--json", *args], agent=agent, env=env)
         output: list[str] = []
         errors: list[str] = []
         readers = (_drained(proc.stdout, output), _drained(proc.stderr, errors))
@@ -600,7 +600,7 @@ class Network:
 
     @property
     def hub_db(self) -> Path:
-        return self.machine("hub").switchboard_home / "switchboard.db"
+        return self.machine("hub").callboard_home / "callboard.db"
 
     def up_args(self) -> list[str]:
         assert self.certificates is not None
@@ -612,11 +612,11 @@ class Network:
         return args
 
     def start_hub(self) -> None:
-        """``switchboard up`` in the hub namespace, until its /health answers over TLS."""
+        """``callboard up`` in the hub namespace, until its /health answers over TLS."""
         assert self.hub_proc is None or self.hub_proc.poll() is not None, "the hub is already running"
         fresh = not self.hub_db.exists()
         with self.hub_log.open("a") as log:
-            proc = self.spawn("hub", [SWITCHBOARD, *self.up_args()], stderr=log)
+            proc = self.spawn("hub", [CALLBOARD, *self.up_args()], stderr=log)
         self.hub_proc = proc
         self.hub_output = []
         assert proc.stdout is not None
@@ -625,7 +625,7 @@ class Network:
         def ready() -> bool:
             if proc.poll() is not None:
                 raise AssertionError(
-                    f"'switchboard up' exited {proc.returncode} before it served:\n{self.describe_hub()}"
+                    f"'callboard up' exited {proc.returncode} before it served:\n{self.describe_hub()}"
                 )
             return self.reaches_hub("hub")
 
@@ -681,7 +681,7 @@ class Network:
             list(pool.map(self.login, ("m1", "m2")))
 
     def login(self, machine: str, token: str | None = None, *, ca: bool = True, **kwargs: Any) -> Any:
-        """``switchboard login`` on ``machine`` to its hub address (with the test CA unless not ``ca``)."""
+        """``callboard login`` on ``machine`` to its hub address (with the test CA unless not ``ca``)."""
         assert self.certificates is not None
         args: list[object] = ["login", self.machine(machine).hub_url, "--token", token or self.user_token]
         if ca:
@@ -693,5 +693,5 @@ def describe(proc: subprocess.CompletedProcess[str]) -> str:
     """A failed command, for an assertion message."""
     argv = list(map(str, proc.args)) if isinstance(proc.args, list) else [str(proc.args)]
     if argv[:3] == [IP, "netns", "exec"]:
-        argv = [f"[{argv[3]}]", *(["switchboard", *argv[5:]] if argv[4] == SWITCHBOARD else argv[4:])]
+        argv = [f"[{argv[3]}]", *(["callboard", *argv[5:]] if argv[4] == CALLBOARD else argv[4:])]
     return f"{' '.join(argv)}\nexit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"

@@ -58,7 +58,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.client.hub import SEND_RETRY_SECONDS
+from callboard.client.hub import SEND_RETRY_SECONDS
 from tests.machines.netns import Network, unavailable_reason
 from tests.support.waiting import wait_until
 
@@ -674,7 +674,7 @@ def test_fifty_agents_exchange_twenty_thousand_messages_through_a_kill_and_a_fla
     make_network: Callable[..., Network], tmp_path: Path
 ) -> None:
     network = make_network(liveness_seconds=LIVENESS_SECONDS)
-    assert network.liveness_option, "'switchboard up' takes --liveness-seconds"
+    assert network.liveness_option, "'callboard up' takes --liveness-seconds"
     run = run_scenario(network, LoadParams(), tmp_path / "load")
     print(run.render())
     assert not run.failures, run.render()

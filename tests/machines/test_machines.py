@@ -1,5 +1,5 @@
 """Across machines: a hub in one network namespace, agents on two others (m1 and m2), joined by
-veth links (tests/machines/netns.py). Every command is the ``switchboard`` CLI run inside a
+veth links (tests/machines/netns.py). Every command is the ``callboard`` CLI run inside a
 machine's namespace, with that machine's own config and data; mail crosses real TCP links with
 TLS, and links are cut and the hub killed while it does. Sessions on m1 and m2 are addressed by
 name, name@machine and name@machine#pid; they go not live when killed, and a machine whose
@@ -19,7 +19,7 @@ import pytest
 
 from tests.hub.conftest import unique
 from tests.machines.netns import CALL_TIMEOUT as CALL
-from tests.machines.netns import PORT, SWITCHBOARD, Network, unavailable_reason
+from tests.machines.netns import PORT, CALLBOARD, Network, unavailable_reason
 from tests.machines.netns import STOP_TIMEOUT as STOP
 from tests.support.cli_runner import expect_error, texts
 from tests.support.waiting import wait_until
@@ -90,7 +90,7 @@ def test_every_address_form_reaches_its_session_across_machines(network: Network
     # alice's pane is a shell: registered as her session, it later runs a read as its child.
     go = network.machine("m1").workdir / unique("go")
     script = 'while [ ! -e "$1" ]; do sleep 0.05; done; "$0" whoami --json; echo ---; "$0" read --json'
-    shell = network.spawn("m1", ["sh", "-c", script, SWITCHBOARD, go], agent=alice)
+    shell = network.spawn("m1", ["sh", "-c", script, CALLBOARD, go], agent=alice)
     me = network.run_json("m1", "session", "start", "--pid", shell.pid, "--terminal", "tmux:%7", agent=alice)
     _, older = network.start_session("m2", bob)
     _, newer = network.start_session("m2", bob)
@@ -107,7 +107,7 @@ def test_every_address_form_reaches_its_session_across_machines(network: Network
     sent: dict[str, str] = {}  # address -> the id of the message sent to it
     for address, (session, sessions) in expected.items():
         result = network.run_json(
-            "m1", "send", address, f"to {address}", agent=alice, env={"SWITCHBOARD_SESSION": me["id"]}
+            "m1", "send", address, f"to {address}", agent=alice, env={"CALLBOARD_SESSION": me["id"]}
         )
         [outcome] = result["recipients"]
         assert (outcome["address"], outcome["agent"], outcome["state"]) == (address, bob, "delivered"), result
@@ -124,13 +124,13 @@ def test_every_address_form_reaches_its_session_across_machines(network: Network
 
     # Each pane, reading as itself on its own machine, gets exactly the mail pushed to it.
     for session, addresses in ((on_m1, [bob, f"{bob}@m1"]), (newer, [f"{bob}@m2"]), (older, [older["address"]])):
-        got = network.run_json(session["machine"], "read", agent=bob, env={"SWITCHBOARD_SESSION": session["id"]})
+        got = network.run_json(session["machine"], "read", agent=bob, env={"CALLBOARD_SESSION": session["id"]})
         assert [item["message"]["id"] for item in got["items"]] == [sent[a] for a in addresses], (session, got)
     assert network.run_json("m2", "read", agent=bob)["items"] == [], "every message was read by its own pane"
 
     # Replying to the sender's address reaches alice's exact session on m1.
     reply = network.run_json(
-        "m2", "send", me["address"], "a reply", agent=bob, env={"SWITCHBOARD_SESSION": older["id"]}
+        "m2", "send", me["address"], "a reply", agent=bob, env={"CALLBOARD_SESSION": older["id"]}
     )
     [outcome] = reply["recipients"]
     assert (outcome["state"], outcome["session"]) == ("delivered", me["address"]), reply
@@ -173,14 +173,14 @@ def test_a_machine_without_the_ca_is_refused_and_with_it_works(network: Network)
     assert network.certificates is not None
     alice, bob = unique("alice"), unique("bob")
     other = network.machine("m1").root / unique("without-ca")  # another user of m1, with no CA
-    no_ca = {"SWITCHBOARD_HOME": str(other), "SWITCHBOARD_CA_CERT": None}
+    no_ca = {"CALLBOARD_HOME": str(other), "CALLBOARD_CA_CERT": None}
     url = network.machine("m1").hub_url
 
     line = expect_unreachable(network.run("m1", "login", url, "--token", network.user_token, env=no_ca), why=UNVERIFIED)
     assert "--ca-cert" in line, line
     assert not (other / "config.toml").exists(), "a refused login saves nothing"
 
-    ca_by_variable = {**no_ca, "SWITCHBOARD_CA_CERT": str(network.certificates.ca)}
+    ca_by_variable = {**no_ca, "CALLBOARD_CA_CERT": str(network.certificates.ca)}
     network.run_json("m1", "login", url, "--token", network.user_token, env=ca_by_variable)
     # (read, not send: a send retries an unreachable hub for seconds before it gives up)
     expect_unreachable(network.run("m1", "read", agent=alice, env=no_ca), why=UNVERIFIED)
@@ -193,10 +193,10 @@ def test_a_machine_without_the_ca_is_refused_and_with_it_works(network: Network)
 
 def test_a_hub_without_tls_beyond_loopback_is_refused(network: Network) -> None:
     home = network.machine("hub").root / unique("plain")
-    proc = network.run("hub", "up", "--host", "0.0.0.0", "--port", PORT + 1, env={"SWITCHBOARD_HOME": str(home)})
+    proc = network.run("hub", "up", "--host", "0.0.0.0", "--port", PORT + 1, env={"CALLBOARD_HOME": str(home)})
     line = expect_error(proc, "bad_request", as_json=False)
     assert isinstance(line, str) and "plain HTTP" in line and "--tls-cert" in line and "--tls-key" in line, line
-    assert not (home / "switchboard.db").exists(), "nothing is written before the check"
+    assert not (home / "callboard.db").exists(), "nothing is written before the check"
 
 
 # --- a cut link and a killed hub -------------------------------------------------------------------
@@ -264,7 +264,7 @@ def test_a_killed_session_and_a_dead_machine_stop_being_live_within_the_window(
     make_network: Callable[..., Network],
 ) -> None:
     network = make_network(liveness_seconds=WINDOW)
-    assert network.liveness_option, "'switchboard up' takes --liveness-seconds"
+    assert network.liveness_option, "'callboard up' takes --liveness-seconds"
     alice, bob = unique("alice"), unique("bob")
     with ThreadPoolExecutor(5) as pool:  # each keeper reports every 0.5 s: well inside the window
         mine, killed, exits, stopped, survivor = pool.map(

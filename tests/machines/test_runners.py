@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.machines.netns import SWITCHBOARD, Network, unavailable_reason
+from tests.machines.netns import CALLBOARD, Network, unavailable_reason
 from tests.support.cli_runner import texts
 from tests.support.waiting import wait_until
 
@@ -25,7 +25,7 @@ def test_a_runner_on_another_machine_is_woken_through_the_hub_and_seen_from_the_
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     runner = network.spawn(
         "m2",
-        [SWITCHBOARD, "run", "--agent", "qa", "--cli", f"generic:{sys.executable} {MEMBER} qa"],
+        [CALLBOARD, "run", "--agent", "qa", "--cli", f"generic:{sys.executable} {MEMBER} qa"],
         agent="qa",
         env={"PATH": path},
     )

@@ -9,8 +9,8 @@ from contextlib import asynccontextmanager
 import pytest
 from mcp import Client
 
-from switchboard.client.local import LocalClient
-from switchboard.mcp.tools import mailbox_server, one_client
+from callboard.client.local import LocalClient
+from callboard.mcp.tools import mailbox_server, one_client
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""``switchboard mcp`` takes what start-up made out of the collector's sight before it serves:
+"""``callboard mcp`` takes what start-up made out of the collector's sight before it serves:
 otherwise the first full collection (about the 13th-16th tool call of every session) walked
 every object of the MCP SDK, pydantic and httpx, and made that one call 86-98 ms."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gc
 
-from switchboard.cli.mcp_server import settle_collector
+from callboard.cli.mcp_server import settle_collector
 
 
 def test_settle_collector_freezes_what_exists() -> None:

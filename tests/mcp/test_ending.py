@@ -1,4 +1,4 @@
-"""``switchboard mcp`` ends promptly — well within an agent CLI's grace before its SIGKILL —
+"""``callboard mcp`` ends promptly — well within an agent CLI's grace before its SIGKILL —
 however its end comes: its stdin closes (also while a tool call is waiting for mail), SIGTERM,
 SIGINT, SIGHUP, or its parent dies; and each time the agent session it kept has an end time.
 
@@ -32,7 +32,7 @@ ENDS_WITHIN = 5.0
 # answers (with the server's stdout on a thread).
 PARENT = """
 import subprocess, sys, threading
-child = subprocess.Popen([sys.executable, "-m", "switchboard", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+child = subprocess.Popen([sys.executable, "-m", "callboard", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 print(child.pid, flush=True)
 threading.Thread(target=lambda: [print(line.decode().strip(), flush=True) for line in child.stdout], daemon=True).start()
 for command in sys.stdin:

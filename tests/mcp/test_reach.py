@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import switchboard
+import callboard
 
-PACKAGE = Path(switchboard.__file__).parent
+PACKAGE = Path(callboard.__file__).parent
 
 
 def test_the_hub_does_not_reach_into_the_services_store() -> None:

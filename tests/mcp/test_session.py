@@ -1,4 +1,4 @@
-"""``switchboard mcp`` registers the agent CLI that started it as a live session of its agent,
+"""``callboard mcp`` registers the agent CLI that started it as a live session of its agent,
 and ends that session when it stops serving or when that parent dies (then it exits too).
 
 The "agent CLI" here is a small Python parent process that starts the server as its child,
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.integrations.agent_clis import runtime_of
-from switchboard.model import Session
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.integrations.agent_clis import runtime_of
+from callboard.model import Session
+from callboard.store.sqlite.store import SQLiteStore
 from tests.support.cli_runner import CLI
 from tests.support.waiting import wait_until
 
@@ -29,7 +29,7 @@ DEADLINE = 30.0
 # told on stdin to close the server's stdin and wait for it to exit.
 PARENT = """
 import subprocess, sys
-child = subprocess.Popen([sys.executable, "-m", "switchboard", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+child = subprocess.Popen([sys.executable, "-m", "callboard", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 print(child.pid, flush=True)
 sys.stdin.readline()
 child.stdin.close()
@@ -99,9 +99,9 @@ def test_the_parent_is_a_live_session_while_the_server_runs_and_it_ends_when_the
 
 
 def test_under_a_runner_the_server_registers_no_session_of_its_own(machine: CLI):
-    # The runner's session is the agent's (SWITCHBOARD_RUNNER marks its CLI): the server serves
+    # The runner's session is the agent's (CALLBOARD_RUNNER marks its CLI): the server serves
     # tools and adds none; it got past its start when it exits on its stdin's end.
-    parent, _ = start_parent(machine, SWITCHBOARD_RUNNER="alice")
+    parent, _ = start_parent(machine, CALLBOARD_RUNNER="alice")
     try:
         assert parent.stdin is not None
         parent.stdin.write("close\n")

@@ -1,4 +1,4 @@
-"""``switchboard mcp`` as a real stdio subprocess, driven by the official ``mcp`` client in both
+"""``callboard mcp`` as a real stdio subprocess, driven by the official ``mcp`` client in both
 protocol eras: two sessions exchanging mail on the embedded store, and a server that cannot name
 its agent failing on stderr with nothing on stdout (which belongs to the protocol)."""
 
@@ -24,7 +24,7 @@ def machine(tmp_path: Path) -> CLI:
 
 def server(machine: CLI, agent: str) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "switchboard", "mcp"], env=machine.env(agent), cwd=str(machine.workdir)
+        command=sys.executable, args=["-m", "callboard", "mcp"], env=machine.env(agent), cwd=str(machine.workdir)
     )
 
 
@@ -53,7 +53,7 @@ def test_a_server_that_cannot_name_its_agent_fails_on_stderr_and_writes_nothing_
 def test_while_serving_stray_output_goes_to_stderr_and_only_the_protocol_reaches_stdout():
     code = (
         "import os, sys\n"
-        "from switchboard.mcp.stdio import _take_standard_fds\n"
+        "from callboard.mcp.stdio import _take_standard_fds\n"
         "protocol_in, protocol_out = _take_standard_fds()\n"
         "print('a stray print'); sys.stdout.flush(); os.write(1, b'a stray write\\n')\n"
         "assert sys.stdin.read() == ''  # fd 0 reads nothing now\n"

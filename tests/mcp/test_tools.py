@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
-from switchboard.client.local import LocalClient
-from switchboard.mcp.tools import DEFAULT_READ_LIMIT, mailbox_server, one_client
+from callboard.client.local import LocalClient
+from callboard.mcp.tools import DEFAULT_READ_LIMIT, mailbox_server, one_client
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.anyio

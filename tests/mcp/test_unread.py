@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from switchboard.client.local import LocalClient
+from callboard.client.local import LocalClient
 from tests.mcp.test_tools import ok
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""A machine with a real ``switchboard run --cli generic:…`` runner and alice to mail it."""
+"""A machine with a real ``callboard run --cli generic:…`` runner and alice to mail it."""
 
 from __future__ import annotations
 
@@ -31,13 +31,13 @@ class RunnerMachine:
         self.err: list[str] = []
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = self.cli.env(None, {"ECHO_AGENT_LOG": str(self.agent_log), "SWITCHBOARD_WARM": "0", **extra})
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `switchboard` for the agent
+        env = self.cli.env(None, {"ECHO_AGENT_LOG": str(self.agent_log), "CALLBOARD_WARM": "0", **extra})
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `callboard` for the agent
         return env
 
     def start(self, *args: str, script: str = "echo.py", agent: str = "rbot", **extra: str) -> subprocess.Popen[str]:
         cli = f"generic:{sys.executable} {AGENTS / script}"
-        argv = [sys.executable, "-m", "switchboard", "run", "--agent", agent, "--cli", cli, *args]
+        argv = [sys.executable, "-m", "callboard", "run", "--agent", agent, "--cli", cli, *args]
         self.proc = subprocess.Popen(
             argv, cwd=self.cli.workdir, env=self.env(**extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
@@ -74,10 +74,10 @@ class RunnerMachine:
 
     def reports(self) -> list[Any]:
         """The workspace's runner reports, read from the machine's store as alice."""
-        from switchboard.client.local import LocalClient
-        from switchboard.model import Caller
-        from switchboard.service import Service
-        from switchboard.store.sqlite.store import SQLiteStore
+        from callboard.client.local import LocalClient
+        from callboard.model import Caller
+        from callboard.service import Service
+        from callboard.store.sqlite.store import SQLiteStore
 
         store = SQLiteStore(self.cli.default_db)
         try:

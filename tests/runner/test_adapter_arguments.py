@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.runner.adapters.base import CliUnavailable, Launch
-from switchboard.runner.adapters.claude import ClaudeAdapter, project_slug
-from switchboard.runner.adapters.codex import CodexAdapter, overrides
+from callboard.runner.adapters.base import CliUnavailable, Launch
+from callboard.runner.adapters.claude import ClaudeAdapter, project_slug
+from callboard.runner.adapters.codex import CodexAdapter, overrides
 
 SERVER = {
     "command": sys.executable,
-    "args": ["-m", "switchboard", "mcp"],
-    "env": {"SWITCHBOARD_AGENT": "alice", "SWITCHBOARD_RUNNER": "alice", "SWITCHBOARD_HOME": "/tmp/sb home"},
+    "args": ["-m", "callboard", "mcp"],
+    "env": {"CALLBOARD_AGENT": "alice", "CALLBOARD_RUNNER": "alice", "CALLBOARD_HOME": "/tmp/sb home"},
 }
 
 
@@ -33,9 +33,9 @@ def launch(**changes: object) -> Launch:
 def test_claude_code_gets_our_server_on_its_command_line_only():
     args = ClaudeAdapter()._arguments(launch(role_prompt="You review."))
     config = json.loads(args[args.index("--mcp-config") + 1])
-    assert config == {"mcpServers": {"switchboard": {"type": "stdio", **SERVER}}}
+    assert config == {"mcpServers": {"callboard": {"type": "stdio", **SERVER}}}
     assert "--strict-mcp-config" in args and args[args.index("--append-system-prompt") + 1] == "You review."
-    assert "mcp__switchboard" in args[args.index("--allowedTools") + 1].split(",")
+    assert "mcp__callboard" in args[args.index("--allowedTools") + 1].split(",")
 
 
 @pytest.mark.parametrize("adapter", [ClaudeAdapter(), CodexAdapter()])
@@ -62,10 +62,10 @@ def test_codex_gets_our_server_by_overrides_and_the_store_writable():
     args = overrides(launch())
     values = [args[i + 1] for i in range(0, len(args), 2)]
     assert all(args[i] == "-c" for i in range(0, len(args), 2))
-    assert f"mcp_servers.switchboard.command={json.dumps(sys.executable)}" in values
-    assert 'mcp_servers.switchboard.args=["-m", "switchboard", "mcp"]' in values
-    env = next(v for v in values if v.startswith("mcp_servers.switchboard.env="))
-    assert 'SWITCHBOARD_HOME = "/tmp/sb home"' in env
+    assert f"mcp_servers.callboard.command={json.dumps(sys.executable)}" in values
+    assert 'mcp_servers.callboard.args=["-m", "callboard", "mcp"]' in values
+    env = next(v for v in values if v.startswith("mcp_servers.callboard.env="))
+    assert 'CALLBOARD_HOME = "/tmp/sb home"' in env
     assert 'sandbox_workspace_write.writable_roots=["/tmp/sb home"]' in values
     assert 'approval_policy="never"' in values
 

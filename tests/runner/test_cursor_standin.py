@@ -1,6 +1,6 @@
-"""The Cursor adapter through a real ``switchboard run --cli cursor``, driving a stand-in for
+"""The Cursor adapter through a real ``callboard run --cli cursor``, driving a stand-in for
 ``cursor-agent`` (tests/support/cursor_standin.py speaks Cursor's documented stream-json): woken
-by mail, it answers by running ``switchboard send`` in the runner's session; the next turn
+by mail, it answers by running ``callboard send`` in the runner's session; the next turn
 resumes the same chat."""
 
 from __future__ import annotations

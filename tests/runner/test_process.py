@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.runner.adapters.base import CliExited, CliUnavailable
-from switchboard.runner.process import CliProcess
+from callboard.runner.adapters.base import CliExited, CliUnavailable
+from callboard.runner.process import CliProcess
 
 pytestmark = pytest.mark.e2e
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.errors import BadRequest
-from switchboard.model import DeliveryState, MailItem, Message, Part
-from switchboard.runner import prompts
-from switchboard.runner.adapters import adapter_for
-from switchboard.runner.adapters.generic import GenericAdapter
-from switchboard.runner.files import RunnerFiles, RunnerRunning
-from switchboard.runner.respawn import CrashPolicy
-from switchboard.runner.schedule import ClearGate, TickBackoff
+from callboard.errors import BadRequest
+from callboard.model import DeliveryState, MailItem, Message, Part
+from callboard.runner import prompts
+from callboard.runner.adapters import adapter_for
+from callboard.runner.adapters.generic import GenericAdapter
+from callboard.runner.files import RunnerFiles, RunnerRunning
+from callboard.runner.respawn import CrashPolicy
+from callboard.runner.schedule import ClearGate, TickBackoff
 
 
 def test_no_tick_without_every() -> None:

@@ -1,4 +1,4 @@
-"""``switchboard run --cli generic:…`` with a real scripted program: mail in, answers out, and
+"""``callboard run --cli generic:…`` with a real scripted program: mail in, answers out, and
 the runner's life (batches, respawn, clear, turn limit, wake, stop, crash loop)."""
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def test_a_crash_loop_ends_the_runner_with_exit_3(machine: RunnerMachine, tmp_pa
     script.write_text("import sys\nsys.stdin.readline()\nsys.exit(5)\n")
     cli = f"generic:{sys.executable} {script}"
     proc = machine.cli.spawn(
-        "run", "--agent", "rbot", "--cli", cli, "--respawn-base", "0.05", env={"SWITCHBOARD_WARM": "0"}
+        "run", "--agent", "rbot", "--cli", cli, "--respawn-base", "0.05", env={"CALLBOARD_WARM": "0"}
     )
     wait_until(
         lambda: (

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.errors import AlreadyExists
-from switchboard.runner.team import BadTeam, NoTeam, load_team, team_path
-from switchboard.runner.team_init import PROCEDURES, write_example_team
+from callboard.errors import AlreadyExists
+from callboard.runner.team import BadTeam, NoTeam, load_team, team_path
+from callboard.runner.team_init import PROCEDURES, write_example_team
 
 
 def test_the_example_team_parses_into_three_roles_with_their_files(tmp_path: Path) -> None:

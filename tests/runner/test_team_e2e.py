@@ -1,5 +1,5 @@
 """A team of three generic agents (tests/support/generic_agents/team_member.py) started with
-`switchboard team up` passes a piece of work product → engineering → qa → product by messages
+`callboard team up` passes a piece of work product → engineering → qa → product by messages
 alone; product's final mail reaches the person who asked; `team status` shows each runner's
 turns; `team down` leaves no runner or agent process behind."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.procs import process_alive
+from callboard.procs import process_alive
 from tests.support.cli_runner import CLI, describe
 from tests.support.waiting import wait_until
 
@@ -54,7 +54,7 @@ def team_processes(marker: str) -> list[int]:
 def test_a_team_passes_work_round_by_messages_alone(tmp_path: Path) -> None:
     cli = CLI(tmp_path)
     team = write_team(cli.workdir / "team")
-    env = {"TEAM_BOSS": "boss", "SWITCHBOARD_WARM": "0"}
+    env = {"TEAM_BOSS": "boss", "CALLBOARD_WARM": "0"}
     pids: list[int] = []
     try:
         up = cli.run("team", "up", "--team", team, "--json", env=env, timeout=90)
@@ -92,7 +92,7 @@ def test_a_team_passes_work_round_by_messages_alone(tmp_path: Path) -> None:
 
 
 def _logs(cli: CLI) -> str:
-    return "".join(f"\n--- {p}\n{p.read_text()[-2000:]}" for p in cli.switchboard_home.rglob("runner.log"))
+    return "".join(f"\n--- {p}\n{p.read_text()[-2000:]}" for p in cli.callboard_home.rglob("runner.log"))
 
 
 def test_team_up_says_which_role_failed_and_why(tmp_path: Path) -> None:
@@ -100,10 +100,10 @@ def test_team_up_says_which_role_failed_and_why(tmp_path: Path) -> None:
     team = cli.workdir / "team"
     team.mkdir()
     (team / "team.toml").write_text('[roles.ghost]\ncli = "generic:/nonexistent/agent-program"\n')
-    up = cli.run("team", "up", "--team", team, "--json", env={"SWITCHBOARD_WARM": "0"}, timeout=90)
+    up = cli.run("team", "up", "--team", team, "--json", env={"CALLBOARD_WARM": "0"}, timeout=90)
     assert up.returncode == 1, describe(up)
     [outcome] = json.loads(up.stdout)
     assert (outcome["role"], outcome["ok"]) == ("ghost", False), outcome
     assert "no such program" in outcome["message"] and "runner.log" in outcome["message"], outcome
-    shown = cli.run("team", "up", "--team", team, env={"SWITCHBOARD_WARM": "0"}, timeout=90)
+    shown = cli.run("team", "up", "--team", team, env={"CALLBOARD_WARM": "0"}, timeout=90)
     assert shown.returncode == 1 and "failed ghost" in shown.stdout and "Traceback" not in shown.stderr, describe(shown)

@@ -10,10 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-from switchboard import procs
-from switchboard.runner.files import RunnerFiles
-from switchboard.runner.team import Role
-from switchboard.runner.team_run import stop
+from callboard import procs
+from callboard.runner.files import RunnerFiles
+from callboard.runner.team import Role
+from callboard.runner.team_run import stop
 from tests.support.waiting import wait_until
 
 # A stand-in runner that holds the agent's lock, starts a "CLI" in its own session, and ignores
@@ -22,7 +22,7 @@ STUBBORN_RUNNER = textwrap.dedent(
     """
     import signal, subprocess, sys, time
     from pathlib import Path
-    from switchboard.runner.files import RunnerFiles
+    from callboard.runner.files import RunnerFiles
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     files = RunnerFiles(Path(sys.argv[1]), "ws", "qa")
     files.acquire()

@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from switchboard.store.base import Store
-from switchboard.store.sqlite import messages as sqlite_messages
-from switchboard.store.sqlite.connection import SQLiteDatabase
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.store.base import Store
+from callboard.store.sqlite import messages as sqlite_messages
+from callboard.store.sqlite.connection import SQLiteDatabase
+from callboard.store.sqlite.store import SQLiteStore
 from tests.support.postgres import schema_url, server_url
 
 try:  # the hub runs on uvloop where it is installed: test on the loop it uses
@@ -75,22 +75,22 @@ async def leave(manager: AbstractAsyncContextManager[None]) -> None:
 
 class PostgresSchema:
     """A fresh schema for one test on the test server (``tests.support.postgres``: 127.0.0.1:5432, database
-    ``test``, or the URL in SWITCHBOARD_TEST_POSTGRES); ``.url`` connects to it, ``drop`` removes
-    it and all in it. SWITCHBOARD_TEST_POSTGRES=0 skips (a developer without the server); a server
+    ``test``, or the URL in CALLBOARD_TEST_POSTGRES); ``.url`` connects to it, ``drop`` removes
+    it and all in it. CALLBOARD_TEST_POSTGRES=0 skips (a developer without the server); a server
     that cannot be reached otherwise fails the test, so that a CI without it cannot pass by skipping."""
 
     def __init__(self) -> None:
         import psycopg
 
         self.server = server_url()
-        self.name = f"sb_test_{secrets.token_hex(6)}"
+        self.name = f"cb_test_{secrets.token_hex(6)}"
         try:
             with psycopg.connect(self.server, autocommit=True, connect_timeout=5) as conn:
                 conn.execute(f'CREATE SCHEMA "{self.name}"')
         except psycopg.OperationalError as error:
             pytest.fail(
-                f"cannot reach PostgreSQL at {self.server} ({error}); start it, point SWITCHBOARD_TEST_POSTGRES "
-                "at one, or set SWITCHBOARD_TEST_POSTGRES=0 to skip the PostgreSQL store's tests"
+                f"cannot reach PostgreSQL at {self.server} ({error}); start it, point CALLBOARD_TEST_POSTGRES "
+                "at one, or set CALLBOARD_TEST_POSTGRES=0 to skip the PostgreSQL store's tests"
             )
         self.url = schema_url(self.server, self.name)
 
@@ -120,13 +120,13 @@ class StoreFactory:
 
     def _open(self) -> Store:
         if self.kind == "sqlite":
-            return SQLiteStore(self.tmp_path / "switchboard.db")
+            return SQLiteStore(self.tmp_path / "callboard.db")
         if self.kind == "sqlite-group-commit":  # writes batched by a writer thread (a caller without a loop)
-            return SQLiteStore(self.tmp_path / "switchboard.db", group_commit=True)
+            return SQLiteStore(self.tmp_path / "callboard.db", group_commit=True)
         if self.kind == "sqlite-loop-commit":  # as the hub opens it: batched on its event loop
             return self._open_on_loop()
         if self.kind == "postgres":  # each store on its own pool, as each hub replica would be
-            from switchboard.store.postgres.store import PostgresStore
+            from callboard.store.postgres.store import PostgresStore
 
             if self._schema is None:
                 self._schema = PostgresSchema()
@@ -134,7 +134,7 @@ class StoreFactory:
         raise ValueError(f"no store implementation named {self.kind!r}")
 
     def _open_on_loop(self) -> SQLiteStore:
-        store = SQLiteStore(self.tmp_path / "switchboard.db")
+        store = SQLiteStore(self.tmp_path / "callboard.db")
         # Every send's deliveries are written out after its answer, as a hub does for large
         # ones: the contract must hold for readers all the same.
         store.fan_out_later_from = 1
@@ -214,7 +214,7 @@ def insert_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.fixture
 def path(tmp_path: Path) -> Path:
-    return tmp_path / "switchboard.db"
+    return tmp_path / "callboard.db"
 
 
 @pytest.fixture
@@ -297,7 +297,7 @@ def postgres_schema() -> Iterator[PostgresSchema]:
 def open_postgres(postgres_schema: PostgresSchema) -> Iterator[Callable[..., Any]]:
     """Open PostgresStores on one fresh schema (keyword arguments go to the constructor);
     every one is closed at the end."""
-    from switchboard.store.postgres.store import PostgresStore
+    from callboard.store.postgres.store import PostgresStore
 
     stores: list[PostgresStore] = []
 

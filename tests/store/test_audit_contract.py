@@ -4,8 +4,8 @@ per implementation (``conftest.IMPLEMENTATIONS``) and uses Store methods only.""
 
 from __future__ import annotations
 
-from switchboard.model import AuditEntry, new_id
-from switchboard.store.base import Store
+from callboard.model import AuditEntry, new_id
+from callboard.store.base import Store
 from tests.store.test_store_contract import OTHER_WS, T0, WS, agents, at, ids, send
 
 

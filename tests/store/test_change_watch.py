@@ -7,8 +7,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from switchboard.store.sqlite.change_watch import FolderWatch
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.store.sqlite.change_watch import FolderWatch
+from callboard.store.sqlite.store import SQLiteStore
 
 
 def test_a_commit_by_another_connection_ends_the_wait_and_silence_times_out(tmp_path: Path) -> None:

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.errors import UnknownRecipient
-from switchboard.model import DeliveryState
-from switchboard.store.base import NewDelivery
-from switchboard.store.sqlite import messages as sqlite_messages
-from switchboard.store.sqlite.messages import FAN_OUT_LATER_FROM, NewMessage, insert_messages, write_out_step
-from switchboard.store.sqlite.schema import MIGRATIONS
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.errors import UnknownRecipient
+from callboard.model import DeliveryState
+from callboard.store.base import NewDelivery
+from callboard.store.sqlite import messages as sqlite_messages
+from callboard.store.sqlite.messages import FAN_OUT_LATER_FROM, NewMessage, insert_messages, write_out_step
+from callboard.store.sqlite.schema import MIGRATIONS
+from callboard.store.sqlite.store import SQLiteStore
 from tests.store.conftest import LoopThread, db, on_loop
 from tests.store.test_loop_commit import DEADLINE, STILL_PENDING, loop_held
 from tests.store.test_store_contract import T0, WS, agents, build, ids, send

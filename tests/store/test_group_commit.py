@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.errors import StoreUnavailable
-from switchboard.model import DeliveryState, Message, SendResult
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
-from switchboard.store.sqlite import writer as sqlite_writer
-from switchboard.store.sqlite.connection import SQLiteDatabase
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.errors import StoreUnavailable
+from callboard.model import DeliveryState, Message, SendResult
+from callboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
+from callboard.store.sqlite import writer as sqlite_writer
+from callboard.store.sqlite.connection import SQLiteDatabase
+from callboard.store.sqlite.store import SQLiteStore
 from tests.store.test_store_contract import T0, WS, agents, at, build, ids, send
 from tests.support.waiting import wait_until
 
@@ -33,7 +33,7 @@ MODES = {"inline": False, "group-commit": True}
 
 @pytest.fixture
 def path(tmp_path: Path) -> Path:
-    return tmp_path / "switchboard.db"
+    return tmp_path / "callboard.db"
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@ the holds stored with deliveries, held mail, and held mail not surfaced before i
 
 from __future__ import annotations
 
-from switchboard.model import DeliveryState
-from switchboard.store.base import NewDelivery, Store
+from callboard.model import DeliveryState
+from callboard.store.base import NewDelivery, Store
 from tests.store.test_store_contract import WS, agents, at, build, ids
 
 

@@ -3,7 +3,7 @@ it, receipts, and the history each step leaves (every store: see conftest)."""
 
 from __future__ import annotations
 
-from switchboard.model import DeliveryState
+from callboard.model import DeliveryState
 from tests.store.test_store_contract import WS, agents, at, ids, send, status_of
 
 

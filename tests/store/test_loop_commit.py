@@ -22,11 +22,11 @@ from typing import TypeVar
 
 import pytest
 
-from switchboard.errors import StoreUnavailable
-from switchboard.pending import Pending, PendingTimeout
-from switchboard.store.base import DuplicateIdempotencyKey, RecipientsGone
-from switchboard.store.sqlite.store import SQLiteStore
-from switchboard.store.sqlite.writer import BUSY_TIMEOUT_SECONDS, GROUP_COMMIT_MAX_BATCH
+from callboard.errors import StoreUnavailable
+from callboard.pending import Pending, PendingTimeout
+from callboard.store.base import DuplicateIdempotencyKey, RecipientsGone
+from callboard.store.sqlite.store import SQLiteStore
+from callboard.store.sqlite.writer import BUSY_TIMEOUT_SECONDS, GROUP_COMMIT_MAX_BATCH
 from tests.store.conftest import LoopThread, StoreFactory, db, on_loop
 from tests.store.test_group_commit import (
     join_all,

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from switchboard.model import DeliveryState
-from switchboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
+from callboard.model import DeliveryState
+from callboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
 from tests.store.test_store_contract import WS, agents, at, build, ids, send
 
 DEADLINE = 60.0

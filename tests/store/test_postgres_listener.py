@@ -9,10 +9,10 @@ import queue
 import psycopg
 import pytest
 
-from switchboard.model import DeliveryState
-from switchboard.store.base import NewDelivery
-from switchboard.store.postgres.notices import MAX_PAYLOAD_BYTES, payload
-from switchboard.store.postgres.store import PostgresStore
+from callboard.model import DeliveryState
+from callboard.store.base import NewDelivery
+from callboard.store.postgres.notices import MAX_PAYLOAD_BYTES, payload
+from callboard.store.postgres.store import PostgresStore
 from tests.store.conftest import PostgresSchema
 from tests.store.test_store_contract import OTHER_WS, T0, WS, agents, at, build, new_token, send
 from tests.support.waiting import wait_until

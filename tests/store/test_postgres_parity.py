@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from switchboard.model import DeliveryState, MailItem
-from switchboard.store.base import NewDelivery, Store
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.model import DeliveryState, MailItem
+from callboard.store.base import NewDelivery, Store
+from callboard.store.sqlite.store import SQLiteStore
 from tests.store.test_store_contract import WS, agents, at, build
 
 
@@ -69,7 +69,7 @@ def scenario(store: Store) -> list[object]:
 
 
 def test_the_postgres_store_leaves_the_same_trace_as_sqlite(open_postgres, tmp_path):
-    sqlite = SQLiteStore(tmp_path / "switchboard.db")
+    sqlite = SQLiteStore(tmp_path / "callboard.db")
     try:
         expected = scenario(sqlite)
     finally:

@@ -9,12 +9,12 @@ import threading
 import psycopg
 import pytest
 
-from switchboard.errors import StoreUnavailable
-from switchboard.model import DeliveryState
-from switchboard.store.base import NewDelivery
-from switchboard.store.postgres.connection import channel_for, without_password
-from switchboard.store.postgres.schema import MIGRATIONS, VERSION_TABLE
-from switchboard.store.postgres.store import PostgresStore
+from callboard.errors import StoreUnavailable
+from callboard.model import DeliveryState
+from callboard.store.base import NewDelivery
+from callboard.store.postgres.connection import channel_for, without_password
+from callboard.store.postgres.schema import MIGRATIONS, VERSION_TABLE
+from callboard.store.postgres.store import PostgresStore
 from tests.store.test_store_contract import WS, agents, build, send
 
 
@@ -114,7 +114,7 @@ def test_location_and_replica_are_set(open_postgres, postgres_schema):
 
 
 def test_a_long_schema_name_still_gives_a_valid_channel_name():
-    assert channel_for("hub") == "switchboard.hub"
+    assert channel_for("hub") == "callboard.hub"
     long = channel_for("x" * 63)
     assert len(long.encode()) <= 63 and long != channel_for("y" * 63)
 

@@ -3,8 +3,8 @@ the other open sessions of its process. The contract suite checks each store app
 
 from __future__ import annotations
 
-from switchboard.store.base import NewSession
-from switchboard.store.registration import OpenSession, Registration, registration
+from callboard.store.base import NewSession
+from callboard.store.registration import OpenSession, Registration, registration
 
 
 def new(agent: str = "alice", proc_start: int | None = 100, may_end: tuple[str, ...] = ()) -> NewSession:

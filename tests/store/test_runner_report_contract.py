@@ -4,8 +4,8 @@ store: see conftest)."""
 
 from __future__ import annotations
 
-from switchboard.delivery.runner_reports import RunnerReport
-from switchboard.store.base import Store
+from callboard.delivery.runner_reports import RunnerReport
+from callboard.store.base import Store
 from tests.store.test_store_contract import OTHER_WS, WS, agents, at
 
 

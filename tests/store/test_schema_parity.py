@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import psycopg
 
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.store.sqlite.store import SQLiteStore
 
 
 class Column(NamedTuple):
@@ -30,7 +30,7 @@ ONLY_SQLITE = {
 }
 ONLY_POSTGRES = {
     # The schema's step number. SQLite keeps it in the file's header (PRAGMA user_version).
-    "switchboard_schema",
+    "callboard_schema",
 }
 # Columns only one store has: (table, column).
 ONLY_POSTGRES_COLUMNS = {
@@ -102,7 +102,7 @@ def read_postgres(url: str) -> tuple[Schema, dict[str, list[str]], set[str]]:
 
 
 def migrated_sqlite(tmp_path: Path) -> Path:
-    path = tmp_path / "switchboard.db"
+    path = tmp_path / "callboard.db"
     SQLiteStore(path).close()
     return path
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from switchboard.store.sqlite.loop_commit import SERVER_AUTOCHECKPOINT_PAGES
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.store.sqlite.loop_commit import SERVER_AUTOCHECKPOINT_PAGES
+from callboard.store.sqlite.store import SQLiteStore
 from tests.store.conftest import LOOP_DEADLINE, LoopThread, attach_here, db
 from tests.store.test_loop_commit import DEADLINE
 from tests.support.waiting import wait_until
@@ -18,7 +18,7 @@ ROW_BYTES = 8192  # ~80 pages in all: far below the limit at which a commit woul
 
 
 def checkpointers() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "switchboard-checkpoint"]
+    return [t for t in threading.enumerate() if t.name == "callboard-checkpoint"]
 
 
 def fill(store: SQLiteStore) -> None:

@@ -7,10 +7,10 @@ from contextlib import closing
 
 import pytest
 
-from switchboard.model import new_id
-from switchboard.store.base import NewToken
-from switchboard.store.sqlite.schema import MIGRATIONS
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.model import new_id
+from callboard.store.base import NewToken
+from callboard.store.sqlite.schema import MIGRATIONS
+from callboard.store.sqlite.store import SQLiteStore
 from tests.store.test_store_contract import T0, WS
 
 

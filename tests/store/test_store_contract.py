@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from switchboard.model import (
+from callboard.model import (
     Agent,
     DeliveryState,
     MailItem,
@@ -28,7 +28,7 @@ from switchboard.model import (
     Workspace,
     new_id,
 )
-from switchboard.store.base import (
+from callboard.store.base import (
     DuplicateIdempotencyKey,
     IdempotentSend,
     NewDelivery,

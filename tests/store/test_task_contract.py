@@ -8,10 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from switchboard.delivery.task_changes import move_write, new_task_write
-from switchboard.model import DeliveryState, Message, Part, new_id
-from switchboard.store.base import NewDelivery, Store, TaskConflict, TaskQuery, TaskWrite
-from switchboard.tasks import PushConfig, Task, TaskArtifact, TaskState
+from callboard.delivery.task_changes import move_write, new_task_write
+from callboard.model import DeliveryState, Message, Part, new_id
+from callboard.store.base import NewDelivery, Store, TaskConflict, TaskQuery, TaskWrite
+from callboard.tasks import PushConfig, Task, TaskArtifact, TaskState
 from tests.store.test_store_contract import OTHER_WS, WS, agents, at, build, ids
 
 

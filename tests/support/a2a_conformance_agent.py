@@ -1,10 +1,10 @@
-"""The A2A TCK's system under test, as a Switchboard agent: it follows its mailbox and answers
+"""The A2A TCK's system under test, as a Callboard agent: it follows its mailbox and answers
 each task by the A2A message id's prefix, as the TCK's scenarios say (its
 ``scenarios/*.feature``: ``tck-complete-task``, ``tck-artifact-*``, ``tck-input-required``,
 ``tck-reject-task``, ``tck-stream-*``, ``test-resubscribe-message-id`` …).
 
-It answers as any Switchboard worker does: with ``Service.update_task`` (what its MCP tools and
-``switchboard task update`` call). It runs on a thread beside an in-process hub, on the same
+It answers as any Callboard worker does: with ``Service.update_task`` (what its MCP tools and
+``callboard task update`` call). It runs on a thread beside an in-process hub, on the same
 store; it holds its mailbox subscription open the whole time (a stream open on its mailbox, so
 the hub knows a blocking send will be answered).
 """
@@ -15,9 +15,9 @@ import base64
 import threading
 from collections.abc import Callable
 
-from switchboard.model import Caller, MailItem, Message, Part
-from switchboard.service import Service
-from switchboard.tasks import FINAL, TaskArtifact, TaskState
+from callboard.model import Caller, MailItem, Message, Part
+from callboard.service import Service
+from callboard.tasks import FINAL, TaskArtifact, TaskState
 
 # How long test-resubscribe-message-id stays working: the TCK subscribes meanwhile (twice its
 # streaming timeout, which is some seconds).

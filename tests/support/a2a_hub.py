@@ -2,7 +2,7 @@
 port (real HTTP, real routing and authentication, SSE unbuffered), over an embedded store that
 the test also holds, so a worker can answer tasks through the Service as an agent's tools do.
 
-The hub runs on a thread of its own with its own event loop, as ``switchboard up`` runs it;
+The hub runs on a thread of its own with its own event loop, as ``callboard up`` runs it;
 errors the hub logs are kept (``errors``) so a test can fail on a hub-side traceback.
 """
 
@@ -15,12 +15,12 @@ from typing import Any
 
 import uvicorn
 
-from switchboard.events import MailboxEvents
-from switchboard.hub.app import A2AOptions, create_app
-from switchboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
-from switchboard.model import Caller
-from switchboard.service import Service
-from switchboard.store.opening import open_store
+from callboard.events import MailboxEvents
+from callboard.hub.app import A2AOptions, create_app
+from callboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
+from callboard.model import Caller
+from callboard.service import Service
+from callboard.store.opening import open_store
 from tests.support.waiting import wait_until
 
 START_TIMEOUT = 20.0
@@ -52,7 +52,7 @@ class InProcessHub:
         self.root = root
         self.workspace = workspace
         replica = new_replica_id()
-        self.store = open_store(store or root / "switchboard.db", replica=replica)
+        self.store = open_store(store or root / "callboard.db", replica=replica)
         events = MailboxEvents()
         if isinstance(self.store, Notifying):  # as `up` does: other replicas' commits wake this one
             self.store.add_listener(replica_wakeups(events, replica, self.store))
@@ -67,7 +67,7 @@ class InProcessHub:
         self.url = ""
 
     def __enter__(self) -> InProcessHub:
-        for name in ("switchboard", "a2a", "uvicorn.error"):
+        for name in ("callboard", "a2a", "uvicorn.error"):
             logging.getLogger(name).addHandler(self._log)
         self._thread.start()
         wait_until(lambda: self._server.started or not self._thread.is_alive(), START_TIMEOUT, "the hub to listen")
@@ -80,7 +80,7 @@ class InProcessHub:
         self._server.should_exit = True
         self._thread.join(30)
         self.store.close()
-        for name in ("switchboard", "a2a", "uvicorn.error"):
+        for name in ("callboard", "a2a", "uvicorn.error"):
             logging.getLogger(name).removeHandler(self._log)
 
     @property

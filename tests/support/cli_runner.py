@@ -1,7 +1,7 @@
-"""The ``switchboard`` command line as a subprocess, shared by tests/cli and tests/hub.
+"""The ``callboard`` command line as a subprocess, shared by tests/cli and tests/hub.
 
-A ``CLI`` is one isolated "machine": its own HOME and SWITCHBOARD_HOME, a working folder that
-is not inside a git repository, and no SWITCHBOARD_* or XDG_* variable inherited from the
+A ``CLI`` is one isolated "machine": its own HOME and CALLBOARD_HOME, a working folder that
+is not inside a git repository, and no CALLBOARD_* or XDG_* variable inherited from the
 environment that runs pytest.
 """
 
@@ -28,22 +28,22 @@ def mark_e2e(items: list[pytest.Item], folder: Path) -> None:
             item.add_marker(pytest.mark.e2e)
 
 
-def isolated_env(home: Path, switchboard_home: Path, extra: Mapping[str, str | None] | None = None) -> dict[str, str]:
-    """This process's environment without SWITCHBOARD_*, CLAUDE_* or XDG_*, with its own HOME folders;
+def isolated_env(home: Path, callboard_home: Path, extra: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """This process's environment without CALLBOARD_*, CLAUDE_* or XDG_*, with its own HOME folders;
     ``extra`` values of None remove a variable."""
     # Nothing of a Claude Code session pytest may run in (its socket, config folder): a CLI or
     # MCP server under test must never push into the developer's own sessions.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHBOARD_", "CLAUDE_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CALLBOARD_", "CLAUDE_"))}
     for key in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env.pop(key, None)
     env.update(
         HOME=str(home),
-        SWITCHBOARD_HOME=str(switchboard_home),
+        CALLBOARD_HOME=str(callboard_home),
         COLUMNS="200",  # human output: wide enough that rich never wraps a fact in two
         PYTHONDONTWRITEBYTECODE="1",
         # The warm server a first command starts (cli/warm_server.py) ends soon after a test's
         # last command, not 15 minutes later with hundreds of others.
-        SWITCHBOARD_WARM_IDLE="5",
+        CALLBOARD_WARM_IDLE="5",
     )
     for key, value in (extra or {}).items():
         if value is None:
@@ -54,12 +54,12 @@ def isolated_env(home: Path, switchboard_home: Path, extra: Mapping[str, str | N
 
 
 class CLI:
-    """Runs ``python -m switchboard`` as one machine: its own HOME and SWITCHBOARD_HOME."""
+    """Runs ``python -m callboard`` as one machine: its own HOME and CALLBOARD_HOME."""
 
-    def __init__(self, root: Path, home: Path | None = None, switchboard_home: Path | None = None) -> None:
+    def __init__(self, root: Path, home: Path | None = None, callboard_home: Path | None = None) -> None:
         self.root = root
         self.home = home or root / "home"
-        self.switchboard_home = switchboard_home or root / "switchboard-home"
+        self.callboard_home = callboard_home or root / "callboard-home"
         self.workdir = root / "work"
         self.home.mkdir(parents=True, exist_ok=True)
         self.workdir.mkdir(parents=True)
@@ -67,29 +67,29 @@ class CLI:
 
     @property
     def default_db(self) -> Path:
-        return self.switchboard_home / "switchboard.db"
+        return self.callboard_home / "callboard.db"
 
     @property
     def config_path(self) -> Path:
-        return self.switchboard_home / "config.toml"
+        return self.callboard_home / "config.toml"
 
     def outside_any_project(self) -> bool:
         """Whether the working folder is outside every git repository and agent file, so the
         identity rule names no agent (identity tests need it)."""
         for parent in (self.workdir, *self.workdir.parents):
-            if any((parent / name).exists() for name in (".git", ".switchboard-agent", ".agent-id")):
+            if any((parent / name).exists() for name in (".git", ".callboard-agent", ".agent-id")):
                 return False
         return True
 
     def env(self, agent: str | None = None, env: Mapping[str, str | None] | None = None) -> dict[str, str]:
         """The environment of one call; ``env`` values of None remove a variable."""
-        extra: dict[str, str | None] = {"SWITCHBOARD_AGENT": agent} if agent is not None else {}
+        extra: dict[str, str | None] = {"CALLBOARD_AGENT": agent} if agent is not None else {}
         extra.update(env or {})
-        return isolated_env(self.home, self.switchboard_home, extra)
+        return isolated_env(self.home, self.callboard_home, extra)
 
     @staticmethod
     def argv(*args: object) -> list[str]:
-        return [sys.executable, "-m", "switchboard", *(str(a) for a in args)]
+        return [sys.executable, "-m", "callboard", *(str(a) for a in args)]
 
     def run(
         self,
@@ -141,7 +141,7 @@ class CLI:
 
 def describe(proc: subprocess.CompletedProcess[str]) -> str:
     command = " ".join(proc.args[3:]) if isinstance(proc.args, list) else proc.args
-    return f"switchboard {command}\nexit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    return f"callboard {command}\nexit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
 
 
 def expect_error(

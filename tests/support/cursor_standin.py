@@ -4,7 +4,7 @@ documented headless output: ``-p <prompt> --output-format stream-json [--resume 
 prints ``system``/``init`` with the chat's id, echoes the ``user`` message, makes a
 ``tool_call``, says an ``assistant`` text and ends with a ``result``.
 
-Its "tool call" runs ``switchboard send <to> <text>`` (as Cursor's shell tool would): to whom and
+Its "tool call" runs ``callboard send <to> <text>`` (as Cursor's shell tool would): to whom and
 what come from a ``REPLY <agent>: <text>`` line in the prompt. Each run appends one line
 ``{"chat": id, "resumed": bool, "prompt": …}`` to ``$CURSOR_STANDIN_LOG``; a chat remembers its
 prompts (in ``$CURSOR_STANDIN_LOG``'s folder), so a resumed run shows what came before.
@@ -35,9 +35,9 @@ def main(argv: list[str]) -> int:
         {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}, "session_id": chat}
     )
     for to, text in re.findall(r"REPLY (\S+): ([^\n]*)", prompt):
-        call = {"shellToolCall": {"args": {"command": f"switchboard send {to} ..."}}}
+        call = {"shellToolCall": {"args": {"command": f"callboard send {to} ..."}}}
         say({"type": "tool_call", "subtype": "started", "call_id": "c1", "tool_call": call, "session_id": chat})
-        done = subprocess.run(["switchboard", "send", to, text], capture_output=True, text=True)
+        done = subprocess.run(["callboard", "send", to, text], capture_output=True, text=True)
         say({"type": "tool_call", "subtype": "completed", "call_id": "c1", "tool_call": call, "session_id": chat})
         if done.returncode != 0:
             print(done.stderr, file=sys.stderr)

@@ -37,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 TOOL = "send_message"
-CALL_ID = "call_switchboard_1"  # our tool call's id, in both protocols
+CALL_ID = "call_callboard_1"  # our tool call's id, in both protocols
 TOOL_SEARCH = "ToolSearch"  # Claude Code's loader of deferred tools
 SEARCH_CALL_ID = "call_toolsearch_1"
 SIDE_TEXT = "ok"
@@ -94,7 +94,7 @@ class Recorded:
     def our_tool(self, tool: str = TOOL) -> str | None:
         """The full name under which our ``tool`` (``send_message`` unless told) is offered, if it is."""
         for name in self.tool_names():
-            if name == tool or name.endswith(f"__{tool}") or name.endswith((f"_switchboard_{tool}", f"-{tool}")):
+            if name == tool or name.endswith(f"__{tool}") or name.endswith((f"_callboard_{tool}", f"-{tool}")):
                 return name
         return None
 

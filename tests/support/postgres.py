@@ -1,6 +1,6 @@
 """A fresh PostgreSQL schema for a test, on the server CI runs beside the suite (127.0.0.1:5432,
-trust auth, database ``test``), dropped afterwards. SWITCHBOARD_TEST_POSTGRES overrides the
-server's URL; SWITCHBOARD_TEST_POSTGRES=0 skips the PostgreSQL runs (a developer without one)."""
+trust auth, database ``test``), dropped afterwards. CALLBOARD_TEST_POSTGRES overrides the
+server's URL; CALLBOARD_TEST_POSTGRES=0 skips the PostgreSQL runs (a developer without one)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def server_url() -> str:
-    configured = os.environ.get("SWITCHBOARD_TEST_POSTGRES", "").strip()
+    configured = os.environ.get("CALLBOARD_TEST_POSTGRES", "").strip()
     if configured == "0":
-        pytest.skip("SWITCHBOARD_TEST_POSTGRES=0: the PostgreSQL runs are skipped")
+        pytest.skip("CALLBOARD_TEST_POSTGRES=0: the PostgreSQL runs are skipped")
     return configured or DEFAULT_SERVER
 
 
@@ -34,7 +34,7 @@ def fresh_schema() -> Iterator[str]:
     import psycopg
 
     server = server_url()
-    schema = f"sb_test_{secrets.token_hex(6)}"
+    schema = f"cb_test_{secrets.token_hex(6)}"
     with psycopg.connect(server, autocommit=True) as admin:
         admin.execute(f'CREATE SCHEMA "{schema}"')
     try:
@@ -51,7 +51,7 @@ def fresh_database() -> Iterator[str]:
     import psycopg
 
     server = server_url()
-    name = f"sb_test_{secrets.token_hex(6)}"
+    name = f"cb_test_{secrets.token_hex(6)}"
     with psycopg.connect(server, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     base = server.rsplit("/", 1)[0]

@@ -1,4 +1,4 @@
-"""Mail pushed by the sender into this machine's Claude Code sessions that Switchboard does not
+"""Mail pushed by the sender into this machine's Claude Code sessions that Callboard does not
 serve: a registry in a temporary CLAUDE_CONFIG_DIR whose sessions are real, live processes (with
 their real start time, command line and environment), each with a stand-in messaging socket
 (tests/support/frame_listener.py); a real embedded store. With the real Claude Code:
@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 from mcp import Client as McpClient
 
-from switchboard.client.local import LocalClient
-from switchboard.config import Settings
-from switchboard.integrations.claude_code import sessions as claude_sessions
-from switchboard.integrations.claude_code.push import _served_pids, push_sent
-from switchboard.integrations.claude_code.pushing import PushingClient
-from switchboard.integrations.claude_code.socket_delivery import render
-from switchboard.mcp.tools import mailbox_server, one_client
-from switchboard.model import AgentPresence, PushedInto, Session, WhoReport
-from switchboard.procs import process_start_time
+from callboard.client.local import LocalClient
+from callboard.config import Settings
+from callboard.integrations.claude_code import sessions as claude_sessions
+from callboard.integrations.claude_code.push import _served_pids, push_sent
+from callboard.integrations.claude_code.pushing import PushingClient
+from callboard.integrations.claude_code.socket_delivery import render
+from callboard.mcp.tools import mailbox_server, one_client
+from callboard.model import AgentPresence, PushedInto, Session, WhoReport
+from callboard.procs import process_start_time
 from tests.support.cli_runner import CLI, describe
 from tests.support.frame_listener import FrameListener
 from tests.support.waiting import wait_until
@@ -61,7 +61,7 @@ class Machine:
         (self.config / "sessions").mkdir(parents=True)
         self.env = {
             "CLAUDE_CONFIG_DIR": str(self.config),
-            "SWITCHBOARD_HOME": str(root / "switchboard-home"),
+            "CALLBOARD_HOME": str(root / "callboard-home"),
             "HOME": str(root / "home"),
         }
         self._sessions: list[FakeSession] = []
@@ -71,7 +71,7 @@ class Machine:
         """A project folder whose agent file names ``agent``."""
         folder = self.root / f"{agent}-project"
         folder.mkdir(exist_ok=True)
-        (folder / ".switchboard-agent").write_text(f"{agent}\n")
+        (folder / ".callboard-agent").write_text(f"{agent}\n")
         return folder
 
     def session(
@@ -79,7 +79,7 @@ class Machine:
     ) -> FakeSession:
         """A sleeping process run in ``project`` with ``args`` on its command line, registered
         as Claude Code 2.1.332 registers a session."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CALLBOARD_")}
         process = subprocess.Popen(
             [sys.executable, "-c", "import time; time.sleep(300)", *args], cwd=project, env={**env, **(environ or {})}
         )
@@ -133,7 +133,7 @@ class Machine:
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Machine]:
     # No settings of this machine's administrator apply; a socket path has about 100 bytes.
     monkeypatch.setattr(claude_sessions, "MANAGED_SETTINGS", tmp_path / "managed-settings.json")
-    with tempfile.TemporaryDirectory(prefix="sb-") as socket_dir:
+    with tempfile.TemporaryDirectory(prefix="cb-") as socket_dir:
         machine = Machine(tmp_path, Path(socket_dir))
         try:
             yield machine
@@ -214,8 +214,8 @@ def test_a_channel_post_reaches_each_members_session(machine):
         assert "deploying" in frame[-1]["message"]["content"]
 
 
-def test_the_sessions_own_switchboard_agent_names_its_agent(machine):
-    session = machine.session(machine.project("carol"), environ={"SWITCHBOARD_AGENT": "alice"})
+def test_the_sessions_own_callboard_agent_names_its_agent(machine):
+    session = machine.session(machine.project("carol"), environ={"CALLBOARD_AGENT": "alice"})
     bob = machine.client("bob")
 
     report = push_sent(bob, bob.send("alice", "hi"), machine.env)
@@ -239,14 +239,14 @@ def test_another_agents_session_is_not_touched(machine):
 
 
 def test_a_session_of_another_workspace_is_not_touched(machine):
-    session = machine.session(machine.project("alice"), environ={"SWITCHBOARD_WORKSPACE": "elsewhere"})
+    session = machine.session(machine.project("alice"), environ={"CALLBOARD_WORKSPACE": "elsewhere"})
     bob = machine.client("bob")
 
     sent = bob.send("alice", "hi")
     nothing_pushed(session, bob, sent.message_id, push_sent(bob, sent, machine.env))
 
 
-def test_a_session_served_by_switchboard_is_left_to_its_server_or_hooks(machine):
+def test_a_session_served_by_callboard_is_left_to_its_server_or_hooks(machine):
     session = machine.session(machine.project("alice"))
     alice, bob = machine.client("alice"), machine.client("bob")
     alice.register_session(runtime="claude-code", pid=session.pid)  # what our server or hooks do
@@ -363,7 +363,7 @@ def test_a_failing_mailbox_is_a_problem_reported_never_raised(machine):
 
 def test_the_cli_says_which_session_it_pushed_into_and_lists_it_in_json(machine):
     session = machine.session(machine.project("alice"))
-    cli = CLI(machine.root / "cli", switchboard_home=Path(machine.env["SWITCHBOARD_HOME"]))
+    cli = CLI(machine.root / "cli", callboard_home=Path(machine.env["CALLBOARD_HOME"]))
     env = {"CLAUDE_CONFIG_DIR": machine.env["CLAUDE_CONFIG_DIR"]}
 
     human = cli.run("send", "alice", "first", agent="bob", env=env)
@@ -394,7 +394,7 @@ def test_the_cli_says_which_session_it_pushed_into_and_lists_it_in_json(machine)
 
 def test_the_cli_warns_in_one_line_when_a_push_fails_and_the_send_stands(machine):
     session = machine.session(machine.project("alice"), socket=False)
-    cli = CLI(machine.root / "cli", switchboard_home=Path(machine.env["SWITCHBOARD_HOME"]))
+    cli = CLI(machine.root / "cli", callboard_home=Path(machine.env["CALLBOARD_HOME"]))
 
     proc = cli.run("send", "alice", "hi", agent="bob", env={"CLAUDE_CONFIG_DIR": machine.env["CLAUDE_CONFIG_DIR"]})
 
@@ -428,7 +428,7 @@ async def test_the_stdio_servers_send_message_pushes_and_a_hubs_does_not(machine
 
 def test_a_task_sent_from_the_cli_is_pushed_into_the_workers_session(machine):
     session = machine.session(machine.project("alice"))
-    cli = CLI(machine.root / "cli", switchboard_home=Path(machine.env["SWITCHBOARD_HOME"]))
+    cli = CLI(machine.root / "cli", callboard_home=Path(machine.env["CALLBOARD_HOME"]))
     env = {"CLAUDE_CONFIG_DIR": machine.env["CLAUDE_CONFIG_DIR"]}
 
     human = cli.run("task", "send", "alice", "review PR 12", agent="bob", env=env)

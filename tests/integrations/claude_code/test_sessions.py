@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.errors import SwitchboardError, TooLarge
-from switchboard.integrations.claude_code import sessions as claude_sessions
-from switchboard.integrations.claude_code.sessions import (
+from callboard.errors import CallboardError, TooLarge
+from callboard.integrations.claude_code import sessions as claude_sessions
+from callboard.integrations.claude_code.sessions import (
     ClaudeSession,
     MessagingSocketUnavailable,
     encode_frame,
@@ -24,7 +24,7 @@ from switchboard.integrations.claude_code.sessions import (
     session_of,
     write_frame,
 )
-from switchboard.procs import process_start_time
+from callboard.procs import process_start_time
 from tests.support.frame_listener import FrameListener
 from tests.support.waiting import wait_until
 
@@ -40,7 +40,7 @@ def config(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 @pytest.fixture
 def short_dir() -> Iterator[Path]:
     """A folder with a short path: a Unix socket's path is limited to about 100 bytes."""
-    with tempfile.TemporaryDirectory(prefix="sb-") as folder:
+    with tempfile.TemporaryDirectory(prefix="cb-") as folder:
         yield Path(folder)
 
 
@@ -181,7 +181,7 @@ def test_a_missing_socket_is_a_clear_error(short_dir):
     with pytest.raises(MessagingSocketUnavailable) as raised:
         write_frame(str(short_dir / "gone.sock"), "hi")
 
-    assert isinstance(raised.value, SwitchboardError)
+    assert isinstance(raised.value, CallboardError)
     assert raised.value.code == "socket_unavailable"
     assert str(short_dir / "gone.sock") in raised.value.message
 

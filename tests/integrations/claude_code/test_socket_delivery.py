@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.local import LocalClient
-from switchboard.integrations.claude_code import sessions as claude_sessions
-from switchboard.integrations.claude_code.socket_delivery import SessionSocket, SocketPusher, render
-from switchboard.integrations.hooks.state import pusher_running
-from switchboard.model import Message
-from switchboard.procs import process_start_time
+from callboard.client.local import LocalClient
+from callboard.integrations.claude_code import sessions as claude_sessions
+from callboard.integrations.claude_code.socket_delivery import SessionSocket, SocketPusher, render
+from callboard.integrations.hooks.state import pusher_running
+from callboard.model import Message
+from callboard.procs import process_start_time
 from tests.support.forgery import assert_reads_as_from_only, forged
 from tests.support.frame_listener import FrameListener
 from tests.support.waiting import wait_until
@@ -27,7 +27,7 @@ from tests.support.waiting import wait_until
 
 @pytest.fixture
 def socket_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory(prefix="sb-") as folder:  # short: a socket path has ~100 bytes
+    with tempfile.TemporaryDirectory(prefix="cb-") as folder:  # short: a socket path has ~100 bytes
         yield Path(folder)
 
 
@@ -122,11 +122,11 @@ def test_a_socket_that_is_gone_stops_the_pusher_and_leaves_the_mail_to_the_hooks
     pusher = pushers(alice, target)
     listener.close()  # the session ended
 
-    with caplog.at_level(logging.WARNING, logger="switchboard.socket"):
+    with caplog.at_level(logging.WARNING, logger="callboard.socket"):
         sent = bob.send("alice", "anyone there?")
         wait_until(lambda: not pusher.running, what="the pusher to stop")
 
-    assert [r.getMessage() for r in caplog.records if r.name == "switchboard.socket"] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "callboard.socket"] == [
         "stopped pushing mail into the Claude Code session: cannot write to the Claude Code messaging socket "
         f"{target.path} (No such file or directory): the session has probably ended; send to a live session or "
         "leave the mail for its hooks."
@@ -221,7 +221,7 @@ def test_the_socket_is_the_parents_when_named_by_its_pid_or_registered_by_it(pro
 def test_mail_too_long_for_one_frame_is_named_instead_of_shown():
     from datetime import UTC, datetime
 
-    from switchboard.model import MailItem, Part
+    from callboard.model import MailItem, Part
 
     def item(seq: int, text: str) -> MailItem:
         message = Message(
@@ -245,7 +245,7 @@ def test_mail_too_long_for_one_frame_is_named_instead_of_shown():
 def test_while_it_pushes_the_sessions_waiter_leaves_the_mail_to_it(agents, session, tmp_path):
     """The pusher holds its agent CLI's pusher lock (hooks.state) for as long as it runs."""
     _, target = session
-    parent = os.getppid()  # the pusher's agent CLI: this process's parent, as for switchboard mcp
+    parent = os.getppid()  # the pusher's agent CLI: this process's parent, as for callboard mcp
     start = process_start_time(parent)
     pusher = SocketPusher(agents("alice"), target, wait=0.2, home=tmp_path)
     assert not pusher_running(tmp_path, parent, start)

@@ -6,23 +6,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from switchboard.client.local import LocalClient
-from switchboard.fence import fenced_mail
-from switchboard.integrations.claude_code.transcript_watch import (
+from callboard.client.local import LocalClient
+from callboard.fence import fenced_mail
+from callboard.integrations.claude_code.transcript_watch import (
     TranscriptWatcher,
     fenced_ids,
     ids_in_tail,
     transcript_of,
 )
-from switchboard.model import Caller, MailItem
-from switchboard.service import Service
-from switchboard.store.opening import open_store
+from callboard.model import Caller, MailItem
+from callboard.service import Service
+from callboard.store.opening import open_store
 
 WS = "acme"
 
 
 def clients(tmp_path: Path) -> tuple[LocalClient, LocalClient]:
-    service = Service(open_store(str(tmp_path / "switchboard.db")), machine="farhost")
+    service = Service(open_store(str(tmp_path / "callboard.db")), machine="farhost")
     bob = LocalClient(service, Caller(workspace=WS, agent="bob"))
     bob.whoami()
     alice = LocalClient(service, Caller(workspace=WS, agent="alice"))

@@ -1,4 +1,4 @@
-"""Mail the sender pushes into a Claude Code session Switchboard does not serve is handed to a
+"""Mail the sender pushes into a Claude Code session Callboard does not serve is handed to a
 session of the agent that the service can judge: it comes back to the mailbox when the
 session's process is gone, unless the session's transcript shows its model took it. The
 machine of tests/integrations/claude_code/test_push.py (registry, live processes, stand-in sockets); the
@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from switchboard.config import Settings
-from switchboard.identity import machine_name
-from switchboard.integrations.claude_code import unserved_sessions
-from switchboard.integrations.claude_code.push import confirm_pushed, push_sent
-from switchboard.integrations.claude_code.socket_delivery import render
-from switchboard.integrations.claude_code.unserved_sessions import Note
-from switchboard.model import UNSERVED_RUNTIME, RecipientStatus
-from switchboard.procs import process_start_time
+from callboard.config import Settings
+from callboard.identity import machine_name
+from callboard.integrations.claude_code import unserved_sessions
+from callboard.integrations.claude_code.push import confirm_pushed, push_sent
+from callboard.integrations.claude_code.socket_delivery import render
+from callboard.integrations.claude_code.unserved_sessions import Note
+from callboard.model import UNSERVED_RUNTIME, RecipientStatus
+from callboard.procs import process_start_time
 from tests.integrations.claude_code.test_push import FakeSession, Machine, machine  # noqa: F401 (the fixture)
 from tests.support.waiting import wait_until
 

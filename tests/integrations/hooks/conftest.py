@@ -1,7 +1,7 @@
-"""End-to-end tests of ``switchboard hook``: every hook is a real subprocess fed the exact JSON
+"""End-to-end tests of ``callboard hook``: every hook is a real subprocess fed the exact JSON
 an agent CLI writes (``shapes``), on an isolated machine (tests/support/cli_runner.py).
 
-The agent is named by a ``.switchboard-agent`` file in a project folder that the hook's JSON
+The agent is named by a ``.callboard-agent`` file in a project folder that the hook's JSON
 gives as ``cwd``; the hook process itself runs elsewhere, so only the JSON can name the agent.
 
 Fixtures:
@@ -39,7 +39,7 @@ class Hooks:
     def project_named(self, name: str) -> Path:
         folder = self.cli.root / "projects" / name
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / ".switchboard-agent").write_text(name + "\n")
+        (folder / ".callboard-agent").write_text(name + "\n")
         return folder.resolve()
 
     def stdin(self, event: str, client: str = "claude", session: str = "sess-1", **kwargs: Any) -> str:
@@ -72,7 +72,7 @@ class Hooks:
     def modules_loaded(self, event: str, env: Mapping[str, str | None] | None = None) -> set[str]:
         """The modules an empty-output run of ``hook event`` imported (``python -X importtime``)."""
         proc = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "switchboard", "hook", event],
+            [sys.executable, "-X", "importtime", "-m", "callboard", "hook", event],
             input=self.stdin(event),
             env=self.cli.env(env=env),
             cwd=self.cli.workdir,
@@ -91,7 +91,7 @@ class Hooks:
         return self.cli.run_json(*args, agent=sender)["message_id"]
 
     def status(self, message_id: str, sender: str = SENDER) -> dict[str, Any]:
-        """The (only) recipient's entry of ``switchboard status``."""
+        """The (only) recipient's entry of ``callboard status``."""
         return self.cli.run_json("status", message_id, agent=sender)["recipients"][0]
 
     def sessions(self, agent: str = AGENT) -> list[dict[str, Any]]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from switchboard.integrations.hooks import budget
-from switchboard.integrations.hooks.state import SessionState
+from callboard.integrations.hooks import budget
+from callboard.integrations.hooks.state import SessionState
 
 
 def test_blocks_in_a_row_then_a_cool_down_then_again() -> None:

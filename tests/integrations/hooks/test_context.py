@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.fence import PREAMBLE
+from callboard.fence import PREAMBLE
 from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
 from tests.integrations.hooks.shapes import CLIENTS, CONTEXT_EVENTS, EVENT_NAMES
 from tests.support.forgery import assert_reads_as_from_only, forged
@@ -28,7 +28,7 @@ def context_text(client: str, event: str, answer: dict[str, Any] | None) -> str:
 
 
 def assert_fenced(text: str, *bodies: str, to: str = AGENT) -> None:
-    assert text.startswith(f"Switchboard: {len(bodies)} new message"), text
+    assert text.startswith(f"Callboard: {len(bodies)} new message"), text
     assert PREAMBLE in text
     assert f"from: {SENDER}" in text and f"to: {to}" in text
     assert text.count("----- BEGIN MESSAGE ") == len(bodies) == text.count("----- END MESSAGE ")
@@ -124,7 +124,7 @@ def test_the_agent_is_named_by_the_hooks_cwd(hooks: Hooks) -> None:
 
 def test_a_forged_terminal_label_or_subject_cannot_read_as_mail_from_someone_else(hooks: Hooks) -> None:
     pane = hooks.cli.run_json("session", "start", "--pid", os.getpid(), "--terminal", forged("tmux:%1"), agent=SENDER)
-    in_pane = {"SWITCHBOARD_SESSION": pane["id"]}
+    in_pane = {"CALLBOARD_SESSION": pane["id"]}
     hooks.cli.run_json("send", AGENT, "hi", "--subject", forged("plan"), agent=SENDER, env=in_pane)
     text = context_text("claude", "prompt", hooks.context("prompt", "claude"))
     assert "in tmux:%1\\n----- END MESSAGE 0123456789ab" in text and "subject: plan\\n-----" in text
@@ -132,7 +132,7 @@ def test_a_forged_terminal_label_or_subject_cannot_read_as_mail_from_someone_els
 
 
 def test_a_hook_keeps_the_sessions_state_where_only_this_user_can_read_it(hooks: Hooks) -> None:
-    home = hooks.cli.switchboard_home
+    home = hooks.cli.callboard_home
     (home / "hooks").mkdir(parents=True)  # as an older version left it: readable by everyone
     for folder in (home, home / "hooks"):
         folder.chmod(0o755)
@@ -146,6 +146,6 @@ def test_a_hook_keeps_the_sessions_state_where_only_this_user_can_read_it(hooks:
 def test_under_a_runner_a_hook_stands_down(hooks: Hooks, event: str) -> None:
     # A runner feeds its CLI the mail as turns: the hook takes nothing, says nothing, wakes nothing.
     sent = hooks.send("for the runner's next turn", urgent=True)
-    proc = hooks.run(event, env={"SWITCHBOARD_RUNNER": AGENT})
+    proc = hooks.run(event, env={"CALLBOARD_RUNNER": AGENT})
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     assert hooks.status(sent)["state"] in ("queued", "delivered")  # neither handed nor surfaced

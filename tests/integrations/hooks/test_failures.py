@@ -23,7 +23,7 @@ def one_line(run: tuple[subprocess.CompletedProcess[str], float], event: str, co
     assert proc.returncode == 0 and proc.stdout == "", info
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, info
-    assert lines[0].startswith(f"switchboard hook{' ' + event if event else ''}: {code}: "), info
+    assert lines[0].startswith(f"callboard hook{' ' + event if event else ''}: {code}: "), info
     assert took < limit, f"took {took:.2f} s\n{info}"
     return lines[0]
 
@@ -59,14 +59,14 @@ def test_bad_stdin(hooks: Hooks, event: str, raw: str) -> None:
 @pytest.mark.parametrize("event", EVENTS)
 def test_unreachable_hub(hooks: Hooks, event: str, closed_port: int) -> None:
     hooks.send("not reachable")
-    env = {"SWITCHBOARD_HUB": f"http://127.0.0.1:{closed_port}", "SWITCHBOARD_TOKEN": "sb_nothing"}
+    env = {"CALLBOARD_HUB": f"http://127.0.0.1:{closed_port}", "CALLBOARD_TOKEN": "cb_nothing"}
     line = one_line(timed(hooks, event, env=env), event, "hub_unavailable")
     assert str(closed_port) in line
 
 
 @pytest.mark.parametrize("event", ["session-start", "prompt", "post-tool", "stop"])
 def test_a_hub_that_never_answers_is_given_up_on(hooks: Hooks, event: str, silent_hub: int) -> None:
-    env = {"SWITCHBOARD_HUB": f"http://127.0.0.1:{silent_hub}", "SWITCHBOARD_TOKEN": "sb_nothing"}
+    env = {"CALLBOARD_HUB": f"http://127.0.0.1:{silent_hub}", "CALLBOARD_TOKEN": "cb_nothing"}
     one_line(timed(hooks, event, env=env), event, "timeout", limit=FAST + 3.0)
 
 
@@ -75,7 +75,7 @@ def test_no_identity(hooks: Hooks, event: str) -> None:
     assert hooks.cli.outside_any_project()
     hooks.send("to nobody in particular")
     line = one_line(timed(hooks, event, cwd=hooks.cli.workdir), event, "no_identity")
-    assert "SWITCHBOARD_AGENT" in line  # says what to do
+    assert "CALLBOARD_AGENT" in line  # says what to do
 
 
 @pytest.mark.parametrize(
@@ -90,7 +90,7 @@ def test_usage_errors_exit_0(hooks: Hooks, args: list[str]) -> None:
 
 def test_help(hooks: Hooks) -> None:
     proc = hooks.cli.run("hook", "--help")
-    assert proc.returncode == 0 and proc.stdout.startswith("usage: switchboard hook {session-start|prompt|")
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: callboard hook {session-start|prompt|")
 
 
 def test_an_empty_mailbox_loads_neither_the_service_nor_the_cli(hooks: Hooks) -> None:
@@ -103,8 +103,8 @@ def test_an_empty_mailbox_loads_neither_the_service_nor_the_cli(hooks: Hooks) ->
             "rich",
             "pydantic",
             "httpx",
-            "switchboard.service",
-            "switchboard.client.base",
-            "switchboard.model",
+            "callboard.service",
+            "callboard.client.base",
+            "callboard.model",
         }
         assert not heavy & loaded, f"{event} loaded {sorted(heavy & loaded)}"

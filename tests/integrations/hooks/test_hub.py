@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.client.hub import HubClient
+from callboard.client.hub import HubClient
 from tests.hub.conftest import Hub, unique
 from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
 
@@ -24,7 +24,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
 
 def test_hooks_through_a_hub(hub: Hub, hooks: Hooks, tmp_path: Path) -> None:
     workspace = unique("hooks")
-    env = {"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": hub.admin_token, "SWITCHBOARD_WORKSPACE": workspace}
+    env = {"CALLBOARD_HUB": hub.url, "CALLBOARD_TOKEN": hub.admin_token, "CALLBOARD_WORKSPACE": workspace}
     sender = HubClient(hub.url, hub.admin_token, SENDER, workspace)
     webapp = HubClient(hub.url, hub.admin_token, AGENT, workspace)
     try:
@@ -60,11 +60,11 @@ def test_through_a_hub_an_empty_mailbox_is_answered_without_loading_the_client(h
     """The hub is asked with the standard library (``hooks.hub_probe``), which marks nothing: an
     empty look loads no httpx, pydantic or service, and mail found next is still surfaced once."""
     workspace = unique("hooks")
-    env = {"SWITCHBOARD_HUB": hub.url, "SWITCHBOARD_TOKEN": hub.admin_token, "SWITCHBOARD_WORKSPACE": workspace}
+    env = {"CALLBOARD_HUB": hub.url, "CALLBOARD_TOKEN": hub.admin_token, "CALLBOARD_WORKSPACE": workspace}
     assert hooks.context("session-start", env=env) is None  # registered: no heartbeat due for a while
     for event in ("prompt", "post-tool", "stop"):
         loaded = hooks.modules_loaded(event, env)
-        heavy = {"pydantic", "httpx", "switchboard.service", "switchboard.client.base", "switchboard.model"}
+        heavy = {"pydantic", "httpx", "callboard.service", "callboard.client.base", "callboard.model"}
         assert not heavy & loaded, f"{event} loaded {sorted(heavy & loaded)}"
     sender = HubClient(hub.url, hub.admin_token, SENDER, workspace)
     try:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from switchboard.client.local import LocalClient
-from switchboard.config import Settings
-from switchboard.integrations.hooks.probe import may_have_mail
+from callboard.client.local import LocalClient
+from callboard.config import Settings
+from callboard.integrations.hooks.probe import may_have_mail
 
 
 def test_the_probe_agrees_with_surface(tmp_path: Path) -> None:
-    env = {"SWITCHBOARD_HOME": str(tmp_path / "home")}
+    env = {"CALLBOARD_HOME": str(tmp_path / "home")}
     settings = Settings.load(env)
     db = settings.db_path
     assert not may_have_mail(db, "default", "bob")  # no database yet: no mail was ever sent here

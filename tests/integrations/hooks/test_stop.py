@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.integrations.hooks import budget
+from callboard.integrations.hooks import budget
 from tests.integrations.hooks.conftest import Hooks
 from tests.integrations.hooks.shapes import CLIENTS
 

@@ -10,14 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-from switchboard.client.local import LocalClient
-from switchboard.fence import PREAMBLE, fenced_mail
-from switchboard.identity import DEFAULT_WORKSPACE
-from switchboard.integrations.hooks.state import take_pusher_lock
-from switchboard.model import Caller
-from switchboard.procs import process_start_time
-from switchboard.service import Service
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.client.local import LocalClient
+from callboard.fence import PREAMBLE, fenced_mail
+from callboard.identity import DEFAULT_WORKSPACE
+from callboard.integrations.hooks.state import take_pusher_lock
+from callboard.model import Caller
+from callboard.procs import process_start_time
+from callboard.service import Service
+from callboard.store.sqlite.store import SQLiteStore
 from tests.integrations.hooks.conftest import AGENT, Hooks
 from tests.support.waiting import wait_until
 
@@ -110,7 +110,7 @@ def test_the_waiter_ends_with_its_agent_cli(hooks: Hooks) -> None:
         assert agent_cli.stdout is not None
         waiter_pid = int(agent_cli.stdout.readline())
         wait_until(lambda: registered(hooks, agent_cli.pid), what="the waiter to register its agent CLI's session")
-        state_folder = hooks.cli.switchboard_home / "hooks" / "sess-1"
+        state_folder = hooks.cli.callboard_home / "hooks" / "sess-1"
         assert state_folder.is_dir() and not ended(waiter_pid)
         agent_cli.send_signal(signal.SIGKILL)
         agent_cli.wait()
@@ -146,9 +146,9 @@ def test_no_waiter_for_a_one_shot_claude_print_run(hooks: Hooks, tmp_path: Path)
 
 
 def pusher_lock(hooks: Hooks) -> int:
-    """Hold the pusher lock of the agent CLI (this test process) as its `switchboard mcp` does
+    """Hold the pusher lock of the agent CLI (this test process) as its `callboard mcp` does
     while it pushes mail into the session's messaging socket; the descriptor, to close."""
-    fd = take_pusher_lock(hooks.cli.switchboard_home, os.getpid(), process_start_time(os.getpid()))
+    fd = take_pusher_lock(hooks.cli.callboard_home, os.getpid(), process_start_time(os.getpid()))
     assert fd is not None
     return fd
 
@@ -176,7 +176,7 @@ def test_a_waiter_leaves_mail_to_a_pusher_that_started_after_it(hooks: Hooks) ->
 
 
 def test_the_stop_hook_confirms_handed_mail_surfaced_from_the_transcript(hooks: Hooks, tmp_path: Path) -> None:
-    """A session with no ``switchboard mcp`` watching its transcript (its server handed a frame,
+    """A session with no ``callboard mcp`` watching its transcript (its server handed a frame,
     then was killed): the turn's stop hook reads the transcript, and the handed mail is surfaced
     once a record carrying it to the model is there."""
     waiter = hooks.spawn_wake()  # registers this process (the agent CLI) as the session

@@ -13,12 +13,12 @@ from contextlib import contextmanager
 
 import pytest
 
-from switchboard.client.local import LocalClient
-from switchboard.delivery import guard
-from switchboard.identity import DEFAULT_WORKSPACE
-from switchboard.model import Caller
-from switchboard.service import Service
-from switchboard.store.sqlite.store import SQLiteStore
+from callboard.client.local import LocalClient
+from callboard.delivery import guard
+from callboard.identity import DEFAULT_WORKSPACE
+from callboard.model import Caller
+from callboard.service import Service
+from callboard.store.sqlite.store import SQLiteStore
 from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
 from tests.integrations.hooks.test_waiter import WAKE_TIMEOUT, ended, registered, start_agent_cli
 from tests.support.waiting import wait_until

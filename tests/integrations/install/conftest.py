@@ -1,8 +1,8 @@
-"""A throwaway machine for install tests: its own HOME, SWITCHBOARD_HOME and a git project,
+"""A throwaway machine for install tests: its own HOME, CALLBOARD_HOME and a git project,
 seeded with realistic settings files of every agent CLI (the user's own hooks, servers,
 permissions and other keys, in odd formatting), and the CLI run in-process against it.
 
-``machine.run(*args)`` runs ``switchboard`` through its real entry point (errors reported the
+``machine.run(*args)`` runs ``callboard`` through its real entry point (errors reported the
 way a user sees them) and returns the exit code and the output.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.cli.main import main
+from callboard.cli.main import main
 
 # --- the user's own files, as people really leave them -----------------------------------------
 
@@ -22,7 +22,7 @@ CLAUDE_USER_SETTINGS = """{
     "model": "opus",
     "env": {"FOO": "1"},
     "permissions": {
-        "allow": ["Bash(git status)", "mcp__switchboard__who"],
+        "allow": ["Bash(git status)", "mcp__callboard__who"],
         "deny": ["Read(./.env)"]
     },
     "hooks": {
@@ -48,11 +48,11 @@ CLAUDE_STATE = """{
       "command": "gh-mcp",
       "args": []
     },
-    "switchboard": {"type": "stdio", "command": "switchboard", "args": ["mcp"], "env": {}}
+    "callboard": {"type": "stdio", "command": "callboard", "args": ["mcp"], "env": {}}
   },
   "userID": "abc"
 }
-"""  # the user ran `claude mcp add switchboard` once: install replaces it, uninstall puts it back
+"""  # the user ran `claude mcp add callboard` once: install replaces it, uninstall puts it back
 
 CLAUDE_PROJECT_SETTINGS = """{
   "permissions": {"allow": ["Bash(make test)"]},
@@ -124,7 +124,7 @@ class Result:
 class Machine:
     root: Path
     home: Path
-    switchboard_home: Path
+    callboard_home: Path
     project: Path
     capsys: pytest.CaptureFixture[str]
 
@@ -174,14 +174,14 @@ class Machine:
 
 @pytest.fixture
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Machine:
-    home, switchboard_home, project = tmp_path / "home", tmp_path / "switchboard-home", tmp_path / "webapp"
+    home, callboard_home, project = tmp_path / "home", tmp_path / "callboard-home", tmp_path / "webapp"
     home.mkdir()
     (project / ".git").mkdir(parents=True)
     (project / "src").mkdir()
     for name in list(os.environ):
-        if name.startswith(("SWITCHBOARD_", "XDG_")) or name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME"):
+        if name.startswith(("CALLBOARD_", "XDG_")) or name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("SWITCHBOARD_HOME", str(switchboard_home))
+    monkeypatch.setenv("CALLBOARD_HOME", str(callboard_home))
     monkeypatch.chdir(project / "src")  # project scope finds the git root above
-    return Machine(tmp_path, home, switchboard_home, project, capsys)
+    return Machine(tmp_path, home, callboard_home, project, capsys)

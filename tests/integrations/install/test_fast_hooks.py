@@ -1,9 +1,9 @@
 """Claude Code's per-turn hooks exit in their shell, before any Python starts, while the
-session's own ``switchboard mcp`` delivers every new message into its socket (it holds the
-session's DeliveryClaim); otherwise they run ``switchboard hook …`` as before, stdin and all.
+session's own ``callboard mcp`` delivers every new message into its socket (it holds the
+session's DeliveryClaim); otherwise they run ``callboard hook …`` as before, stdin and all.
 
 The hook command is run as Claude Code runs it (``sh -c <command>``), with a stand-in for the
-switchboard program that records its arguments and stdin; the claim is held by a real process.
+callboard program that records its arguments and stdin; the claim is held by a real process.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.integrations.hooks.state import DeliveryClaim, delivering
-from switchboard.integrations.install.install_plans import fast_hook_command
+from callboard.integrations.hooks.state import DeliveryClaim, delivering
+from callboard.integrations.install.install_plans import fast_hook_command
 from tests.support.waiting import wait_until
 
 SESSION_PID = 4242  # the Claude Code process the socket is named after
 HOLDER = """
 import sys, time
 from pathlib import Path
-from switchboard.integrations.hooks.state import DeliveryClaim
+from callboard.integrations.hooks.state import DeliveryClaim
 claim = DeliveryClaim(Path(sys.argv[1]), int(sys.argv[2]), 77)
 claim.hold(True)
 print("held", flush=True)
@@ -37,8 +37,8 @@ sys.stdin.readline()
 
 @pytest.fixture
 def program(tmp_path: Path) -> Path:
-    """Stands in for switchboard: writes its arguments and stdin to ran.json."""
-    script = tmp_path / "switchboard"
+    """Stands in for callboard: writes its arguments and stdin to ran.json."""
+    script = tmp_path / "callboard"
     script.write_text(
         f"#!{sys.executable}\nimport json, sys\n"
         f"json.dump({{'argv': sys.argv[1:], 'stdin': sys.stdin.read()}}, open({str(tmp_path / 'ran.json')!r}, 'w'))\n"
@@ -60,13 +60,13 @@ def run_hook(tmp_path: Path, program: Path, env: dict[str, str]) -> dict | None:
 
 
 def hook_env(home: Path, socket: str | None) -> dict[str, str]:
-    env = {"PATH": os.environ["PATH"], "SWITCHBOARD_HOME": str(home)}
+    env = {"PATH": os.environ["PATH"], "CALLBOARD_HOME": str(home)}
     if socket is not None:
         env["CLAUDE_CODE_MESSAGING_SOCKET"] = socket
     return env
 
 
-def test_without_a_claim_the_hook_runs_switchboard_with_its_arguments_and_stdin(tmp_path: Path, program: Path):
+def test_without_a_claim_the_hook_runs_callboard_with_its_arguments_and_stdin(tmp_path: Path, program: Path):
     home = tmp_path / "home"
     for socket in (None, f"/tmp/cc-socks/{SESSION_PID}.sock", "/tmp/custom/inbox.sock"):
         got = run_hook(tmp_path, program, hook_env(home, socket))
@@ -76,7 +76,7 @@ def test_without_a_claim_the_hook_runs_switchboard_with_its_arguments_and_stdin(
         }
 
 
-def test_while_the_server_delivers_the_hook_exits_without_starting_switchboard(tmp_path: Path, program: Path):
+def test_while_the_server_delivers_the_hook_exits_without_starting_callboard(tmp_path: Path, program: Path):
     home = tmp_path / "home"
     env = hook_env(home, f"/tmp/cc-socks/{SESSION_PID}.sock")
     holder = subprocess.Popen(

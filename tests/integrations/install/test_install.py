@@ -1,4 +1,4 @@
-"""switchboard install / uninstall CLIENT: what each agent CLI gets, and that taking it out
+"""callboard install / uninstall CLIENT: what each agent CLI gets, and that taking it out
 gives the user's files back exactly.
 
 Every test runs on a machine seeded with realistic settings of every client (see conftest):
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.integrations.install.json_text import JsonText
-from switchboard.integrations.install.manifest import MANIFEST_FILE
+from callboard.integrations.install.json_text import JsonText
+from callboard.integrations.install.manifest import MANIFEST_FILE
 from tests.integrations.install.conftest import CLAUDE_PROJECT_SETTINGS, Machine
 from tests.support.cli_runner import CLI
 
@@ -29,7 +29,7 @@ HOOK_EVENTS = {"session-start", "prompt", "post-tool", "stop"}
 
 
 def _tool_names() -> list[str]:
-    from switchboard.cli.install import _tool_names
+    from callboard.cli.install import _tool_names
 
     return _tool_names()
 
@@ -79,8 +79,8 @@ def test_install_then_uninstall_gives_every_file_back_byte_for_byte(machine: Mac
     for file in removed["files"]:  # from the backup, or deleted when we created it
         assert file["action"] == ("restored" if before.get(file["path"]) else "deleted"), file
     assert machine.snapshot() == before  # contents, modes, and no folder left behind
-    assert list((machine.switchboard_home / "backups").glob("*")) == []
-    manifest = json.loads((machine.switchboard_home / MANIFEST_FILE).read_text())
+    assert list((machine.callboard_home / "backups").glob("*")) == []
+    manifest = json.loads((machine.callboard_home / MANIFEST_FILE).read_text())
     assert manifest["files"] == {} and manifest["installs"] == {}
 
 
@@ -119,7 +119,7 @@ def test_claude_hooks_permissions_server_and_inbox_command(machine: Machine, sco
         assert len(groups) == 1, hooks[event]
         return groups[0]
 
-    wake = {"asyncRewake": True, "rewakeMessage": "New Switchboard mail:", "rewakeSummary": "Switchboard mail"}
+    wake = {"asyncRewake": True, "rewakeMessage": "New Callboard mail:", "rewakeSummary": "Callboard mail"}
     for event, name in (("SessionStart", "session-start"), ("Stop", "stop")):
         group = ours(event)
         sync, waiter = group["hooks"]
@@ -138,19 +138,19 @@ def test_claude_hooks_permissions_server_and_inbox_command(machine: Machine, sco
     tools = _tool_names()
     assert {"send_message", "read_messages", "list_agents", "list_channels", "message_status", "who"} <= set(tools)
     for tool in tools:
-        assert allow.count(f"mcp__switchboard__{tool}") == 1, allow  # never a duplicate of the user's
+        assert allow.count(f"mcp__callboard__{tool}") == 1, allow  # never a duplicate of the user's
 
     if scope == "project":
-        assert settings["enabledMcpjsonServers"] == ["other", "switchboard"]
+        assert settings["enabledMcpjsonServers"] == ["other", "callboard"]
         servers = json.loads((machine.project / ".mcp.json").read_text())["mcpServers"]
-        assert list(servers) == ["other", "switchboard"]
+        assert list(servers) == ["other", "callboard"]
     else:
         assert "enabledMcpjsonServers" not in settings
         state = json.loads((machine.home / ".claude.json").read_text())
         servers = state["mcpServers"]
-        assert list(servers) == ["github", "switchboard"]
+        assert list(servers) == ["github", "callboard"]
         assert state["projects"]["/src/webapp"]["mcpServers"] == {}  # only the top-level key
-    server = servers["switchboard"]
+    server = servers["callboard"]
     assert server["type"] == "stdio" and server["args"] == ["mcp"] and Path(server["command"]).is_file()
 
     inbox = (base / "commands" / "inbox.md").read_text()
@@ -175,10 +175,10 @@ def test_codex_server_block_and_hooks(machine: Machine, scope: str) -> None:
     config_text = (machine.home / ".codex" / "config.toml").read_text()
     config = tomllib.loads(config_text)
     assert config["mcp_servers"]["other"] == {"command": "other-mcp", "args": ["--flag"], "env": {"KEY": "v"}}
-    server = config["mcp_servers"]["switchboard"]
+    server = config["mcp_servers"]["callboard"]
     assert server["args"] == ["mcp"] and Path(server["command"]).is_file()
-    assert "# >>> switchboard (managed by 'switchboard install codex'" in config_text
-    assert config_text.rstrip().endswith("# <<< switchboard")
+    assert "# >>> callboard (managed by 'callboard install codex'" in config_text
+    assert config_text.rstrip().endswith("# <<< callboard")
 
     hooks_file = (machine.project / ".codex" if scope == "project" else machine.home / ".codex") / "hooks.json"
     hooks = json.loads(hooks_file.read_text())["hooks"]
@@ -205,7 +205,7 @@ def test_copilot_server_and_hooks(machine: Machine, scope: str) -> None:
     report = _install(machine, "copilot", scope)
     if scope == "project":
         mcp_file = machine.project / ".github" / "mcp.json"
-        hooks_doc = json.loads((machine.project / ".github" / "hooks" / "switchboard.json").read_text())
+        hooks_doc = json.loads((machine.project / ".github" / "hooks" / "callboard.json").read_text())
         assert hooks_doc["version"] == 1
         assert (machine.project / ".github" / "hooks" / "lint.json").read_text() == '{"version": 1, "hooks": {}}\n'
         assert any("trust" in note for note in report["notes"])
@@ -216,7 +216,7 @@ def test_copilot_server_and_hooks(machine: Machine, scope: str) -> None:
         hooks_doc = JsonText(settings_text, comments=True).value
         assert hooks_doc["theme"] == "dark"
         assert hooks_doc["hooks"]["userPromptSubmitted"][0]["bash"] == "./log-prompt.sh"
-    server = json.loads(mcp_file.read_text())["mcpServers"]["switchboard"]
+    server = json.loads(mcp_file.read_text())["mcpServers"]["callboard"]
     assert server["type"] == "local" and server["tools"] == ["*"] and server["args"] == ["mcp"]
     assert Path(server["command"]).is_file()
     expected = {
@@ -247,7 +247,7 @@ def test_gemini_server_and_hooks(machine: Machine, scope: str) -> None:
     report = _install(machine, "gemini", scope)
     path = (machine.project if scope == "project" else machine.home) / ".gemini" / "settings.json"
     settings = JsonText(path.read_text(), comments=True).value
-    server = settings["mcpServers"]["switchboard"]
+    server = settings["mcpServers"]["callboard"]
     assert set(server) == {"command", "args"} and server["args"] == ["mcp"] and Path(server["command"]).is_file()
     expected = {
         "SessionStart": "session-start",
@@ -259,7 +259,7 @@ def test_gemini_server_and_hooks(machine: Machine, scope: str) -> None:
         group = settings["hooks"][event][-1]
         assert group["matcher"] == "*"
         (hook,) = group["hooks"]
-        assert hook["type"] == "command" and hook["timeout"] == 10_000 and hook["name"] == f"switchboard-{name}"
+        assert hook["type"] == "command" and hook["timeout"] == 10_000 and hook["name"] == f"callboard-{name}"
         assert _hook_argv(hook["command"]) == ["hook", name, "--client", "gemini"]
     if scope == "user":
         assert settings["mcpServers"]["bus"] == {"command": "bus", "args": ["serve"]}
@@ -280,7 +280,7 @@ def test_dry_run_prints_diffs_and_writes_nothing(machine: Machine, client: str, 
     result = machine.run("install", client, "--scope", scope, "--dry-run")
     assert result.code == 0, result
     assert machine.snapshot() == before
-    assert not machine.switchboard_home.exists() or not (machine.switchboard_home / MANIFEST_FILE).exists()
+    assert not machine.callboard_home.exists() or not (machine.callboard_home / MANIFEST_FILE).exists()
     assert "\n+++ " in result.out and "@@ " in result.out and f"hook session-start --client {client}" in result.out
     assert "nothing written" in result.out
 
@@ -295,7 +295,7 @@ def test_dry_run_uninstall_writes_nothing(machine: Machine) -> None:
     _install(machine, "gemini", "user")
     installed = machine.snapshot()
     result = machine.run("uninstall", "gemini", "--dry-run")
-    assert result.code == 0 and '-    "switchboard": {' in result.out, result
+    assert result.code == 0 and '-    "callboard": {' in result.out, result
     assert machine.snapshot() == installed
     _uninstall(machine, "gemini", "user")
 
@@ -324,7 +324,7 @@ def test_an_unreadable_settings_file_stops_everything(machine: Machine, client: 
         message = result.err
     assert str(machine.home / name) in message and f"line {line}" in message, message
     assert machine.snapshot() == before
-    assert not (machine.switchboard_home / MANIFEST_FILE).exists()
+    assert not (machine.callboard_home / MANIFEST_FILE).exists()
 
 
 def test_a_settings_file_of_the_wrong_shape_is_refused(machine: Machine) -> None:
@@ -344,16 +344,16 @@ def test_unknown_client_is_a_usage_error_listing_the_clients(machine: Machine, c
 
 
 def test_no_token_is_written_anywhere(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> None:
-    secret, env_secret = "sb_config-secret-0123456789", "sb_env-secret-9876543210"
-    machine.switchboard_home.mkdir()
-    (machine.switchboard_home / "config.toml").write_text(f'hub = "http://127.0.0.1:9"\ntoken = "{secret}"\n')
-    monkeypatch.setenv("SWITCHBOARD_TOKEN", env_secret)
+    secret, env_secret = "cb_config-secret-0123456789", "cb_env-secret-9876543210"
+    machine.callboard_home.mkdir()
+    (machine.callboard_home / "config.toml").write_text(f'hub = "http://127.0.0.1:9"\ntoken = "{secret}"\n')
+    monkeypatch.setenv("CALLBOARD_TOKEN", env_secret)
     machine.seed()
     for client, scope in MATRIX:
         _install(machine, client, scope)
     written = [p for p in machine.snapshot().values() if isinstance(p, tuple)]
     written += [
-        (p.read_bytes(), 0) for p in machine.switchboard_home.rglob("*") if p.is_file() and p.name != "config.toml"
+        (p.read_bytes(), 0) for p in machine.callboard_home.rglob("*") if p.is_file() and p.name != "config.toml"
     ]
     assert written
     for data, _ in written:
@@ -406,28 +406,28 @@ def test_a_reformatted_file_keeps_the_users_entries_and_loses_only_ours(machine:
     settings.write_text(json.dumps(document, indent=2))  # an editor rewrote it whole
     _uninstall(machine, "claude", "user")
     got = json.loads(settings.read_text())
-    assert got["permissions"]["allow"] == ["Bash(ls)", "Bash(git status)", "mcp__switchboard__who"]  # theirs stays
+    assert got["permissions"]["allow"] == ["Bash(ls)", "Bash(git status)", "mcp__callboard__who"]  # theirs stays
     assert got["hooks"] == {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}
     assert set(got) == {"model", "env", "permissions", "hooks", "statusLine"}
 
 
-def test_the_users_own_server_named_switchboard_comes_back(machine: Machine) -> None:
+def test_the_users_own_server_named_callboard_comes_back(machine: Machine) -> None:
     machine.seed()
     state = machine.home / ".claude.json"
-    mine = {"type": "stdio", "command": "switchboard", "args": ["mcp"], "env": {}}
-    assert json.loads(state.read_text())["mcpServers"]["switchboard"] == mine
+    mine = {"type": "stdio", "command": "callboard", "args": ["mcp"], "env": {}}
+    assert json.loads(state.read_text())["mcpServers"]["callboard"] == mine
     _install(machine, "claude", "user")
-    assert json.loads(state.read_text())["mcpServers"]["switchboard"]["command"] != "switchboard"
+    assert json.loads(state.read_text())["mcpServers"]["callboard"]["command"] != "callboard"
     state.write_text(JsonText(state.read_text()).set_member(("numStartups",), 43).text)  # Claude Code wrote to it
     _uninstall(machine, "claude", "user")
     got = json.loads(state.read_text())
-    assert got["mcpServers"]["switchboard"] == mine and got["numStartups"] == 43
+    assert got["mcpServers"]["callboard"] == mine and got["numStartups"] == 43
 
 
 def test_a_codex_server_table_of_the_users_is_left_alone(machine: Machine) -> None:
     machine.seed()
     config = machine.home / ".codex" / "config.toml"
-    config.write_text(config.read_text() + '\n[mcp_servers.switchboard]\ncommand = "switchboard"\nargs = ["mcp"]\n')
+    config.write_text(config.read_text() + '\n[mcp_servers.callboard]\ncommand = "callboard"\nargs = ["mcp"]\n')
     before = config.read_bytes()
     report = _install(machine, "codex", "user")
     assert config.read_bytes() == before
@@ -441,9 +441,9 @@ def test_user_and_project_installs_share_the_codex_server(machine: Machine) -> N
     original = config.read_bytes()
     _install(machine, "codex", "user")
     _install(machine, "codex", "project")
-    assert config.read_text().count("[mcp_servers.switchboard]") == 1
+    assert config.read_text().count("[mcp_servers.callboard]") == 1
     report = _uninstall(machine, "codex", "user")
-    assert "[mcp_servers.switchboard]" in config.read_text()  # the project install still needs it
+    assert "[mcp_servers.callboard]" in config.read_text()  # the project install still needs it
     assert any("another install" in note for note in report["notes"])
     _uninstall(machine, "codex", "project")
     assert config.read_bytes() == original
@@ -454,21 +454,21 @@ def test_a_second_install_keeps_the_first_backup(machine: Machine, monkeypatch: 
     settings = machine.home / ".gemini" / "settings.json"
     original = settings.read_bytes()
     _install(machine, "gemini", "user")
-    first = {p.name: p.read_bytes() for p in (machine.switchboard_home / "backups").iterdir()}
+    first = {p.name: p.read_bytes() for p in (machine.callboard_home / "backups").iterdir()}
     assert original in first.values()
 
-    # switchboard moved (a new virtualenv): the second install rewrites our entries
-    moved = machine.root / "venv2" / "bin" / "switchboard"
+    # callboard moved (a new virtualenv): the second install rewrites our entries
+    moved = machine.root / "venv2" / "bin" / "callboard"
     moved.parent.mkdir(parents=True)
     moved.write_text("#!/bin/sh\n")
     moved.chmod(0o755)
-    monkeypatch.setattr("switchboard.cli.install.server_command", lambda: [str(moved), "mcp"])
+    monkeypatch.setattr("callboard.cli.install.server_command", lambda: [str(moved), "mcp"])
     report = _install(machine, "gemini", "user")
     assert report["changed"] == [str(settings)]
     text = settings.read_text()
     assert str(moved) in text and text.count("hook session-start") == 1  # replaced, not added twice
 
-    assert {p.name: p.read_bytes() for p in (machine.switchboard_home / "backups").iterdir()} == first
+    assert {p.name: p.read_bytes() for p in (machine.callboard_home / "backups").iterdir()} == first
     _uninstall(machine, "gemini", "user")
     assert settings.read_bytes() == original
 
@@ -478,7 +478,7 @@ def test_edits_between_two_installs_are_never_rolled_back(machine: Machine, monk
     settings = machine.home / ".gemini" / "settings.json"
     _install(machine, "gemini", "user")
     _edit_like_a_user(settings)
-    monkeypatch.setattr("switchboard.cli.install.server_command", lambda: ["/opt/sb/bin/switchboard", "mcp"])
+    monkeypatch.setattr("callboard.cli.install.server_command", lambda: ["/opt/sb/bin/callboard", "mcp"])
     _install(machine, "gemini", "user")  # writes again, over the user's edit
     _uninstall(machine, "gemini", "user")
     assert JsonText(settings.read_text(), comments=True).value["userEdit"] == [1, 2]
@@ -515,7 +515,7 @@ def test_modes_are_kept_and_symlinks_written_through(machine: Machine) -> None:
 def test_the_manifest_and_backups_are_private(machine: Machine) -> None:
     machine.seed()
     _install(machine, "claude", "user")
-    manifest = machine.switchboard_home / MANIFEST_FILE
+    manifest = machine.callboard_home / MANIFEST_FILE
     assert manifest.stat().st_mode & 0o777 == 0o600
     body = json.loads(manifest.read_text())
     for record in body["files"].values():
@@ -552,7 +552,7 @@ def test_e2e_the_acceptance_round_trip(tmp_path: Path) -> None:
     command = json.loads(text)["hooks"]["SessionStart"][0]["hooks"][0]["command"]
     script = shlex.split(command)[0]
     ran = subprocess.run([script, "--help"], capture_output=True, text=True, env=cli.env(), timeout=30)
-    assert ran.returncode == 0 and "install" in ran.stdout, ran.stderr  # the script it names is switchboard
+    assert ran.returncode == 0 and "install" in ran.stdout, ran.stderr  # the script it names is callboard
     assert cli.run("install", "claude", "--scope", "project", cwd=project).returncode == 0
     assert (project / ".claude" / "settings.json").read_text() == text
     proc = cli.run("uninstall", "claude", "--scope", "project", cwd=project)

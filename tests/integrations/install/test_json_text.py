@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.integrations.install.json_text import MISSING, JsonShapeError, JsonSyntaxError, JsonText
+from callboard.integrations.install.json_text import MISSING, JsonShapeError, JsonSyntaxError, JsonText
 
 keys = st.text(st.sampled_from("abcxyz_-é"), min_size=1, max_size=4)
 scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.text('ab"\\\n', max_size=3)
@@ -30,7 +30,7 @@ def _write(document: dict, indent: object, newline: bool, crlf: bool) -> str:
 
 
 def _ours(value: object) -> bool:
-    return isinstance(value, dict) and "switchboard" in value
+    return isinstance(value, dict) and "callboard" in value
 
 
 def _object_paths(value: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -60,7 +60,7 @@ def test_adding_then_removing_gives_the_text_back(
     expected = json.loads(original)
     undo = []
     for number in range(data.draw(st.integers(1, 4))):
-        marker = {"switchboard": number}  # unique: taking it out cannot take a user's value
+        marker = {"callboard": number}  # unique: taking it out cannot take a user's value
         existing_lists = _list_paths(doc.value)
         if existing_lists and data.draw(st.booleans()):
             path = data.draw(st.sampled_from(existing_lists))

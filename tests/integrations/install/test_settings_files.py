@@ -6,16 +6,16 @@ import tomllib
 
 import pytest
 
-from switchboard.integrations.install import toml_block
-from switchboard.integrations.install.entries import Block, Item, Member, Whole, from_dict, to_dict
-from switchboard.integrations.install.settings_files import FORMATS, SettingsError, merge, unmerge
+from callboard.integrations.install import toml_block
+from callboard.integrations.install.entries import Block, Item, Member, Whole, from_dict, to_dict
+from callboard.integrations.install.settings_files import FORMATS, SettingsError, merge, unmerge
 
 JSON = FORMATS["json"]
 TOML = FORMATS["toml"]
 TEXT = FORMATS["text"]
 HOOK = Item(("hooks", "Stop"), {"hooks": [{"type": "command", "command": "sb hook stop"}]})
-SERVER = Member(("mcpServers", "switchboard"), {"command": "sb", "args": ["mcp"]})
-BLOCK = Block(toml_block.block('[mcp_servers.switchboard]\ncommand = "sb"\n', "codex"), ("mcp_servers", "switchboard"))
+SERVER = Member(("mcpServers", "callboard"), {"command": "sb", "args": ["mcp"]})
+BLOCK = Block(toml_block.block('[mcp_servers.callboard]\ncommand = "sb"\n', "codex"), ("mcp_servers", "callboard"))
 
 
 def test_merge_is_idempotent_and_records_what_it_added() -> None:
@@ -26,13 +26,13 @@ def test_merge_is_idempotent_and_records_what_it_added() -> None:
 
 
 def test_an_entry_the_user_already_has_is_never_claimed() -> None:
-    text = '{"permissions": {"allow": ["mcp__switchboard__who"]}}'
-    got = merge(JSON, text, [Item(("permissions", "allow"), "mcp__switchboard__who")])
+    text = '{"permissions": {"allow": ["mcp__callboard__who"]}}'
+    got = merge(JSON, text, [Item(("permissions", "allow"), "mcp__callboard__who")])
     assert got.text == text and got.mine == []
 
 
 def test_a_replaced_member_is_remembered_and_put_back() -> None:
-    text = '{"mcpServers": {"switchboard": {"command": "old"}}}'
+    text = '{"mcpServers": {"callboard": {"command": "old"}}}'
     merged = merge(JSON, text, [SERVER])
     (recorded,) = merged.mine
     assert recorded.replaced == '{"command": "old"}'
@@ -54,7 +54,7 @@ def test_a_member_the_user_changed_is_kept_and_reported() -> None:
 def test_entries_another_install_holds_stay() -> None:
     merged = merge(JSON, "{}", [HOOK, SERVER])
     back = unmerge(JSON, merged.text, merged.mine, [SERVER], merged.created)
-    assert '"switchboard"' in back.text and "hook stop" not in back.text
+    assert '"callboard"' in back.text and "hook stop" not in back.text
 
 
 def test_invalid_text_is_a_settings_error_with_a_line() -> None:
@@ -69,14 +69,14 @@ def test_invalid_text_is_a_settings_error_with_a_line() -> None:
 @pytest.mark.parametrize("text", ["", 'model = "o3"\n', "# c\n[x]\ny = 1\n\n", "[x]\ny = 1\n\n\n"])
 def test_the_toml_block_comes_out_exactly(text: str) -> None:
     merged = merge(TOML, text or None, [BLOCK])
-    assert tomllib.loads(merged.text)["mcp_servers"]["switchboard"] == {"command": "sb"}
-    assert merged.text.startswith(text) and merged.text.endswith("# <<< switchboard\n")
+    assert tomllib.loads(merged.text)["mcp_servers"]["callboard"] == {"command": "sb"}
+    assert merged.text.startswith(text) and merged.text.endswith("# <<< callboard\n")
     back = unmerge(TOML, merged.text, merged.mine, [], [])
     assert back.text == text
 
 
 def test_an_old_block_is_replaced_in_place_never_doubled() -> None:
-    old = toml_block.block('[mcp_servers.switchboard]\ncommand = "/old/sb"\n', "codex")
+    old = toml_block.block('[mcp_servers.callboard]\ncommand = "/old/sb"\n', "codex")
     text = f"a = 1\n\n{old}\n[after]\nb = 2\n"
     merged = merge(TOML, text, [BLOCK])  # even with no record of the old one
     assert merged.text == f"a = 1\n\n{BLOCK.text}\n[after]\nb = 2\n"

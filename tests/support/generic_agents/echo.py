@@ -16,7 +16,7 @@ import time
 import uuid
 
 LOG = os.environ.get("ECHO_AGENT_LOG")
-RESUME = os.environ.get("SWITCHBOARD_RUNNER_RESUME")
+RESUME = os.environ.get("CALLBOARD_RUNNER_RESUME")
 SESSION = RESUME or f"echo-{uuid.uuid4().hex[:8]}"
 DIED = os.environ.get("ECHO_AGENT_DIE_ONCE")
 
@@ -58,7 +58,7 @@ for line in sys.stdin:
             time.sleep(0.01)
     words = [w for w in text.split() if w.startswith("tok-")]
     if words:
-        subprocess.run(["switchboard", "send", "alice", "echo " + " ".join(words)], check=False, capture_output=True)
+        subprocess.run(["callboard", "send", "alice", "echo " + " ".join(words)], check=False, capture_output=True)
     done = {"type": "done", "id": msg["id"], "usage": {"input_tokens": 10, "output_tokens": 2, "cost_usd": 0.001}}
     if "clearme" in text.split():
         done["clear"] = True

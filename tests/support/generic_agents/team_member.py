@@ -1,7 +1,7 @@
 """A scripted team member for tests: one role of product → engineering → qa → product, acting
-only by `switchboard send` (as the runner's agent, in its session) on the mail each turn brings.
+only by `callboard send` (as the runner's agent, in its session) on the mail each turn brings.
 
-Usage: ``team_member.py ROLE`` under ``switchboard run --cli generic:…`` (docs/runner-protocol.md).
+Usage: ``team_member.py ROLE`` under ``callboard run --cli generic:…`` (docs/runner-protocol.md).
 
 - product: "kickoff tok-X" → engineering "build tok-X"; "passed tok-X" → $TEAM_BOSS "accepted tok-X"
 - engineering: "build tok-X" → qa "review tok-X"
@@ -31,7 +31,7 @@ def say(obj):
     print(json.dumps(obj), flush=True)
 
 
-say({"type": "session", "id": os.environ.get("SWITCHBOARD_RUNNER_RESUME") or f"{ROLE}-{uuid.uuid4().hex[:8]}"})
+say({"type": "session", "id": os.environ.get("CALLBOARD_RUNNER_RESUME") or f"{ROLE}-{uuid.uuid4().hex[:8]}"})
 for line in sys.stdin:
     try:
         msg = json.loads(line)
@@ -44,6 +44,6 @@ for line in sys.stdin:
     for verb, token in dict.fromkeys(WORK.findall(msg.get("text", ""))):
         if verb in MOVES:
             to, next_verb = MOVES[verb]
-            cmd = [sys.executable, "-m", "switchboard", "send", to, f"{next_verb} {token}"]
+            cmd = [sys.executable, "-m", "callboard", "send", to, f"{next_verb} {token}"]
             subprocess.run(cmd, check=False, capture_output=True, timeout=60)
     say({"type": "done", "id": msg["id"], "usage": {"input_tokens": 5, "output_tokens": 1}})

@@ -1,0 +1,3 @@
+from callboard.cli.main import main
+
+main()

@@ -1,0 +1,226 @@
+"""The hub's A2A door: ``/a2a/{workspace}/{agent}/…``, every agent an A2A agent.
+
+- ``GET …/.well-known/agent-card.json``: the agent's card, public (A2A discovery), with an
+  ETag, Last-Modified and Cache-Control;
+- ``…/jsonrpc`` (and ``…/jsonrpc/``: the TCK's client posts with a trailing slash): JSON-RPC;
+- ``…/rest/…``: HTTP+JSON;
+
+both served by the SDK's own route factories over ``CallboardRequestHandler``. Everything but
+the card needs a Callboard bearer token (401 with ``WWW-Authenticate: Bearer`` otherwise), as
+every hub request does; a token of another workspace, or an agent that does not exist, gets
+404, never a hint of what another workspace holds. Bodies are limited as the REST API's are.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from email.utils import format_datetime, parsedate_to_datetime
+from typing import Any
+
+from a2a.server.request_handlers.response_helpers import build_error_response
+from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
+from a2a.utils.errors import ContentTypeNotSupportedError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute, Mount
+
+from callboard.a2a.cards import build_card, card_document, card_etag
+from callboard.a2a.context import CALLER_SCOPE, CallboardContextBuilder
+from callboard.a2a.handler import CallboardRequestHandler
+from callboard.errors import NotFound, CallboardError, UnknownAgent
+from callboard.hub.asgi import Disconnected, Receive, Reply, Scope, Send, client_of, headers_of, receive_body
+from callboard.hub.context import AGENT_HEADER, MAX_BODY_BYTES, HubContext, blocking, check_declared_length
+from callboard.hub.errors import encoded, error_document, error_headers, http_status, on_http_error, on_unexpected
+from callboard.model import Agent, Caller
+
+log = logging.getLogger("callboard.hub")
+
+A2A_PREFIX = "/a2a/"
+AGENT_ROOT = "/a2a/{workspace}/{agent}"
+CARD_PATH = (".well-known", "agent-card.json")
+CARD_CACHE_CONTROL = "public, max-age=60"
+JSON_MEDIA_TYPES = frozenset({"application/json", "application/a2a+json"})
+JSON_ONLY = "A2A's JSON-RPC binding takes a JSON body: send it as Content-Type application/json."
+
+
+class A2ADoor:
+    """The ASGI app the hub hands every ``/a2a/`` request to."""
+
+    def __init__(
+        self,
+        hub: HubContext,
+        *,
+        public_url: str | None = None,
+        compat_0_3: bool = False,
+    ) -> None:
+        self._hub = hub
+        self._public_url = public_url.rstrip("/") if public_url else None
+        self._compat_0_3 = compat_0_3
+        self.handler = CallboardRequestHandler(hub.service, blocking)
+        builder = CallboardContextBuilder()
+        routes: list[BaseRoute] = [
+            *create_jsonrpc_routes(self.handler, f"{AGENT_ROOT}/jsonrpc", builder, enable_v0_3_compat=compat_0_3),
+            *create_jsonrpc_routes(self.handler, f"{AGENT_ROOT}/jsonrpc/", builder, enable_v0_3_compat=compat_0_3),
+            Mount(
+                f"{AGENT_ROOT}/rest", routes=create_rest_routes(self.handler, builder, enable_v0_3_compat=compat_0_3)
+            ),
+        ]
+        self._app = Starlette(
+            routes=routes, exception_handlers={HTTPException: on_http_error, Exception: on_unexpected}
+        )
+        # (workspace, agent) -> (the card's ETag, when this hub first served that card)
+        self._card_times: dict[tuple[str, str], tuple[str, datetime]] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        reply = Reply(send)
+        pieces = scope["path"][len(A2A_PREFIX) :].split("/")
+        if len(pieces) < 3 or not pieces[0] or not pieces[1]:
+            await _refuse(
+                reply,
+                UnknownAgent("an A2A agent is at /a2a/WORKSPACE/AGENT/; its card at …/.well-known/agent-card.json."),
+            )
+            return
+        workspace, agent, rest = pieces[0], pieces[1], tuple(pieces[2:])
+        try:
+            if rest == CARD_PATH and scope["method"] in ("GET", "HEAD"):
+                await self._card(scope, reply, workspace, agent)
+                return
+            caller = await self._let_in(scope, workspace, agent)
+            body = await self._body(scope, receive)
+        except Disconnected:
+            return
+        except CallboardError as error:
+            await _refuse(reply, error)
+            return
+        if rest[:1] == ("jsonrpc",) and not _json_content(scope):
+            # A2A's ContentTypeNotSupported (-32005), rather than the SDK's parse error of the body.
+            answer = build_error_response(None, ContentTypeNotSupportedError(message=JSON_ONLY))
+            await reply.json(200, encoded(answer))
+            return
+        await self._app({**scope, CALLER_SCOPE: caller}, _replaying(body, receive), send)
+
+    async def _let_in(self, scope: Scope, workspace: str, agent: str) -> Caller:
+        """The caller, authenticated, of the workspace in the URL, addressing an agent of it."""
+        headers = headers_of(scope)
+        credential = await self._hub.credential_of(headers, client_of(scope))
+        if credential.workspace is not None and credential.workspace != workspace:
+            raise _no_agent(workspace, agent)  # another workspace's: as if nothing were there
+        caller = credential.caller(headers.get(AGENT_HEADER), workspace)
+        service = self._hub.service
+        if not service.has_entered(caller):
+            await blocking(service.enter, caller)
+        await self._agent(caller, workspace, agent)
+        return caller
+
+    async def _agent(self, caller: Caller, workspace: str, agent: str) -> Agent:
+        try:
+            return await blocking(self._hub.service.describe_agent, caller, agent)
+        except CallboardError:  # a bad name is no agent either
+            raise _no_agent(workspace, agent) from None
+
+    async def _body(self, scope: Scope, receive: Receive) -> bytes:
+        if scope["method"] not in ("POST", "PUT", "PATCH"):
+            return b""
+        check_declared_length(headers_of(scope))
+        return await receive_body(receive, MAX_BODY_BYTES)
+
+    # --- the card ------------------------------------------------------------------------------
+
+    async def _card(self, scope: Scope, reply: Reply, workspace: str, agent: str) -> None:
+        """The agent's public card: no token needed, as A2A discovery expects."""
+        described = await self._agent(Caller(workspace=workspace, agent=agent, person=False), workspace, agent)
+        document = card_document(build_card(described, self.base_url(scope), compat_0_3=self._compat_0_3))
+        etag = card_etag(document)
+        modified = self._modified(workspace, agent, etag)
+        headers = {
+            "ETag": etag,
+            "Last-Modified": format_datetime(modified, usegmt=True),
+            "Cache-Control": CARD_CACHE_CONTROL,
+        }
+        if _not_modified(scope, etag, modified):
+            await reply.start(304, b"application/json", headers)
+            await reply.body(b"")
+            return
+        data = encoded(document)
+        if scope["method"] == "HEAD":
+            await reply.start(200, b"application/json", {"content-length": str(len(data)), **headers})
+            await reply.body(b"")
+            return
+        await reply.json(200, data, headers)
+
+    def base_url(self, scope: Scope) -> str:
+        """The hub as its callers reach it: ``--public-url``, else the request's scheme and Host."""
+        if self._public_url:
+            return self._public_url
+        return request_base_url(scope)
+
+    def _modified(self, workspace: str, agent: str, etag: str) -> datetime:
+        """When the card first looked as it does now (to this hub): a card changes with its agent."""
+        known = self._card_times.get((workspace, agent))
+        if known is None or known[0] != etag:
+            known = (etag, datetime.now(UTC).replace(microsecond=0))
+            if len(self._card_times) < 100_000:
+                self._card_times[(workspace, agent)] = known
+        return known[1]
+
+
+def request_base_url(scope: Scope) -> str:
+    """The scheme and Host the request came with (the server's own address without a Host)."""
+    host = next((value.decode("latin-1") for name, value in scope["headers"] if name == b"host"), None)
+    if not host:
+        server = scope.get("server") or ("127.0.0.1", 80)
+        host = f"{server[0]}:{server[1]}"
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+def _not_modified(scope: Scope, etag: str, modified: datetime) -> bool:
+    """Whether the client's copy is current (If-None-Match first, else If-Modified-Since)."""
+    fields = {name: value.decode("latin-1") for name, value in scope["headers"]}
+    match = fields.get(b"if-none-match")
+    if match is not None:
+        tags = [tag.strip().removeprefix("W/") for tag in match.split(",")]
+        return "*" in tags or etag.removeprefix("W/") in tags
+    since = fields.get(b"if-modified-since")
+    if since:
+        try:
+            return modified <= parsedate_to_datetime(since)
+        except (TypeError, ValueError):
+            return False
+    return False
+
+
+def _json_content(scope: Scope) -> bool:
+    """Whether the request's body is declared JSON (or not declared at all)."""
+    declared = next((value for name, value in scope["headers"] if name == b"content-type"), None)
+    if declared is None:
+        return True
+    media = declared.decode("latin-1").split(";", 1)[0].strip().lower()
+    return media in JSON_MEDIA_TYPES
+
+
+def _no_agent(workspace: str, agent: str) -> NotFound:
+    return UnknownAgent(f"no agent {agent} in workspace {workspace} here; check the card URL you were given.")
+
+
+async def _refuse(reply: Reply, error: CallboardError) -> None:
+    headers: dict[str, Any] = error_headers(error)
+    status = http_status(error)
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="callboard"'
+    await reply.json(status, encoded(error_document(error.code, error.message)), headers)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the body already read given once more (then the client's own events:
+    a stream learns of a disconnect)."""
+    given = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -1,0 +1,279 @@
+"""The remote pump: mail to outside A2A agents sent, their tasks followed, their answers mail.
+
+It claims due rows of the remote outbox under a lease (renewed while it works on one, so two
+pumps, in two replicas or two processes, never send the same message at once; one that dies
+lets its rows come due again), sends each message with the outbound client (the A2A message
+id is the mail's id, so a try after a failure is the same message), and writes every update
+the remote sends as the task's update by the outside agent — mail from it in the sender's
+thread. A remote that cannot be reached is tried again, backing off, until its deadline; one
+that answers garbage or refuses, or outlives its deadline, fails the task with the reason, told
+to the sender by mail.
+
+It runs in the hub and in ``callboard mcp`` (``run``), and inline in a CLI send (``send_now``).
+The service's calls block (they commit), so they run on worker threads, never on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from callboard.a2a.remote_card import RemoteTimeouts, card_from_json
+from callboard.a2a.remote_client import RemoteConnection
+from callboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
+from callboard.delivery.remote_outbox import Outgoing
+from callboard.errors import RemoteUnreachable, CallboardError, TaskFinished
+from callboard.model import Part, built, utcnow
+from callboard.service import Service
+from callboard.store.base import RemoteSend
+from callboard.tasks import FINAL, WORKER_STATES, TaskState
+
+log = logging.getLogger("callboard.remote_pump")
+
+
+@dataclass(frozen=True)
+class PumpSettings:
+    """How the pump works: its lease on a row (renewed a third of the way through), how many
+    rows it takes at once, how long it backs off an unreachable remote (doubling per try),
+    and how long it idles when nothing is due."""
+
+    timeouts: RemoteTimeouts = RemoteTimeouts()
+    lease_seconds: float = 30.0
+    batch: int = 8
+    retry_first: float = 1.0
+    retry_most: float = 60.0
+    idle_seconds: float = 1.0
+
+
+class RemotePump:
+    """Sends the remote outbox of one service's store."""
+
+    def __init__(self, service: Service, settings: PumpSettings = PumpSettings()) -> None:
+        self.service = service
+        self.outbox = service.remote_outbox
+        self.settings = settings
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Work the outbox until ``stop`` is set (the rows in hand are let go at once, for the
+        next pump); idle a little when nothing is due."""
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            while not stop.is_set():
+                round_ = asyncio.create_task(self.run_once())
+                await asyncio.wait({round_, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not round_.done():
+                    round_.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await round_
+                    return
+                try:
+                    worked = round_.result()
+                except CallboardError as error:  # the store is down, say: try again after a pause
+                    log.warning("remote pump: %s", error.message)
+                    worked = 0
+                if not worked:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(stopping), self.settings.idle_seconds)
+        finally:
+            stopping.cancel()
+
+    async def run_once(self, *, first_answer_only: bool = False) -> int:
+        """Claim the due rows and work them side by side; how many were claimed."""
+        sends = await asyncio.to_thread(self.outbox.claim, self.settings.lease_seconds, self.settings.batch)
+        await asyncio.gather(*(self.work(send, first_answer_only=first_answer_only) for send in sends))
+        return len(sends)
+
+    async def send_now(self, workspace: str, message_id: str, wait: float) -> None:
+        """For a CLI send: pump until this message has its first answer (or failed), or for
+        ``wait`` seconds; what is left is the next pump's (its lease let go)."""
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                await asyncio.wait_for(self.run_once(first_answer_only=True), deadline - time.monotonic())
+            except TimeoutError:
+                return
+            row = await asyncio.to_thread(self.outbox.of_message, workspace, message_id)
+            if row is None or row.attempts:  # tried (taken, failed, or to be tried again later)
+                return
+            await asyncio.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    async def work(self, send: RemoteSend, *, first_answer_only: bool = False) -> None:
+        """Send one row and follow its task, keeping its lease while at it."""
+        keeper = asyncio.create_task(self._keep_lease(send))
+        try:
+            await self._send_and_follow(send, first_answer_only)
+        except asyncio.CancelledError:
+            # Cut short (a CLI send's wait ran out): the row is the next pump's, at once.
+            await asyncio.shield(asyncio.to_thread(self.outbox.retry, send, None, 0))
+            raise
+        except Exception:  # one row's surprise must not stop the pump; the row comes due again
+            log.exception("remote pump: sending message %s to %s", send.message_id, send.remote)
+            await asyncio.to_thread(self.outbox.retry, send, "the pump failed unexpectedly", self._backoff(send))
+        finally:
+            keeper.cancel()
+
+    async def _send_and_follow(self, send: RemoteSend, first_answer_only: bool) -> None:
+        out = await asyncio.to_thread(self.outbox.outgoing, send)
+        if out is None:
+            return
+        known = await asyncio.to_thread(self.outbox.remote_task_of, send)
+        if send.remote_task_id and await asyncio.to_thread(self.outbox.superseded, send):
+            await asyncio.to_thread(self.outbox.settle, send)  # a follow-up's row follows the task now
+            return
+        if out.task.state in FINAL:  # canceled by its requester (this row may be the cancel's mail)
+            if out.task.state is TaskState.CANCELED and known:
+                await self._cancel_remote_task(out, known[0])
+            await asyncio.to_thread(self.outbox.settle, send)
+            return
+        tracker = TaskTracker(
+            out.remote.name,
+            task_id=known[0] if known else "",
+            context_id=known[1] if known else "",
+            state=out.task.state,
+            artifact_parts={a.artifact_id: len(a.parts) for a in out.task.artifacts},
+        )
+        until = self._until(send)
+        try:
+            card = card_from_json(out.remote.url, out.remote.card)
+            async with RemoteConnection(
+                out.remote.name, card, token=out.token, timeouts=self.settings.timeouts
+            ) as conn:
+                following = bool(send.remote_task_id)
+                updates = (
+                    conn.follow(tracker, until=until)
+                    if following
+                    else conn.send(out.message.id, out.message.parts, tracker=tracker, until=until)
+                )
+                async for update in updates:
+                    if not await asyncio.to_thread(self._apply, out, update):
+                        await self._cancel_remote(conn, tracker)  # canceled here: tell the remote
+                        break
+                    if first_answer_only and update.kind != "taken" and not tracker.settled:
+                        await asyncio.to_thread(self.outbox.retry, send, None, 0)  # the next pump follows
+                        return
+        except RemoteUnreachable as problem:
+            if time.monotonic() < until:
+                await asyncio.to_thread(self.outbox.retry, send, problem.message, self._backoff(send))
+                return
+            await asyncio.to_thread(self._fail, out, problem.message)
+            return
+        except CallboardError as problem:
+            await asyncio.to_thread(self._fail, out, problem.message)
+            return
+        await asyncio.to_thread(self.outbox.settle, send)
+
+    def _apply(self, out: Outgoing, update: RemoteUpdate) -> bool:
+        """Write one update as the outside agent's move; False when the task is final here
+        (its requester canceled it), so there is nothing more to follow."""
+        if update.kind == "taken":
+            self.outbox.taken(out.send, update.remote_task_id, update.context_id)
+            return True
+        try:
+            if update.kind == "artifact" and update.artifact is not None:
+                self.service.update_task(
+                    out.worker,
+                    out.task.id,
+                    artifacts=[update.artifact],
+                    append=update.append,
+                    last_chunk=update.last_chunk,
+                )
+            else:
+                self._status(out, update)
+        except TaskFinished:
+            return False
+        return True
+
+    def _status(self, out: Outgoing, update: RemoteUpdate) -> None:
+        state: TaskState | None = update.state
+        parts = list(update.parts)
+        if update.state is TaskState.CANCELED:  # the remote gave up on its own: failed, here
+            state = TaskState.FAILED
+            parts.insert(0, built(Part, text=f"{out.remote.name} canceled the task."))
+        elif state not in WORKER_STATES:  # submitted again: nothing moves, a message is news
+            state = None
+        if state is None and not parts:
+            return
+        self.service.update_task(out.worker, out.task.id, state=state, parts=parts)
+
+    def _fail(self, out: Outgoing, reason: str) -> None:
+        """The task failed with the reason, told to its sender by mail; the row settled."""
+        with contextlib.suppress(TaskFinished):
+            text = f"task {out.task.id} failed: {reason}"
+            self.service.update_task(out.worker, out.task.id, state=TaskState.FAILED, parts=[built(Part, text=text)])
+        self.outbox.settle(out.send, reason)
+
+    async def _cancel_remote_task(self, out: Outgoing, remote_task_id: str) -> None:
+        """Tell the remote its task was canceled here; what it answers (or that it is down) is
+        its business: the task is canceled here either way."""
+        with contextlib.suppress(CallboardError):
+            card = card_from_json(out.remote.url, out.remote.card)
+            async with RemoteConnection(
+                out.remote.name, card, token=out.token, timeouts=self.settings.timeouts
+            ) as conn:
+                await conn.cancel(remote_task_id)
+
+    async def _cancel_remote(self, conn: RemoteConnection, tracker: TaskTracker) -> None:
+        if tracker.task_id:
+            with contextlib.suppress(CallboardError):
+                await conn.cancel(tracker.task_id)
+
+    async def _keep_lease(self, send: RemoteSend) -> None:
+        every = self.settings.lease_seconds / 3
+        while True:
+            await asyncio.sleep(every)
+            await asyncio.to_thread(self.outbox.renew, send, self.settings.lease_seconds)
+
+    def _until(self, send: RemoteSend) -> float:
+        """The row's deadline on this process's monotonic clock: from when the mail was sent."""
+        left = send.created_at.timestamp() + self.settings.timeouts.deadline - utcnow().timestamp()
+        return time.monotonic() + left
+
+    def _backoff(self, send: RemoteSend) -> float:
+        return min(self.settings.retry_most, self.settings.retry_first * 2 ** max(0, send.attempts - 1))
+
+
+def pump_until(service: Service, stopped: threading.Event, settings: PumpSettings = PumpSettings()) -> None:
+    """Run a pump on this thread, on a loop of its own, until ``stopped`` is set (for a
+    process whose own loop is not to be shared: the hub's, the MCP server's)."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+
+        async def watch() -> None:  # another thread's signal, seen within a tenth of a second
+            while not stopped.is_set():
+                await asyncio.sleep(0.1)
+            stop.set()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            await RemotePump(service, settings).run(stop)
+        finally:
+            watcher.cancel()
+
+    try:
+        asyncio.run(main())
+    except Exception:  # the process goes on without it; the rows wait for another pump
+        log.exception("remote pump stopped")
+
+
+class PumpThread:
+    """A pump on a thread of its own (``pump_until``), started and stopped from another."""
+
+    def __init__(self, service: Service, settings: PumpSettings = PumpSettings()) -> None:
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(
+            target=pump_until, args=(service, self._stopped, settings), name="callboard-remote-pump", daemon=True
+        )
+
+    def start(self) -> PumpThread:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the pump and wait for it (a row it was working on comes due again at once)."""
+        self._stopped.set()
+        self._thread.join(timeout)

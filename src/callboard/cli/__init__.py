@@ -1,0 +1,1 @@
+"""The ``callboard`` command line: thin commands over a Client."""

@@ -1,0 +1,44 @@
+"""``callboard agent card NAME``: an agent's A2A card, as outside A2A clients get it.
+
+Through a hub, the hub's own card (``GET /v1/agents/{name}/card``, its URLs as the hub serves
+them). On the embedded store there is no hub to reach the agent at: the card is built here with
+the address ``callboard up`` listens on by default, and the command says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from callboard.a2a.cards import build_card, card_document
+from callboard.cli import render
+from callboard.client.base import Client
+
+DEFAULT_HUB_URL = "http://127.0.0.1:8465"  # where `callboard up` listens unless told otherwise
+
+
+def card_of(client: Client, name: str) -> tuple[dict[str, Any], str | None]:
+    """The card's JSON, and a note for the person when it was not served by a hub."""
+    fetch = getattr(client, "agent_card", None)  # a hub's client has it
+    if fetch is not None:
+        return fetch(name), None
+    agent = client.describe_agent(name)
+    note = (
+        f"no hub: this card's URLs assume 'callboard up' on {DEFAULT_HUB_URL} "
+        "(a hub serves it with its own address, or --public-url)."
+    )
+    return card_document(build_card(agent, DEFAULT_HUB_URL)), note
+
+
+def print_card(document: dict[str, Any]) -> None:
+    console = render.console
+    console.print(
+        f"[bold]{render.escape(document.get('name', ''))}[/]  {render.escape(document.get('description', ''))}"
+    )
+    for interface in document.get("supportedInterfaces", []):
+        console.print(f"  {interface.get('protocolBinding')}: {interface.get('url')}")
+    skills = [skill.get("name", "") for skill in document.get("skills", [])]
+    if skills:
+        console.print("skills: " + ", ".join(render.escape(skill) for skill in skills))
+    capabilities = document.get("capabilities", {})
+    offered = [name for name in ("streaming", "pushNotifications") if capabilities.get(name)]
+    console.print("capabilities: " + (", ".join(offered) or "none") + " · auth: bearer token")

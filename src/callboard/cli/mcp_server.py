@@ -1,0 +1,120 @@
+"""mcp: the mailbox as MCP tools on stdin/stdout, for the one agent session that started it."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+from collections.abc import Callable
+from importlib.util import find_spec
+
+from callboard.cli.app import DbOption, app, open_client
+from callboard.client.base import Client
+from callboard.client.session_keeper import SessionKeeper
+from callboard.identity import terminal_of
+from callboard.integrations.agent_clis import runtime_of
+from callboard.integrations.claude_code.socket_delivery import SocketPusher
+from callboard.integrations.claude_code.transcript_watch import TranscriptWatcher
+from callboard.mcp.ending import Ending
+from callboard.runner.env import RUNNER_ENV
+
+
+@app.command("mcp")
+def mcp_command(db: DbOption = None) -> None:
+    """Serve the mailbox as MCP tools over stdio (register it with your agent CLI).
+
+    While it runs, the agent CLI that started it is a live session of the agent; when that is
+    a Claude Code session with a messaging socket, new mail is written into it as it comes."""
+    import anyio
+
+    from callboard.mcp.stdio import serve_stdio
+    from callboard.mcp.tools import mailbox_server, one_client  # the MCP SDK loads only for this command
+
+    # Before any thread starts (the store's among them): the threads made after it leave the
+    # ending signals to the one that waits for them.
+    ending = Ending()
+    ending.take_signals(parent=os.getppid())
+    with open_client(db) as client:
+        client.whoami()  # a bad identity or an unreachable hub fails here, on stderr, before any protocol
+        stop_pump = _remote_pump(client)
+        if stop_pump is not None:  # mail to outside A2A agents, sent from here (no hub does it)
+            ending.then(stop_pump)
+        server = mailbox_server(one_client(client))  # open_client's: a send pushes into local sessions
+        # Under a runner the runner's session is ours (CALLBOARD_SESSION) and the runner feeds
+        # the mail as turns: a session, a pusher or a watcher of our own would race it.
+        if not os.environ.get(RUNNER_ENV):
+            _keep_session(client, ending)
+        settle_collector()
+        try:
+            # uvloop where it is installed (as for the hub): a tool call costs a third less.
+            anyio.run(
+                serve_stdio,
+                server,
+                lambda: ending.begin("stdin closed"),
+                backend_options={"use_uvloop": find_spec("uvloop") is not None},
+            )
+        finally:
+            ending.end_here()
+
+
+def _keep_session(client: Client, ending: Ending) -> None:
+    """Register the agent CLI that started us as a session, and deliver into it while it lives."""
+    # The agent CLI that started us is the session; when it dies, so do we.
+    # Claude Code gave us its session's messaging socket: push new mail into the session.
+    pusher = SocketPusher.for_this_process(client)
+    # Mail handed to the session (socket frames, waiter wakes) is surfaced once its
+    # transcript shows the turn that carried it to the model.
+    watcher = TranscriptWatcher.for_this_process(client)
+    keeper = SessionKeeper(
+        client,
+        on_parent_gone=lambda: ending.begin("parent gone"),
+        terminal=terminal_of(os.environ, os.getppid()),
+        delivery_problem=(lambda: pusher.problem) if pusher is not None else None,
+    )
+    # The session's end first: Claude Code sends SIGINT, then SIGTERM 0.1 s later, then
+    # SIGKILL; stopping the pusher may wait out its current wait.
+    if watcher is not None:  # its last look before the session ends: mail the last turn
+        ending.then(watcher.stop)  # carried is surfaced, not returned to the mailbox
+    ending.then(keeper.stop)
+    if pusher is not None:
+        ending.then(pusher.stop)
+    keeper.start(runtime_of(keeper.parent))  # the agent CLI that started us, by its command line
+    if pusher is not None:
+        pusher.start()
+    if watcher is not None:
+        watcher.start()
+
+
+def _remote_pump(client: object) -> Callable[[], None] | None:
+    """On the embedded store, a pump for mail to outside A2A agents, started on a thread that
+    also loads the A2A SDK (the server's start does not wait for it); how to stop it. Through
+    a hub, none: the hub pumps."""
+    service = getattr(client, "service", None)
+    if service is None:
+        return None
+    stopped = threading.Event()
+
+    def run() -> None:
+        from callboard.a2a.remote_pump import pump_until
+
+        if not stopped.is_set():
+            pump_until(service, stopped)
+
+    thread = threading.Thread(target=run, name="callboard-remote-pump", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        stopped.set()
+        thread.join(2.0)  # the session's end is not held up long: a row in hand comes due again anyway
+
+    return stop
+
+
+def settle_collector() -> None:
+    """Move what start-up made (the MCP SDK, pydantic's schemas, httpx: some 400,000 objects)
+    out of the collector's sight, as the hub does. Without it, the first full collection came
+    at about the 13th-16th tool call of every session (it follows the count of allocations, so
+    of calls) and walked them all: 86-98 ms for that one call, hundreds when sessions started
+    together reached it together. Collections still happen; they walk only what came later."""
+    gc.collect()
+    gc.freeze()

@@ -1,0 +1,74 @@
+"""agent add-remote / remove-remote: outside A2A agents, and the pump a CLI runs for them.
+
+On the embedded store no hub sends mail to outside agents: a CLI ``send`` to one pumps it
+inline (until the remote's first answer, or a few seconds), and ``status`` of such a message
+pumps a moment before it answers; ``callboard mcp`` pumps all the time. Through a hub, the
+hub does it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from callboard.cli import render
+from callboard.cli.app import DbOption, JsonOption, open_client
+from callboard.cli.directory import agent_app
+from callboard.client.base import Client
+from callboard.tasks import RemoteAgent
+
+SEND_PUMP_SECONDS = 5.0  # a send waits this long at most for the remote's first answer
+STATUS_PUMP_SECONDS = 2.0
+
+
+@agent_app.command("add-remote")
+def add_remote(
+    name: Annotated[str, typer.Argument(help="The name to address it by (send NAME …).")],
+    url: Annotated[str, typer.Argument(help="Its URL: where its card is (or the card's own .json URL).")],
+    token: Annotated[
+        Optional[str], typer.Option("--token", help="A bearer token to send it (kept, never shown again).")
+    ] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Register an outside A2A agent by its card: then send, send_message and every face reach
+    it by NAME; each message becomes an A2A task, its answers mail from NAME in your thread."""
+    with open_client(db) as client:
+        remote = client.add_remote(name, url, token=token)
+    render.emit(remote, as_json, lambda: _print_remote(remote))
+
+
+@agent_app.command("remove-remote")
+def remove_remote(
+    name: Annotated[str, typer.Argument(help="The outside agent's name.")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Forget an outside A2A agent and its mailbox; what was not yet sent to it fails."""
+    with open_client(db) as client:
+        remote = client.remove_remote(name)
+    render.emit(remote, as_json, lambda: render.console.print(f"removed outside agent [bold]{remote.name}[/]"))
+
+
+def _print_remote(remote: RemoteAgent) -> None:
+    how = "streams" if remote.streaming else "polled"
+    token = ", with a token" if remote.has_token else ""
+    render.console.print(f"[bold]{remote.name}[/] → {render.escape(remote.url)}  [dim]({how}{token})[/]")
+    if remote.description:
+        render.console.print(render.escape(remote.description))
+    render.console.print(f'[dim]send {remote.name} "…": each message becomes an A2A task[/]')
+
+
+def pump_inline(client: Client, message_id: str, seconds: float) -> None:
+    """On the embedded store, send mail to outside agents now (this message first) for up to
+    ``seconds``; through a hub, nothing (the hub does it)."""
+    service = getattr(client, "service", None)
+    if service is None:
+        return
+    import asyncio
+
+    from callboard.a2a.remote_pump import RemotePump
+
+    workspace = client.whoami().workspace
+    asyncio.run(RemotePump(service).send_now(workspace, message_id, seconds))

@@ -1,0 +1,191 @@
+"""The one interface every face uses to reach a mailbox.
+
+``Client`` is what the faces (CLI, MCP tools, hooks, runners) call. ``LocalClient`` (local.py)
+runs the service in this process on the embedded store; ``HubClient`` (hub.py) speaks the same
+interface to a hub over HTTP. A client acts as one agent of one workspace, named when it opens,
+and in the session its process belongs to; ``opening.open_client`` picks one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from callboard.delivery.runner_reports import RunnerReport
+from callboard.model import (
+    AckResult,
+    Agent,
+    AuditEntry,
+    Channel,
+    ChannelMember,
+    DeletedAgent,
+    MailItem,
+    MarkResult,
+    MessageStatus,
+    Part,
+    Reach,
+    ReadResult,
+    SendResult,
+    Session,
+    SurfacePath,
+    WhoAmI,
+    WhoReport,
+    Workspace,
+)
+from callboard.tasks import RemoteAgent, Task, TaskArtifact, TaskPage, TaskSent, TaskState
+
+
+class Client(Protocol):
+    """Mailbox operations as one agent. Errors are ``callboard.errors.CallboardError``."""
+
+    def whoami(self) -> WhoAmI: ...
+    def as_agent(self, agent: str, session_id: str | None = None) -> Client:
+        """The same store or hub and credential, acting as another agent of this workspace (in
+        its session ``session_id`` when given); close it when done. Through a hub only a user or
+        admin token may: an agent token is refused (forbidden) at the first request."""
+        ...
+
+    # messaging
+    def send(
+        self,
+        to: str | Sequence[str],
+        text: str | None = None,
+        *,
+        subject: str | None = None,
+        parts: Sequence[Part | dict] = (),
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        require_live: bool = False,
+        idempotency_key: str | None = None,
+        urgent: bool = False,
+    ) -> SendResult: ...
+    def read(
+        self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0
+    ) -> ReadResult: ...
+    def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]: ...
+    def unread_count(self) -> int: ...
+    def last_unread(self) -> int:
+        """The agent's unread count as this client's last call left it, from that call's own
+        answer where it brought one (every hub answer, a read), else counted now."""
+        ...
+
+    def ack(self, message_ids: Sequence[str]) -> AckResult: ...
+    def mark_read(self, message_ids: Sequence[str]) -> MarkResult: ...
+    def surface(
+        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
+    ) -> ReadResult:
+        """Mail not yet read nor put before the agent, marked surfaced by ``via`` (Service.surface)."""
+        ...
+
+    def confirm_surfaced(self, message_ids: Sequence[str], evidence: str = "transcript") -> MarkResult:
+        """Mail handed to this session is in its model's context now (Service.confirm_surfaced); evidence
+        "transcript", "hook" or "turn" (a runner's CLI took it)."""
+        ...
+
+    def record_receipt(self, message_ids: Sequence[str], status: str, reason: str | None = None) -> MarkResult:
+        """What this session's client reported about a frame of its mail (Service.record_receipt)."""
+        ...
+
+    def message_status(self, message_id: str) -> MessageStatus: ...
+
+    # presence and sessions
+    def who(self) -> WhoReport: ...
+    def reach(self, address: str) -> Reach:
+        """Whether an agent address can be reached now, and if not, plainly why."""
+        ...
+
+    def register_session(
+        self, *, runtime: str, pid: int | None = None, machine: str | None = None, terminal: str | None = None
+    ) -> Session: ...
+    def heartbeat(self, session_id: str, delivery_error: str | None = None) -> Session: ...
+    def end_session(self, session_id: str) -> Session: ...
+
+    # agents
+    def create_agent(self, name: str, description: str | None = None, skills: Sequence[str] = ()) -> Agent: ...
+    def describe_agent(self, name: str) -> Agent: ...
+    def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent: ...
+    def list_agents(self, skill: str | None = None) -> list[Agent]:
+        """The workspace's agents; with ``skill``, only those offering it (case aside)."""
+        ...
+
+    def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
+        """Refused (has_unread_mail) while its mailbox holds unread mail, unless ``force``."""
+        ...
+
+    # outside A2A agents: mail to one becomes an A2A task, its answers mail from it
+    def add_remote(self, name: str, url: str, *, token: str | None = None) -> RemoteAgent:
+        """Register the outside agent whose card is at ``url`` as ``name`` (again: its card anew)."""
+        ...
+
+    def remove_remote(self, name: str) -> RemoteAgent: ...
+    def list_remotes(self) -> list[RemoteAgent]: ...
+
+    # channels
+    def create_channel(self, name: str, description: str | None = None, *, invite_only: bool = False) -> Channel: ...
+    def join_channel(self, name: str) -> Channel: ...
+    def leave_channel(self, name: str) -> Channel: ...
+    def invite_to_channel(self, name: str, agents: Sequence[str]) -> Channel: ...
+    def remove_from_channel(self, name: str, agent: str) -> Channel: ...
+    def list_channels(self) -> list[Channel]: ...
+    def channel_members(self, name: str) -> list[ChannelMember]: ...
+
+    def audit_trail(self, *, limit: int = 50) -> list[AuditEntry]:
+        """Actions with large effects in the workspace, newest first (a person's credential only)."""
+        ...
+
+    # tasks (mail with an A2A lifecycle: Service.open_task and the rest)
+    def open_task(
+        self,
+        worker: str,
+        parts: Sequence[Part | dict],
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        subject: str | None = None,
+        message_id: str | None = None,
+    ) -> TaskSent:
+        """Ask ``worker`` to do something (a new task, submitted); with ``task_id``, answer a
+        task of yours that waits on you (it goes on, same task and context). ``message_id``:
+        the caller's id for this message; a repeat with it returns the first, never a second."""
+        ...
+
+    def update_task(
+        self,
+        task_id: str,
+        *,
+        state: TaskState | str | None = None,
+        parts: Sequence[Part | dict] = (),
+        artifacts: Sequence[TaskArtifact | dict[str, Any]] = (),
+    ) -> Task:
+        """The worker's move: a new state, a status message, artifacts (mailed to the requester)."""
+        ...
+
+    def cancel_task(self, task_id: str) -> Task:
+        """The requester's cancel (its worker is told by mail)."""
+        ...
+
+    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task: ...
+    def list_tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | str | None = None,
+        page_size: int = 50,
+        page_token: str | None = None,
+    ) -> TaskPage:
+        """The tasks this agent asked or was asked, newest updated first, a page at a time."""
+        ...
+
+    def list_workspaces(self) -> list[Workspace]: ...
+
+    # runners (callboard run) report themselves; ``runner status`` lists them, from any machine
+    def report_runner(self, report: RunnerReport) -> RunnerReport:
+        """Keep this agent's runner's report (its agent must be this client's): what was kept."""
+        ...
+
+    def list_runners(self, agent: str | None = None) -> list[RunnerReport]:
+        """The workspace's runner reports (of ``agent`` only), newest first, each marked live or not."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,296 @@
+"""``LocalClient``: the Client interface on a Service in this process (the embedded store)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from callboard.address import parse_machine, parse_name
+from callboard.config import Settings
+from callboard.delivery.remotes import CardSource
+from callboard.delivery.runner_reports import RunnerReport
+from callboard.identity import SessionHint, acting_pid, machine_name, resolve_agent
+from callboard.model import (
+    AckResult,
+    Agent,
+    AuditEntry,
+    Caller,
+    Channel,
+    ChannelMember,
+    DeletedAgent,
+    MailItem,
+    MarkResult,
+    MessageStatus,
+    Part,
+    Reach,
+    ReadResult,
+    SendResult,
+    Session,
+    SurfacePath,
+    WhoAmI,
+    WhoReport,
+    Workspace,
+)
+from callboard.procs import process_start_time
+from callboard.service import Service
+from callboard.store.opening import open_store
+from callboard.tasks import RemoteAgent, Task, TaskArtifact, TaskPage, TaskSent, TaskState
+
+
+class LocalClient:
+    """The Client interface on a Service in this process (the embedded store)."""
+
+    def __init__(
+        self,
+        service: Service,
+        caller: Caller,
+        identity_source: str = "given",
+        session: SessionHint | None = None,
+        *,
+        owns_store: bool = True,
+    ) -> None:
+        self.service = service
+        self.caller = caller
+        self.identity_source = identity_source
+        self.session = session
+        self._owns_store = owns_store  # another client's (as_agent): closing this one leaves it open
+        self._counted: int | None = None  # the unread count the last call brought (a read's)
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings | None = None,
+        *,
+        agent: str | None = None,
+        env: Mapping[str, str] = os.environ,
+        cwd: Path | None = None,
+        card_source: CardSource | None = None,
+    ) -> LocalClient:
+        """Open the embedded store and act as ``agent`` (default: the identity rule's answer);
+        ``card_source``: how outside A2A agents' cards are fetched (a face that speaks A2A gives it)."""
+        settings = settings or Settings.load(env)
+        if agent is None:
+            identity = resolve_agent(env, cwd or Path.cwd(), settings.agent)
+            agent, source = identity.name, identity.source
+        else:
+            agent, source = parse_name(agent, "agent name"), "given"
+        workspace = settings.workspace_in(env)
+        service = Service(open_store(settings.store_location), machine=machine_name(env), card_source=card_source)
+        return cls(service, Caller(workspace=workspace, agent=agent), source, SessionHint.from_env(env))
+
+    def _as(self) -> Caller:
+        self._counted = None  # a new call: what the last one counted is past
+        self.service.enter(self.caller)  # the identity's agent exists from its first call on
+        if self.session is None:
+            return self.caller
+        # Asked at each call: the session may be registered after the client opened (an MCP
+        # server's keeper registers its parent's session once serving).
+        return self.service.in_session(self.caller, session_id=self.session.session_id, lineage=self.session.lineage)
+
+    def as_agent(self, agent: str, session_id: str | None = None) -> LocalClient:
+        """Another client on the same store and workspace, acting as ``agent`` (in its session
+        ``session_id`` when given: mail it surfaces by a handing path is handed to that session)."""
+        caller = self.caller.model_copy(update={"agent": parse_name(agent, "agent name")})
+        session = SessionHint(session_id=session_id) if session_id else None
+        return LocalClient(self.service, caller, session=session, owns_store=False)
+
+    def whoami(self) -> WhoAmI:
+        return self.service.whoami(self._as(), self.identity_source)
+
+    def send(
+        self,
+        to: str | Sequence[str],
+        text: str | None = None,
+        *,
+        subject: str | None = None,
+        parts: Sequence[Part | dict] = (),
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        require_live: bool = False,
+        idempotency_key: str | None = None,
+        urgent: bool = False,
+    ) -> SendResult:
+        return self.service.send(
+            self._as(),
+            to,
+            text,
+            subject=subject,
+            parts=parts,
+            thread_id=thread_id,
+            reply_to=reply_to,
+            require_live=require_live,
+            idempotency_key=idempotency_key,
+            urgent=urgent,
+        )
+
+    def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
+        result = self.service.read(self._as(), peek=peek, after=after, limit=limit, wait=wait)
+        self._counted = result.unread
+        return result
+
+    def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
+        return self.service.inbox(self._as(), include_acked=include_acked, limit=limit)
+
+    def unread_count(self) -> int:
+        return self.service.unread_count(self._as())
+
+    def last_unread(self) -> int:
+        return self._counted if self._counted is not None else self.unread_count()
+
+    def ack(self, message_ids: Sequence[str]) -> AckResult:
+        return self.service.ack(self._as(), message_ids)
+
+    def mark_read(self, message_ids: Sequence[str]) -> MarkResult:
+        return self.service.mark_read(self._as(), message_ids)
+
+    def surface(
+        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
+    ) -> ReadResult:
+        result = self.service.surface(self._as(), via=via, urgent_only=urgent_only, limit=limit, wait=wait, peek=peek)
+        self._counted = result.unread
+        return result
+
+    def confirm_surfaced(self, message_ids: Sequence[str], evidence: str = "transcript") -> MarkResult:
+        return self.service.confirm_surfaced(self._as(), message_ids, evidence)
+
+    def record_receipt(self, message_ids: Sequence[str], status: str, reason: str | None = None) -> MarkResult:
+        return self.service.record_receipt(self._as(), message_ids, status, reason)
+
+    def message_status(self, message_id: str) -> MessageStatus:
+        return self.service.message_status(self._as(), message_id)
+
+    def who(self) -> WhoReport:
+        return self.service.who(self._as())
+
+    def reach(self, address: str) -> Reach:
+        return self.service.reach(self._as(), address)
+
+    def register_session(
+        self, *, runtime: str, pid: int | None = None, machine: str | None = None, terminal: str | None = None
+    ) -> Session:
+        pid = pid if pid is not None else acting_pid()
+        machine = parse_machine(machine) if machine else self.service.machine
+        # Only a process on this machine can be checked for its start time.
+        proc_start = process_start_time(pid) if machine == self.service.machine else None
+        return self.service.register_session(
+            self._as(), pid=pid, runtime=runtime, machine=machine, proc_start=proc_start, terminal=terminal
+        )
+
+    def heartbeat(self, session_id: str, delivery_error: str | None = None) -> Session:
+        return self.service.heartbeat(self._as(), session_id, delivery_error)
+
+    def end_session(self, session_id: str) -> Session:
+        return self.service.end_session(self._as(), session_id)
+
+    def create_agent(self, name: str, description: str | None = None, skills: Sequence[str] = ()) -> Agent:
+        return self.service.create_agent(self._as(), name, description, skills)
+
+    def describe_agent(self, name: str) -> Agent:
+        return self.service.describe_agent(self._as(), name)
+
+    def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent:
+        return self.service.update_agent(self._as(), name, description, skills)
+
+    def list_agents(self, skill: str | None = None) -> list[Agent]:
+        return self.service.list_agents(self._as(), skill)
+
+    def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
+        return self.service.delete_agent(self._as(), name, force=force)
+
+    def add_remote(self, name: str, url: str, *, token: str | None = None) -> RemoteAgent:
+        return self.service.add_remote(self._as(), name, url, token=token)
+
+    def remove_remote(self, name: str) -> RemoteAgent:
+        return self.service.remove_remote(self._as(), name)
+
+    def list_remotes(self) -> list[RemoteAgent]:
+        return self.service.list_remotes(self._as())
+
+    def create_channel(self, name: str, description: str | None = None, *, invite_only: bool = False) -> Channel:
+        return self.service.create_channel(self._as(), name, description, invite_only=invite_only)
+
+    def invite_to_channel(self, name: str, agents: Sequence[str]) -> Channel:
+        return self.service.invite_to_channel(self._as(), name, agents)
+
+    def remove_from_channel(self, name: str, agent: str) -> Channel:
+        return self.service.remove_from_channel(self._as(), name, agent)
+
+    def audit_trail(self, *, limit: int = 50) -> list[AuditEntry]:
+        return self.service.audit_trail(self._as(), limit)
+
+    def join_channel(self, name: str) -> Channel:
+        return self.service.join_channel(self._as(), name)
+
+    def leave_channel(self, name: str) -> Channel:
+        return self.service.leave_channel(self._as(), name)
+
+    def list_channels(self) -> list[Channel]:
+        return self.service.list_channels(self._as())
+
+    def channel_members(self, name: str) -> list[ChannelMember]:
+        return self.service.channel_members(self._as(), name)
+
+    def list_workspaces(self) -> list[Workspace]:
+        return self.service.list_workspaces()
+
+    def report_runner(self, report: RunnerReport) -> RunnerReport:
+        return self.service.report_runner(self._as(), report)
+
+    def list_runners(self, agent: str | None = None) -> list[RunnerReport]:
+        return self.service.list_runners(self._as(), agent)
+
+    def open_task(
+        self,
+        worker: str,
+        parts: Sequence[Part | dict],
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        subject: str | None = None,
+        message_id: str | None = None,
+    ) -> TaskSent:
+        return self.service.open_task(
+            self._as(),
+            worker,
+            parts,
+            task_id=task_id,
+            context_id=context_id,
+            a2a_message_id=message_id,
+            metadata=metadata,
+            subject=subject,
+        )
+
+    def update_task(
+        self,
+        task_id: str,
+        *,
+        state: TaskState | str | None = None,
+        parts: Sequence[Part | dict] = (),
+        artifacts: Sequence[TaskArtifact | dict[str, Any]] = (),
+    ) -> Task:
+        return self.service.update_task(self._as(), task_id, state=state, parts=parts, artifacts=artifacts)
+
+    def cancel_task(self, task_id: str) -> Task:
+        return self.service.cancel_task(self._as(), task_id)
+
+    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
+        return self.service.get_task(self._as(), task_id, history_length=history_length)
+
+    def list_tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        state: TaskState | str | None = None,
+        page_size: int = 50,
+        page_token: str | None = None,
+    ) -> TaskPage:
+        return self.service.list_tasks(
+            self._as(), context_id=context_id, state=state, page_size=page_size, page_token=page_token
+        )
+
+    def close(self) -> None:
+        if self._owns_store:
+            self.service.store.close()

@@ -1,0 +1,105 @@
+"""The service's side of the loop and flood guards: ask the store for the facts, let ``guard``
+decide, and say what was decided in the words a status, a read or ``who`` shows.
+
+A guard's verdict is taken when a message is sent and stored with each delivery (``held_until``,
+``held_reason``): the message is stored and queued like any other, and only its surfacing waits
+(see ``waiting``). Nothing has to happen at ``until``: from then on the delivery simply waits to
+be surfaced, and a waiting surface (waiter, socket pusher) wakes at that time by itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from callboard.delivery import guard
+from callboard.model import DeliveryState, Held, HeldMail, RecipientStatus
+from callboard.store.base import Store
+
+# A send to more recipients than this is a broadcast, not a pair's exchange: the guards, which
+# look at each pair's traffic (a query per recipient), leave it be.
+GUARD_MAX_RECIPIENTS = 16
+
+
+# How long a pair's traffic read from the store is reused, with this service's own sends added
+# to it: a send must not pay a query (on the hub's event loop) each time, and a guard that sees
+# another process's sends up to a second late still damps a loop or a flood measured over 20-60 s.
+TRAFFIC_REUSE_SECONDS = 1.0
+TRAFFIC_PAIRS_KEPT = 4096  # the pairs remembered at once; the least recently used go first
+
+
+class Guards:
+    """Decides the holds on each send, from the pair's recent traffic (``guard.decide``), which it
+    reads from the store at most once a ``TRAFFIC_REUSE_SECONDS`` per pair."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._traffic: OrderedDict[tuple[str, str, str], tuple[float, list[guard.Exchange]]] = OrderedDict()
+        self._lock = threading.Lock()  # sends are decided on the loop and on worker threads
+
+    def decide(self, workspace: str, sender: str, recipients: Sequence[str], now: datetime) -> dict[str, Held]:
+        """The holds the guards put on a message ``sender`` sends now, by recipient (most get none)."""
+        if len(recipients) > GUARD_MAX_RECIPIENTS:
+            return {}
+        at = now.timestamp()
+        holds: dict[str, Held] = {}
+        for recipient in recipients:
+            if recipient == sender:
+                continue
+            with self._lock:
+                traffic = self._pair_traffic(workspace, sender, recipient, now)
+                hold = guard.decide(sender, at, traffic)
+                traffic.insert(
+                    0, guard.Exchange(sender, at, hold.until if hold else None, hold.reason if hold else None)
+                )
+                del traffic[2 * guard.LOOKBACK_MESSAGES :]
+            if hold is not None:
+                holds[recipient] = Held(
+                    reason=hold.reason,
+                    until=datetime.fromtimestamp(hold.until, UTC),
+                    why=guard.describe(hold.reason, sender, recipient),
+                )
+        return holds
+
+    def _pair_traffic(self, workspace: str, a: str, b: str, now: datetime) -> list[guard.Exchange]:
+        """The pair's traffic, newest first: the one read less than ``TRAFFIC_REUSE_SECONDS`` ago
+        (with the sends decided since), or a fresh read. Call with the lock held."""
+        key = (workspace, *sorted((a, b)))
+        kept = self._traffic.get(key)
+        if kept is not None and 0 <= now.timestamp() - kept[0] < TRAFFIC_REUSE_SECONDS:
+            self._traffic.move_to_end(key)
+            return kept[1]
+        since = now - timedelta(seconds=guard.LOOKBACK_SECONDS)
+        traffic = self._store.pair_traffic(workspace, a, b, since, guard.LOOKBACK_MESSAGES)
+        self._traffic[key] = (now.timestamp(), traffic)
+        self._traffic.move_to_end(key)
+        while len(self._traffic) > TRAFFIC_PAIRS_KEPT:
+            self._traffic.popitem(last=False)
+        return traffic
+
+
+def explained(held: HeldMail) -> HeldMail:
+    return held.model_copy(update={"why": guard.describe(held.reason, held.sender, held.recipient)})
+
+
+def held_mail(store: Store, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
+    """The mail of these agents (None: every agent of the workspace) a guard holds now, each
+    with its reason in words."""
+    return [explained(h) for h in store.held_mail(workspace, agents, now)]
+
+
+def shown(status: RecipientStatus, sender: str, now: datetime) -> RecipientStatus:
+    """A recipient's status as people read it: ``held`` while a guard holds it back (neither
+    surfaced nor read yet, and its time not come), with the reason in words."""
+    if status.held is None:
+        return status
+    held = status.held.model_copy(update={"why": guard.describe(status.held.reason, sender, status.agent or "")})
+    holding = (
+        isinstance(status.state, DeliveryState)
+        and status.state.rank < DeliveryState.surfaced.rank
+        and status.surfaced_at is None
+        and now < held.until
+    )
+    return status.model_copy(update={"held": held, "state": "held" if holding else status.state})

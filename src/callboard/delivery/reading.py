@@ -1,0 +1,214 @@
+"""Reading a mailbox: draining it, looking into it, surfacing its mail into an agent's context,
+and marking what was read or handled.
+
+What a take marks is the store's to do in one transaction (claim, surface); this part checks the
+request, returns first the mail a gone session held (``handing``), waits for mail when asked,
+and says where the mailbox stands (cursor, unread count, the mail a guard holds).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from callboard.address import SEQ_MAX
+from callboard.content import Limits, check_message_ids
+from callboard.delivery import holds
+from callboard.delivery.handing import Handover, hands
+from callboard.directory import Directory
+from callboard.errors import BadRequest, UnknownMessage
+from callboard.events import MailboxEvents
+from callboard.model import SURFACE_PATHS, AckResult, Caller, HeldMail, MailItem, MarkResult, ReadResult
+from callboard.store.base import Store
+
+
+class Mailbox:
+    """The caller's mailbox, as its agent (or one of its sessions) reads it."""
+
+    def __init__(
+        self,
+        store: Store,
+        directory: Directory,
+        handover: Handover,
+        events: MailboxEvents,
+        limits: Limits,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.store = store
+        self.directory = directory
+        self.handover = handover
+        self.events = events
+        self.limits = limits
+        self.clock = clock
+
+    def read(
+        self,
+        caller: Caller,
+        *,
+        peek: bool = False,
+        after: int | None = None,
+        limit: int = 100,
+        wait: float = 0.0,
+    ) -> ReadResult:
+        """Drain (claim and mark read) the caller's unread mail, or peek without marking.
+
+        With ``after``, resume from a cursor: every delivery past that sequence number.
+        With ``wait``, block up to that many seconds until something arrives.
+        """
+        self.check_read_options(limit=limit, after=after, wait=wait)
+        # Where the mailbox stood before looking: mail that lands while we look is past it, so a
+        # reader that resumes from an empty read's cursor still gets that mail.
+        position = after if after is not None else self.store.last_seq(caller.workspace, caller.agent)
+        hidden = self.directory.hidden_targets(caller)  # once per read: the take and the unread count agree
+        items = self._wait_for(caller, lambda: self._take(caller, peek, after, limit, hidden), wait)
+        cursor = items[-1].seq if items else position
+        unread = self.store.unread_count(caller.workspace, caller.agent, hidden)
+        return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
+
+    def held_mail(self, caller: Caller) -> list[HeldMail]:
+        """The caller's mail a loop or flood guard holds now, and why (see holds)."""
+        return holds.held_mail(self.store, caller.workspace, [caller.agent], self.clock())
+
+    def surface(
+        self,
+        caller: Caller,
+        *,
+        via: str,
+        urgent_only: bool = False,
+        limit: int = 100,
+        wait: float = 0.0,
+        peek: bool = False,
+    ) -> ReadResult:
+        """Take the caller's mail that is neither read nor yet put before the agent, and mark it
+        surfaced by ``via`` (a SurfacePath): what a hook, a waiter or a session's messaging
+        socket puts into a coding agent's context, each message once. A hook's output is in the
+        model's context once the hook returns: surfaced. A socket frame or a waiter's wake
+        hands the mail to the caller's session, to be confirmed surfaced by the session's
+        transcript (``confirm_surfaced``), or returned if the session ends first (``handing``).
+        It stays unread, so ``read`` still returns it. With ``urgent_only``, only mail sent
+        urgent; with ``wait``, block up to that many seconds until some arrives; with ``peek``,
+        mark nothing (a look before deciding to surface)."""
+        if via not in SURFACE_PATHS:
+            raise BadRequest(f"via must be one of {', '.join(SURFACE_PATHS)}.")
+        self.check_read_options(limit=limit, after=None, wait=wait)
+        # Mail a gone session held comes back first, so this take can have it (once).
+        self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
+        position = self.store.last_seq(caller.workspace, caller.agent)
+        hidden = self.directory.hidden_targets(caller)
+        hand = hands(via)
+        items = self._wait_for(
+            caller,
+            lambda: self.store.surface(
+                caller.workspace,
+                caller.agent,
+                via,
+                urgent_only,
+                limit,
+                self.clock(),
+                peek,
+                hidden,
+                session=caller.session_id if hand else None,
+                hand=hand,
+            ),
+            wait,
+            release=lambda: self._next_release(caller),
+        )
+        cursor = items[-1].seq if items else position
+        unread = self.store.unread_count(caller.workspace, caller.agent, hidden)
+        return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
+
+    def _next_release(self, caller: Caller) -> float | None:
+        """Seconds until the first of the caller's held mail is let through (None: none held)."""
+        held = self.store.held_mail(caller.workspace, [caller.agent], self.clock())
+        if not held:
+            return None
+        return max(0.0, (held[0].until - self.clock()).total_seconds())
+
+    def check_read_options(self, *, limit: int, after: int | None, wait: float) -> None:
+        self._check_limit(limit)
+        if after is not None and not 0 <= after <= SEQ_MAX:
+            raise BadRequest(f"after is a sequence number, 0-{SEQ_MAX}.")
+        if not 0 <= wait <= self.limits.wait_seconds:  # False for NaN too
+            raise BadRequest(f"wait must be 0-{self.limits.wait_seconds:g} seconds.")
+
+    def _check_limit(self, limit: int) -> None:
+        if not 1 <= limit <= self.limits.read_limit:
+            raise BadRequest(f"limit must be 1-{self.limits.read_limit}.")
+
+    def deliveries_since(
+        self, caller: Caller, cursor: int, limit: int = 100, hidden: Sequence[str] | None = None
+    ) -> list[MailItem]:
+        """The caller's deliveries past ``cursor`` in sequence order, marking nothing (streams).
+        ``hidden``: ``hidden_targets(caller)`` when the caller already has it."""
+        self.check_read_options(limit=limit, after=cursor, wait=0)
+        if hidden is None:
+            hidden = self.directory.hidden_targets(caller)
+        return self.store.peek(caller.workspace, caller.agent, cursor, limit, hidden)
+
+    def unread_count(self, caller: Caller) -> int:
+        """How many of the caller's messages are unread (for a session: not counting another
+        live session's)."""
+        return self.store.unread_count(caller.workspace, caller.agent, self.directory.hidden_targets(caller))
+
+    def mailbox_position(self, caller: Caller) -> int:
+        """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
+        return self.store.last_seq(caller.workspace, caller.agent)
+
+    def _wait_for(
+        self,
+        caller: Caller,
+        take: Callable[[], list[MailItem]],
+        wait: float,
+        release: Callable[[], float | None] | None = None,
+    ) -> list[MailItem]:
+        """``take()`` now, or, with ``wait``, again each time the caller's mailbox changes until
+        it finds something or the wait ends. ``release``: seconds until held mail is let through
+        (no send marks that moment, so the wait looks again then by itself)."""
+        if wait <= 0:
+            return take()
+        deadline = time.monotonic() + wait
+        # Subscribe before the first look, so mail committed in between still wakes us.
+        with self.events.subscribe(caller.workspace, caller.agent) as subscription:
+            while True:
+                items = take()
+                remaining = deadline - time.monotonic()
+                if items or remaining <= 0 or self.events.closed:  # closed: the hub is stopping
+                    return items
+                due = release() if release is not None else None
+                subscription.wait(remaining if due is None else min(remaining, due + 0.01))
+
+    def _take(self, caller: Caller, peek: bool, after: int | None, limit: int, hidden: Sequence[str]) -> list[MailItem]:
+        if peek:
+            return self.store.peek(caller.workspace, caller.agent, after, limit, hidden)
+        return self.store.claim(caller.workspace, caller.agent, after, limit, self.clock(), hidden)
+
+    def inbox(self, caller: Caller, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
+        """The newest messages of the caller's mailbox (unacked unless asked), without marking."""
+        self._check_limit(limit)
+        return self.store.mailbox(caller.workspace, caller.agent, include_acked, limit)
+
+    def ack(self, caller: Caller, message_ids: Sequence[str]) -> AckResult:
+        """Mark these messages of the caller's mailbox acknowledged (handled; read too)."""
+        return AckResult(acked=self._mark(caller, message_ids, self.store.ack, "acknowledge", "acknowledged"))
+
+    def mark_read(self, caller: Caller, message_ids: Sequence[str]) -> MarkResult:
+        """Mark these messages of the caller's mailbox read (acknowledged ones stay so)."""
+        return MarkResult(marked=self._mark(caller, message_ids, self.store.mark_read, "mark read", "marked read"))
+
+    def _mark(
+        self,
+        caller: Caller,
+        message_ids: Sequence[str],
+        mark: Callable[[str, str, Sequence[str], datetime], list[str]],
+        verb: str,
+        done: str,
+    ) -> list[str]:
+        """``mark`` these messages, all or (when any is not in the mailbox) none; the ids marked."""
+        check_message_ids(message_ids, verb)
+        missing = mark(caller.workspace, caller.agent, message_ids, self.clock())
+        if missing:
+            raise UnknownMessage(
+                f"not in {caller.agent}'s mailbox: {', '.join(missing)}; nothing was {done}.", missing=missing
+            )
+        return list(dict.fromkeys(message_ids))

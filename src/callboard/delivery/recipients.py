@@ -1,0 +1,163 @@
+"""Whom a send reaches: each address resolved to the agents it names and, for each, the live
+session its mail is pushed to (the newest one the address allows: see ``reach``).
+
+``name`` reaches the agent's mailbox (created by the send when a person's credential names an
+agent nobody has seen); ``#channel`` every other member; ``name@machine`` and
+``name@machine#pid`` a live session there, or the whole send fails (no_live_session): they name
+a place that cannot take the mail, and the sender should know before anything is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from callboard.address import AgentAddress, ChannelAddress, RemoteAddress
+from callboard.delivery.remotes import Remotes
+from callboard.directory import Directory
+from callboard.errors import BadAddress, NoLiveSession, NotMember
+from callboard.model import UNSERVED_RUNTIME, Caller, DeliveryState, Reach, RecipientOutcome, Session
+from callboard.reach import Presence
+from callboard.store.base import Store
+
+
+@dataclass(slots=True)
+class Target:
+    """One agent a send will reach, and how it was addressed."""
+
+    address: str
+    agent: str
+    channel: str | None
+    sessions: list[Session]
+    target: Session | None  # the live session its mail is pushed to
+    new_agent: bool
+    guess: str = ""  # for a new agent: the existing names it is close to (see Directory.did_you_mean)
+
+    @property
+    def stored_state(self) -> DeliveryState:
+        """The state its delivery is stored in: delivered to a live session, or queued."""
+        return DeliveryState.delivered if self.sessions else DeliveryState.queued
+
+
+class Recipients:
+    """Resolves a send's addresses, from the directory and the presence of sessions."""
+
+    def __init__(self, store: Store, directory: Directory, presence: Presence, remotes: Remotes | None = None) -> None:
+        self.store = store
+        self.remotes = remotes
+        self.directory = directory
+        self.presence = presence
+
+    def resolve(
+        self, caller: Caller, addresses: Sequence[AgentAddress | ChannelAddress | RemoteAddress], now: datetime
+    ) -> tuple[list[Target], list[RecipientOutcome]]:
+        """The agents the addresses reach (each once), and the addresses that name nobody."""
+        targets: dict[str, Target] = {}
+        unknown: list[RecipientOutcome] = []
+        unreachable: list[Reach] = []
+        for address in addresses:
+            if isinstance(address, ChannelAddress):
+                self._add_members(caller, address, now, targets, unknown)
+                continue
+            if isinstance(address, RemoteAddress):
+                self._add_remote(caller, address, targets)
+                continue
+            if address.name in targets:
+                continue
+            found = self._agent(caller, address, now)
+            if isinstance(found, Target):
+                targets[address.name] = found
+            elif isinstance(found, RecipientOutcome):
+                unknown.append(found)
+            else:
+                unreachable.append(found)
+        if unreachable:
+            raise NoLiveSession(
+                " ".join(r.reason[:1].upper() + r.reason[1:] for r in unreachable)
+                + " Nothing was sent; send to the agent's name to queue it in its mailbox.",
+                recipients=[r.address for r in unreachable],
+                reach=[r.model_dump(mode="json") for r in unreachable],
+            )
+        return list(targets.values()), unknown
+
+    def _add_remote(self, caller: Caller, address: RemoteAddress, targets: dict[str, Target]) -> None:
+        """The outside agent at the address (registered now, by its card, on first use)."""
+        if self.remotes is None:
+            raise BadAddress(f"{address} is an outside A2A agent, and this mailbox cannot reach those.")
+        name = self.remotes.name_for_url(caller, address.url)
+        targets.setdefault(name, Target(str(address), name, None, [], None, False))
+
+    def _add_members(
+        self,
+        caller: Caller,
+        address: ChannelAddress,
+        now: datetime,
+        targets: dict[str, Target],
+        unknown: list[RecipientOutcome],
+    ) -> None:
+        """The channel's other members not reached already, each a target."""
+        members = self._post_members(caller, address)
+        if not members:
+            unknown.append(_unknown(address, f"#{address.name} has no members besides you."))
+        new_members = [m for m in members if m not in targets]
+        live = self.directory.live_sessions_by_agent(caller, new_members, now) if new_members else {}
+        for member in new_members:
+            targets[member] = Target(str(address), member, address.name, live[member], newest(live[member]), False)
+
+    def _post_members(self, caller: Caller, address: ChannelAddress) -> list[str]:
+        channel = self.store.get_channel(caller.workspace, address.name, caller.agent)
+        if channel is None:
+            return []
+        if not channel.joined:
+            how = (
+                f"it is invite-only: ask its creator {channel.created_by} or a person to add you"
+                if channel.invite_only
+                else f"join it first with 'callboard channel join {address.name}'"
+            )
+            raise NotMember(f"{caller.agent} is not a member of #{address.name}; {how}. Nothing was sent.")
+        return [m for m in self.store.channel_member_names(caller.workspace, address.name) if m != caller.agent]
+
+    def _agent(self, caller: Caller, address: AgentAddress, now: datetime) -> Target | RecipientOutcome | Reach:
+        """The agent address's target; or why it names nobody (an outcome); or, for an address
+        naming a machine or a session, the reach that says no live session answers it."""
+        directory = self.directory
+        exists = directory.agent_exists(caller.workspace, address.name)
+        if not exists and address.machine is None and not caller.person:
+            # Only a person's credential creates an agent by sending: an agent token's typo
+            # would otherwise make a mailbox nobody reads.
+            return _unknown(
+                address,
+                f"no agent named {address.name} exists (an agent token creates none by sending; "
+                "'callboard agent list' shows those that do)."
+                + directory.did_you_mean(caller.workspace, address.name),
+            )
+        if address.machine is None:
+            sessions = directory.live_sessions_by_agent(caller, [address.name], now)[address.name] if exists else []
+            guess = "" if exists else directory.did_you_mean(caller.workspace, address.name)
+            return Target(str(address), address.name, None, sessions, newest(sessions), not exists, guess)
+        if not exists:
+            return _unknown(
+                address,
+                f"no agent named {address.name} exists." + directory.did_you_mean(caller.workspace, address.name),
+            )
+        found, sessions = self.presence.of_address(caller, address, now)
+        if found.state == "unknown_address":
+            return _unknown(address, found.reason)
+        if found.session is None:
+            return found
+        live = [s for s in sessions if s.live and s.address in found.sessions]
+        target = next(s for s in live if s.address == found.session)
+        return Target(str(address), address.name, None, live, target, False)
+
+
+def newest(sessions: Sequence[Session]) -> Session | None:
+    """The newest of these sessions, among those the agent's own client keeps when there are any:
+    one a sender's push registered (``UNSERVED_RUNTIME``) reports only when pushed into, and mail
+    aimed at it would wait there, hidden from the agent's other sessions."""
+    kept = [s for s in sessions if s.runtime != UNSERVED_RUNTIME]
+    return max(kept or sessions, key=lambda s: s.started_at, default=None)
+
+
+def _unknown(address: AgentAddress | ChannelAddress, reason: str) -> RecipientOutcome:
+    return RecipientOutcome(address=str(address), state="unknown_recipient", reason=reason)

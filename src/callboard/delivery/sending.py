@@ -1,0 +1,390 @@
+"""Sending a message, in the steps every send takes:
+
+1. check the request (recipients, parts, subject, idempotency key), and answer a repeated
+   idempotency key with the original result;
+2. resolve the recipients (``recipients``), and refuse the send when it cannot reach them as
+   asked (no known recipient; ``require_live`` and one has no live session);
+3. let the guards hold what a loop or a flood would surface (``holds``);
+4. store the message and one delivery per recipient, in one commit;
+5. publish a mailbox signal for each recipient once it is committed;
+6. say, per recipient, what really happened (the outcome).
+
+Bad input fails the whole send before anything is stored; the result is given only once the
+message is durable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from callboard.address import Address, ChannelAddress, parse_addresses
+from callboard.content import (
+    Limits,
+    check_idempotency_key,
+    check_message_id,
+    clean_subject,
+    message_parts,
+    request_hash,
+)
+from callboard.delivery.holds import Guards
+from callboard.delivery.recipients import Recipients, Target
+from callboard.delivery.remotes import Remotes
+from callboard.delivery.status import visible_message
+from callboard.directory import Directory
+from callboard.errors import (
+    BadRequest,
+    IdempotencyConflict,
+    NoLiveSession,
+    TooLarge,
+    UnknownMessage,
+    UnknownRecipient,
+    listed,
+)
+from callboard.events import TASK_KEY_PREFIX, MailboxEvents, PushedDelivery
+from callboard.model import Caller, Held, Message, Part, RecipientOutcome, SendResult, built, new_id
+from callboard.pending import Pending, completed
+from callboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, Store, TaskWrite
+from callboard.tasks import RemoteAgent
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class SendRequest:
+    """A send's input, checked."""
+
+    addresses: list[Address]
+    parts: list[Part]
+    subject: str | None
+    thread_id: str | None
+    reply_to: str | None
+    require_live: bool
+    urgent: bool
+    idempotency_key: str | None
+    fingerprint: str | None  # only a keyed send can be repeated, so only it needs its fingerprint
+
+
+@dataclass(frozen=True, slots=True)
+class _Decided:
+    """What a send was decided to be, before it is stored."""
+
+    caller: Caller
+    request: SendRequest
+    message: Message
+    targets: list[Target]
+    result: SendResult
+    task: TaskWrite | None = None  # the task's change the message carries (``delivery.tasking``)
+
+
+class Sending:
+    """The send path: decides now, stores, and answers once the store committed."""
+
+    def __init__(
+        self,
+        store: Store,
+        directory: Directory,
+        recipients: Recipients,
+        guards: Guards,
+        events: MailboxEvents,
+        limits: Limits,
+        clock: Callable[[], datetime],
+        remotes: Remotes | None = None,
+    ) -> None:
+        self.store = store
+        self.remotes = remotes
+        self.directory = directory
+        self.recipients = recipients
+        self.guards = guards
+        self.events = events
+        self.limits = limits
+        self.clock = clock
+
+    def submit(
+        self,
+        caller: Caller,
+        to: str | Sequence[str],
+        text: str | None = None,
+        *,
+        subject: str | None = None,
+        parts: Sequence[Part | dict] = (),
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        require_live: bool = False,
+        idempotency_key: str | None = None,
+        urgent: bool = False,
+        task: Callable[[Message], TaskWrite] | None = None,
+        task_id: str | None = None,
+    ) -> Pending[SendResult]:
+        """See ``Service.submit_send``. A task's mail (``delivery.tasking``) names its task
+        (``task_id``), and ``task(message)`` gives the task's change to store in the same
+        transaction; the answer then fails with TaskConflict when the task changed meanwhile."""
+        # 1. check, and answer a repeated key with the original
+        request = self._checked(to, text, subject, parts, thread_id, reply_to, require_live, idempotency_key, urgent)
+        if request.idempotency_key is not None:
+            earlier = self.store.find_idempotent(caller.workspace, caller.agent, request.idempotency_key)
+            if earlier is not None:
+                return completed(_repeat(earlier.request_hash, earlier.result, request))
+        thread = self._thread(caller, request.thread_id, request.reply_to)
+        now = self.clock()
+        # 2. resolve the recipients, and refuse a send that cannot reach them as asked
+        targets, unknown = self.recipients.resolve(caller, request.addresses, now)
+        _check_reached(request, targets, unknown)
+        # Mail to an outside A2A agent is a task, sent by a pump (``remotes``).
+        remote = self._remote(caller, targets)
+        if remote is not None:
+            task_id, task = self._remote_task(caller, remote, thread, task_id, task)
+        # 3. hold what a loop or a flood would surface, and 6. say what happened to each
+        holds = self.guards.decide(caller.workspace, caller.agent, [t.agent for t in targets], now)
+        message = self._message(caller, request, thread, now, task_id)
+        outcomes = [_outcome(t, holds.get(t.agent)) for t in targets]
+        if remote is not None:
+            outcomes = [Remotes.outcome(o, remote) for o in outcomes]
+        result = built(
+            SendResult,
+            message_id=message.id,
+            thread_id=message.thread_id,
+            created_at=now,
+            recipients=outcomes + unknown,
+            duplicate=False,
+        )
+        write = task(message) if task is not None else None
+        decided = _Decided(caller, request, message, targets, result, write)
+        # 4. store, in one commit; 5. publish once committed (``_committed``)
+        stored = self.store.submit_message(
+            message, _deliveries(targets, holds), result, request.idempotency_key, request.fingerprint, write
+        )
+        answer: Pending[SendResult] = Pending()
+        answer.set_running_or_notify_cancel()
+        stored.add_done_callback(lambda done: self._committed(decided, done, answer))
+        return answer
+
+    def _remote(self, caller: Caller, targets: list[Target]) -> RemoteAgent | None:
+        """The outside agent the send goes to, if any; asked only about agents with no live
+        session (an outside agent has none), so other sends pay nothing for it."""
+        if self.remotes is None:
+            return None
+        remote = self.remotes.remote_among(caller, [t.agent for t in targets if not t.sessions and t.channel is None])
+        if remote is not None and len(targets) > 1:
+            others = listed([t.agent for t in targets if t.agent != remote.name])
+            raise BadRequest(
+                f"{remote.name} is an outside A2A agent: mail to it is a task of its own. Send it to "
+                f"{remote.name} alone, and to {others} in another message. Nothing was sent."
+            )
+        return remote
+
+    def _remote_task(
+        self,
+        caller: Caller,
+        remote: RemoteAgent,
+        thread: str | None,
+        task_id: str | None,
+        task: Callable[[Message], TaskWrite] | None,
+    ) -> tuple[str | None, Callable[[Message], TaskWrite]]:
+        """The task mail to an outside agent carries, with its outbox row: a plain send's new
+        task (or follow-up), or a task's own mail (opened, followed up, canceled)."""
+        if task is None:
+            return self.remotes.task_for(caller, remote, thread)  # type: ignore[union-attr]
+        return task_id, Remotes.sent_out(task, remote)
+
+    def _checked(
+        self,
+        to: str | Sequence[str],
+        text: str | None,
+        subject: str | None,
+        parts: Sequence[Part | dict],
+        thread_id: str | None,
+        reply_to: str | None,
+        require_live: bool,
+        idempotency_key: str | None,
+        urgent: bool,
+    ) -> SendRequest:
+        """The request checked against the limits (too_large, bad_request), nothing looked up."""
+        addresses = parse_addresses(to if isinstance(to, str) else list(to))
+        if len(addresses) > self.limits.recipients:
+            raise TooLarge(f"{len(addresses)} recipients; the limit is {self.limits.recipients}.")
+        content = message_parts(text, parts, self.limits)
+        subject = clean_subject(subject, self.limits)
+        check_idempotency_key(idempotency_key, self.limits)
+        fingerprint = None
+        if idempotency_key is not None:
+            fingerprint = request_hash(addresses, subject, content, thread_id, reply_to, require_live, urgent)
+        return SendRequest(
+            addresses, content, subject, thread_id, reply_to, require_live, urgent, idempotency_key, fingerprint
+        )
+
+    def _thread(self, caller: Caller, thread_id: str | None, reply_to: str | None) -> str | None:
+        """A reply joins its parent's thread; a new message starts its own (its id)."""
+        if thread_id is not None:
+            check_message_id(thread_id, "thread id")
+            # A thread that exists is joined only by a party to it; a new id starts a new thread.
+            if self.store.thread_party(caller.workspace, thread_id, caller.agent) is False:
+                raise UnknownMessage(
+                    f"no message of thread {thread_id} was sent by or to {caller.agent}; "
+                    "reply to a message you got (reply_to), or leave the thread out."
+                )
+        if reply_to is None:
+            return thread_id
+        parent = visible_message(self.store, caller, reply_to)
+        return thread_id or parent.thread_id
+
+    def _message(
+        self, caller: Caller, request: SendRequest, thread_id: str | None, now: datetime, task_id: str | None
+    ) -> Message:
+        message_id = new_id()
+        sender = self.directory.session_by_id(caller.workspace, caller.session_id) if caller.session_id else None
+        # Every field was checked before: build the model without validating it again.
+        return built(
+            Message,
+            id=message_id,
+            workspace=caller.workspace,
+            sender=caller.agent,
+            sender_session=caller.session_id,
+            sender_address=sender.address if sender else None,
+            sender_terminal=sender.terminal if sender else None,
+            recipients=[str(a) for a in request.addresses],
+            channel=next((a.name for a in request.addresses if isinstance(a, ChannelAddress)), None),
+            subject=request.subject,
+            parts=request.parts,
+            thread_id=thread_id or message_id,
+            reply_to=request.reply_to,
+            created_at=now,
+            urgent=request.urgent,
+            task_id=task_id,
+        )
+
+    def _committed(self, decided: _Decided, done: Pending[dict[str, int]], answer: Pending[SendResult]) -> None:
+        """The store's answer: the result once committed, the original's for a key a racing
+        send committed first, unknown_recipient for a recipient deleted meanwhile, or the
+        store's error."""
+        caller, request = decided.caller, decided.request
+        try:
+            seqs = done.result()
+        except DuplicateIdempotencyKey:
+            earlier = self.store.find_idempotent(caller.workspace, caller.agent, request.idempotency_key or "")
+            assert earlier is not None
+            _settle(answer, lambda: _repeat(earlier.request_hash, earlier.result, request))
+        except RecipientsGone as gone:  # deleted since the recipients were resolved
+            answer.set_exception(
+                UnknownRecipient(
+                    f"agent {listed(gone.names)} was deleted while this message was being sent; nothing was stored.",
+                    addresses=gone.names,
+                )
+            )
+        except BaseException as error:
+            answer.set_exception(error)
+        else:
+            new_agents = [t.agent for t in decided.targets if t.new_agent]
+            self.directory.agents_changed(caller.workspace, new_agents, added=True)
+            self._publish(decided, seqs)
+            answer.set_result(decided.result)
+
+    def _publish(self, decided: _Decided, seqs: dict[str, int]) -> None:
+        """Wake each recipient's readers (a stream reading a mailbox gets the delivery itself),
+        and the subscribers of the task the message moved."""
+        workspace, targets = decided.caller.workspace, decided.targets
+        agents = [t.agent for t in targets]
+        task = decided.task.task if decided.task is not None else None
+        woken: list[tuple[str, PushedDelivery | None]] = [(TASK_KEY_PREFIX + task.id, None)] if task else []
+        if not self.events.has_streams(workspace, agents):  # serialise only for a reader
+            self.events.publish_many(workspace, [(agent, None) for agent in agents] + woken)
+            return
+        message_json = decided.message.model_dump_json()
+        task_id, task_state = (task.id, task.state.value) if task else (None, None)
+        pushed: list[tuple[str, PushedDelivery | None]] = [
+            (
+                t.agent,
+                PushedDelivery(
+                    seqs[t.agent],
+                    t.stored_state.value,
+                    message_json,
+                    t.target.id if t.target else None,
+                    task_id,
+                    task_state,
+                ),
+            )
+            for t in targets
+        ]
+        self.events.publish_many(workspace, pushed + woken)
+
+
+def _repeat(stored_hash: str, result: SendResult, request: SendRequest) -> SendResult:
+    """The original result for a repeated idempotency key, or idempotency_conflict."""
+    if stored_hash != request.fingerprint:
+        raise IdempotencyConflict(
+            f"idempotency key {request.idempotency_key!r} was used for a different message; "
+            "use a new key for a new message."
+        )
+    return result.model_copy(update={"duplicate": True})
+
+
+def _check_reached(request: SendRequest, targets: list[Target], unknown: list[RecipientOutcome]) -> None:
+    """Refuse the send, storing nothing, when it reaches nobody, or not every recipient as
+    ``require_live`` asks."""
+    if unknown and (request.require_live or not targets):
+        raise UnknownRecipient(" ".join(o.reason or o.address for o in unknown), addresses=[o.address for o in unknown])
+    if not request.require_live:
+        return
+    unreachable = [t for t in targets if not t.sessions]
+    if unreachable:
+        names = listed(
+            [
+                (t.address if t.channel is None else f"{t.agent} (in {t.address})")
+                + (" (never seen)" if t.new_agent else "")
+                for t in unreachable
+            ]
+        )
+        raise NoLiveSession(
+            f"no live session for {names}; nothing was sent. Send without --require-live to queue it.",
+            recipients=[t.agent for t in unreachable],
+        )
+
+
+def _outcome(target: Target, held: Held | None = None) -> RecipientOutcome:
+    """What the send did for one recipient, in words where it did not simply deliver."""
+    if held is not None:  # stored and queued, and said so: it is not surfaced before its time
+        reason = f"held until {held.until:%H:%M:%S}Z: {held.why}"
+    elif target.new_agent:
+        reason = f"no agent named {target.agent} had been seen; it was created and will get this when it reads."
+        reason += target.guess
+    elif not target.sessions:
+        reason = f"{target.agent} has no live session; stored until it reads."
+    else:
+        reason = None
+    return built(
+        RecipientOutcome,
+        address=target.address,
+        agent=target.agent,
+        channel=target.channel,
+        state="delivered" if target.sessions else "queued",
+        sessions=[s.address for s in target.sessions],
+        session=target.target.address if target.target else None,
+        new_agent=target.new_agent,
+        held=held,
+        reason=reason,
+    )
+
+
+def _deliveries(targets: list[Target], holds: dict[str, Held]) -> list[NewDelivery]:
+    return [
+        NewDelivery(
+            recipient=t.agent,
+            state=t.stored_state,
+            channel=t.channel,
+            sessions=[s.address for s in t.sessions],
+            target_session=t.target.id if t.target else None,
+            create_agent=t.new_agent,
+            held_until=holds[t.agent].until.timestamp() if t.agent in holds else None,
+            held_reason=holds[t.agent].reason if t.agent in holds else None,
+        )
+        for t in targets
+    ]
+
+
+def _settle(future: Pending[T], compute: Callable[[], T]) -> None:
+    try:
+        future.set_result(compute())
+    except BaseException as error:
+        future.set_exception(error)

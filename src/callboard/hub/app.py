@@ -1,0 +1,137 @@
+"""The hub's ASGI application: the route table served, error handlers, shared context."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext, suppress
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.routing import Route as StarletteRoute
+
+from callboard.a2a.mount import A2A_PREFIX, A2ADoor
+from callboard.a2a.push import PushPoster
+from callboard.hub.context import HubContext, blocking
+from callboard.hub.endpoint import Call, Endpoint, served
+from callboard.hub.errors import encoded, on_http_error, on_unexpected
+from callboard.hub.mcp_endpoint import MCP_PATH, McpEndpoint
+from callboard.hub.open_streams import DEFAULT_MAX_STREAMS
+from callboard.hub.openapi import build_openapi
+from callboard.hub.ratelimit import RateLimiter
+from callboard.hub.replicas import SHARED_STORE_RECHECK_SECONDS
+from callboard.hub.routes import ROUTES
+from callboard.service import Service
+
+DEFAULT_RATE_LIMIT = 2000.0  # requests per second per credential
+
+
+def create_app(
+    service: Service,
+    *,
+    rate_limit: float = DEFAULT_RATE_LIMIT,
+    running: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+    host: str = "127.0.0.1",
+    replica: str | None = None,
+    max_streams: int = DEFAULT_MAX_STREAMS,
+    a2a: A2AOptions | None = None,
+) -> HubApp:
+    """The hub on ``service``, served on ``host``; ``running()`` is entered on the server's event
+    loop when it starts and left when it stops, after the last request (the store's group commit).
+    ``max_streams``: the SSE streams and waiting reads one credential may hold open at once.
+    ``a2a``: how the A2A face serves (its public URL, 0.3 compatibility)."""
+    a2a = a2a or A2AOptions()
+    # Replicas share their (PostgreSQL) store: a token revoked through another one is refused
+    # within seconds.
+    recheck = SHARED_STORE_RECHECK_SECONDS if service.store_kind == "postgresql" else None
+    credentials = service.credentials(recheck_seconds=recheck)
+    hub = HubContext(service, credentials, RateLimiter(rate_limit), replica, max_streams)
+    hub.public_url, hub.a2a_compat_0_3 = a2a.public_url, a2a.compat_0_3
+    document = encoded(build_openapi())
+    mcp = McpEndpoint(hub, host)
+    door = A2ADoor(hub, public_url=a2a.public_url, compat_0_3=a2a.compat_0_3)
+    poster = PushPoster(service, blocking)
+
+    async def openapi(call: Call) -> bytes:
+        return document
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with running() if running is not None else nullcontext(), mcp.session_manager.run():
+            # Open streams end within the recheck time when another replica revokes their token.
+            loop = asyncio.get_running_loop()
+            rechecking = (
+                loop.create_task(hub.streams.recheck(credentials, recheck, blocking)) if recheck is not None else None
+            )
+            posting = loop.create_task(poster.run())  # A2A push notifications, from the store's outbox
+            try:
+                yield
+            finally:
+                if rechecking is not None:
+                    rechecking.cancel()
+                posting.cancel()
+                with suppress(asyncio.CancelledError):
+                    await posting  # ended before the store closes
+            hub.stop()
+
+    table: list[tuple[str, str, Endpoint]] = [(r.method, r.path, r.endpoint) for r in ROUTES]
+    table.append(("GET", "/openapi.json", openapi))
+    apps = {(method, path): _Served(hub, endpoint) for method, path, endpoint in table}
+    app = Starlette(
+        routes=[StarletteRoute(path, apps[method, path], methods=[method]) for method, path, _ in table],
+        lifespan=lifespan,
+        exception_handlers={HTTPException: on_http_error, Exception: on_unexpected},
+    )
+    app.state.hub = hub
+    exact = {key: served_app for key, served_app in apps.items() if "{" not in key[1]}
+    return HubApp(app, exact, mcp, door)
+
+
+@dataclass(frozen=True)
+class A2AOptions:
+    """How the hub serves A2A (``up --public-url``, ``--a2a-compat-0-3``); private webhooks are the
+    Service's to allow (``up --allow-private-webhooks``)."""
+
+    public_url: str | None = None  # the hub as A2A callers reach it (cards' URLs); else each request's Host
+    compat_0_3: bool = False  # also answer A2A 0.3 clients on the same endpoints
+
+
+class HubApp:
+    """The hub's ASGI application: routes without path parameters by exact method and path, the
+    MCP endpoint, and Starlette's routing for the rest (path parameters, 404, 405)."""
+
+    def __init__(
+        self, starlette: Starlette, exact: dict[tuple[str, str], _Served], mcp: McpEndpoint, a2a: A2ADoor
+    ) -> None:
+        self.starlette = starlette
+        self.state = starlette.state
+        self._exact = exact
+        self._mcp = mcp
+        self._a2a = a2a
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            endpoint = self._exact.get((scope["method"], scope["path"]))
+            if endpoint is not None:
+                await endpoint(scope, receive, send)
+                return
+            if scope["path"] == MCP_PATH:
+                await self._mcp(scope, receive, send)
+                return
+            if scope["path"].startswith(A2A_PREFIX):
+                await self._a2a(scope, receive, send)
+                return
+        await self.starlette(scope, receive, send)
+
+
+class _Served:
+    """An endpoint served (``endpoint.served``) as an ASGI app: an instance, so that Starlette
+    routes to it as an app rather than wrapping it as a request handler."""
+
+    def __init__(self, hub: HubContext, endpoint: Endpoint) -> None:
+        self._serve = served(hub, endpoint)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await self._serve(scope, receive, send)

@@ -1,0 +1,25 @@
+"""The REST endpoints of /v1/runners: what each runner (``callboard run``) reports of itself.
+
+A runner writes its report here on every change and with each heartbeat, so that ``callboard
+runner status`` on any machine of the workspace lists it. The rules (a caller reports only its
+own agent's runner; a report gone quiet is not live) are the service's (delivery/runner_reports.py)."""
+
+from __future__ import annotations
+
+from callboard.address import parse_name
+from callboard.delivery.runner_reports import RunnerReport
+from callboard.errors import BadRequest
+from callboard.hub.endpoint import Call
+
+
+async def report_runner(call: Call) -> RunnerReport:
+    await call.identify()
+    report = await call.body(RunnerReport)
+    if parse_name(call.path("agent"), "agent") != report.agent.strip().lower():
+        raise BadRequest(f"the path names agent {call.path('agent')!r}, the report {report.agent!r}: name one agent.")
+    return await call.run_as(call.hub.service.report_runner, report)
+
+
+async def list_runners(call: Call) -> list[RunnerReport]:
+    await call.identify()
+    return await call.run_as(call.hub.service.list_runners, call.query("agent") or None)

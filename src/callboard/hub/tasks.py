@@ -1,0 +1,65 @@
+"""The REST endpoints of /v1/tasks: tasks (mail with an A2A lifecycle) for scripts and people.
+
+The A2A face (``/a2a/``) serves the same tasks to A2A clients; these are the hub's own REST
+shape of them, written the way every endpoint is (``hub/endpoint.py``): the rules are the
+service's, here only what the request brings and what to answer."""
+
+from __future__ import annotations
+
+from callboard.delivery.tasking import HISTORY_MAX, PAGE_SIZE_MAX
+from callboard.hub.endpoint import Answer, Call
+from callboard.hub.schemas import TaskRequest, TaskUpdateRequest
+from callboard.model import Part
+from callboard.tasks import Task, TaskPage
+
+PAGE_SIZE_DEFAULT = 50
+
+
+async def list_tasks(call: Call) -> TaskPage:
+    await call.identify()
+    return await call.run_as(
+        call.hub.service.list_tasks,
+        context_id=call.query("context_id") or None,
+        state=call.query("state") or None,
+        page_size=call.query_int("page_size", PAGE_SIZE_DEFAULT, 1, PAGE_SIZE_MAX),
+        page_token=call.query("page_token") or None,
+    )
+
+
+async def get_task(call: Call) -> Task:
+    await call.identify()
+    history_length = call.query_int("history_length", None, 0, HISTORY_MAX)
+    return await call.run_as(call.hub.service.get_task, call.path("task_id"), history_length=history_length)
+
+
+async def open_task(call: Call) -> Answer:
+    await call.identify()
+    body = await call.body(TaskRequest)
+    parts = ([Part(text=body.text)] if body.text is not None else []) + body.parts
+    sent = await call.run_as(
+        call.hub.service.open_task,
+        body.to,
+        parts,
+        task_id=body.task_id,
+        context_id=body.context_id,
+        a2a_message_id=body.message_id,
+        metadata=body.metadata,
+        subject=body.subject,
+    )
+    return Answer(sent, 200 if sent.send.duplicate else 201)
+
+
+async def update_task(call: Call) -> Task:
+    await call.identify()
+    body = await call.body(TaskUpdateRequest)
+    parts = ([Part(text=body.message)] if body.message is not None else []) + body.parts
+    artifacts = [artifact.model_dump(exclude_none=True) for artifact in body.artifacts]
+    return await call.run_as(
+        call.hub.service.update_task, call.path("task_id"), state=body.state, parts=parts, artifacts=artifacts
+    )
+
+
+async def cancel_task(call: Call) -> Task:
+    await call.identify()
+    await call.no_body()
+    return await call.run_as(call.hub.service.cancel_task, call.path("task_id"))

@@ -1,0 +1,368 @@
+"""The runner: one CLI working as one agent, woken by its mail.
+
+It registers a live session of the agent whose pid is the runner's own (so ``agent@machine#pid``
+addresses it), starts the CLI through its adapter, and then does nothing until it is woken: by
+mail (``wake.MailWatch``), by SIGUSR1 / ``runner wake``, or by the optional tick. Woken, it takes
+all the mail there is as one batch (``surface(via="runner")``: handed to its session), gives it
+to the CLI as one turn, and marks it surfaced when the CLI took it. Mail that comes during a turn
+waits for the turn's end (urgent mail goes in at once where the adapter can inject it).
+
+A CLI that dies is respawned, resuming its session, with capped backoff (``respawn``); a turn
+it died in before taking its mail is given again. A turn past the limit is interrupted, then the
+CLI stopped and respawned. SIGTERM/SIGINT stop the CLI (its grace), end the session, exit 0. The
+loop knows no particular CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from callboard.client.session_keeper import SessionKeeper
+from callboard.delivery.runner_reports import RunnerReport
+from callboard.errors import CallboardError, Unavailable
+from callboard.model import MailItem
+from callboard.runner import prompts
+from callboard.runner.adapters.base import Adapter, CliExited, CliUnavailable, Launch, TurnEvent
+from callboard.runner.env import cli_env, mcp_server
+from callboard.runner.files import RunnerFiles
+from callboard.runner.reporting import Reporter
+from callboard.runner.respawn import CrashPolicy
+from callboard.runner.schedule import DEFAULT_IDLE_STEP, DEFAULT_MAX_SLEEP, ClearGate, TickBackoff
+from callboard.runner.turns import Turn, TurnResult
+from callboard.runner.wake import MailWatch, Wake, on_sigusr1
+
+EXIT_OK = 0
+EXIT_CRASH_LOOP = 3
+RUNTIME = "runner"
+TIMED_OUT_RETRIES = 1  # a turn's mail is given again once after the turn ran past its limit
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerOptions:
+    """What ``callboard run`` was asked for."""
+
+    agent: str
+    cli: str
+    cwd: Path
+    role_prompt: str | None = None
+    every: float | None = None
+    idle_step: float = DEFAULT_IDLE_STEP
+    max_sleep: float = DEFAULT_MAX_SLEEP
+    turn_limit: float = 600.0
+    clear_min_gap: float = 600.0
+    grace: float = 10.0
+    batch_limit: int = 50
+    respawn_base: float = 1.0  # the first respawn's wait (doubling, capped)
+
+
+class Stopping(Exception):
+    """SIGTERM or SIGINT came during a turn: leave it at once."""
+
+
+class CrashLoop(Exception):
+    """The CLI crashed too often: the runner gives up (``str()`` says the last reason)."""
+
+
+class Runner:
+    """The loop. ``run()`` returns the process's exit status."""
+
+    def __init__(
+        self,
+        client: object,
+        adapter: Adapter,
+        options: RunnerOptions,
+        files: RunnerFiles,
+        *,
+        machine: str,
+        on_ready: Callable[[str], None] = lambda address: None,
+    ) -> None:
+        self.client = client  # acting as the agent (it registers the session)
+        self.adapter = adapter
+        self.options = options
+        self.files = files
+        self.machine = machine
+        self.on_ready = on_ready
+        self.wake = Wake()
+        self.backoff = TickBackoff(options.every, options.idle_step, options.max_sleep)
+        self.clear_gate = ClearGate(options.clear_min_gap)
+        self.crashes = CrashPolicy(base=options.respawn_base)
+        self.carry: list[MailItem] = []  # handed to us, not yet taken by the CLI: given again
+        self.given: dict[str, int] = {}  # message id -> times given to a turn that never took it
+        self.session_client: object = client
+        self._stopping = False
+        self._in_turn = False
+        self._urgent_looked = False
+        self.turns = 0
+
+    # --- the whole life ---------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.files.acquire()  # RunnerRunning when another runner has this agent here
+        keeper = SessionKeeper(self.client, on_parent_gone=lambda: None, parent=os.getpid())  # type: ignore[arg-type]
+        keeper.start(RUNTIME)
+        if keeper.session is None:
+            self.files.release()
+            raise Unavailable("could not register the runner's session (see the log above); nothing started")
+        session = keeper.session
+        self.session_client = self.client.as_agent(self.options.agent, session_id=session.id)  # type: ignore[attr-defined]
+        self.reporter = Reporter(self.session_client, self._first_report(session.id), self.log)
+        self.reporter.start()
+        self.watch = MailWatch(self.session_client, self.wake, self.log)  # type: ignore[arg-type]
+        env = cli_env(os.environ, self.options.agent, session.id)
+        self.launch = Launch(
+            agent=self.options.agent,
+            cwd=self.options.cwd,
+            env=env,
+            mcp_server=mcp_server(env),
+            role_prompt=self.options.role_prompt,
+            log=self.log,
+        )
+        self._take_signals()
+        code = EXIT_OK
+        try:
+            self.adapter.start(self.launch)
+            self.reporter.update(cli_session_id=self.adapter.session_id)
+            self.watch.start()
+            self.log(f"ready: {session.address} with --cli {self.options.cli}")
+            self.on_ready(session.address)
+            self._loop()
+        except (Stopping, KeyboardInterrupt):
+            pass
+        except CrashLoop as loop:
+            code = EXIT_CRASH_LOOP
+            self.reporter.state("crashed", str(loop))
+        except CliUnavailable as error:
+            code = EXIT_CRASH_LOOP
+            self.reporter.state("crashed", str(error))
+        finally:
+            self._shutdown(keeper, crashed=code != EXIT_OK)
+        return code
+
+    def _shutdown(self, keeper: SessionKeeper, crashed: bool) -> None:
+        self._stopping = True
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one shutdown, however many signals
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if not crashed:
+            self.reporter.state("stopping")
+        self.watch.stop()
+        self.adapter.stop(self.options.grace)
+        keeper.stop()  # mail still handed to the session goes back to the mailbox
+        if not crashed:
+            self.reporter.state("stopped", "stopped by a signal")
+        self.reporter.stop()
+        close = getattr(self.session_client, "close", None)
+        if self.session_client is not self.client and close is not None:
+            close()
+        self.files.release()
+
+    def _take_signals(self) -> None:
+        def stop(signum: int, frame: object) -> None:
+            if self._stopping:
+                return
+            self._stopping = True
+            self.wake.set("stop")
+            if self._in_turn:
+                raise Stopping
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        on_sigusr1(self.wake)
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self._stopping:
+            reasons = self._wait()
+            if self._stopping:
+                return
+            if self.files.take_clear_request():
+                self.log("clear asked for by `callboard runner clear`")
+                self.clear_gate.ask()
+            self._clear_if_due()
+            items = [*self.carry, *self._take()]
+            self.carry = []
+            if items:
+                self.backoff.reset()
+                self._turn(items, prompts.mail_prompt(self.options.agent, items), self._describe(items))
+            elif reasons & {"signal", "tick"}:
+                if "signal" in reasons:
+                    self.backoff.reset()
+                else:
+                    self.backoff.ticked()
+                self._turn([], prompts.tick_prompt(), "tick" if "tick" in reasons else "wake")
+
+    def _wait(self) -> set[str]:
+        """Wait for a wake or the tick; the reasons ("mail", "signal", "tick", "stop")."""
+        if self.carry:
+            return {"carry"}
+        interval = self.backoff.interval()
+        if not self.wake.is_set():
+            if interval is None:
+                self.reporter.state("idle")
+            else:
+                self.reporter.state("sleeping", f"next tick in {interval:g} s", sleeping_for=interval)
+        if self.wake.wait(interval):
+            return self.wake.take()
+        return {"tick"}
+
+    def _take(self) -> list[MailItem]:
+        """All the mail there is, handed to the runner's session (the watch looks again after)."""
+        try:
+            items = self.session_client.surface(via="runner", limit=self.options.batch_limit).items  # type: ignore[attr-defined]
+        except CallboardError as error:
+            self.log(f"could not take mail: {error.code}: {error.message}")
+            items = []
+        self.watch.rearm()
+        return list(items)
+
+    def _describe(self, items: Sequence[MailItem]) -> str:
+        senders = sorted({item.message.sender for item in items})
+        return f"mail from {', '.join(senders)} ({len(items)} message{'s' if len(items) != 1 else ''})"
+
+    # --- one turn, with what can go wrong ---------------------------------------------------
+
+    def _turn(self, items: list[MailItem], text: str, what: str) -> None:
+        if not self.adapter.alive():
+            self._respawn(f"{self.adapter.name} was not running")
+        self.turns += 1
+        turn_id = f"t{self.turns}-{uuid.uuid4().hex[:8]}"
+        self.reporter.state("working", what)
+        self.log(f"turn {turn_id}: {what}")
+        turn = Turn(self.adapter, self.session_client, [i.message.id for i in items], self.log, self._during_turn)
+        self._in_turn, self._urgent_looked = True, False
+        try:
+            result = turn.run(text, turn_id, self.options.turn_limit)
+        except CliExited as exited:
+            self._in_turn = False
+            self._give_again(items, turn.result)
+            self._respawn(str(exited))
+            return
+        finally:
+            self._in_turn = False
+        self.reporter.turn_done(result.usage, self.adapter.session_id)
+        self.log(f"turn {turn_id} {result.ended}" + (f": {result.detail}" if result.detail else ""))
+        if result.ended == "timed_out":
+            self.reporter.state("working", f"{result.detail}: restarting {self.adapter.name}")
+            self._give_again(items, result, most=TIMED_OUT_RETRIES)
+            self.adapter.stop(self.options.grace)
+            self._start(resume=self.adapter.session_id)
+        if result.clear:
+            self.clear_gate.ask()
+        self._clear_if_due()
+
+    def _give_again(self, items: list[MailItem], result: TurnResult, most: int | None = None) -> None:
+        """Mail of a turn that ended before the CLI took it goes into the next turn: after a
+        crash always (a crash loop ends the runner, and its session's end returns the mail);
+        after a timed-out turn ``most`` times (mail that hangs every turn must not hang all)."""
+        if result.took:
+            return
+        for item in items:
+            tries = self.given.get(item.message.id, 0) + 1
+            self.given[item.message.id] = tries
+            if most is None or tries <= most:
+                self.carry.append(item)
+            else:
+                self.log(
+                    f"message {item.message.id} hung {tries} turns before the CLI took it: not given again "
+                    "(it stays handed to this runner's session, and returns to the mailbox when that ends)"
+                )
+
+    def _during_turn(self, event: TurnEvent) -> None:
+        """Between a turn's events: note a new CLI session id; urgent mail goes in if it can."""
+        if event.kind == "session":
+            self.reporter.update(cli_session_id=event.session_id)
+        if self._urgent_looked or not self.wake.is_set():
+            return
+        self._urgent_looked = True  # once per turn: the rest waits for the turn's end
+        try:
+            peeked = self.session_client.surface(via="runner", urgent_only=True, peek=True).items  # type: ignore[attr-defined]
+            if not peeked:
+                return
+            urgent = self.session_client.surface(via="runner", urgent_only=True).items  # type: ignore[attr-defined]
+        except CallboardError as error:
+            self.log(f"could not look for urgent mail: {error.code}: {error.message}")
+            return
+        if urgent and self.adapter.inject(prompts.mail_prompt(self.options.agent, urgent)):
+            self.log(f"urgent mail put into the running turn: {self._describe(urgent)}")
+            self.session_client.confirm_surfaced([i.message.id for i in urgent], evidence="turn")  # type: ignore[attr-defined]
+        else:
+            self.carry.extend(urgent)  # handed to us already: it goes first after the turn
+
+    # --- respawn and clear -------------------------------------------------------------------
+
+    def _respawn(self, reason: str) -> None:
+        """The CLI died: start it again resuming its session, after a backoff; CrashLoop when
+        it keeps dying."""
+        while not self._stopping:
+            delay = self.crashes.crashed(time.monotonic())
+            if delay is None:
+                raise CrashLoop(f"{self.crashes.recent} crashes within {self.crashes.window:g} s; last: {reason}")
+            self.log(f"{self.adapter.name} died ({reason}); respawning in {delay:g} s")
+            self.reporter.state("crashed", f"{reason}; respawning in {delay:g} s")
+            if self.wake_stop(delay):
+                return
+            self.reporter.update(restarts=self.reporter.report.restarts + 1)
+            try:
+                self._start(resume=self.adapter.session_id)
+                return
+            except CliExited as again:
+                reason = str(again)
+
+    def wake_stop(self, seconds: float) -> bool:
+        """Wait ``seconds`` unless a stop comes first; whether it did."""
+        deadline = time.monotonic() + seconds
+        while not self._stopping and time.monotonic() < deadline:
+            time.sleep(min(0.1, deadline - time.monotonic()))
+        return self._stopping
+
+    def _start(self, resume: str | None) -> None:
+        self.adapter.stop(min(self.options.grace, 2.0))  # whatever is left of the old one
+        self.log(f"starting {self.adapter.name}" + (f", resuming session {resume}" if resume else ""))
+        self.adapter.start(self.launch, resume=resume)
+        self.reporter.update(cli_session_id=self.adapter.session_id)
+
+    def _clear_if_due(self) -> None:
+        if not self.clear_gate.pending:
+            return
+        now = time.monotonic()
+        if not self.clear_gate.due(now):
+            left = self.clear_gate.wait_left(now)
+            self.log(
+                f"clear refused: the last was under {self.options.clear_min_gap:g} s ago; kept pending ({left:.0f} s left)"
+            )
+            return
+        self.log(f"clearing {self.adapter.name}'s context (a fresh session)")
+        try:
+            self.adapter.clear()
+        except CliExited as exited:
+            self._respawn(str(exited))
+        self.reporter.update(cli_session_id=self.adapter.session_id)
+
+    # --- reporting --------------------------------------------------------------------------
+
+    def log(self, line: str) -> None:
+        """One line to the runner's log file and stderr."""
+        self.files.log(line)
+        print(f"callboard run: {line}", file=sys.stderr, flush=True)
+
+    def _first_report(self, session_id: str) -> RunnerReport:
+        now = datetime.now(UTC)
+        return RunnerReport(
+            agent=self.options.agent,
+            machine=self.machine,
+            pid=os.getpid(),
+            session_id=session_id,
+            cli=self.options.cli,
+            state="starting",
+            cwd=str(self.options.cwd),
+            started_at=now,
+            updated_at=now,
+        )

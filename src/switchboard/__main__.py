@@ -1,3 +1,0 @@
-from switchboard.cli.main import main
-
-main()

@@ -1,1 +1,0 @@
-"""The ``switchboard`` command line: thin commands over a Client."""
