@@ -28,7 +28,7 @@ from starlette.routing import BaseRoute, Mount
 from callboard.a2a.cards import build_card, card_document, card_etag
 from callboard.a2a.context import CALLER_SCOPE, CallboardContextBuilder
 from callboard.a2a.handler import CallboardRequestHandler
-from callboard.errors import NotFound, CallboardError, UnknownAgent
+from callboard.errors import CallboardError, NotFound, UnknownAgent
 from callboard.hub.asgi import Disconnected, Receive, Reply, Scope, Send, client_of, headers_of, receive_body
 from callboard.hub.context import AGENT_HEADER, MAX_BODY_BYTES, HubContext, blocking, check_declared_length
 from callboard.hub.errors import encoded, error_document, error_headers, http_status, on_http_error, on_unexpected

@@ -26,7 +26,7 @@ from callboard.a2a.remote_card import RemoteTimeouts, card_from_json
 from callboard.a2a.remote_client import RemoteConnection
 from callboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
 from callboard.delivery.remote_outbox import Outgoing
-from callboard.errors import RemoteUnreachable, CallboardError, TaskFinished
+from callboard.errors import CallboardError, RemoteUnreachable, TaskFinished
 from callboard.model import Part, built, utcnow
 from callboard.service import Service
 from callboard.store.base import RemoteSend

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Match
 
 from callboard.errors import (
+    CallboardError,
     Forbidden,
     HeadersTooLarge,
     Invalid,
@@ -24,7 +25,6 @@ from callboard.errors import (
     RateLimited,
     Refused,
     RequestTimeout,
-    CallboardError,
     TooLarge,
     Unauthorized,
     Unavailable,
