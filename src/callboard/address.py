@@ -20,6 +20,7 @@ Pure and light: stdlib and ``errors`` only, so the hooks' fast path may use it.
 from __future__ import annotations
 
 import functools
+import ipaddress
 import math
 import re
 from dataclasses import dataclass
@@ -311,3 +312,13 @@ def is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach ``host`` (127.0.0.0/8, ::1, localhost; not 0.0.0.0 or ::)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a name: other machines may reach it
+        return False

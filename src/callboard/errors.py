@@ -169,6 +169,12 @@ class StoreUnavailable(Unavailable):
     code = "store_unavailable"
 
 
+class StoreInUse(Refused):
+    """Another hub already serves this embedded store (one hub per SQLite file)."""
+
+    code = "store_in_use"
+
+
 class UnknownToken(NotFound):
     code = "unknown_token"
 

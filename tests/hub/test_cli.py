@@ -16,7 +16,7 @@ import tomllib
 
 import pytest
 
-from tests.hub.conftest import CLI, LISTENING, Hub, Tenant, expect_error, unique
+from tests.hub.conftest import ADMIN_TOKEN, CLI, LISTENING, Hub, Tenant, expect_error, unique
 from tests.support.cli_runner import isolated_env
 from tests.support.waiting import wait_until
 
@@ -27,6 +27,15 @@ def _config(cli_or_hub: CLI | Hub) -> dict:
     path = cli_or_hub.callboard_home / "config.toml"
     with path.open("rb") as file:
         return tomllib.load(file)
+
+
+def _in_use(cli_or_hub: CLI | Hub) -> dict:
+    """The login the config names as in use (its top-level login fields)."""
+    return {k: v for k, v in _config(cli_or_hub).items() if k in ("hub", "token", "ca_cert")}
+
+
+def _store_record(hub: Hub) -> dict:
+    return _config(hub)["stores"][str(hub.db_path.resolve())]
 
 
 def _mode(cli_or_hub: CLI | Hub) -> int:
@@ -41,7 +50,7 @@ def test_up_prints_its_address_and_admin_token_and_logs_this_machine_in_with_a_u
     assert re.fullmatch(r"http://127\.0\.0\.1:[1-9][0-9]*", address.group(1)), lines  # --port 0 picked a port
     assert any(hub.admin_token in line for line in lines[1:]), lines
     config = _config(hub)
-    assert (config["hub"], config["admin_hub"], config["admin_token"]) == (hub.url, hub.url, hub.admin_token)
+    assert config["hub"] == hub.url and _store_record(hub) == {"hub": hub.url, "admin_token": hub.admin_token}
     assert config["token"].startswith("cb_") and config["token"] != hub.admin_token
     assert _mode(hub) == 0o600
 
@@ -82,7 +91,8 @@ def test_up_on_an_existing_store_prints_no_new_admin_token(make_hub) -> None:
     login = _config(hub)["token"]
     hub.terminate()
     hub.start()
-    assert len(hub.output) == 1 and LISTENING.search(hub.output[0]), hub.output
+    assert LISTENING.search(hub.output[0]), hub.output
+    assert not [line for line in hub.output if ADMIN_TOKEN.search(line)], hub.output
     assert _config(hub)["token"] == login  # the first login is still the login, and works
     with hub.http(login, "operator") as http:
         assert http.get("/v1/whoami").json()["workspace"] == "default"
@@ -100,31 +110,15 @@ def test_up_logs_in_with_a_user_token_of_the_configured_workspace(tmp_path) -> N
     assert me["workspace"] == "team" and me["source"].endswith("via user token"), me
 
 
-def test_a_machine_an_older_up_logged_in_with_the_admin_token_gets_a_user_token_at_the_next_up(make_hub) -> None:
-    from callboard.config import write_config
-
-    hub: Hub = make_hub()
-    hub.terminate()
-    # As the first 'up' of an older version left it: the admin token is the login.
-    write_config(hub.callboard_home, {"token": hub.admin_token, "admin_token": None, "admin_hub": None})
-    hub.args += ["--port", hub.url.rsplit(":", 1)[1]]  # the address it logged in to
-    hub.start()
-    config = _config(hub)
-    assert config["token"] != hub.admin_token and config["admin_token"] == hub.admin_token
-    assert CLI.on_hub_machine(hub).run_json("whoami", agent="operator")["source"].endswith("via user token")
-    assert any("logged in with a user token" in line for line in hub.output), hub.output
-
-
 def test_a_login_made_by_hand_with_the_admin_token_stays_as_it_is(make_hub) -> None:
-    from callboard.config import write_config
+    from callboard.config import save_login
 
     hub: Hub = make_hub()
     hub.terminate()
-    by_hand = {"hub": hub.url, "token": hub.admin_token, "ca_cert": "/etc/ssl/own-ca.pem"}
-    write_config(hub.callboard_home, {**by_hand, "admin_token": None, "admin_hub": None})
+    save_login(hub.callboard_home, hub.url, hub.admin_token, "/etc/ssl/own-ca.pem")
     hub.args += ["--port", hub.url.rsplit(":", 1)[1]]
     hub.start()
-    assert _config(hub) == by_hand
+    assert _in_use(hub) == {"hub": hub.url, "token": hub.admin_token, "ca_cert": "/etc/ssl/own-ca.pem"}
 
 
 def test_sigterm_stops_an_idle_hub_with_exit_status_0(make_hub) -> None:
@@ -163,7 +157,7 @@ def test_a_token_revoked_by_cli_is_refused(hub: Hub, cli: CLI) -> None:
 def test_login_writes_the_hub_and_token_to_a_0600_config(tenant: Tenant, cli: CLI) -> None:
     result = cli.run_json("login", tenant.hub.url + "/", "--token", tenant.token)
     assert result["hub"] == tenant.hub.url
-    assert _config(cli) == {"hub": tenant.hub.url, "token": tenant.token}
+    assert _in_use(cli) == {"hub": tenant.hub.url, "token": tenant.token}
     assert _mode(cli) == 0o600
 
     me = cli.run_json("whoami", agent="someone")  # every command now goes to the hub
@@ -181,6 +175,7 @@ def test_logout_removes_the_hub_from_the_config(tenant: Tenant, cli: CLI) -> Non
     cli.run_json("logout")
     config = _config(cli)
     assert "hub" not in config and "token" not in config
+    assert tenant.token not in cli.config_path.read_text()  # forgotten, not kept
     me = cli.run_json("whoami", agent="someone")  # back on this machine's embedded store
     assert me["store"] != tenant.hub.url
     assert me["store"].endswith("callboard.db")
@@ -264,7 +259,7 @@ def test_login_takes_the_token_from_standard_input_or_the_environment(
         "login", tenant.hub.url, *args, "--json", input=stdin and stdin.format(token=tenant.token), env=given
     )
     assert proc.returncode == 0, proc.stderr
-    assert _config(cli) == {"hub": tenant.hub.url, "token": tenant.token}
+    assert _in_use(cli) == {"hub": tenant.hub.url, "token": tenant.token}
     assert cli.run_json("whoami", agent="someone")["workspace"] == tenant.workspace
 
 

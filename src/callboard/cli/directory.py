@@ -16,6 +16,7 @@ import typer
 from callboard.cli import render
 from callboard.cli.app import AsAdminOption, DbOption, JsonOption, app, open_client
 from callboard.client.session_keeper import HEARTBEAT_SECONDS, SessionKeeper
+from callboard.config import Settings
 from callboard.errors import BadRequest
 from callboard.identity import terminal_of
 from callboard.integrations.claude_code import sessions as claude_sessions
@@ -36,14 +37,17 @@ def whoami(as_json: JsonOption = False, db: DbOption = None) -> None:
     """Which agent you act as, and why (the identity rule that named it)."""
     with open_client(db) as client:
         me = client.whoami()
-    render.emit(
-        me,
-        as_json,
-        lambda: render.console.print(
+    note = Settings.load(db=db).login_note  # the login's hub was this machine's 'up', now gone
+
+    def human() -> None:
+        render.console.print(
             f"[bold]{me.agent}[/] in workspace {me.workspace} on {me.machine}\n"
             f"[dim]named by {render.escape(me.source)} · store {render.escape(me.store)}[/]"
-        ),
-    )
+        )
+        if note:
+            render.console.print(f"[dim]{render.escape(note)}[/]")
+
+    render.emit(me, as_json, human)
 
 
 @app.command()

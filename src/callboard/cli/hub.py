@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
 
 from callboard.address import parse_name
 from callboard.cli import render
@@ -18,7 +19,7 @@ from callboard.cli.app import AsAdminOption, DbOption, JsonOption, app
 from callboard.client.hub import HubClient
 from callboard.client.opening import admin_client
 from callboard.client.opening import open_client as client_for
-from callboard.config import Settings, clear_login, hub_urls, save_login
+from callboard.config import Settings, clear_login, hub_urls, kept_login, save_login
 from callboard.errors import BadRequest, HubUnavailable
 from callboard.liveness import DEFAULT_WINDOW_SECONDS
 from callboard.model import TokenInfo
@@ -101,7 +102,7 @@ def up(
         allow_private_webhooks=allow_private_webhooks,
         allow_private_remotes=allow_private_remotes,
     )
-    serve(Settings.load(db=db), options)
+    serve(Settings.load(db=db, fall_back=False), options)
 
 
 @app.command()
@@ -126,24 +127,45 @@ def login(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Use a hub from this machine: every command then goes there (saved 0600 in the config file)."""
-    token = _login_token(token)
+    """Use a hub from this machine: every command then goes there (saved 0600 in the config file).
+
+    The login in use before is kept: 'callboard login' its address again goes back, with the
+    token kept for it (as for any hub this machine logged in to before)."""
     urls = hub_urls(url)
     for one in urls:
         if not one.startswith(("http://", "https://")):
             raise BadRequest(f"{one!r} is not a hub address: use http://HOST:PORT (several replicas: comma-separated).")
     url = ",".join(urls)
     settings = Settings.load()
-    saved_ca = str(ca_cert.expanduser().resolve()) if ca_cert is not None else None
+    kept = (
+        kept_login(settings.home, url) if token is None and not os.environ.get("CALLBOARD_TOKEN", "").strip() else None
+    )
+    token = kept.token if kept is not None and kept.token else _login_token(token)
+    saved_ca = str(ca_cert.expanduser().resolve()) if ca_cert is not None else (kept.ca_cert if kept else None)
     client = HubClient(url, token, ca_cert=saved_ca or settings.ca_cert)  # CALLBOARD_CA_CERT without --ca-cert
     try:
         tokens = client.list_tokens()  # proves the address, the certificate and the token before saving them
     finally:
         client.close()
+    before = settings.hub
     path = save_login(settings.home, url, token, saved_ca)
     mine = tokens[0] if len(tokens) == 1 else None
-    result = {"hub": url, "config": str(path), "token_kind": mine.kind if mine else None, "ca_cert": saved_ca}
-    render.emit(result, as_json, lambda: render.console.print(f"logged in to {url} [dim](saved in {path})[/]"))
+    result = {
+        "hub": url,
+        "config": str(path),
+        "token_kind": mine.kind if mine else None,
+        "ca_cert": saved_ca,
+        "kept_token": kept is not None,
+        "previous_hub": before if before != url else None,
+    }
+
+    def human() -> None:
+        how = "with the token kept for it" if kept is not None else f"saved in {path}"
+        render.console.print(f"logged in to {url} [dim]({how})[/]")
+        if before is not None and before != url:
+            render.console.print(f"[dim]the login to {before} is kept: 'callboard login {before}' goes back[/]")
+
+    render.emit(result, as_json, human)
 
 
 def _login_token(given: str | None) -> str:
@@ -167,13 +189,15 @@ def _login_token(given: str | None) -> str:
 
 @app.command()
 def logout(as_json: JsonOption = False) -> None:
-    """Forget the hub: commands use this machine's embedded store again."""
+    """Forget the hub in use, and its token: commands use this machine's embedded store again."""
     settings = Settings.load()
-    path = clear_login(settings.home)
+    path = clear_login(settings.home, settings.hub)
     render.emit(
-        {"hub": None, "config": str(path)},
+        {"hub": None, "forgot": settings.hub, "config": str(path)},
         as_json,
-        lambda: render.console.print("logged out; using the embedded store"),
+        lambda: render.console.print(
+            f"logged out of {settings.hub}; using the embedded store" if settings.hub else "using the embedded store"
+        ),
     )
 
 
@@ -211,11 +235,11 @@ def _issuer_for(login: HubClient, workspace: str, db: str | None) -> HubClient:
     return admin_client(settings)
 
 
-def _print_token(token: TokenInfo) -> None:
+def _print_token(token: TokenInfo, console: Console = render.console) -> None:
     scope = "every workspace" if token.kind == "admin" else f"workspace {token.workspace}"
     who = f" as {token.agent}" if token.agent else ""
     revoked = f" [red]revoked {render.when(token.revoked_at)}[/]" if token.revoked_at else ""
-    render.console.print(f"{token.id}  {token.kind}{who} in {scope}{revoked}")
+    console.print(f"{token.id}  {token.kind}{who} in {scope}{revoked}")
 
 
 @token_app.command("create")
@@ -241,12 +265,17 @@ def token_create(
                 client.close()
 
     def human() -> None:
-        _print_token(issued)
-        render.console.print(f"token (shown once): [bold]{issued.token}[/]")
+        # The token alone on standard output, the rest on standard error: 'token create >
+        # token.txt' writes a file that 'login --token - < token.txt' takes as it is.
+        _print_token(issued, render.err_console)
+        render.err_console.print("token (shown once):")
+        sys.stdout.write(issued.token + "\n")
+        sys.stdout.flush()
         ca = r" \[--ca-cert CA_FILE]" if client.url.startswith("https://") else ""  # its CA, if not a public one
         # Piped in or pasted at its prompt: a token on a command line stays in shell history and ps.
-        render.console.print(
-            f"[dim]on the other machine: callboard login {client.url}{ca} (paste the token when asked)[/]"
+        render.err_console.print(
+            f"[dim]on the other machine: callboard login {client.url}{ca} --token - < token-file "
+            "(or paste it when asked)[/]"
         )
 
     render.emit(issued, as_json, human)

@@ -14,10 +14,11 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, TypeAdapter
 
+from callboard.address import is_loopback
 from callboard.client.backoff import Backoff
 from callboard.config import hub_urls
 from callboard.delivery.runner_reports import RunnerReport
@@ -190,8 +191,11 @@ class HubClient:
             )
         # A request that never connected certainly did nothing; one cut off later may have.
         reached = not isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
+        # Only a hub on this machine is this machine's to start; another one's address may be wrong.
+        here = is_loopback(urlsplit(self.url).hostname or "")
+        remedy = "start it with 'callboard up'" if here else "check that it runs and that the address is right"
         return HubUnavailable(
-            f"cannot reach the hub at {self.url} ({error or type(error).__name__}); start it with 'callboard up', "
+            f"cannot reach the hub at {self.url} ({error or type(error).__name__}); {remedy}, "
             "or 'callboard logout' to use this machine's embedded store.",
             reached=reached,
         )

@@ -42,10 +42,11 @@ def admin_client(settings: Settings, env: Mapping[str, str] = os.environ) -> Hub
     """The hub's admin token, for a command given ``--as-admin`` (never any other): at the hub
     it belongs to, across workspaces unless ``CALLBOARD_WORKSPACE`` names one."""
     if settings.admin_token is None or settings.admin_hub is None:
+        where = f" for {settings.hub}" if settings.hub else ""
         raise Unauthorized(
-            "no admin token is kept on this machine: --as-admin works where the hub's first "
-            "'callboard up' saved it (admin_token in config.toml); elsewhere give the admin token "
-            "as CALLBOARD_TOKEN for that one command."
+            f"no admin token is kept on this machine{where}: --as-admin works on the hub's own machine, "
+            "where its first 'callboard up' kept it (admin_token, under [stores] in config.toml); "
+            "elsewhere give the admin token as CALLBOARD_TOKEN for that one command."
         )
     return HubClient(
         settings.admin_hub,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import ipaddress
 import logging
 import os
 import signal
@@ -29,6 +28,7 @@ import uvicorn
 from callboard import __version__
 from callboard.a2a.remote_card import card_source
 from callboard.a2a.remote_pump import PumpThread
+from callboard.address import is_loopback
 from callboard.config import Settings
 from callboard.credentials import Credentials
 from callboard.errors import BadRequest, HubUnavailable
@@ -38,8 +38,10 @@ from callboard.hub.http_limits import LimitedHttpProtocol
 from callboard.hub.machine_login import hub_url, machine_login
 from callboard.hub.open_streams import DEFAULT_MAX_STREAMS
 from callboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
+from callboard.hub.store_claim import claim_store
 from callboard.identity import machine_name
 from callboard.liveness import DEFAULT_WINDOW_SECONDS
+from callboard.logins import store_key
 from callboard.service import Service
 from callboard.store.opening import open_store
 
@@ -96,6 +98,10 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
             "serving plain HTTP on %s (--insecure): tokens and mail cross the network unencrypted", options.host
         )
     listener = _listen(options.host, options.port)  # first: a taken port fails before anything is written
+    tls = options.tls_cert is not None
+    url = hub_url(listener.getsockname(), tls)
+    # One hub per embedded file (store_claim.py); PostgreSQL takes replicas.
+    claim = claim_store(settings.db_path, url) if settings.db_url is None else None
     replica = new_replica_id()
     # SQLite group-commits on the server's loop once it runs; PostgreSQL commits on its own threads.
     store = open_store(settings.store_location, replica=replica)
@@ -107,8 +113,7 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         store.add_listener(replica_wakeups(events, replica, store))
     service = _service(store, events, options)
     pump = PumpThread(service).start()  # mail to outside A2A agents: every replica pumps, leases share it
-    tls = options.tls_cert is not None
-    login = machine_login(Credentials(store), settings, workspace, hub_url(listener.getsockname(), tls))
+    login = machine_login(Credentials(store), settings, workspace, url, store_key(settings.store_location))
     app = create_app(
         service,
         rate_limit=options.rate_limit,
@@ -124,14 +129,13 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         url = hub_url(address, tls)
         kind = {"postgresql": "PostgreSQL", "sqlite": "SQLite"}[hub.store_kind]
         # Saved before the hub says it listens: whoever waits for that line finds the login in place.
-        saved = login.save(settings.home, url) if login is not None else None
+        saved = login.save(settings.home, url)
         print(
             f"callboard {__version__} hub listening on {url} · store {kind} {store.location} · replica {replica}",
             file=out,
             flush=True,
         )
-        if login is not None and saved is not None:
-            login.announce(saved, out)
+        login.announce(saved, out)
 
     config = _uvicorn_config(app, options)
     server = _HubServer(config, on_stop=lambda: _call_in_loop(hub.stop), on_listening=listening)
@@ -144,6 +148,10 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
     finally:
         pump.stop()
         store.close()  # after every request finished: the last commits are on disk
+        if claim is not None:
+            claim.release()
+        if server.started:
+            login.farewell(settings.home, out)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
@@ -191,16 +199,6 @@ def _settle_collector() -> None:
     # full collection of every stream's objects followed every few posts: 20-60 ms pauses.
     # Collections still happen, after 50,000 net new objects (see gc.set_threshold).
     gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *gc.get_threshold()[1:])
-
-
-def is_loopback(host: str) -> bool:
-    """Whether only this machine can reach ``host`` (127.0.0.0/8, ::1, localhost; not 0.0.0.0 or ::)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:  # a name: other machines may reach it
-        return False
 
 
 def _check_transport(options: HubOptions) -> None:
