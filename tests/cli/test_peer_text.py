@@ -216,6 +216,14 @@ def _remote_card(world: World) -> list[object]:
     return ["agent", "add-remote", "far", world.url]
 
 
+def _remote_error(world: World) -> list[object]:
+    """Mail to an outside A2A agent that refuses it with the attack as its JSON-RPC error."""
+    _remote_card(world)
+    world.ok("agent", "add-remote", "far", world.url, agent="bob")
+    world.served["/rpc"] = (200, {"jsonrpc": "2.0", "error": {"code": -32603, "message": hostile("refused")}})
+    return ["status", world.ok("send", "far", "hi", agent="bob")["message_id"]]
+
+
 def _hub_error(world: World) -> list[object]:
     """A hub (or what answers at its address) whose error message is the attack: it reaches the
     person's terminal on the error line."""
@@ -239,11 +247,12 @@ CASES: dict[str, Case] = {
     "runner logs": _runner_logs,
     "import-inbox": _import_inbox,
     "agent add-remote": _remote_card,
+    "status of mail to an outside agent": _remote_error,
     "hub error": _hub_error,
 }
 ON_HUB = {"hub error"}  # bob's command goes to the loopback server as his hub
 FAILS = {"hub error": 2}  # the exit status a case's command ends with
-CUT = {"inbox", "task list"}  # show the start of the field only
+CUT = {"inbox", "task list", "status of mail to an outside agent"}  # show the start of the field only
 
 
 class _Answers(BaseHTTPRequestHandler):
@@ -251,6 +260,9 @@ class _Answers(BaseHTTPRequestHandler):
 
     def _answer(self) -> None:
         status, body = self.served.get(self.path.split("?")[0]) or self.served.get("*") or (404, {})
+        if body.get("jsonrpc"):  # an answer to the request it was sent: its id
+            asked = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or "{}")
+            body = {**body, "id": asked.get("id")}
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
