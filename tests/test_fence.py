@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from callboard.fence import PREAMBLE, fenced, fenced_mail, fenced_words, one_line
+from callboard.fence import PREAMBLE, fenced, fenced_mail, fenced_words, one_line, visible
 from callboard.model import MailItem, Message, Part
 from tests.support.forgery import assert_reads_as_from_only, forged
 
@@ -85,6 +85,16 @@ def test_one_line_shows_line_breaks_controls_and_hiding_characters_as_escapes():
 def test_one_line_leaves_ordinary_text_as_it_is():
     for text in ("tmux:%3", "tty:/dev/pts/4", "Überprüfung — 検査 🚀", "a b  c", ""):
         assert one_line(text) == text
+
+
+def test_visible_keeps_a_bodys_lines_and_tabs_and_escapes_every_other_control():
+    assert visible("one\r\n\ttwo\nthree") == "one\n\ttwo\nthree"  # CR LF is a line's end
+    assert visible("look \x1b[2J\x1b]52;c;aGk=\x07 here") == "look \\u001b[2J\\u001b]52;c;aGk=\\u0007 here"
+    assert visible("over\rwrite\x08\x7f\x9b31m") == "over\\rwrite\\u0008\\u007f\\u009b31m"  # CR, BS, DEL, C1
+    assert visible("\u202eevil\u2066\u200e\u061c\u2028") == "\\u202eevil\\u2066\\u200e\\u061c\\u2028"
+    for text in ("Überprüfung — 検査 🚀", "a\n\n  b", "[bold]x[/bold] :fire:", ""):
+        assert visible(text) == text
+    assert visible(visible("a\x1bb\r")) == visible("a\x1bb\r")  # shown once, shown the same again
 
 
 def sent_from_a_pane(terminal: str, subject: str | None = None) -> Message:

@@ -28,11 +28,11 @@ def audit(
         for entry in entries:
             grid.add_row(
                 render.when(entry.at),
-                entry.actor,
-                _credential(entry),
-                entry.action,
-                entry.target,
-                render.escape(json.dumps(entry.detail, separators=(", ", ": ")) if entry.detail else ""),
+                render.peer(entry.actor),
+                render.peer(_credential(entry)),
+                render.peer(entry.action),
+                render.peer(entry.target),
+                render.peer(json.dumps(entry.detail, separators=(", ", ": ")) if entry.detail else ""),
             )
         render.console.print(grid)
 

@@ -31,14 +31,12 @@ def card_of(client: Client, name: str) -> tuple[dict[str, Any], str | None]:
 
 def print_card(document: dict[str, Any]) -> None:
     console = render.console
-    console.print(
-        f"[bold]{render.escape(document.get('name', ''))}[/]  {render.escape(document.get('description', ''))}"
-    )
+    console.print(f"[bold]{render.peer(document.get('name', ''))}[/]  {render.peer(document.get('description', ''))}")
     for interface in document.get("supportedInterfaces", []):
-        console.print(f"  {interface.get('protocolBinding')}: {interface.get('url')}")
+        console.print(f"  {render.peer(interface.get('protocolBinding'))}: {render.peer(interface.get('url'))}")
     skills = [skill.get("name", "") for skill in document.get("skills", [])]
     if skills:
-        console.print("skills: " + ", ".join(render.escape(skill) for skill in skills))
+        console.print("skills: " + ", ".join(render.peer(skill) for skill in skills))
     capabilities = document.get("capabilities", {})
     offered = [name for name in ("streaming", "pushNotifications") if capabilities.get(name)]
     console.print("capabilities: " + (", ".join(offered) or "none") + " · auth: bearer token")

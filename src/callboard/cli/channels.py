@@ -18,7 +18,7 @@ ChannelArgument = Annotated[str, typer.Argument(help="The channel, with or witho
 
 
 def _print_channel(channel: Channel, verb: str) -> None:
-    render.console.print(f"{verb} #{channel.name}  [dim]{channel.members} member(s)[/]")
+    render.console.print(f"{verb} #{render.peer(channel.name)}  [dim]{channel.members} member(s)[/]")
 
 
 @channel_app.command("create")
@@ -64,7 +64,7 @@ def channel_invite(
     """Add agents to a channel (the channel's creator, or a person's token); recorded in the audit trail."""
     with open_client(db) as client:
         channel = client.invite_to_channel(name, agents)
-    render.emit(channel, as_json, lambda: _print_channel(channel, f"added {', '.join(agents)} to"))
+    render.emit(channel, as_json, lambda: _print_channel(channel, f"added {render.peer(', '.join(agents))} to"))
 
 
 @channel_app.command("remove")
@@ -77,7 +77,7 @@ def channel_remove(
     """Take a member out of a channel (the channel's creator, or a person's token); recorded."""
     with open_client(db) as client:
         channel = client.remove_from_channel(name, agent)
-    render.emit(channel, as_json, lambda: _print_channel(channel, f"removed {agent} from"))
+    render.emit(channel, as_json, lambda: _print_channel(channel, f"removed {render.peer(agent)} from"))
 
 
 @channel_app.command("list")
@@ -90,11 +90,11 @@ def channel_list(as_json: JsonOption = False, db: DbOption = None) -> None:
         grid = render.table("channel", "members", "joined", "access", "description")
         for channel in channels:
             grid.add_row(
-                f"#{channel.name}",
+                f"#{render.peer(channel.name)}",
                 str(channel.members),
                 "yes" if channel.joined else "",
                 "invite-only" if channel.invite_only else "open",
-                render.escape(channel.description or ""),
+                render.peer(channel.description or ""),
             )
         render.console.print(grid)
 
@@ -110,7 +110,7 @@ def channel_members(name: ChannelArgument, as_json: JsonOption = False, db: DbOp
     def human() -> None:
         grid = render.table("member", "joined")
         for member in members:
-            grid.add_row(member.agent, render.when(member.joined_at))
+            grid.add_row(render.peer(member.agent), render.when(member.joined_at))
         render.console.print(grid)
 
     render.emit(members, as_json, human)

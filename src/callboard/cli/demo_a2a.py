@@ -117,7 +117,9 @@ def run(service: Service, lead: Client, writer: Client, step: Callable[[str], No
         step(f"an outside A2A agent is up at {url} (the a2a-sdk's own server; it knows nothing of Callboard)")
         step("writer registers it by its agent card: callboard agent add-remote translator URL")
         remote = writer.add_remote("translator", url)
-        render.console.print(f"{remote.name}: {render.escape(remote.description or '')} (remote, {remote.url})")
+        render.console.print(
+            f"{render.peer(remote.name)}: {render.peer(remote.description or '')} (remote, {render.peer(remote.url)})"
+        )
 
         step("lead gives writer a task: callboard task send writer '…'")
         asked = lead.open_task("writer", [Part(text="Write the 1.4 release note, in French.")])

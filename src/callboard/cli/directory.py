@@ -41,11 +41,11 @@ def whoami(as_json: JsonOption = False, db: DbOption = None) -> None:
 
     def human() -> None:
         render.console.print(
-            f"[bold]{me.agent}[/] in workspace {me.workspace} on {me.machine}\n"
-            f"[dim]named by {render.escape(me.source)} · store {render.escape(me.store)}[/]"
+            f"[bold]{render.peer(me.agent)}[/] in workspace {render.peer(me.workspace)} on {render.peer(me.machine)}\n"
+            f"[dim]named by {render.peer(me.source)} · store {render.peer(me.store)}[/]"
         )
         if note:
-            render.console.print(f"[dim]{render.escape(note)}[/]")
+            render.console.print(f"[dim]{render.peer(note)}[/]")
 
     render.emit(me, as_json, human)
 
@@ -80,8 +80,8 @@ def who(
             sessions = ", ".join(render.session_line(s) for s in agent.sessions)
             unread = str(agent.unread) + (f" [magenta]({len(agent.held)} held)[/]" if agent.held else "")
             live = "[cyan]remote[/]" if agent.remote else "[green]yes[/]" if agent.live else "[dim]no[/]"
-            where = f"[dim]A2A {render.escape(agent.remote)}[/]" if agent.remote else sessions or "[dim]-[/]"
-            grid.add_row(agent.name, live, unread, where)
+            where = f"[dim]A2A {render.peer(agent.remote)}[/]" if agent.remote else sessions or "[dim]-[/]"
+            grid.add_row(render.peer(agent.name), live, unread, where)
         render.console.print(grid)
         for agent in report.agents:
             for held in agent.held:
@@ -91,14 +91,16 @@ def who(
             machines = render.table("machine", "state", "last seen")
             for machine in report.machines:
                 machines.add_row(
-                    machine.name, "[green]up[/]" if machine.up else "[red]down[/]", render.when(machine.last_seen)
+                    render.peer(machine.name),
+                    "[green]up[/]" if machine.up else "[red]down[/]",
+                    render.when(machine.last_seen),
                 )
             render.console.print(machines)
         if claude:
             render.console.print()
             render.claude_sessions(claude)
         if report.replica:
-            render.console.print(f"[dim]answered by hub replica {report.replica}[/]")
+            render.console.print(f"[dim]answered by hub replica {render.peer(report.replica)}[/]")
 
     render.emit({**render.jsonable(report), "claude_code_sessions": render.jsonable(claude)}, as_json, human)
 
@@ -109,12 +111,13 @@ class ExportFormat(StrEnum):
 
 def _print_agent(agent: Agent) -> None:
     render.console.print(
-        f"[bold]{agent.name}[/]  [dim]workspace {agent.workspace}, since {render.when(agent.created_at)}[/]"
+        f"[bold]{render.peer(agent.name)}[/]  "
+        f"[dim]workspace {render.peer(agent.workspace)}, since {render.when(agent.created_at)}[/]"
     )
-    if agent.description:
-        render.console.print(render.escape(agent.description))
+    if agent.description:  # the agent's own words about itself: its lines kept, nothing more
+        render.console.print(render.peer(agent.description, lines=True))
     if agent.skills:
-        render.console.print("skills: " + ", ".join(render.escape(s) for s in agent.skills))
+        render.console.print("skills: " + ", ".join(render.peer(s) for s in agent.skills))
 
 
 TerminalOption = Annotated[
@@ -140,8 +143,8 @@ def agent_list(
     def human() -> None:
         grid = render.table("agent", "description", "skills")
         for agent in agents:
-            name = f"{agent.name} [cyan](remote)[/]" if agent.remote else agent.name
-            grid.add_row(name, render.escape(agent.description or ""), ", ".join(agent.skills))
+            name = render.peer(agent.name) + (" [cyan](remote)[/]" if agent.remote else "")
+            grid.add_row(name, render.peer(agent.description or ""), ", ".join(render.peer(s) for s in agent.skills))
         render.console.print(grid)
 
     render.emit(agents, as_json, human)
@@ -197,7 +200,7 @@ def agent_export(
                 f"cannot write {output}: {error.strerror or error}; name a file in a folder you can write."
             ) from None
     for note in notes:  # once the document is out: a failure is then its one line alone
-        render.err_console.print(note)
+        render.err_console.print(render.peer(note))
     if output is None:
         sys.stdout.write(text)
         return
@@ -205,7 +208,9 @@ def agent_export(
     render.emit(
         written,
         as_json,
-        lambda: render.console.print(f"wrote {len(agents)} record{'s' if len(agents) != 1 else ''} to {output}"),
+        lambda: render.console.print(
+            f"wrote {len(agents)} record{'s' if len(agents) != 1 else ''} to {render.peer(output)}"
+        ),
     )
 
 
@@ -259,7 +264,9 @@ def agent_delete(
     with open_client(db) as client:
         deleted = client.delete_agent(name, force=force)
     dropped = f" (dropped {deleted.unread_dropped} unread)" if deleted.unread_dropped else ""
-    render.emit(deleted, as_json, lambda: render.console.print(f"deleted agent {deleted.deleted}{dropped}"))
+    render.emit(
+        deleted, as_json, lambda: render.console.print(f"deleted agent {render.peer(deleted.deleted)}{dropped}")
+    )
 
 
 @session_app.command("start")
@@ -279,7 +286,13 @@ def session_start(
     pid = os.getppid() if pid is None else pid
     with open_client(db) as client:
         session = client.register_session(runtime=runtime, pid=pid, terminal=terminal or terminal_of(os.environ, pid))
-    render.emit(session, as_json, lambda: render.console.print(f"{session.id}  {session.address} ({session.runtime})"))
+    render.emit(
+        session,
+        as_json,
+        lambda: render.console.print(
+            f"{render.peer(session.id)}  {render.peer(session.address)} ({render.peer(session.runtime)})"
+        ),
+    )
 
 
 @session_app.command("keep")
@@ -309,7 +322,7 @@ def session_keep(
         if as_json:  # one line, so that a program reading it need not wait for the command to end
             print(session.model_dump_json(), flush=True)
         else:
-            render.console.print(f"{session.id}  {session.address} (kept while {pid} runs)")
+            render.console.print(f"{render.peer(session.id)}  {render.peer(session.address)} (kept while {pid} runs)")
             sys.stdout.flush()
         stopped = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -329,7 +342,9 @@ def session_heartbeat(
     with open_client(db) as client:
         session = client.heartbeat(session_id)
     render.emit(
-        session, as_json, lambda: render.console.print(f"{session.address} {'live' if session.live else 'not live'}")
+        session,
+        as_json,
+        lambda: render.console.print(f"{render.peer(session.address)} {'live' if session.live else 'not live'}"),
     )
 
 
@@ -342,7 +357,7 @@ def session_end(
     """End a session: it is no longer live."""
     with open_client(db) as client:
         session = client.end_session(session_id)
-    render.emit(session, as_json, lambda: render.console.print(f"ended {session.address}"))
+    render.emit(session, as_json, lambda: render.console.print(f"ended {render.peer(session.address)}"))
 
 
 @workspace_app.command("list")
@@ -350,7 +365,7 @@ def workspace_list(as_json: JsonOption = False, as_admin: AsAdminOption = False,
     """The workspaces you may see: the store's, or through a hub your token's (every one --as-admin)."""
     with open_client(db, as_admin=as_admin) as client:
         workspaces = client.list_workspaces()
-    render.emit(workspaces, as_json, lambda: [render.console.print(w.name) for w in workspaces])
+    render.emit(workspaces, as_json, lambda: [render.console.print(render.peer(w.name)) for w in workspaces])
 
 
 @agent_app.command("card")
@@ -365,7 +380,7 @@ def agent_card(
     with open_client(db) as client:
         document, note = card_of(client, name)
     if note:
-        render.err_console.print(note)
+        render.err_console.print(render.peer(note))
     render.emit(document, as_json, lambda: print_card(document))
 
 

@@ -12,6 +12,7 @@ from callboard.client.base import Client
 from callboard.client.following import follow
 from callboard.client.session_keeper import HEARTBEAT_SECONDS, SessionKeeper
 from callboard.errors import HubUnavailable
+from callboard.fence import one_line
 from callboard.identity import terminal_of
 from callboard.liveness import DEFAULT_WINDOW_SECONDS
 from callboard.model import MailItem
@@ -77,4 +78,5 @@ def _exit(signum: int, frame: object) -> None:
 
 
 def _note(text: str) -> None:
-    print(f"callboard: {text}", file=sys.stderr, flush=True)
+    """One line on stderr; it may quote the hub (its error's words): shown as ``one_line`` shows them."""
+    print(f"callboard: {one_line(text)}", file=sys.stderr, flush=True)

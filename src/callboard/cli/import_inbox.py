@@ -51,11 +51,11 @@ def _show_plan(planned: Plan) -> None:
         grid = render.table("file", "from", "to", "timestamp", "subject", "", keep_whole=("file",))
         for message in planned.messages:
             grid.add_row(
-                render.escape(message.file),
-                message.sender,
-                message.recipient,
-                render.escape(str(message.timestamp)),
-                render.escape(message.subject or ""),
+                render.peer(message.file),
+                render.peer(message.sender),
+                render.peer(message.recipient),
+                render.peer(message.timestamp),
+                render.peer(message.subject or ""),
                 "[dim]read[/]" if message.read else "",
             )
         render.console.print(grid)
@@ -74,11 +74,11 @@ def _show_report(report: ImportReport) -> None:
         for item, outcome in sorted(rows, key=lambda row: _order(row[0])):
             read = ", marked read" if id(item) in marked else ""
             grid.add_row(
-                render.escape(item.message.file),
-                item.message.sender,
-                item.message.recipient,
+                render.peer(item.message.file),
+                render.peer(item.message.sender),
+                render.peer(item.message.recipient),
                 f"{outcome}{read}",
-                item.message_id,
+                render.peer(item.message_id),
             )
         render.console.print(grid)
     render.console.print(
@@ -94,4 +94,4 @@ def _order(item: Imported) -> tuple:
 
 def _show_skipped(skipped: list[Skipped]) -> None:
     for one in skipped:
-        render.err_console.print(f"skipped {render.escape(one.file)}: {render.escape(one.reason)}")
+        render.err_console.print(f"skipped {render.peer(one.file)}: {render.peer(one.reason)}")

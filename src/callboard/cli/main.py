@@ -51,7 +51,11 @@ def _report(code: str, message: str, as_json: bool) -> None:
 
         sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
     else:
-        sys.stderr.write(f"error: {code}: {message}\n")
+        # The message may quote what others chose (a name, a hub's or an outside agent's words):
+        # one line, its control and bidirectional characters escaped, as every face shows them.
+        from callboard.fence import one_line
+
+        sys.stderr.write(f"error: {one_line(code)}: {one_line(message)}\n")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -90,13 +90,13 @@ def emit_sent(result: SendResult, as_json: bool) -> None:
     """A send's result and the Claude Code sessions its mail was pushed into; a push that went
     wrong is one line on stderr (the send itself stands)."""
     if result.push_problem:
-        sys.stderr.write(f"warning: {result.push_problem}\n")
+        sys.stderr.write(f"warning: {render.one_line(result.push_problem)}\n")
 
     def human() -> None:
         render.send_result(result)
         for push in result.pushed:
-            name = f" ({render.escape(push.name)})" if push.name else ""
-            render.console.print(f"pushed into Claude Code session {push.pid}{name} for {push.agent}")
+            name = f" ({render.peer(push.name)})" if push.name else ""
+            render.console.print(f"pushed into Claude Code session {push.pid}{name} for {render.peer(push.agent)}")
 
     render.emit({**render.jsonable(result), render.PUSHED_KEY: render.jsonable(result.pushed)}, as_json, human)
 
@@ -177,9 +177,9 @@ def inbox(
         for item in items:
             grid.add_row(
                 str(item.seq),
-                item.message.id,
-                _sender(item),
-                render.escape(_gist(item)),
+                render.peer(item.message.id),
+                render.peer(_sender(item)),
+                render.peer(_gist(item)),
                 render.state(item.state),
                 render.when(item.message.created_at),
             )
@@ -193,7 +193,8 @@ def _sender(item: MailItem) -> str:
 
 
 def _gist(item: MailItem) -> str:
-    text = item.message.subject or item.message.text.replace("\n", " ")
+    """The subject, or the start of the text, in one line of at most 60 characters as shown."""
+    text = render.one_line(item.message.subject or item.message.text.replace("\n", " "))
     return text if len(text) <= 60 else text[:59] + "…"
 
 
@@ -226,18 +227,19 @@ def status(
             report = client.message_status(message_id)
 
     def human() -> None:
-        subject = f" — {render.escape(report.subject)}" if report.subject else ""
+        subject = f" — {render.peer(report.subject)}" if report.subject else ""
         render.console.print(
-            f"[bold]{report.message_id}[/] from {report.sender}{subject}  [dim]{render.when(report.created_at)}[/]"
+            f"[bold]{render.peer(report.message_id)}[/] from {render.peer(report.sender)}{subject}  "
+            f"[dim]{render.when(report.created_at)}[/]"
         )
         grid = render.table("to", "state", "queued", "delivered", "handed", "surfaced", "read", "acked")
         for row in report.recipients:
             name = row.address if row.agent in (None, row.address) else f"{row.agent} ({row.address})"
             shown = render.state(row.state)
             if row.handed_to:
-                shown += f" [dim]to {render.escape(row.handed_to)}[/]"
+                shown += f" [dim]to {render.peer(row.handed_to)}[/]"
             grid.add_row(
-                render.escape(name),
+                render.peer(name),
                 shown,
                 render.when(row.queued_at),
                 render.when(row.delivered_at),
@@ -251,14 +253,14 @@ def status(
             if row.held is not None and row.state == "held":
                 render.console.print(render.held_line(row.agent or row.address, row.held))
             if len(report.recipients) > 1 and row.history:
-                render.console.print(f"[bold]{render.escape(row.agent or row.address)}[/]")
+                render.console.print(f"[bold]{render.peer(row.agent or row.address)}[/]")
             for event in row.history:
                 render.console.print(f"  [dim]{render.when(event.at)}[/] {render.history_line(event)}")
         render.task_lines(report)
         for row in report.recipients:
             if row.reach is not None and row.reach.state != "live":
                 render.console.print(
-                    f"[dim]{render.escape(row.agent or row.address)}:[/] {render.escape(row.reach.reason)}"
+                    f"[dim]{render.peer(row.agent or row.address)}:[/] {render.peer(row.reach.reason)}"
                 )
 
     render.emit(report, as_json, human)

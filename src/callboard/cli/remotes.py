@@ -48,16 +48,18 @@ def remove_remote(
     """Forget an outside A2A agent and its mailbox; what was not yet sent to it fails."""
     with open_client(db) as client:
         remote = client.remove_remote(name)
-    render.emit(remote, as_json, lambda: render.console.print(f"removed outside agent [bold]{remote.name}[/]"))
+    render.emit(
+        remote, as_json, lambda: render.console.print(f"removed outside agent [bold]{render.peer(remote.name)}[/]")
+    )
 
 
 def _print_remote(remote: RemoteAgent) -> None:
     how = "streams" if remote.streaming else "polled"
     token = ", with a token" if remote.has_token else ""
-    render.console.print(f"[bold]{remote.name}[/] → {render.escape(remote.url)}  [dim]({how}{token})[/]")
-    if remote.description:
-        render.console.print(render.escape(remote.description))
-    render.console.print(f'[dim]send {remote.name} "…": each message becomes an A2A task[/]')
+    render.console.print(f"[bold]{render.peer(remote.name)}[/] → {render.peer(remote.url)}  [dim]({how}{token})[/]")
+    if remote.description:  # what its card says of it: the outside agent's own words
+        render.console.print(render.peer(remote.description, lines=True))
+    render.console.print(f'[dim]send {render.peer(remote.name)} "…": each message becomes an A2A task[/]')
 
 
 def pump_inline(client: Client, message_id: str, seconds: float) -> None:

@@ -1,29 +1,61 @@
-"""How commands print: one JSON document with ``--json``, otherwise rich text for people."""
+"""How commands print: one JSON document with ``--json``, otherwise rich text for people.
+
+What others wrote — another agent's mail and card, an outside A2A agent's, a hub's error, a
+runner's log — reaches a person's terminal only as text it shows: ``peer`` makes a value into
+markup that prints it literally (no ``[bold]`` or ``[link=…]`` of the sender's is taken as
+markup), its control and bidirectional characters written as their escapes (``fence``'s rule).
+And the consoles themselves write every character through that rule, whatever a caller forgot.
+``--json`` keeps every character as it was.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
 
-from callboard.fence import one_line
+from callboard.fence import one_line, visible
 from callboard.integrations.claude_code.sessions import ClaudeSession
 from callboard.model import DeliveryEvent, Held, MailItem, MessageStatus, Part, Reach, SendResult, Session
 from callboard.tasks import Task, TaskPage
 
 
+def peer(text: object, *, lines: bool = False) -> str:
+    """A value someone else chose, as markup that prints it as it is: ``[bold]`` stays those
+    characters, and a control or bidirectional character is written as its escape. One line
+    (``fence.one_line``) unless ``lines``: a body or a description keeps its line breaks."""
+    words = "" if text is None else str(text)
+    return escape(visible(words) if lines else one_line(words))
+
+
+class _ShownConsole(Console):
+    """A console that writes text only as ``fence.visible`` shows it: every piece of text it
+    renders (a table's cell, a rule's title, JSON) reaches the terminal with its control and
+    bidirectional characters escaped. ``peer`` does it first where a value is put in, so that
+    tables measure what is shown; this is the floor under every print. The console's own
+    commands (styles, cursor moves) are not text, and pass."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            text = segment.text
+            yield segment if segment.control or text.isprintable() else segment._replace(text=visible(text))
+
+
 def make_consoles() -> tuple[Console, Console]:
     """The consoles for standard output and error; they note the terminal when made (the warm
-    server's forked command makes them anew on its caller's descriptors and environment)."""
-    return Console(highlight=False, soft_wrap=True), Console(stderr=True, highlight=False, soft_wrap=True)
+    server's forked command makes them anew on its caller's descriptors and environment). No
+    emoji codes: ``:fire:`` in someone's text prints as typed."""
+    options = {"highlight": False, "soft_wrap": True, "emoji": False}
+    return _ShownConsole(**options), _ShownConsole(stderr=True, **options)
 
 
 console, err_console = make_consoles()
@@ -81,12 +113,12 @@ STATE_STYLE = {
 
 
 def state(text: str) -> str:
-    return f"[{STATE_STYLE.get(text, '')}]{text}[/]"
+    return f"[{STATE_STYLE.get(text, '')}]{peer(text)}[/]"
 
 
 def held_line(who: str, held: Held) -> str:
     """A held delivery in one line: whose, until when, and why."""
-    return f"{escape(who)}: [magenta]held[/] until {when(held.until)} — {escape(held.why)}"
+    return f"{peer(who)}: [magenta]held[/] until {when(held.until)} — {peer(held.why)}"
 
 
 _SESSION_WORD = {"handed": "to", "returned": "from"}  # otherwise "in" (surfaced in, held in, …)
@@ -94,58 +126,59 @@ _SESSION_WORD = {"handed": "to", "returned": "from"}  # otherwise "in" (surfaced
 
 def history_line(event: DeliveryEvent) -> str:
     """One step of a delivery's history, as a person reads it."""
-    parts = [state(event.event) if event.event in STATE_STYLE else f"[yellow]{event.event}[/]"]
+    parts = [state(event.event) if event.event in STATE_STYLE else f"[yellow]{peer(event.event)}[/]"]
     if event.session:
-        parts.append(_SESSION_WORD.get(event.event, "in") + " " + escape(event.session))
+        parts.append(_SESSION_WORD.get(event.event, "in") + " " + peer(event.session))
     if event.via:
-        parts.append(f"by {escape(event.via)}")
+        parts.append(f"by {peer(event.via)}")
     if event.detail:
         seen = event.event == "surfaced" and event.detail == "transcript"
-        parts.append("(seen in the session's transcript)" if seen else f"({escape(one_line(event.detail))})")
+        parts.append("(seen in the session's transcript)" if seen else f"({peer(event.detail)})")
     return " ".join(parts)
 
 
 def send_result(result: SendResult) -> None:
     duplicate = " [dim](an earlier send with this idempotency key)[/]" if result.duplicate else ""
-    console.print(f"sent [bold]{result.message_id}[/]{duplicate}")
+    console.print(f"sent [bold]{peer(result.message_id)}[/]{duplicate}")
     grid = table("to", "agent", "state", "")
     for outcome in result.recipients:
         # A hold says why and until when; otherwise where it went, or why it only waits.
         pushed = f"pushed to {outcome.session}" if outcome.session and not outcome.held else None
         detail = pushed or outcome.reason or ""
-        grid.add_row(escape(outcome.address), outcome.agent or "-", state(outcome.state), f"[dim]{escape(detail)}[/]")
+        grid.add_row(peer(outcome.address), peer(outcome.agent or "-"), state(outcome.state), f"[dim]{peer(detail)}[/]")
     console.print(grid)
 
 
 def mail_item(item: MailItem) -> None:
     message = item.message
-    where = f" in #{message.channel}" if message.channel else ""
+    where = f" in #{peer(message.channel)}" if message.channel else ""
     # Header fields are the sender's to choose: shown on one line each, so a line break in them
     # cannot print a header of someone else's (a model may read this through its shell tool).
-    subject = f" — [bold]{escape(one_line(message.subject))}[/]" if message.subject else ""
-    console.rule(f"[bold]{message.sender}[/]{where}{subject}", align="left", style="dim")
+    subject = f" — [bold]{peer(message.subject)}[/]" if message.subject else ""
+    console.rule(f"[bold]{peer(message.sender)}[/]{where}{subject}", align="left", style="dim")
     if message.sender_address:  # where to answer that exact session
-        terminal = f" in {escape(one_line(message.sender_terminal))}" if message.sender_terminal else ""
-        console.print(f"[dim]from {escape(one_line(message.sender_address))}{terminal}[/]")
+        terminal = f" in {peer(message.sender_terminal)}" if message.sender_terminal else ""
+        console.print(f"[dim]from {peer(message.sender_address)}{terminal}[/]")
     # The id goes on a line of its own: people copy it into status, ack and --reply-to.
-    reply = f" · in reply to {message.reply_to}" if message.reply_to else ""
-    console.print(f"[dim]{when(message.created_at)} · {message.id}{reply}[/]")
+    reply = f" · in reply to {peer(message.reply_to)}" if message.reply_to else ""
+    console.print(f"[dim]{when(message.created_at)} · {peer(message.id)}{reply}[/]")
     if item.task_id:  # a task's mail says which task, and its state when read
-        console.print(f"[dim]task {item.task_id}[/] {task_state(item.task_state) if item.task_state else ''}")
+        console.print(f"[dim]task {peer(item.task_id)}[/] {task_state(item.task_state) if item.task_state else ''}")
     for part in message.parts:
         print_part(part)
 
 
 def print_part(part: Part) -> None:
-    """One part of a message or an artifact: text as it is, data as JSON, a file by its name."""
+    """One part of a message or an artifact: text as it is (its lines kept), data as JSON, a file
+    by its name."""
     if part.text is not None:
-        console.print(escape(part.text))
+        console.print(peer(part.text, lines=True))
     elif part.data is not None:
-        console.print_json(json.dumps(part.data))
+        console.print_json(json.dumps(part.data))  # JSON escapes C0 controls; the console the rest
     elif part.url is not None:
-        console.print(f"[link]{escape(part.url)}[/] {escape(part.filename or '')} [dim]{part.media_type or ''}[/]")
+        console.print(f"[link]{peer(part.url)}[/] {peer(part.filename or '')} [dim]{peer(part.media_type or '')}[/]")
     else:
-        name, media = escape(one_line(part.filename or "")), escape(one_line(part.media_type or ""))
+        name, media = peer(part.filename or ""), peer(part.media_type or "")
         raw = part.raw or ""
         console.print(f"[dim]<{len(raw) * 3 // 4 - raw[-2:].count('=')} bytes {media} {name}>[/]")
 
@@ -163,13 +196,13 @@ TASK_STATE_STYLE = {
 
 
 def task_state(value: str) -> str:
-    return f"[{TASK_STATE_STYLE.get(str(value), '')}]{value}[/]"
+    return f"[{TASK_STATE_STYLE.get(str(value), '')}]{peer(value)}[/]"
 
 
 def _status_words(task: Task) -> str:
     """The task's latest status message as one line (the other agent's words: never two lines)."""
     words = " ".join(p.text for p in task.status_parts if p.text)
-    return escape(one_line(words))[:80]
+    return peer(one_line(words)[:80])
 
 
 def task_page(page: TaskPage) -> None:
@@ -178,18 +211,18 @@ def task_page(page: TaskPage) -> None:
     for column in grid.columns[1:4]:  # a state or a name cut in two reads as another
         column.no_wrap = True
     for task in page.tasks:
-        asked = f"{task.requester} → {task.worker}"
-        grid.add_row(task.id, task_state(task.state), asked, when(task.updated_at), _status_words(task))
+        asked = f"{peer(task.requester)} → {peer(task.worker)}"
+        grid.add_row(peer(task.id), task_state(task.state), asked, when(task.updated_at), _status_words(task))
     console.print(grid if page.tasks else "[dim]no tasks[/]")
     if page.next_page_token:
-        console.print(f"[dim]more: --page-token {page.next_page_token}[/]")
+        console.print(f"[dim]more: --page-token {peer(page.next_page_token)}[/]")
 
 
 def task_detail(task: Task) -> None:
     """One task in full: its parties, state, status message, artifacts and (asked for) history."""
-    console.print(f"[bold]task {task.id}[/]  {task_state(task.state)} [dim](generation {task.generation})[/]")
+    console.print(f"[bold]task {peer(task.id)}[/]  {task_state(task.state)} [dim](generation {task.generation})[/]")
     console.print(
-        f"[dim]asked by {task.requester} of {task.worker} · context {task.context_id} · "
+        f"[dim]asked by {peer(task.requester)} of {peer(task.worker)} · context {peer(task.context_id)} · "
         f"created {when(task.created_at)} · updated {when(task.updated_at)}[/]"
     )
     if task.status_parts:
@@ -197,10 +230,10 @@ def task_detail(task: Task) -> None:
         for part in task.status_parts:
             print_part(part)
     for artifact in task.artifacts:
-        name = escape(one_line(artifact.name or "")) or artifact.artifact_id
+        name = peer(artifact.name or artifact.artifact_id)
         console.rule(f"artifact {name}", align="left", style="dim")
         if artifact.description:
-            console.print(f"[dim]{escape(one_line(artifact.description))}[/]")
+            console.print(f"[dim]{peer(artifact.description)}[/]")
         for part in artifact.parts:
             print_part(part)
     for message in task.history:
@@ -213,8 +246,8 @@ REACH_STYLE = {"live": "green", "path_broken": "yellow", "no_live_session": "yel
 def reach(found: Reach) -> None:
     """Whether an address can be reached now, and if not, why."""
     label = found.state.replace("_", " ")
-    console.print(f"{escape(found.address)}: [{REACH_STYLE.get(found.state, 'red')}]{label}[/]")
-    console.print(escape(one_line(found.reason)))
+    console.print(f"{peer(found.address)}: [{REACH_STYLE.get(found.state, 'red')}]{peer(label)}[/]")
+    console.print(peer(found.reason))
 
 
 def session_line(session: Session) -> str:
@@ -224,7 +257,7 @@ def session_line(session: Session) -> str:
         notes.append(session.terminal)
     if session.live and session.delivery_error:
         notes.append(f"delivery broken: {session.delivery_error}")
-    return f"{session.address} ({escape(one_line(', '.join(notes)))})"
+    return f"{peer(session.address)} ({peer(', '.join(notes))})"
 
 
 def claude_sessions(sessions: Sequence[ClaudeSession]) -> None:
@@ -234,10 +267,10 @@ def claude_sessions(sessions: Sequence[ClaudeSession]) -> None:
     for session in sessions:
         grid.add_row(
             str(session.pid),
-            escape(session.name or "-"),
-            session.status or "-",
+            peer(session.name or "-"),
+            peer(session.status or "-"),
             "[green]yes[/]" if session.socket_path else "[dim]no[/]",
-            escape(session.cwd),
+            peer(session.cwd),
         )
     console.print(grid)
 
@@ -246,9 +279,11 @@ def task_lines(report: MessageStatus) -> None:
     """A status's task (its state now) and, for mail to an outside A2A agent, how sending it stands."""
     if report.task_id is not None:
         state_now = report.task_state.value if report.task_state else "unknown"
-        console.print(f"task [bold]{report.task_id}[/]: [bold]{state_now}[/]")
+        console.print(f"task [bold]{peer(report.task_id)}[/]: [bold]{peer(state_now)}[/]")
     if report.remote is not None:
         remote = report.remote
-        at = f", its task {remote.remote_task_id}" if remote.remote_task_id else ""
-        error = f" — {escape(remote.last_error)}" if remote.last_error else ""
-        console.print(f"outside agent [bold]{remote.remote}[/]: {remote.state} (tries: {remote.attempts}{at}){error}")
+        at = f", its task {peer(remote.remote_task_id)}" if remote.remote_task_id else ""
+        error = f" — {peer(remote.last_error)}" if remote.last_error else ""
+        console.print(
+            f"outside agent [bold]{peer(remote.remote)}[/]: {peer(remote.state)} (tries: {remote.attempts}{at}){error}"
+        )

@@ -20,6 +20,7 @@ from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.config import Settings
 from callboard.errors import BadRequest, NotFound
+from callboard.fence import visible
 from callboard.runner.env import RUNNER_ENV
 
 runner_app = typer.Typer(
@@ -113,7 +114,9 @@ def wake(
     pid = files.running_pid()
     sent = send_wake(pid)
     message = f"woke {name}'s runner (pid {pid})" if sent else f"no runner of {name} is running on this machine"
-    render.emit({"sent": sent, "pid": pid, "message": message}, as_json, lambda: render.console.print(message))
+    render.emit(
+        {"sent": sent, "pid": pid, "message": message}, as_json, lambda: render.console.print(render.peer(message))
+    )
 
 
 @runner_app.command("logs")
@@ -127,8 +130,9 @@ def logs(
     files = _files(name, db)
     if not files.log_path.exists():
         raise NotFound(f"no runner log for {name} on this machine ({files.log_path}).")
+    # The log holds what the CLI printed, and so what mail asked of it: shown, never obeyed.
     for line in files.tail(lines):
-        print(line)
+        print(visible(line))
     if follow:
         _follow(files.log_path)
 
@@ -142,7 +146,9 @@ def clear(as_json: JsonOption = False, db: DbOption = None) -> None:
     files = _files(agent, db)
     files.request_clear()
     message = f"{agent}'s runner clears the context after this turn"
-    render.emit({"asked": True, "agent": agent, "message": message}, as_json, lambda: render.console.print(message))
+    render.emit(
+        {"asked": True, "agent": agent, "message": message}, as_json, lambda: render.console.print(render.peer(message))
+    )
 
 
 def _files(agent: str, db: str | None):  # type: ignore[no-untyped-def]
@@ -153,13 +159,13 @@ def _files(agent: str, db: str | None):  # type: ignore[no-untyped-def]
 
 
 def _follow(path: Path) -> None:
-    with path.open(encoding="utf-8", errors="replace") as log:
+    with path.open(encoding="utf-8", errors="replace", newline="\n") as log:  # a lone CR is no line's end
         log.seek(0, os.SEEK_END)
         with contextlib.suppress(KeyboardInterrupt):
             while True:
                 line = log.readline()
                 if line:
-                    sys.stdout.write(line)
+                    sys.stdout.write(visible(line))
                     sys.stdout.flush()
                 else:
                     time.sleep(0.2)  # a log file has no change signal worth more than this

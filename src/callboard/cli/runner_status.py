@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, open_client
+from callboard.cli.render import peer
 from callboard.cli.runner import runner_app
 from callboard.delivery.runner_reports import RunnerReport
 
@@ -50,16 +50,16 @@ def runner_table(reports: Sequence[RunnerReport], local: Mapping[str, str] | Non
         column.no_wrap = column.header in ("agent", "state", "restarts", "updated")
     for report in reports:
         row = [
-            escape(report.agent),
-            escape(report.machine),
+            peer(report.agent),
+            peer(report.machine),
             state_words(report),
-            escape(doing(report)),
-            escape(report.cli + (f" ({report.cli_session_id})" if report.cli_session_id else "")),
+            peer(doing(report)),
+            peer(report.cli + (f" ({report.cli_session_id})" if report.cli_session_id else "")),
             usage(report),
             str(report.restarts),
             render.when(report.updated_at),
         ]
-        grid.add_row(*row, *([escape(local.get(report.agent, "-"))] if local is not None else []))
+        grid.add_row(*row, *([peer(local.get(report.agent, "-"))] if local is not None else []))
     return grid
 
 
@@ -72,8 +72,8 @@ def usage(report: RunnerReport) -> str:
 
 def state_words(report: RunnerReport) -> str:
     if not report.live:  # its runner stopped writing without a last word: killed, or its machine is down
-        return f"[red]gone[/] [dim](was {report.state})[/]"
-    return f"[{STATE_STYLE.get(report.state, '')}]{report.state}[/]"
+        return f"[red]gone[/] [dim](was {peer(report.state)})[/]"
+    return f"[{STATE_STYLE.get(report.state, '')}]{peer(report.state)}[/]"
 
 
 def doing(report: RunnerReport) -> str:

@@ -21,6 +21,7 @@ from callboard.address import MESSAGE_BYTES
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.errors import BadRequest, TooLarge
+from callboard.fence import one_line
 from callboard.model import Part
 from callboard.tasks import Task
 
@@ -92,14 +93,14 @@ def task_send(
     pushed = sent.send
     for outcome in pushed.recipients:  # a name nobody had used (a typo?): said, as send says it
         if outcome.new_agent and outcome.reason:
-            sys.stderr.write(f"note: {outcome.reason}\n")
+            sys.stderr.write(f"note: {one_line(outcome.reason)}\n")
     if pushed.push_problem:
-        sys.stderr.write(f"warning: {pushed.push_problem}\n")
+        sys.stderr.write(f"warning: {one_line(pushed.push_problem)}\n")
     for push in pushed.pushed:  # the id stays stdout's only line: scripts take it with $(…)
         name = f" ({push.name})" if push.name else ""
-        sys.stderr.write(f"pushed into Claude Code session {push.pid}{name} for {push.agent}\n")
+        sys.stderr.write(one_line(f"pushed into Claude Code session {push.pid}{name} for {push.agent}") + "\n")
     document = {**render.jsonable(sent), render.PUSHED_KEY: render.jsonable(pushed.pushed)}
-    render.emit(document, as_json, lambda: render.console.print(sent.task.id))
+    render.emit(document, as_json, lambda: render.console.print(render.peer(sent.task.id)))
 
 
 @task_app.command("update")
@@ -141,7 +142,9 @@ def task_cancel(task_id: TaskIdArgument, as_json: JsonOption = False, db: DbOpti
 
 
 def _moved(task: Task) -> None:
-    render.console.print(f"task {task.id}: {render.task_state(task.state)} [dim](generation {task.generation})[/]")
+    render.console.print(
+        f"task {render.peer(task.id)}: {render.task_state(task.state)} [dim](generation {task.generation})[/]"
+    )
 
 
 # --- what a command hands over ------------------------------------------------------------------

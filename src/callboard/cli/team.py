@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
+from callboard.cli.render import peer
 from callboard.config import Settings
 from callboard.runner import team_run
 from callboard.runner.team import Role, Team, load_team, team_path
@@ -97,7 +97,7 @@ def status(team: TeamOption = None, as_json: JsonOption = False, db: DbOption = 
     render.emit(rows, as_json, lambda: render.console.print(runner_table(reports, here)))
     silent = [one.name for one in roles if not any(r.agent == one.agent for r in reports)]
     if silent and not as_json:
-        render.console.print(f"[dim]never reported: {', '.join(silent)} (team: {escape(chosen_team.name)})[/]")
+        render.console.print(f"[dim]never reported: {peer(', '.join(silent))} (team: {peer(chosen_team.name)})[/]")
 
 
 @team_app.command("wake")
@@ -149,7 +149,7 @@ def _finish(outcomes: list[team_run.Outcome], as_json: bool) -> None:
     def human() -> None:
         for one in outcomes:
             mark = "[green]ok[/]" if one.ok else "[red]failed[/]"
-            render.console.print(f"{mark} {escape(one.role)} ({escape(one.agent)}): {escape(one.message)}")
+            render.console.print(f"{mark} {peer(one.role)} ({peer(one.agent)}): {peer(one.message, lines=True)}")
 
     render.emit(outcomes, as_json, human)
     if not all(one.ok for one in outcomes):
@@ -157,7 +157,7 @@ def _finish(outcomes: list[team_run.Outcome], as_json: bool) -> None:
 
 
 def _print_written(shown: dict) -> None:
-    render.console.print(f"wrote the example team in {escape(shown['folder'])}:")
+    render.console.print(f"wrote the example team in {peer(shown['folder'])}:")
     for path in shown["written"]:
-        render.console.print(f"  {escape(path)}")
+        render.console.print(f"  {peer(path)}")
     render.console.print("next: edit team.toml (cli per role), then `callboard team up`")

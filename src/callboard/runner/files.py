@@ -110,9 +110,11 @@ class RunnerFiles:
         return True
 
     def tail(self, lines: int) -> list[str]:
-        """The last ``lines`` lines of the log."""
+        """The last ``lines`` lines of the log. Only a line feed ends one: a carriage return or
+        another break a CLI printed stays in its line (and is shown escaped, not obeyed)."""
         try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+            with self.log_path.open(encoding="utf-8", errors="replace", newline="\n") as log:
+                text = log.read()
         except FileNotFoundError:
             return []
-        return text.splitlines()[-lines:] if lines > 0 else []
+        return text.removesuffix("\n").split("\n")[-lines:] if text and lines > 0 else []

@@ -28,6 +28,7 @@ from pathlib import Path
 from callboard.client.session_keeper import SessionKeeper
 from callboard.delivery.runner_reports import RunnerReport
 from callboard.errors import CallboardError, Unavailable
+from callboard.fence import visible
 from callboard.model import MailItem
 from callboard.runner import prompts
 from callboard.runner.adapters.base import Adapter, CliExited, CliUnavailable, Launch, TurnEvent
@@ -349,9 +350,10 @@ class Runner:
     # --- reporting --------------------------------------------------------------------------
 
     def log(self, line: str) -> None:
-        """One line to the runner's log file and stderr."""
+        """One line to the runner's log file and stderr (the file keeps it as it came; a terminal
+        gets what the CLI said shown, never obeyed: ``fence.visible``)."""
         self.files.log(line)
-        print(f"callboard run: {line}", file=sys.stderr, flush=True)
+        print(f"callboard run: {visible(line)}", file=sys.stderr, flush=True)
 
     def _first_report(self, session_id: str) -> RunnerReport:
         now = datetime.now(UTC)

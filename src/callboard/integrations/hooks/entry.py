@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from callboard.errors import CallboardError
+from callboard.fence import one_line
 from callboard.integrations.agent_clis import CLAUDE_CODE, HOOK_CLIENTS
 from callboard.integrations.hooks.context import HookContext
 from callboard.integrations.hooks.payload import parse, read_stdin
@@ -114,8 +115,9 @@ def _fail(finish: threading.Lock, stderr: TextIO, event: str, text: str) -> int:
 
 
 def _line(event: str, text: str) -> str:
-    """One line of stderr, whatever ``text`` holds."""
-    return f"callboard hook{' ' + event if event else ''}: {' '.join(text.split())}\n"
+    """One line of stderr, whatever ``text`` holds (a hub's words: shown, never obeyed, by the
+    agent CLI that shows it to its person)."""
+    return f"callboard hook{' ' + event if event else ''}: {one_line(' '.join(text.split()))}\n"
 
 
 def _arm_deadline(finish: threading.Lock, stderr: TextIO, event: str) -> None:
