@@ -36,18 +36,32 @@ def run(
     agent: Annotated[
         Optional[str], typer.Option("--agent", help="The agent to run (default: the identity rule's).")
     ] = None,
-    cwd: Annotated[Optional[Path], typer.Option("--cwd", help="The CLI's working folder (default: here).")] = None,
+    cwd: Annotated[
+        Optional[Path], typer.Option("--cwd", metavar="FOLDER", help="The CLI's working folder (default: here).")
+    ] = None,
     prompt_file: Annotated[
-        Optional[Path], typer.Option("--prompt-file", help="Who the agent is and how it works (its role prompt).")
+        Optional[Path],
+        typer.Option("--prompt-file", metavar="FILE", help="Who the agent is and how it works (its role prompt)."),
     ] = None,
     every: Annotated[
-        Optional[float], typer.Option("--every", help="Also tick after this many idle seconds (default: never).")
+        Optional[float],
+        typer.Option("--every", metavar="SECONDS", help="Also tick after this many idle seconds (default: never)."),
     ] = None,
-    idle_step: Annotated[float, typer.Option("--idle-step", help="Seconds added per idle tick.")] = 60.0,
-    max_sleep: Annotated[float, typer.Option("--max-sleep", help="The longest wait between ticks.")] = 3600.0,
-    turn_limit: Annotated[float, typer.Option("--turn-limit", help="A turn longer than this is stopped.")] = 600.0,
-    clear_min_gap: Annotated[float, typer.Option("--clear-min-gap", help="Seconds between context clears.")] = 600.0,
-    grace: Annotated[float, typer.Option("--grace", help="Seconds the CLI has to exit before it is killed.")] = 10.0,
+    idle_step: Annotated[
+        float, typer.Option("--idle-step", metavar="SECONDS", help="Seconds added per idle tick.")
+    ] = 60.0,
+    max_sleep: Annotated[
+        float, typer.Option("--max-sleep", metavar="SECONDS", help="The longest wait between ticks.")
+    ] = 3600.0,
+    turn_limit: Annotated[
+        float, typer.Option("--turn-limit", metavar="SECONDS", help="A turn longer than this is stopped.")
+    ] = 600.0,
+    clear_min_gap: Annotated[
+        float, typer.Option("--clear-min-gap", metavar="SECONDS", help="Seconds between context clears.")
+    ] = 600.0,
+    grace: Annotated[
+        float, typer.Option("--grace", metavar="SECONDS", help="Seconds the CLI has to exit before it is killed.")
+    ] = 10.0,
     respawn_base: Annotated[float, typer.Option("--respawn-base", hidden=True)] = 1.0,  # tests: a fast crash loop
     db: DbOption = None,
 ) -> None:
@@ -120,7 +134,7 @@ def wake(
 def logs(
     name: Annotated[str, typer.Argument(help="The agent whose runner's log to show.")],
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing what is added.")] = False,
-    lines: Annotated[int, typer.Option("-n", "--lines", help="How many of the last lines.")] = 50,
+    lines: Annotated[int, typer.Option("-n", "--lines", metavar="N", help="How many of the last lines.")] = 50,
     db: DbOption = None,
 ) -> None:
     """This machine's log of an agent's runner."""

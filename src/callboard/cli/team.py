@@ -22,7 +22,7 @@ team_app = typer.Typer(help="Teams: run every role of a team.toml as a runner on
 app.add_typer(team_app, name="team")
 
 TeamOption = Annotated[
-    Optional[Path], typer.Option("--team", help="The team.toml, or its folder (default: ./team.toml).")
+    Optional[Path], typer.Option("--team", metavar="FILE", help="The team.toml, or its folder (default: ./team.toml).")
 ]
 RoleOption = Annotated[Optional[str], typer.Option("--role", help="Only this role (its name or agent).")]
 
@@ -127,7 +127,7 @@ def logs(
     role: Annotated[str, typer.Argument(help="The role whose runner's log to show.")],
     team: TeamOption = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing what is added.")] = False,
-    lines: Annotated[int, typer.Option("-n", "--lines", help="How many of the last lines.")] = 50,
+    lines: Annotated[int, typer.Option("-n", "--lines", metavar="N", help="How many of the last lines.")] = 50,
     db: DbOption = None,
 ) -> None:
     """This machine's log of a role's runner."""
