@@ -16,6 +16,7 @@ EXIT_INTERNAL = 1
 # of them (tests/cli/test_lean_start.py checks this table against the app).
 COMMAND_MODULES = {
     "send": "messaging",
+    "reply": "messaging",
     "read": "messaging",
     "inbox": "messaging",
     "ack": "messaging",

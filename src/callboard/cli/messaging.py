@@ -1,4 +1,4 @@
-"""send, read, inbox, ack, status: moving mail."""
+"""send, reply, read, inbox, ack, status: moving mail."""
 
 from __future__ import annotations
 
@@ -86,6 +86,41 @@ def send(
             idempotency_key=idempotency_key,
             urgent=urgent,
         )
+        if any(o.remote for o in result.recipients):
+            from callboard.cli.remotes import SEND_PUMP_SECONDS, pump_inline
+
+            pump_inline(client, result.message_id, SEND_PUMP_SECONDS)
+    emit_sent(result, as_json)
+
+
+@app.command()
+def reply(
+    message_id: Annotated[
+        str, typer.Argument(help="The message you answer: an id that read, inbox or a send printed.")
+    ],
+    message: Annotated[str, typer.Argument(help="Your answer; '-' reads it from standard input.")],
+    subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="A short subject line.")] = None,
+    data: Annotated[
+        list[str], typer.Option("--data", metavar="JSON", help="Attach a JSON data part (repeatable).")
+    ] = [],  # noqa: B006
+    url: Annotated[list[str], typer.Option("--url", help="Attach a file/URL part (repeatable).")] = [],  # noqa: B006
+    urgent: Annotated[
+        bool,
+        typer.Option("--urgent", help="Let it reach a busy coding agent between tool calls, not only at its turn."),
+    ] = False,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Answer a message: to its sender, in its thread (the same as 'send SENDER MESSAGE --reply-to MESSAGE_ID')."""
+    text = _stdin_text() if message == "-" else message
+    with open_client(db) as client:
+        sender = client.message_status(message_id).sender  # unknown_message unless it is yours to see
+        if sender == client.whoami().agent:
+            raise BadRequest(
+                f"{message_id} is a message you sent: answer its recipients with "
+                f"'callboard send NAME MESSAGE --reply-to {message_id}'."
+            )
+        result = client.send(sender, text, subject=subject, parts=_parts(data, url), reply_to=message_id, urgent=urgent)
         if any(o.remote for o in result.recipients):
             from callboard.cli.remotes import SEND_PUMP_SECONDS, pump_inline
 
