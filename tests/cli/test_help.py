@@ -68,6 +68,30 @@ def test_h_is_help_and_help_shows_no_python_types(path: tuple[str, ...], capsys:
     assert not shown, f"'callboard {' '.join(path)} --help' names a value by its type: {shown}\n{full}"
 
 
+# The commands without --json, as the README names them (its "Every command takes `--json`" line).
+NO_JSON = {"up", "mcp", "run", "demo"}
+
+
+def test_every_command_takes_json_but_the_four_the_readme_names():
+    commands = [p for p in PATHS if p and not hasattr(_command(p), "commands")]
+    without = {" ".join(p) for p in commands if "--json" not in _options(_command(p))}
+    assert without == NO_JSON
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    line = next(p for p in readme.split("\n\n") if p.startswith("Every command takes `--json`"))
+    assert all(f"`{name}`" in line for name in NO_JSON) and "but for four" in line, line
+
+
+def _options(command: object) -> set[str]:
+    return {name for param in command.params for name in getattr(param, "opts", [])}  # type: ignore[attr-defined]
+
+
+def _command(path: tuple[str, ...] | list[str]) -> object:
+    command: object = command_for([])
+    for word in path:
+        command = command.commands[word]  # type: ignore[attr-defined]
+    return command
+
+
 def test_the_walk_saw_every_module():
     """A command module that failed to register would shrink the walk to nothing worth checking."""
     assert len(ALL_MODULES) > 10 and len(PATHS) > 50

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import os
 import sys
 import time
@@ -135,16 +136,35 @@ def logs(
     name: Annotated[str, typer.Argument(help="The agent whose runner's log to show.")],
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing what is added.")] = False,
     lines: Annotated[int, typer.Option("-n", "--lines", metavar="N", help="How many of the last lines.")] = 50,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print one JSON document: the lines, each {at, text} (with --follow, a JSON line each)."
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """This machine's log of an agent's runner."""
     files = _files(name, db)
     if not files.log_path.exists():
         raise NotFound(f"no runner log for {name} on this machine ({files.log_path}).")
-    for line in files.tail(lines):
-        print(line)
+    tail = files.tail(lines)
+    if as_json and not follow:
+        document = {"agent": name, "log": str(files.log_path), "lines": [_log_entry(line) for line in tail]}
+        render.emit(document, as_json, lambda: None)
+        return
+    for line in tail:
+        print(json.dumps(_log_entry(line), ensure_ascii=False) if as_json else line)
     if follow:
-        _follow(files.log_path)
+        _follow(files.log_path, as_json)
+
+
+def _log_entry(line: str) -> dict[str, str | None]:
+    """A log line as data: its UTC time stamp and the rest (files.log writes ``<stamp> <text>``)."""
+    stamp, _, text = line.partition(" ")
+    if len(stamp) == 20 and stamp.endswith("Z") and "T" in stamp:
+        return {"at": stamp, "text": text}
+    return {"at": None, "text": line}  # a line someone else wrote (the runner's own output)
 
 
 @runner_app.command("clear")
@@ -166,14 +186,16 @@ def _files(agent: str, db: str | None):  # type: ignore[no-untyped-def]
     return RunnerFiles(settings.home, settings.workspace_in(os.environ), agent)
 
 
-def _follow(path: Path) -> None:
+def _follow(path: Path, as_json: bool = False) -> None:
     with path.open(encoding="utf-8", errors="replace") as log:
         log.seek(0, os.SEEK_END)
         with contextlib.suppress(KeyboardInterrupt):
             while True:
                 line = log.readline()
                 if line:
-                    sys.stdout.write(line)
+                    sys.stdout.write(
+                        json.dumps(_log_entry(line.rstrip("\n")), ensure_ascii=False) + "\n" if as_json else line
+                    )
                     sys.stdout.flush()
                 else:
                     time.sleep(0.2)  # a log file has no change signal worth more than this

@@ -128,13 +128,19 @@ def logs(
     team: TeamOption = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing what is added.")] = False,
     lines: Annotated[int, typer.Option("-n", "--lines", metavar="N", help="How many of the last lines.")] = 50,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print one JSON document: the lines, each {at, text} (with --follow, a JSON line each)."
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """This machine's log of a role's runner."""
     from callboard.cli.runner import logs as runner_logs
 
     chosen_team, _ = _team(team, None)
-    runner_logs(chosen_team.role(role).agent, follow=follow, lines=lines, db=db)
+    runner_logs(chosen_team.role(role).agent, follow=follow, lines=lines, as_json=as_json, db=db)
 
 
 def _team(given: Path | None, role: str | None) -> tuple[Team, tuple[Role, ...]]:
