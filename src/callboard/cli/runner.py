@@ -20,8 +20,9 @@ import typer
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.config import Settings
-from callboard.errors import BadRequest, NotFound
+from callboard.errors import BadRequest
 from callboard.runner.env import RUNNER_ENV
+from callboard.runner.files import NoRunnerLog
 
 runner_app = typer.Typer(
     help="Runners: see, wake, read and clear the agents that `callboard run` keeps.", no_args_is_help=True
@@ -147,7 +148,7 @@ def logs(
     """This machine's log of an agent's runner."""
     files = _files(name, db)
     if not files.log_path.exists():
-        raise NotFound(f"no runner log for {name} on this machine ({files.log_path}).")
+        raise NoRunnerLog(f"no runner log for {name} on this machine ({files.log_path}).")
     tail = files.tail(lines)
     if as_json and not follow:
         document = {"agent": name, "log": str(files.log_path), "lines": [_log_entry(line) for line in tail]}
