@@ -9,6 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 import typer.core
 
+from callboard.cli.waiting import note
 from callboard.client.base import Client
 from callboard.client.opening import admin_client
 from callboard.client.opening import open_client as client_for
@@ -89,7 +90,7 @@ def open_client(db: str | None, *, as_admin: bool = False) -> Iterator[Client]:
     else:
         from callboard.integrations.claude_code.pushing import PushingClient  # what only a send needs
 
-        client = PushingClient(client_for(settings, card_source=_card_source), settings=settings)
+        client = PushingClient(client_for(settings, card_source=_card_source, on_wait=note), settings=settings)
     try:
         yield client
     finally:

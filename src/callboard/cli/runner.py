@@ -11,6 +11,7 @@ import importlib
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Annotated, Optional
@@ -19,6 +20,7 @@ import typer
 
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
+from callboard.cli.waiting import SAY_AFTER_SECONDS, note
 from callboard.config import Settings
 from callboard.errors import BadRequest
 from callboard.runner.env import RUNNER_ENV
@@ -107,11 +109,19 @@ def run(
         )
         files = RunnerFiles(settings.home, me.workspace, me.agent)
 
+        starting = threading.Timer(SAY_AFTER_SECONDS, note, (f"starting {cli} as {me.agent}…",))
+        starting.daemon = True
+
         def ready(address: str) -> None:
+            starting.cancel()
             print(f"running {me.agent} as {address} with --cli {cli}", flush=True)
 
         runner = Runner(client, adapter, options, files, machine=machine_name(os.environ), on_ready=ready)
-        code = runner.run()
+        starting.start()
+        try:
+            code = runner.run()
+        finally:
+            starting.cancel()
     if code:
         raise typer.Exit(code)
 

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
+from callboard.cli.waiting import saying_after
 from callboard.config import Settings
 from callboard.runner import team_run
 from callboard.runner.team import Role, Team, load_team, team_path
@@ -57,8 +58,10 @@ def up(team: TeamOption = None, role: RoleOption = None, as_json: JsonOption = F
                 outcomes.append(team_run.Outcome(one.name, one.agent, True, pid, f"already running (pid {pid})"))
             else:
                 started.append((one, files, team_run.start(one, files, db)))
-        for one, files, process in started:
-            outcomes.append(team_run.seen_reporting(one, process, client.list_runners, files))
+        names = ", ".join(one.name for one, _, _ in started)
+        with saying_after(f"started the runners of {names}; waiting for each to report its CLI up"):
+            for one, files, process in started:
+                outcomes.append(team_run.seen_reporting(one, process, client.list_runners, files))
     _finish(outcomes, as_json)
 
 
@@ -68,7 +71,11 @@ def down(team: TeamOption = None, role: RoleOption = None, as_json: JsonOption =
     _, roles = _team(team, role)
     settings = Settings.load(db=db)
     workspace = settings.workspace_in(os.environ)
-    _finish([team_run.stop(one, team_run.role_files(settings.home, workspace, one)) for one in roles], as_json)
+    with saying_after(
+        f"stopping the runners of {', '.join(one.name for one in roles)} (SIGTERM; SIGKILL after a grace)"
+    ):
+        stopped = [team_run.stop(one, team_run.role_files(settings.home, workspace, one)) for one in roles]
+    _finish(stopped, as_json)
 
 
 @team_app.command("status")

@@ -89,11 +89,13 @@ class HubClient:
         *,
         ca_cert: str | None = None,
         session: SessionHint | None = None,
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         """``url``: the hub, or several replicas of one hub, comma-separated: a request that cannot
         connect to one is tried on the next at once (a replica gone, another still there).
         ``ca_cert``: a CA file (PEM) that verifies the hub's certificate instead of the system's
-        CAs. ``session``: the session its calls act in (sent with each request)."""
+        CAs. ``session``: the session its calls act in (sent with each request). ``on_wait``: told
+        in a sentence, once per call, when a call is about to wait for the hub (a send retrying)."""
         import httpx
 
         from callboard import __version__
@@ -103,6 +105,7 @@ class HubClient:
         self.identity_source = identity_source
         self._token, self._workspace, self._ca_cert = token, workspace, ca_cert
         self._unread: int | None = None  # what the hub's last answer said of the agent's unread mail
+        self._on_wait = on_wait
         headers = {"User-Agent": f"callboard/{__version__}"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -133,6 +136,7 @@ class HubClient:
             self._workspace,
             ca_cert=self._ca_cert,
             session=SessionHint(session_id=session_id) if session_id else None,
+            on_wait=self._on_wait,
         )
 
     # --- plumbing -------------------------------------------------------------------------
@@ -247,7 +251,7 @@ class HubClient:
         again with backoff while the hub cannot be reached, for CALLBOARD_SEND_RETRY_SECONDS;
         then a HubUnavailable that says whether it may have been stored, and how to retry safely."""
         patience = _send_retry_seconds()
-        started, backoff, reached = time.monotonic(), Backoff(), False
+        started, backoff, reached, told = time.monotonic(), Backoff(), False, False
         while True:
             try:
                 return attempt()
@@ -268,6 +272,11 @@ class HubClient:
                         reached=reached,
                         idempotency_key=key,
                     ) from None
+                if self._on_wait is not None and not told and patience > 1:  # a wait of a second or less goes unsaid
+                    told = True
+                    self._on_wait(
+                        f"the hub at {self.url} does not answer; trying again for {patience:g} s (Ctrl-C stops)"
+                    )
                 time.sleep(delay)
 
     def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
