@@ -19,6 +19,8 @@ import pytest
 from callboard.cli.main import ALL_MODULES, command_for, run_command
 from tests.support.cli_runner import CLI
 
+ROOT = Path(__file__).parents[2]
+
 # What typer writes for a value with no metavar of its own (older typer: TEXT, INTEGER, …; newer:
 # <str>, <int>, …): the Python type, which tells a user nothing. ``<path or url>`` and choices
 # (``<user|project>``) are fine.
@@ -76,7 +78,7 @@ def test_every_command_takes_json_but_the_four_the_readme_names():
     commands = [p for p in PATHS if p and not hasattr(_command(p), "commands")]
     without = {" ".join(p) for p in commands if "--json" not in _options(_command(p))}
     assert without == NO_JSON
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     line = next(p for p in readme.split("\n\n") if p.startswith("Every command takes `--json`"))
     assert all(f"`{name}`" in line for name in NO_JSON) and "but for four" in line, line
 
@@ -127,3 +129,48 @@ def test_version_loads_no_command(tmp_path: Path):
     modules = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", proc.stderr, re.M))
     heavy = {m for m in modules if m.split(".")[0] in ("typer", "click", "rich", "pydantic", "httpx")}
     assert not heavy and "callboard.cli.app" not in modules, sorted(heavy)
+
+
+# --- what the documents name exists ---------------------------------------------------------------
+
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+NOT_TYPER = {"hook"}  # `callboard hook` answers before typer loads (integrations/hooks/entry.py)
+OPTION = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
+
+
+def _mentions() -> list[tuple[str, bool]]:
+    """Each place the documents show a command: a code span or shell line with ``callboard …`` in
+    it (from that word on: it must name a command), and a table's first column, which names one
+    when its first word is a command (``send TO MESSAGE [--subject S]``; else an address, a CLI…)."""
+    found: list[tuple[str, bool]] = []
+    for document in DOCUMENTS:
+        text = document.read_text()
+        spans = re.findall(r"`([^`\n]*\bcallboard [^`\n]*)`", text)
+        for block in re.findall(r"^```(?:bash|sh)[^\n]*\n(.*?)^```", text, re.M | re.S):
+            spans += [line.split(" #")[0] for line in block.splitlines() if not line.lstrip().startswith("#")]
+        for span in spans:
+            found += [(m.group(1), True) for m in re.finditer(r"\bcallboard ([a-z].*?)(?=\bcallboard |$)", span)]
+        found += [(row, False) for row in re.findall(r"^\| `([a-z][^`]*)` \|", text, re.M)]
+    return found
+
+
+def test_every_command_and_option_the_documents_name_exists():
+    root = command_for([])
+    wrong: list[str] = []
+    for mention, strict in _mentions():
+        for shown in mention.split(" / "):  # `install CLIENT` / `uninstall CLIENT`
+            words, command, path = shown.split(), root, []
+            for word in words:
+                name = word.split("/")[0]  # `channel create/join/leave`
+                if not hasattr(command, "commands") or name not in command.commands:
+                    break
+                command, path = command.commands[name], [*path, name]
+            if not path:
+                if strict and words[0] not in NOT_TYPER:
+                    wrong.append(f"no command: {shown!r}")
+                continue
+            if hasattr(command, "commands"):
+                continue
+            options = _options(command) | {"--help", "-h"}
+            wrong += [f"{' '.join(path)} has no {o}: {shown!r}" for o in OPTION.findall(shown) if o not in options]
+    assert not wrong, "\n".join(sorted(set(wrong)))
