@@ -22,7 +22,7 @@ from pydantic import BaseModel, TypeAdapter
 from callboard.client.backoff import Backoff
 from callboard.config import hub_urls
 from callboard.delivery.runner_reports import RunnerReport
-from callboard.errors import BadRequest, HubUnavailable, CallboardError, error_class
+from callboard.errors import BadRequest, CallboardError, HubUnavailable, error_class
 from callboard.headers import (
     AGENT_HEADER,
     PROCESS_HEADER,
