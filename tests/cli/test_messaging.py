@@ -220,3 +220,25 @@ def test_concurrent_readers_never_get_the_same_message(cli, run_json):
 def test_recipient_names_are_case_insensitive(run_json, texts, recipient_case):
     run_json("send", recipient_case, "case", agent="alice")
     assert texts(run_json("read", agent="bob")) == ["case"]
+
+
+def test_reply_answers_the_sender_in_the_messages_thread(run_json, run, expect_error, texts):
+    asked = run_json("send", "bob", "can you review #42?", agent="alice")
+    run_json("channel", "create", "ops", agent="carol")
+    run_json("channel", "join", "ops", agent="bob")
+    posted = run_json("channel", "post", "ops", "deploying at five", agent="carol")
+
+    answer = run_json("reply", asked["message_id"], "on it", agent="bob")
+    assert [r["agent"] for r in answer["recipients"]] == ["alice"]
+    assert answer["thread_id"] == asked["thread_id"]
+    on_post = run_json("reply", posted["message_id"], "-", agent="bob", input="good luck\n")
+    assert [r["agent"] for r in on_post["recipients"]] == ["carol"]  # the poster, not the channel
+
+    got = _only_item(run_json("read", agent="alice"))["message"]
+    assert (got["sender"], got["reply_to"], got["thread_id"]) == ("bob", asked["message_id"], asked["thread_id"])
+    assert texts(run_json("read", agent="carol")) == ["good luck\n"]
+
+    # Not a message of yours to answer: one line, nothing sent.
+    expect_error(run("reply", asked["message_id"], "me again", agent="alice"), "bad_request", as_json=False)
+    expect_error(run("reply", asked["message_id"], "who?", "--json", agent="dave"), "unknown_message", as_json=True)
+    assert run_json("read", "--peek", agent="alice")["unread"] == 0  # either would have gone to alice

@@ -57,6 +57,10 @@ def test_answers_mail_surfaced_via_runner_and_stops_on_sigterm(machine: RunnerMa
     )
     logs = machine.cli.run("runner", "logs", "rbot", "-n", "50")
     assert "turn t1-" in logs.stdout
+    as_data = machine.cli.run_json("runner", "logs", "rbot", "-n", "50")
+    assert as_data["agent"] == "rbot" and len(as_data["lines"]) == len(logs.stdout.splitlines())
+    turn = next(line for line in as_data["lines"] if "turn t1-" in line["text"])
+    assert turn["at"].endswith("Z") and f"{turn['at']} {turn['text']}" in logs.stdout
     started = time.monotonic()
     assert machine.stop() == 0, machine.describe()
     assert time.monotonic() - started < 10

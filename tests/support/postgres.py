@@ -1,9 +1,15 @@
 """A fresh PostgreSQL schema for a test, on the server CI runs beside the suite (127.0.0.1:5432,
 trust auth, database ``test``), dropped afterwards. CALLBOARD_TEST_POSTGRES overrides the
-server's URL; CALLBOARD_TEST_POSTGRES=0 skips the PostgreSQL runs (a developer without one)."""
+server's URL; CALLBOARD_TEST_POSTGRES=0 skips the PostgreSQL runs (a developer without one).
+
+With no CALLBOARD_TEST_POSTGRES, a machine without that server skips the PostgreSQL runs, each
+with a line saying why (``pytest -ra`` lists them): a newcomer's first run of the suite passes.
+A server named in CALLBOARD_TEST_POSTGRES must answer, or the test fails: CI names its server
+(.ci/run), so that it cannot pass by skipping."""
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 from collections.abc import Iterator
@@ -16,10 +22,37 @@ DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def server_url() -> str:
+    """The test server's URL; skips (or fails, see above) when there is none to use."""
     configured = os.environ.get("CALLBOARD_TEST_POSTGRES", "").strip()
     if configured == "0":
         pytest.skip("CALLBOARD_TEST_POSTGRES=0: the PostgreSQL runs are skipped")
-    return configured or DEFAULT_SERVER
+    server = configured or DEFAULT_SERVER
+    problem = unreachable(server)
+    if problem is not None and configured:
+        pytest.fail(
+            f"cannot reach PostgreSQL at {server} (CALLBOARD_TEST_POSTGRES): {problem}; start it, point "
+            "CALLBOARD_TEST_POSTGRES at one, or set CALLBOARD_TEST_POSTGRES=0 to skip the PostgreSQL runs"
+        )
+    if problem is not None:
+        pytest.skip(
+            f"no PostgreSQL at {server} ({problem}): the PostgreSQL runs are skipped; start one there "
+            "(trust auth, database 'test') or name one with CALLBOARD_TEST_POSTGRES=postgresql://…"
+        )
+    return server
+
+
+@functools.cache
+def unreachable(server: str) -> str | None:
+    """Why ``server`` cannot be used (asked once per test process), or None."""
+    try:
+        import psycopg
+    except ImportError:
+        return "psycopg is not installed: pip install -e '.[dev]'"
+    try:
+        with psycopg.connect(server, connect_timeout=5):
+            return None
+    except psycopg.Error as error:
+        return " ".join(str(error).split()) or type(error).__name__
 
 
 def schema_url(server: str, schema: str) -> str:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
+import typer.core
 
+from callboard.cli.waiting import note
 from callboard.client.base import Client
 from callboard.client.opening import admin_client
 from callboard.client.opening import open_client as client_for
@@ -21,7 +23,34 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command and group inherits it
 )
+
+
+def version_line() -> str:
+    """What ``callboard --version`` prints."""
+    from callboard import __version__
+
+    return f"callboard {__version__}"
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        print(version_line())
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
+    ] = False,
+) -> None:
+    # ``callboard --version`` alone is answered before typer loads (cli/main.py); this option is
+    # what ``--help`` lists, and what answers it after other options.
+    """A durable mailbox for AI agents: direct messages, #channels, threads and truthful delivery."""
+
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
 DbOption = Annotated[
@@ -61,11 +90,40 @@ def open_client(db: str | None, *, as_admin: bool = False) -> Iterator[Client]:
     else:
         from callboard.integrations.claude_code.pushing import PushingClient  # what only a send needs
 
-        client = PushingClient(client_for(settings, card_source=_card_source), settings=settings)
+        client = PushingClient(client_for(settings, card_source=_card_source, on_wait=note), settings=settings)
     try:
         yield client
     finally:
         client.close()
+
+
+class _NamedArgument(typer.core.TyperArgument):
+    """An argument as help shows it: its name (``TO``), and its choices when it has them, never its
+    Python type; ``[NAME]`` when it may be left out."""
+
+    def display_type_rich(self, ctx: typer.Context) -> str | None:  # type: ignore[override]
+        return super().display_type_rich(ctx) if self.type_descriptor.is_choice else None
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+
+def plain_metavars(command: Any) -> Any:
+    """Name every value in ``command``'s help (a group: every command in it) by what it is, never
+    by its Python type (typer writes ``<str>``, ``<int>``, ``<float>``, ``<path>``): an option with
+    no metavar of its own is named after itself (``--port PORT``) unless it shows its choices; an
+    argument by its name. tests/cli/test_help.py reads every command's help for a type name."""
+    for sub in getattr(command, "commands", {}).values():
+        plain_metavars(sub)
+    for param in getattr(command, "params", ()):
+        if isinstance(param, typer.core.TyperArgument):
+            param.metavar = param.metavar or (param.name or "value").upper()
+            param.__class__ = _NamedArgument
+        elif isinstance(param, typer.core.TyperOption) and param.metavar is None and not param.is_flag:
+            if not param.type_descriptor.is_choice:
+                param.metavar = (param.name or "value").upper()
+    return command
 
 
 def _card_source(url: str, token: str | None) -> OutsideCard:

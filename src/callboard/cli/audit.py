@@ -14,7 +14,7 @@ from callboard.model import AuditEntry
 
 @app.command()
 def audit(
-    limit: Annotated[int, typer.Option("--limit", help="How many records, newest first.")] = 50,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", help="How many records, newest first.")] = 50,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:

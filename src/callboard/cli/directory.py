@@ -122,7 +122,11 @@ def _print_agent(agent: Agent) -> None:
 
 TerminalOption = Annotated[
     Optional[str],
-    typer.Option("--terminal", help="The terminal window or pane it runs in (default: told from the environment)."),
+    typer.Option(
+        "--terminal",
+        metavar="LABEL",
+        help="The terminal window or pane it runs in (default: told from the environment).",
+    ),
 ]
 DescriptionOption = Annotated[Optional[str], typer.Option("--description", "-d", help="What this agent does.")]
 SkillOption = Annotated[list[str], typer.Option("--skill", help="A skill it offers (repeatable).")]
@@ -153,7 +157,8 @@ def agent_list(
 @agent_app.command("export")
 def agent_export(
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the document to this file (default: print it).")
+        Optional[Path],
+        typer.Option("--output", "-o", metavar="FILE", help="Write the document to this file (default: print it)."),
     ] = None,
     export_format: Annotated[
         ExportFormat, typer.Option("--format", help="The records' format: oasf (the AGNTCY directory's).")
@@ -162,6 +167,7 @@ def agent_export(
         Optional[str],
         typer.Option(
             "--base-url",
+            metavar="URL",
             help="The hub's public address for the agents' A2A cards (default: as the hub this machine uses serves "
             "them).",
         ),
@@ -300,7 +306,10 @@ def session_keep(
     pid: Annotated[int, typer.Option("--pid", help="The process whose session this is: kept while it runs.")],
     runtime: Annotated[str, typer.Option("--runtime", help="What runs the session (codex, script…).")] = "script",
     every: Annotated[
-        float, typer.Option("--every", help="Report every SECONDS (keep it well inside the hub's liveness window).")
+        float,
+        typer.Option(
+            "--every", metavar="SECONDS", help="Report every SECONDS (keep it well inside the hub's liveness window)."
+        ),
     ] = HEARTBEAT_SECONDS,
     terminal: TerminalOption = None,
     as_json: JsonOption = False,

@@ -55,8 +55,18 @@ def follow_mail(client: Client, *, peek: bool, after: int | None, limit: int | N
         if limit is not None and printed >= limit:
             stop.set()
 
+    told = False  # of this outage: one line when it starts, one when it ends
+
     def unreachable(error: HubUnavailable, delay: float) -> None:
-        _note(f"{error.message} — trying again in {delay:.1f} s")
+        nonlocal told
+        if not told:
+            told = True
+            _note(f"{error.message} — trying again in {delay:.1f} s, and on until it answers (Ctrl-C stops)")
+
+    def reconnected() -> None:
+        nonlocal told
+        told = False
+        _note("reconnected; resuming where it stopped")
 
     try:
         follow(
@@ -66,7 +76,7 @@ def follow_mail(client: Client, *, peek: bool, after: int | None, limit: int | N
             after=after,
             mark_read=not peek,
             on_unreachable=unreachable,
-            on_reconnected=lambda: _note("reconnected; resuming where it stopped"),
+            on_reconnected=reconnected,
         )
     finally:
         if keeper is not None:

@@ -20,6 +20,7 @@ def import_inbox(
     path: Annotated[
         Path,
         typer.Argument(
+            metavar="FOLDER",
             help="The folder holding one subfolder per agent, each with one JSON file per message "
             "(read ones in its .read/).",
             show_default=False,

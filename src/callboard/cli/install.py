@@ -20,12 +20,11 @@ from callboard.cli.app import JsonOption, app
 from callboard.cli.mcp_config import server_command
 from callboard.config import Settings, home_dir
 from callboard.identity import find_git_root
-from callboard.integrations.agent_clis import HOOK_CLIENTS
 from callboard.integrations.install import install_plans
 from callboard.integrations.install.installer import Report, install, uninstall
 
-# The CLIs ``install`` puts the mailbox into: those with hooks (agent_clis, the one table).
-Client = StrEnum("Client", {name: name for name in HOOK_CLIENTS})
+# The CLIs ``install`` puts the mailbox into: every one that takes an MCP server (agent_clis, the one table).
+Client = StrEnum("Client", {name: name for name in install_plans.CLIENTS})
 
 
 class Scope(StrEnum):
@@ -35,7 +34,9 @@ class Scope(StrEnum):
 
 ClientArgument = Annotated[
     Client,
-    typer.Argument(case_sensitive=False, help=f"The agent CLI: {', '.join(HOOK_CLIENTS)}.", show_default=False),
+    typer.Argument(
+        case_sensitive=False, help=f"The agent CLI: {', '.join(install_plans.CLIENTS)}.", show_default=False
+    ),
 ]
 ScopeOption = Annotated[
     Scope,
@@ -81,8 +82,9 @@ def install_command(
     as_json: JsonOption = False,
 ) -> None:
     """Set up an agent CLI so the mailbox reaches its sessions: MCP server, hooks (and for Claude
-    Code the wake-up hook, tool permissions and /inbox). Merges into your settings; undo with
-    'callboard uninstall CLIENT'."""
+    Code the wake-up hook, tool permissions and /inbox; Cursor gets the MCP server only). Merges
+    into your settings; undo with 'callboard uninstall CLIENT'. --scope project writes files a team
+    can commit: they run 'callboard' from each teammate's PATH."""
     # The hooks' shell finds Callboard's home in CALLBOARD_HOME, or else where it is by default.
     folders = install_plans.Folders(home=Path.home(), project=_project(), env=os.environ, callboard_home=home_dir({}))
     callboard = server_command()[:-1]  # the command that runs callboard, without "mcp"

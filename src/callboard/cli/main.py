@@ -16,6 +16,7 @@ EXIT_INTERNAL = 1
 # of them (tests/cli/test_lean_start.py checks this table against the app).
 COMMAND_MODULES = {
     "send": "messaging",
+    "reply": "messaging",
     "read": "messaging",
     "inbox": "messaging",
     "ack": "messaging",
@@ -60,6 +61,11 @@ def _report(code: str, message: str, as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:  # before typer and the commands load: a version check is instant
+        from callboard import __version__
+
+        sys.stdout.write(f"callboard {__version__}\n")
+        return
     from callboard.cli import warm_client
 
     # The everyday commands and the hooks go to the warm server (started on first use) when it
@@ -93,7 +99,7 @@ def command_for(args: list[str]):  # type: ignore[no-untyped-def]
 
     import typer.main
 
-    from callboard.cli.app import app
+    from callboard.cli.app import app, plain_metavars
 
     wanted = (COMMAND_MODULES[args[0]],) if args and args[0] in COMMAND_MODULES else ALL_MODULES
     for module in wanted:
@@ -101,7 +107,7 @@ def command_for(args: list[str]):  # type: ignore[no-untyped-def]
     loaded = frozenset(m for m in ALL_MODULES if f"callboard.cli.{m}" in sys.modules)
     if _built is None or _built[0] != loaded:
         # Always the group (get_command would make an app of one registered command that command).
-        _built = (loaded, typer.main.get_group(app))
+        _built = (loaded, plain_metavars(typer.main.get_group(app)))
     return _built[1]
 
 

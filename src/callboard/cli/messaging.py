@@ -1,4 +1,4 @@
-"""send, read, inbox, ack, status: moving mail."""
+"""send, reply, read, inbox, ack, status: moving mail."""
 
 from __future__ import annotations
 
@@ -46,17 +46,24 @@ def send(
     message: Annotated[str, typer.Argument(help="The message text; '-' reads it from standard input.")],
     subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="A short subject line.")] = None,
     reply_to: Annotated[
-        Optional[str], typer.Option("--reply-to", help="The id of the message this answers; joins its thread.")
+        Optional[str],
+        typer.Option("--reply-to", metavar="ID", help="The id of the message this answers; joins its thread."),
     ] = None,
-    thread: Annotated[Optional[str], typer.Option("--thread", help="Put the message in this thread id.")] = None,
-    data: Annotated[list[str], typer.Option("--data", help="Attach a JSON data part (repeatable).")] = [],  # noqa: B006
+    thread: Annotated[
+        Optional[str], typer.Option("--thread", metavar="ID", help="Put the message in this thread id.")
+    ] = None,
+    data: Annotated[
+        list[str], typer.Option("--data", metavar="JSON", help="Attach a JSON data part (repeatable).")
+    ] = [],  # noqa: B006
     url: Annotated[list[str], typer.Option("--url", help="Attach a file/URL part (repeatable).")] = [],  # noqa: B006
     require_live: Annotated[
         bool, typer.Option("--require-live", help="Fail, storing nothing, unless every recipient has a live session.")
     ] = False,
     idempotency_key: Annotated[
         Optional[str],
-        typer.Option("--idempotency-key", help="Resending with the same key returns the first send, never a copy."),
+        typer.Option(
+            "--idempotency-key", metavar="KEY", help="Resending with the same key returns the first send, never a copy."
+        ),
     ] = None,
     urgent: Annotated[
         bool,
@@ -79,6 +86,41 @@ def send(
             idempotency_key=idempotency_key,
             urgent=urgent,
         )
+        if any(o.remote for o in result.recipients):
+            from callboard.cli.remotes import SEND_PUMP_SECONDS, pump_inline
+
+            pump_inline(client, result.message_id, SEND_PUMP_SECONDS)
+    emit_sent(result, as_json)
+
+
+@app.command()
+def reply(
+    message_id: Annotated[
+        str, typer.Argument(help="The message you answer: an id that read, inbox or a send printed.")
+    ],
+    message: Annotated[str, typer.Argument(help="Your answer; '-' reads it from standard input.")],
+    subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="A short subject line.")] = None,
+    data: Annotated[
+        list[str], typer.Option("--data", metavar="JSON", help="Attach a JSON data part (repeatable).")
+    ] = [],  # noqa: B006
+    url: Annotated[list[str], typer.Option("--url", help="Attach a file/URL part (repeatable).")] = [],  # noqa: B006
+    urgent: Annotated[
+        bool,
+        typer.Option("--urgent", help="Let it reach a busy coding agent between tool calls, not only at its turn."),
+    ] = False,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Answer a message: to its sender, in its thread (the same as 'send SENDER MESSAGE --reply-to MESSAGE_ID')."""
+    text = _stdin_text() if message == "-" else message
+    with open_client(db) as client:
+        sender = client.message_status(message_id).sender  # unknown_message unless it is yours to see
+        if sender == client.whoami().agent:
+            raise BadRequest(
+                f"{message_id} is a message you sent: answer its recipients with "
+                f"'callboard send NAME MESSAGE --reply-to {message_id}'."
+            )
+        result = client.send(sender, text, subject=subject, parts=_parts(data, url), reply_to=message_id, urgent=urgent)
         if any(o.remote for o in result.recipients):
             from callboard.cli.remotes import SEND_PUMP_SECONDS, pump_inline
 
@@ -109,11 +151,15 @@ def read(
     peek: Annotated[bool, typer.Option("--peek", help="Show unread mail without marking it read.")] = False,
     after: Annotated[
         Optional[int],
-        typer.Option("--after", help="Resume after this sequence number (the cursor of an earlier read)."),
+        typer.Option(
+            "--after", metavar="SEQ", help="Resume after this sequence number (the cursor of an earlier read)."
+        ),
     ] = None,
     limit: Annotated[
         Optional[int],
-        typer.Option("--limit", "-n", help="At most this many messages (default 100; with --follow, no limit)."),
+        typer.Option(
+            "--limit", "-n", metavar="N", help="At most this many messages (default 100; with --follow, no limit)."
+        ),
     ] = None,
     follow: Annotated[
         bool,
@@ -161,7 +207,7 @@ def read(
 @app.command()
 def inbox(
     all_: Annotated[bool, typer.Option("--all", help="Include acknowledged messages.")] = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many, newest last.")] = 50,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="At most this many, newest last.")] = 50,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:

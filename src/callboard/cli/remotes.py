@@ -15,6 +15,7 @@ import typer
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, open_client
 from callboard.cli.directory import agent_app
+from callboard.cli.waiting import saying_after
 from callboard.client.base import Client
 from callboard.tasks import RemoteAgent
 
@@ -34,7 +35,7 @@ def add_remote(
 ) -> None:
     """Register an outside A2A agent by its card: then send, send_message and every face reach
     it by NAME; each message becomes an A2A task, its answers mail from NAME in your thread."""
-    with open_client(db) as client:
+    with open_client(db) as client, saying_after(f"fetching the agent card at {url} (Ctrl-C stops)"):
         remote = client.add_remote(name, url, token=token)
     render.emit(remote, as_json, lambda: _print_remote(remote))
 
@@ -73,4 +74,5 @@ def pump_inline(client: Client, message_id: str, seconds: float) -> None:
     from callboard.a2a.remote_pump import RemotePump
 
     workspace = client.whoami().workspace
-    asyncio.run(RemotePump(service).send_now(workspace, message_id, seconds))
+    with saying_after(f"waiting up to {seconds:g} s for the outside agent to take message {message_id}"):
+        asyncio.run(RemotePump(service).send_now(workspace, message_id, seconds))

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Annotated, Optional
@@ -18,10 +20,12 @@ import typer
 
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
+from callboard.cli.waiting import SAY_AFTER_SECONDS, note
 from callboard.config import Settings
-from callboard.errors import BadRequest, NotFound
+from callboard.errors import BadRequest
 from callboard.fence import visible
 from callboard.runner.env import RUNNER_ENV
+from callboard.runner.files import NoRunnerLog
 
 runner_app = typer.Typer(
     help="Runners: see, wake, read and clear the agents that `callboard run` keeps.", no_args_is_help=True
@@ -37,18 +41,32 @@ def run(
     agent: Annotated[
         Optional[str], typer.Option("--agent", help="The agent to run (default: the identity rule's).")
     ] = None,
-    cwd: Annotated[Optional[Path], typer.Option("--cwd", help="The CLI's working folder (default: here).")] = None,
+    cwd: Annotated[
+        Optional[Path], typer.Option("--cwd", metavar="FOLDER", help="The CLI's working folder (default: here).")
+    ] = None,
     prompt_file: Annotated[
-        Optional[Path], typer.Option("--prompt-file", help="Who the agent is and how it works (its role prompt).")
+        Optional[Path],
+        typer.Option("--prompt-file", metavar="FILE", help="Who the agent is and how it works (its role prompt)."),
     ] = None,
     every: Annotated[
-        Optional[float], typer.Option("--every", help="Also tick after this many idle seconds (default: never).")
+        Optional[float],
+        typer.Option("--every", metavar="SECONDS", help="Also tick after this many idle seconds (default: never)."),
     ] = None,
-    idle_step: Annotated[float, typer.Option("--idle-step", help="Seconds added per idle tick.")] = 60.0,
-    max_sleep: Annotated[float, typer.Option("--max-sleep", help="The longest wait between ticks.")] = 3600.0,
-    turn_limit: Annotated[float, typer.Option("--turn-limit", help="A turn longer than this is stopped.")] = 600.0,
-    clear_min_gap: Annotated[float, typer.Option("--clear-min-gap", help="Seconds between context clears.")] = 600.0,
-    grace: Annotated[float, typer.Option("--grace", help="Seconds the CLI has to exit before it is killed.")] = 10.0,
+    idle_step: Annotated[
+        float, typer.Option("--idle-step", metavar="SECONDS", help="Seconds added per idle tick.")
+    ] = 60.0,
+    max_sleep: Annotated[
+        float, typer.Option("--max-sleep", metavar="SECONDS", help="The longest wait between ticks.")
+    ] = 3600.0,
+    turn_limit: Annotated[
+        float, typer.Option("--turn-limit", metavar="SECONDS", help="A turn longer than this is stopped.")
+    ] = 600.0,
+    clear_min_gap: Annotated[
+        float, typer.Option("--clear-min-gap", metavar="SECONDS", help="Seconds between context clears.")
+    ] = 600.0,
+    grace: Annotated[
+        float, typer.Option("--grace", metavar="SECONDS", help="Seconds the CLI has to exit before it is killed.")
+    ] = 10.0,
     respawn_base: Annotated[float, typer.Option("--respawn-base", hidden=True)] = 1.0,  # tests: a fast crash loop
     db: DbOption = None,
 ) -> None:
@@ -92,11 +110,19 @@ def run(
         )
         files = RunnerFiles(settings.home, me.workspace, me.agent)
 
+        starting = threading.Timer(SAY_AFTER_SECONDS, note, (f"starting {cli} as {me.agent}…",))
+        starting.daemon = True
+
         def ready(address: str) -> None:
+            starting.cancel()
             print(f"running {me.agent} as {address} with --cli {cli}", flush=True)
 
         runner = Runner(client, adapter, options, files, machine=machine_name(os.environ), on_ready=ready)
-        code = runner.run()
+        starting.start()
+        try:
+            code = runner.run()
+        finally:
+            starting.cancel()
     if code:
         raise typer.Exit(code)
 
@@ -123,18 +149,37 @@ def wake(
 def logs(
     name: Annotated[str, typer.Argument(help="The agent whose runner's log to show.")],
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing what is added.")] = False,
-    lines: Annotated[int, typer.Option("-n", "--lines", help="How many of the last lines.")] = 50,
+    lines: Annotated[int, typer.Option("-n", "--lines", metavar="N", help="How many of the last lines.")] = 50,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print one JSON document: the lines, each {at, text} (with --follow, a JSON line each)."
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """This machine's log of an agent's runner."""
     files = _files(name, db)
     if not files.log_path.exists():
-        raise NotFound(f"no runner log for {name} on this machine ({files.log_path}).")
-    # The log holds what the CLI printed, and so what mail asked of it: shown, never obeyed.
-    for line in files.tail(lines):
-        print(visible(line))
+        raise NoRunnerLog(f"no runner log for {name} on this machine ({files.log_path}).")
+    tail = files.tail(lines)
+    if as_json and not follow:
+        document = {"agent": name, "log": str(files.log_path), "lines": [_log_entry(line) for line in tail]}
+        render.emit(document, as_json, lambda: None)
+        return
+    for line in tail:
+        # The log holds what the CLI printed, and so what mail asked of it: shown, never obeyed.
+        print(json.dumps(_log_entry(line), ensure_ascii=False) if as_json else visible(line))
     if follow:
-        _follow(files.log_path)
+        _follow(files.log_path, as_json)
+
+
+def _log_entry(line: str) -> dict[str, str | None]:
+    """A log line as data: its UTC time stamp and the rest (files.log writes ``<stamp> <text>``)."""
+    stamp, _, text = line.partition(" ")
+    if len(stamp) == 20 and stamp.endswith("Z") and "T" in stamp:
+        return {"at": stamp, "text": text}
+    return {"at": None, "text": line}  # a line someone else wrote (the runner's own output)
 
 
 @runner_app.command("clear")
@@ -158,14 +203,18 @@ def _files(agent: str, db: str | None):  # type: ignore[no-untyped-def]
     return RunnerFiles(settings.home, settings.workspace_in(os.environ), agent)
 
 
-def _follow(path: Path) -> None:
+def _follow(path: Path, as_json: bool = False) -> None:
     with path.open(encoding="utf-8", errors="replace", newline="\n") as log:  # a lone CR is no line's end
         log.seek(0, os.SEEK_END)
         with contextlib.suppress(KeyboardInterrupt):
             while True:
                 line = log.readline()
                 if line:
-                    sys.stdout.write(visible(line))
+                    sys.stdout.write(
+                        json.dumps(_log_entry(line.rstrip("\n")), ensure_ascii=False) + "\n"
+                        if as_json
+                        else visible(line)
+                    )
                     sys.stdout.flush()
                 else:
                     time.sleep(0.2)  # a log file has no change signal worth more than this

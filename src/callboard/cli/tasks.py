@@ -39,10 +39,12 @@ def task_list(
     state: Annotated[
         Optional[str], typer.Option("--state", help="Only tasks in this state (working, input-required, …).")
     ] = None,
-    context: Annotated[Optional[str], typer.Option("--context", help="Only tasks of this context (thread) id.")] = None,
-    limit: Annotated[int, typer.Option("--limit", help="At most this many (1-100).")] = 50,
+    context: Annotated[
+        Optional[str], typer.Option("--context", metavar="ID", help="Only tasks of this context (thread) id.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", help="At most this many (1-100).")] = 50,
     page_token: Annotated[
-        Optional[str], typer.Option("--page-token", help="Go on from where a previous list stopped.")
+        Optional[str], typer.Option("--page-token", metavar="TOKEN", help="Go on from where a previous list stopped.")
     ] = None,
     as_json: JsonOption = False,
     db: DbOption = None,
@@ -56,7 +58,7 @@ def task_list(
 @task_app.command("show")
 def task_show(
     task_id: TaskIdArgument,
-    history: Annotated[int, typer.Option("--history", help="Also show its newest N messages.")] = 0,
+    history: Annotated[int, typer.Option("--history", metavar="N", help="Also show its newest N messages.")] = 0,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -69,18 +71,27 @@ def task_show(
 @task_app.command("send")
 def task_send(
     agent: Annotated[str, typer.Argument(help="The agent to ask (name, or name@machine#pid).")],
-    text: Annotated[str, typer.Argument(help="What you ask of it.")],
+    text: Annotated[str, typer.Argument(metavar="MESSAGE", help="What you ask of it.")],
     subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="A short subject line.")] = None,
     context: Annotated[
-        Optional[str], typer.Option("--context", help="Open it in this context (thread) id; default: a new one.")
+        Optional[str],
+        typer.Option("--context", metavar="ID", help="Open it in this context (thread) id; default: a new one."),
     ] = None,
     answer: Annotated[
         Optional[str],
-        typer.Option("--answer", help="Answer this task of yours that asked you for input, instead of a new one."),
+        typer.Option(
+            "--answer",
+            metavar="TASK_ID",
+            help="Answer this task of yours that asked you for input, instead of a new one.",
+        ),
     ] = None,
     message_id: Annotated[
         Optional[str],
-        typer.Option("--message-id", help="Your id for this message: sending again with it never opens a second task."),
+        typer.Option(
+            "--message-id",
+            metavar="ID",
+            help="Your id for this message: sending again with it never opens a second task.",
+        ),
     ] = None,
     as_json: JsonOption = False,
     db: DbOption = None,
@@ -116,10 +127,10 @@ def task_update(
         Optional[str], typer.Option("--message", "-m", help="A status message to the one who asked.")
     ] = None,
     artifact: Annotated[
-        list[Path], typer.Option("--artifact", help="Hand over this file as an artifact (repeatable).")
+        list[Path], typer.Option("--artifact", metavar="FILE", help="Hand over this file as an artifact (repeatable).")
     ] = [],  # noqa: B006
     data: Annotated[
-        list[str], typer.Option("--data", help="Hand over this JSON as a data artifact (repeatable).")
+        list[str], typer.Option("--data", metavar="JSON", help="Hand over this JSON as a data artifact (repeatable).")
     ] = [],  # noqa: B006
     as_json: JsonOption = False,
     db: DbOption = None,

@@ -14,6 +14,7 @@ import typer
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.cli.render import peer
+from callboard.cli.waiting import saying_after
 from callboard.config import Settings
 from callboard.runner import team_run
 from callboard.runner.team import Role, Team, load_team, team_path
@@ -22,7 +23,7 @@ team_app = typer.Typer(help="Teams: run every role of a team.toml as a runner on
 app.add_typer(team_app, name="team")
 
 TeamOption = Annotated[
-    Optional[Path], typer.Option("--team", help="The team.toml, or its folder (default: ./team.toml).")
+    Optional[Path], typer.Option("--team", metavar="FILE", help="The team.toml, or its folder (default: ./team.toml).")
 ]
 RoleOption = Annotated[Optional[str], typer.Option("--role", help="Only this role (its name or agent).")]
 
@@ -57,8 +58,10 @@ def up(team: TeamOption = None, role: RoleOption = None, as_json: JsonOption = F
                 outcomes.append(team_run.Outcome(one.name, one.agent, True, pid, f"already running (pid {pid})"))
             else:
                 started.append((one, files, team_run.start(one, files, db)))
-        for one, files, process in started:
-            outcomes.append(team_run.seen_reporting(one, process, client.list_runners, files))
+        names = ", ".join(one.name for one, _, _ in started)
+        with saying_after(f"started the runners of {names}; waiting for each to report its CLI up"):
+            for one, files, process in started:
+                outcomes.append(team_run.seen_reporting(one, process, client.list_runners, files))
     _finish(outcomes, as_json)
 
 
@@ -68,7 +71,11 @@ def down(team: TeamOption = None, role: RoleOption = None, as_json: JsonOption =
     _, roles = _team(team, role)
     settings = Settings.load(db=db)
     workspace = settings.workspace_in(os.environ)
-    _finish([team_run.stop(one, team_run.role_files(settings.home, workspace, one)) for one in roles], as_json)
+    with saying_after(
+        f"stopping the runners of {', '.join(one.name for one in roles)} (SIGTERM; SIGKILL after a grace)"
+    ):
+        stopped = [team_run.stop(one, team_run.role_files(settings.home, workspace, one)) for one in roles]
+    _finish(stopped, as_json)
 
 
 @team_app.command("status")
@@ -127,14 +134,20 @@ def logs(
     role: Annotated[str, typer.Argument(help="The role whose runner's log to show.")],
     team: TeamOption = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing what is added.")] = False,
-    lines: Annotated[int, typer.Option("-n", "--lines", help="How many of the last lines.")] = 50,
+    lines: Annotated[int, typer.Option("-n", "--lines", metavar="N", help="How many of the last lines.")] = 50,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print one JSON document: the lines, each {at, text} (with --follow, a JSON line each)."
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """This machine's log of a role's runner."""
     from callboard.cli.runner import logs as runner_logs
 
     chosen_team, _ = _team(team, None)
-    runner_logs(chosen_team.role(role).agent, follow=follow, lines=lines, db=db)
+    runner_logs(chosen_team.role(role).agent, follow=follow, lines=lines, as_json=as_json, db=db)
 
 
 def _team(given: Path | None, role: str | None) -> tuple[Team, tuple[Role, ...]]:

@@ -26,7 +26,7 @@ import sys
 
 # The everyday commands and the agent CLIs' hooks (which run on every prompt, tool call and
 # stop); the rest (install, up, mcp, …) run in their own process as before.
-COMMANDS = frozenset({"send", "read", "status", "who", "inbox", "ack", "hook"})
+COMMANDS = frozenset({"send", "reply", "read", "status", "who", "inbox", "ack", "hook"})
 SOCKET_FILE = "warm.sock"
 LOCK_FILE = "warm.lock"
 SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -68,6 +69,7 @@ T = TypeVar("T")
 TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 5.0  # a hub that does not answer a connection in 5 s is not there now
 SEND_RETRY_SECONDS = 10.0  # how long a send keeps trying a hub it cannot reach before it says so
+SLOW_CONNECT_SECONDS = 1.0  # a connection to the hub not made after this long says so (to on_wait)
 
 
 @functools.cache
@@ -90,11 +92,13 @@ class HubClient:
         *,
         ca_cert: str | None = None,
         session: SessionHint | None = None,
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         """``url``: the hub, or several replicas of one hub, comma-separated: a request that cannot
         connect to one is tried on the next at once (a replica gone, another still there).
         ``ca_cert``: a CA file (PEM) that verifies the hub's certificate instead of the system's
-        CAs. ``session``: the session its calls act in (sent with each request)."""
+        CAs. ``session``: the session its calls act in (sent with each request). ``on_wait``: told
+        in a sentence, once per call, when a call is about to wait for the hub (a send retrying)."""
         import httpx
 
         from callboard import __version__
@@ -104,6 +108,8 @@ class HubClient:
         self.identity_source = identity_source
         self._token, self._workspace, self._ca_cert = token, workspace, ca_cert
         self._unread: int | None = None  # what the hub's last answer said of the agent's unread mail
+        self._on_wait = on_wait
+        self._slow_told = False
         headers = {"User-Agent": f"callboard/{__version__}"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -134,6 +140,7 @@ class HubClient:
             self._workspace,
             ca_cert=self._ca_cert,
             session=SessionHint(session_id=session_id) if session_id else None,
+            on_wait=self._on_wait,
         )
 
     # --- plumbing -------------------------------------------------------------------------
@@ -159,6 +166,7 @@ class HubClient:
                     json=json,
                     params=params,
                     timeout=httpx.Timeout(timeout or TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
+                    extensions=self._connect_watch(),
                 )
             except httpx.HTTPError as error:
                 tried += 1
@@ -172,6 +180,33 @@ class HubClient:
             counted = response.headers.get(UNREAD_HEADER)
             self._unread = int(counted) if counted is not None and counted.isascii() and counted.isdigit() else None
             return response.json()
+
+    def _connect_watch(self) -> dict[str, Any]:
+        """A request's extensions that tell ``on_wait`` (once in this client's life) when opening
+        a connection to the hub takes more than a second: a hub away behind a network that
+        swallows the connection until its timeout (a refused one fails at once)."""
+        if self._on_wait is None or self._slow_told:
+            return {}
+        timers: list[threading.Timer] = []
+
+        def trace(event: str, info: dict[str, Any]) -> None:
+            if event == "connection.connect_tcp.started":
+                timer = threading.Timer(SLOW_CONNECT_SECONDS, self._tell_slow)
+                timer.daemon = True
+                timers.append(timer)
+                timer.start()
+            elif event.startswith("connection.connect_tcp."):  # complete, or failed
+                for timer in timers:
+                    timer.cancel()
+
+        return {"trace": trace}
+
+    def _tell_slow(self) -> None:
+        if self._on_wait is not None and not self._slow_told:
+            self._slow_told = True
+            self._on_wait(
+                f"the hub at {self.url} does not answer yet; waiting up to {CONNECT_TIMEOUT_SECONDS:g} s (Ctrl-C stops)"
+            )
 
     def _next_replica(self) -> None:
         self.url = self._urls[(self._urls.index(self.url) + 1) % len(self._urls)]
@@ -251,7 +286,7 @@ class HubClient:
         again with backoff while the hub cannot be reached, for CALLBOARD_SEND_RETRY_SECONDS;
         then a HubUnavailable that says whether it may have been stored, and how to retry safely."""
         patience = _send_retry_seconds()
-        started, backoff, reached = time.monotonic(), Backoff(), False
+        started, backoff, reached, told = time.monotonic(), Backoff(), False, False
         while True:
             try:
                 return attempt()
@@ -272,6 +307,11 @@ class HubClient:
                         reached=reached,
                         idempotency_key=key,
                     ) from None
+                if self._on_wait is not None and not told and patience > 1:  # a wait of a second or less goes unsaid
+                    told = True
+                    self._on_wait(
+                        f"the hub at {self.url} does not answer; trying again for {patience:g} s (Ctrl-C stops)"
+                    )
                 time.sleep(delay)
 
     def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:

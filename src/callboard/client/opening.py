@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from callboard.client.base import Client
@@ -23,9 +23,11 @@ def open_client(
     env: Mapping[str, str] = os.environ,
     cwd: Path | None = None,
     card_source: CardSource | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> Client:
     """The hub when this machine is logged in to one (and no database was named), else the
-    embedded store (``card_source``: how it fetches outside A2A agents' cards; a hub has its own)."""
+    embedded store (``card_source``: how it fetches outside A2A agents' cards; a hub has its own;
+    ``on_wait``: told when a call is about to wait for the hub, see HubClient)."""
     if not settings.uses_hub:
         return LocalClient.open(settings, env=env, cwd=cwd, card_source=card_source)
     assert settings.hub is not None
@@ -35,7 +37,7 @@ def open_client(
         agent, source = None, "the token"
     else:
         agent, source = identity.name, identity.source
-    return hub_client(settings, agent, env, source)
+    return hub_client(settings, agent, env, source, on_wait=on_wait)
 
 
 def admin_client(settings: Settings, env: Mapping[str, str] = os.environ) -> HubClient:
@@ -59,7 +61,12 @@ def admin_client(settings: Settings, env: Mapping[str, str] = os.environ) -> Hub
 
 
 def hub_client(
-    settings: Settings, agent: str | None, env: Mapping[str, str] = os.environ, source: str = "given"
+    settings: Settings,
+    agent: str | None,
+    env: Mapping[str, str] = os.environ,
+    source: str = "given",
+    *,
+    on_wait: Callable[[str], None] | None = None,
 ) -> HubClient:
     """A HubClient for the hub this machine is logged in to, acting as ``agent`` (None: the
     agent token's own) in the workspace ``CALLBOARD_WORKSPACE`` or the config names."""
@@ -72,4 +79,5 @@ def hub_client(
         source,
         ca_cert=settings.ca_cert,
         session=SessionHint.from_env(env),
+        on_wait=on_wait,
     )

@@ -59,6 +59,7 @@ class SessionKeeper:
         self._terminal = terminal
         self._delivery_problem = delivery_problem
         self._runtime = ""
+        self._failing = False  # the last heartbeat failed: the next failure goes unsaid
         self.session: Session | None = None
         self._stopping = threading.Event()
         self._ending = threading.Lock()  # the keeper and stop() may both end it: once
@@ -125,8 +126,13 @@ class SessionKeeper:
                 log.warning("could not register this session again (%s: %s)", error.code, error.message)
                 return False
         except CallboardError as error:  # a hub away for a moment, a cut link: try again soon
-            log.warning("heartbeat failed (%s: %s)", error.code, error.message)
+            if not self._failing:  # once per outage, not at every try
+                log.warning("heartbeat failed (%s: %s); trying again until it goes", error.code, error.message)
+            self._failing = True
             return False
+        if self._failing:
+            log.warning("heartbeat taken again")
+        self._failing = False
         return True
 
     def _end(self) -> None:

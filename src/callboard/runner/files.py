@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from callboard.errors import Refused
+from callboard.errors import NotFound, Refused, Unavailable
 
 LOG_FILE = "runner.log"
 PID_FILE = "runner.pid"
@@ -24,6 +24,18 @@ CLEAR_FILE = "clear.request"
 
 class RunnerRunning(Refused):
     code = "runner_running"
+
+
+class NoRunnerLog(NotFound):
+    """No runner of the agent ever ran on this machine (its log is only here)."""
+
+    code = "no_runner_log"
+
+
+class RunnerNotStarted(Unavailable):
+    """The runner could not register its session (the store or hub refused or did not answer)."""
+
+    code = "runner_not_started"
 
 
 class RunnerFiles:

@@ -27,13 +27,13 @@ from pathlib import Path
 
 from callboard.client.session_keeper import SessionKeeper
 from callboard.delivery.runner_reports import RunnerReport
-from callboard.errors import CallboardError, Unavailable
+from callboard.errors import CallboardError
 from callboard.fence import visible
 from callboard.model import MailItem
 from callboard.runner import prompts
 from callboard.runner.adapters.base import Adapter, CliExited, CliUnavailable, Launch, TurnEvent
 from callboard.runner.env import cli_env, mcp_server
-from callboard.runner.files import RunnerFiles
+from callboard.runner.files import RunnerFiles, RunnerNotStarted
 from callboard.runner.reporting import Reporter
 from callboard.runner.respawn import CrashPolicy
 from callboard.runner.schedule import DEFAULT_IDLE_STEP, DEFAULT_MAX_SLEEP, ClearGate, TickBackoff
@@ -111,7 +111,7 @@ class Runner:
         keeper.start(RUNTIME)
         if keeper.session is None:
             self.files.release()
-            raise Unavailable("could not register the runner's session (see the log above); nothing started")
+            raise RunnerNotStarted("could not register the runner's session (see the log above); nothing started")
         session = keeper.session
         self.session_client = self.client.as_agent(self.options.agent, session_id=session.id)  # type: ignore[attr-defined]
         self.reporter = Reporter(self.session_client, self._first_report(session.id), self.log)

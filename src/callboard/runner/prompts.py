@@ -13,8 +13,9 @@ TICK_TEXT = "No new mail. Check what you watch, per your instructions; if nothin
 def how_to_answer(agent: str) -> str:
     """The line after the mail: how the agent answers (its tools act as it, in this session)."""
     return (
-        f"You are {agent}. Answer with the Callboard tools (send, reply) or the `callboard` "
-        "command, which act as you; the mail stays in your mailbox until you mark it read."
+        f"You are {agent}. Answer with the Callboard tools (send_message; its reply_to answers a message in "
+        "its thread) or the `callboard` command (`callboard reply ID TEXT`), which act as you; the mail stays "
+        "in your mailbox until you mark it read."
     )
 
 

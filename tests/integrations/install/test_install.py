@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from callboard.integrations.install.manifest import MANIFEST_FILE
 from tests.integrations.install.conftest import CLAUDE_PROJECT_SETTINGS, Machine
 from tests.support.cli_runner import CLI
 
-CLIENTS = ("claude", "codex", "copilot", "gemini")
+CLIENTS = ("claude", "codex", "copilot", "cursor", "gemini")
 SCOPES = ("user", "project")
 MATRIX = [(client, scope) for client in CLIENTS for scope in SCOPES]
 HOOK_EVENTS = {"session-start", "prompt", "post-tool", "stop"}
@@ -51,9 +53,22 @@ def _value(path: Path) -> object:
     return tomllib.loads(text) if path.suffix == ".toml" else JsonText(text, comments=True).value
 
 
-def _hook_argv(command: str) -> list[str]:
+def _runs(program: str, scope: str) -> bool:
+    """Whether an entry runs the right program: this install, by its absolute path, from the user's
+    own settings (so it runs without this PATH); the bare ``callboard`` (each teammate's PATH) from
+    a project's, which a team shares."""
+    return program == "callboard" if scope == "project" else os.path.isabs(program) and Path(program).is_file()
+
+
+def _hook_argv(command: str, scope: str = "user") -> list[str]:
+    """The ``hook …`` arguments of a hook's command, once the program it runs is checked."""
     argv = shlex.split(command)
-    assert os.path.isabs(argv[0]) and Path(argv[0]).is_file(), argv  # runs without this PATH
+    if argv[:2] == ["/bin/sh", "-c"]:  # Claude Code's per-turn hooks: sh -c CHECK PROGRAM HOME hook …
+        program = argv[3]
+    else:  # command -v PROGRAM … || exit 0; exec PROGRAM hook …
+        assert argv[:3] == ["command", "-v", argv[argv.index("exec") + 1]], argv
+        program = argv[argv.index("exec") + 1]
+    assert _runs(program, scope), argv
     return argv[argv.index("hook") :]
 
 
@@ -123,15 +138,15 @@ def test_claude_hooks_permissions_server_and_inbox_command(machine: Machine, sco
     for event, name in (("SessionStart", "session-start"), ("Stop", "stop")):
         group = ours(event)
         sync, waiter = group["hooks"]
-        assert _hook_argv(sync["command"]) == ["hook", name, "--client", "claude"]
+        assert _hook_argv(sync["command"], scope) == ["hook", name, "--client", "claude"]
         assert sync["type"] == "command" and sync["timeout"] == 10 and "asyncRewake" not in sync
-        assert _hook_argv(waiter["command"]) == ["hook", "wake", "--client", "claude"]
+        assert _hook_argv(waiter["command"], scope) == ["hook", "wake", "--client", "claude"]
         assert {k: waiter[k] for k in wake} == wake and waiter["type"] == "command"
         assert waiter["timeout"] >= 24 * 3600, "an idle session must stay wakeable past Claude Code's 600 s default"
     prompt = ours("UserPromptSubmit")
-    assert [_hook_argv(h["command"]) for h in prompt["hooks"]] == [["hook", "prompt", "--client", "claude"]]
+    assert [_hook_argv(h["command"], scope) for h in prompt["hooks"]] == [["hook", "prompt", "--client", "claude"]]
     post = ours("PostToolUse")
-    assert post["matcher"] == "*" and _hook_argv(post["hooks"][0]["command"])[1] == "post-tool"
+    assert post["matcher"] == "*" and _hook_argv(post["hooks"][0]["command"], scope)[1] == "post-tool"
     assert post["hooks"][0]["timeout"] == 10
 
     allow = settings["permissions"]["allow"]
@@ -151,7 +166,7 @@ def test_claude_hooks_permissions_server_and_inbox_command(machine: Machine, sco
         assert list(servers) == ["github", "callboard"]
         assert state["projects"]["/src/webapp"]["mcpServers"] == {}  # only the top-level key
     server = servers["callboard"]
-    assert server["type"] == "stdio" and server["args"] == ["mcp"] and Path(server["command"]).is_file()
+    assert server["type"] == "stdio" and server["args"] == ["mcp"] and _runs(server["command"], scope)
 
     inbox = (base / "commands" / "inbox.md").read_text()
     assert "read_messages" in inbox and "sender" in inbox and "thread" in inbox
@@ -176,7 +191,7 @@ def test_codex_server_block_and_hooks(machine: Machine, scope: str) -> None:
     config = tomllib.loads(config_text)
     assert config["mcp_servers"]["other"] == {"command": "other-mcp", "args": ["--flag"], "env": {"KEY": "v"}}
     server = config["mcp_servers"]["callboard"]
-    assert server["args"] == ["mcp"] and Path(server["command"]).is_file()
+    assert server["args"] == ["mcp"] and _runs(server["command"], "user")  # the user's own config.toml
     assert "# >>> callboard (managed by 'callboard install codex'" in config_text
     assert config_text.rstrip().endswith("# <<< callboard")
 
@@ -192,7 +207,7 @@ def test_codex_server_block_and_hooks(machine: Machine, scope: str) -> None:
         group = hooks[event][-1]
         (hook,) = group["hooks"]
         assert hook["type"] == "command" and hook["timeout"] == 10
-        assert _hook_argv(hook["command"]) == ["hook", name, "--client", "codex"]
+        assert _hook_argv(hook["command"], scope) == ["hook", name, "--client", "codex"]
     assert hooks["PostToolUse"][-1]["matcher"] == "*"
     if scope == "user":
         assert hooks["Stop"][0] == {"hooks": [{"type": "command", "command": "say done"}]}  # the user's, first
@@ -218,7 +233,7 @@ def test_copilot_server_and_hooks(machine: Machine, scope: str) -> None:
         assert hooks_doc["hooks"]["userPromptSubmitted"][0]["bash"] == "./log-prompt.sh"
     server = json.loads(mcp_file.read_text())["mcpServers"]["callboard"]
     assert server["type"] == "local" and server["tools"] == ["*"] and server["args"] == ["mcp"]
-    assert Path(server["command"]).is_file()
+    assert _runs(server["command"], scope)
     expected = {
         "sessionStart": "session-start",
         "userPromptSubmitted": "prompt",
@@ -228,7 +243,7 @@ def test_copilot_server_and_hooks(machine: Machine, scope: str) -> None:
     for event, name in expected.items():
         hook = hooks_doc["hooks"][event][-1]
         assert set(hook) == {"type", "bash", "timeoutSec"} and hook["type"] == "command" and hook["timeoutSec"] == 10
-        assert _hook_argv(hook["bash"]) == ["hook", name, "--client", "copilot"]
+        assert _hook_argv(hook["bash"], scope) == ["hook", name, "--client", "copilot"]
 
 
 def test_copilot_honours_copilot_home(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -248,7 +263,7 @@ def test_gemini_server_and_hooks(machine: Machine, scope: str) -> None:
     path = (machine.project if scope == "project" else machine.home) / ".gemini" / "settings.json"
     settings = JsonText(path.read_text(), comments=True).value
     server = settings["mcpServers"]["callboard"]
-    assert set(server) == {"command", "args"} and server["args"] == ["mcp"] and Path(server["command"]).is_file()
+    assert set(server) == {"command", "args"} and server["args"] == ["mcp"] and _runs(server["command"], scope)
     expected = {
         "SessionStart": "session-start",
         "BeforeAgent": "prompt",
@@ -260,7 +275,7 @@ def test_gemini_server_and_hooks(machine: Machine, scope: str) -> None:
         assert group["matcher"] == "*"
         (hook,) = group["hooks"]
         assert hook["type"] == "command" and hook["timeout"] == 10_000 and hook["name"] == f"callboard-{name}"
-        assert _hook_argv(hook["command"]) == ["hook", name, "--client", "gemini"]
+        assert _hook_argv(hook["command"], scope) == ["hook", name, "--client", "gemini"]
     if scope == "user":
         assert settings["mcpServers"]["bus"] == {"command": "bus", "args": ["serve"]}
         assert settings["hooks"]["BeforeAgent"][0]["hooks"][0]["command"] == "echo hi"
@@ -268,6 +283,19 @@ def test_gemini_server_and_hooks(machine: Machine, scope: str) -> None:
     else:
         assert settings["contextFileName"] == "AGENTS.md"
         assert any("trusted folder" in note for note in report["notes"])
+
+
+@pytest.mark.parametrize("scope", SCOPES)
+def test_cursor_gets_the_mcp_server_only(machine: Machine, scope: str) -> None:
+    machine.seed()
+    report = _install(machine, "cursor", scope)
+    path = (machine.project if scope == "project" else machine.home) / ".cursor" / "mcp.json"
+    assert report["changed"] == [str(path)]  # no hooks: Cursor's are not ones Callboard uses
+    server = json.loads(path.read_text())["mcpServers"]["callboard"]
+    assert set(server) == {"command", "args"} and server["args"] == ["mcp"] and _runs(server["command"], scope)
+    assert any("MCP" in note and "no hooks" in note for note in report["notes"])
+    _uninstall(machine, "cursor", scope)
+    assert not path.exists()
 
 
 # --- dry run, errors, tokens ------------------------------------------------------------------
@@ -281,7 +309,8 @@ def test_dry_run_prints_diffs_and_writes_nothing(machine: Machine, client: str, 
     assert result.code == 0, result
     assert machine.snapshot() == before
     assert not machine.callboard_home.exists() or not (machine.callboard_home / MANIFEST_FILE).exists()
-    assert "\n+++ " in result.out and "@@ " in result.out and f"hook session-start --client {client}" in result.out
+    ours = '+    "callboard": {' if client == "cursor" else f"hook session-start --client {client}"  # Cursor: no hooks
+    assert "\n+++ " in result.out and "@@ " in result.out and ours in result.out
     assert "nothing written" in result.out
 
     document = json.loads(machine.run("install", client, "--scope", scope, "--dry-run", "--json").out)
@@ -305,6 +334,7 @@ INVALID = {
     "codex": (".codex/config.toml", 'model = "o3"\n[mcp_servers.other\ncommand = "x"\n', 2),
     "copilot": (".copilot/mcp-config.json", '{\n  "mcpServers": {\n    "bus": \n  }\n}\n', 4),
     "gemini": (".gemini/settings.json", '{\n  // fine\n  "a": [1, 2\n}\n', 4),
+    "cursor": (".cursor/mcp.json", '{\n  "mcpServers": {\n    "x": {"command": "x",}\n  }\n}\n', 3),
 }
 
 
@@ -313,6 +343,7 @@ INVALID = {
 def test_an_unreadable_settings_file_stops_everything(machine: Machine, client: str, as_json: bool) -> None:
     machine.seed()
     name, text, line = INVALID[client]
+    (machine.home / name).parent.mkdir(exist_ok=True)
     (machine.home / name).write_text(text)
     before = machine.snapshot()
     result = machine.run("install", client, *(["--json"] if as_json else []))
@@ -550,9 +581,11 @@ def test_e2e_the_acceptance_round_trip(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     text = (project / ".claude" / "settings.json").read_text()
     command = json.loads(text)["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    script = shlex.split(command)[0]
+    assert _hook_argv(command, "project") == ["hook", "session-start", "--client", "claude"]
+    script = shutil.which("callboard", path=str(Path(sys.executable).parent))  # the install this test runs
+    assert script is not None
     ran = subprocess.run([script, "--help"], capture_output=True, text=True, env=cli.env(), timeout=30)
-    assert ran.returncode == 0 and "install" in ran.stdout, ran.stderr  # the script it names is callboard
+    assert ran.returncode == 0 and "install" in ran.stdout, ran.stderr
     assert cli.run("install", "claude", "--scope", "project", cwd=project).returncode == 0
     assert (project / ".claude" / "settings.json").read_text() == text
     proc = cli.run("uninstall", "claude", "--scope", "project", cwd=project)

@@ -3,9 +3,15 @@ entries in each. Pure: computed from the folders, the command that runs callboar
 names of the MCP tools; nothing is read or written here.
 
 Every client gets the stdio MCP server (the shapes are mcp_registration's, the one source of them)
-and hooks that run ``callboard hook <event> --client <client>``. Claude Code also gets the
-idle-session waiter (an ``asyncRewake`` hook), permission for the mailbox tools (headless
+and, but Cursor, hooks that run ``callboard hook <event> --client <client>``. Claude Code also gets
+the idle-session waiter (an ``asyncRewake`` hook), permission for the mailbox tools (headless
 sessions refuse tools that are not allowed) and an ``/inbox`` command.
+
+Which program the entries run: the user's own files name this install by its absolute path, so
+an agent CLI started with any PATH (a desktop app, a shell without the virtualenv) finds it. A
+project's files are shared (a team commits them): they name the bare ``callboard``, found on each
+teammate's PATH when the hook or server starts, and hold no path of this user's home or
+virtualenv. A hook whose program is not there exits 0 without a word: a hook never breaks its host.
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from callboard.integrations.agent_clis import CLAUDE_CODE, CODEX, COPILOT, GEMINI, HOOK_CLIENTS
+from callboard.integrations.agent_clis import CLAUDE_CODE, CODEX, COPILOT, CURSOR, GEMINI, MCP_CLIENTS
 from callboard.integrations.install import toml_block
 from callboard.integrations.install.entries import Block, Entry, Item, Member, Whole
 from callboard.integrations.mcp_registration import SERVER_NAME, stdio_entry, stdio_snippet
 
 SCOPES = ("user", "project")
+CLIENTS = MCP_CLIENTS  # every CLI that takes an MCP server; those with hooks get them too
+SHARED_COMMAND = ("callboard",)  # what a project's files run: found on each teammate's PATH
 HOOK_TIMEOUT_SECONDS = 10  # a hook that finds no mail answers in milliseconds; never hold a turn long
 # The waiter runs in the background for as long as its session is idle; Claude Code's default
 # for a command hook is 600 s, after which an idle session would no longer be woken.
@@ -104,10 +112,21 @@ class Folders:
     def gemini(self) -> Path:
         return self.home / ".gemini"
 
+    @property
+    def cursor(self) -> Path:
+        return self.home / ".cursor"
+
 
 def hook_command(callboard: Sequence[str], event: str, client: str) -> str:
-    """The shell command of one hook: ``/abs/callboard hook <event> --client <client>``."""
-    return shlex.join([*callboard, "hook", event, "--client", client])
+    """The shell command of one hook: ``callboard hook <event> --client <client>``, run when the
+    program is there; when it is not (a teammate without Callboard, a removed virtualenv), exit 0
+    quietly."""
+    return _when_there(callboard[0]) + "exec " + shlex.join([*callboard, "hook", event, "--client", client])
+
+
+def _when_there(program: str) -> str:
+    # ``command -v`` is a shell builtin: the check costs no process.
+    return f"command -v {shlex.quote(program)} >/dev/null 2>&1 || exit 0; "
 
 
 # Claude Code's per-turn hooks, in the shell before any Python: when the session's own
@@ -115,33 +134,48 @@ def hook_command(callboard: Sequence[str], event: str, client: str) -> str:
 # ``pushers/<pid>-<start>.delivering``, hooks/state.DeliveryClaim), they would find nothing, so they
 # exit at once. The session's pid is the name of its socket (``cc-socks/<pid>.sock``, which its
 # children get in CLAUDE_CODE_MESSAGING_SOCKET); ``flock -n`` exits 1 only while the claim is held.
-# Anything else — no socket, another socket name, no claim, no flock — runs the hook as before.
+# Anything else — no socket, another socket name, no claim, no flock — runs the hook as before; no
+# program there at all exits 0. Callboard's home: CALLBOARD_HOME, else ``$1`` (the user's default
+# home, for the user's own settings), else (a project's shared settings) where config.home_dir puts
+# it by default: XDG_DATA_HOME or ~/.local/share, or on macOS (which has ~/Library/Application
+# Support) there.
 _FAST_HOOK = (
+    'command -v "$0" >/dev/null 2>&1 || exit 0; '
     "s=${CLAUDE_CODE_MESSAGING_SOCKET##*/}; p=${s%.sock}; "
     'case $p in ""|*[!0-9]*) ;; *) '
-    'for f in "${CALLBOARD_HOME:-$1}"/pushers/"$p"-*.delivering; do '
+    'h=${CALLBOARD_HOME:-$1}; [ -n "$h" ] || { h=${XDG_DATA_HOME:-$HOME/.local/share}/callboard; '
+    'm="$HOME/Library/Application Support"; [ -d "$m" ] && h="$m/callboard"; }; '
+    'for f in "$h"/pushers/"$p"-*.delivering; do '
     '[ -e "$f" ] && { flock -n "$f" true 2>/dev/null; [ $? -eq 1 ] && exit 0; }; '
     "done;; esac; "
     'shift; exec "$0" "$@"'
 )
 
 
-def fast_hook_command(callboard: Sequence[str], event: str, client: str, home: Path) -> str:
+def fast_hook_command(callboard: Sequence[str], event: str, client: str, home: Path | None) -> str:
     """A per-turn hook that costs a shell, not a Python start, while the session's server
     delivers its mail: ``/bin/sh -c <check> /abs/callboard <home> hook <event> --client <client>``
-    (``home``: Callboard's home when CALLBOARD_HOME is not set)."""
+    (``home``: Callboard's home when CALLBOARD_HOME is not set; None: its default where the hook runs)."""
     program, *rest = callboard
-    return shlex.join(["/bin/sh", "-c", _FAST_HOOK, program, str(home), *rest, "hook", event, "--client", client])
+    where = "" if home is None else str(home)
+    return shlex.join(["/bin/sh", "-c", _FAST_HOOK, program, where, *rest, "hook", event, "--client", client])
 
 
 def plan(client: str, scope: str, folders: Folders, callboard: Sequence[str], tools: Sequence[str]) -> InstallPlan:
     """What ``callboard install <client> --scope <scope>`` writes. ``callboard`` is the
-    command that runs callboard (absolute); ``tools`` are the MCP tool names."""
-    if client not in HOOK_CLIENTS:  # a CLI without hooks has nothing to install but its MCP entry
+    command that runs this install of callboard (absolute), for the user's own files; a
+    project's files run ``SHARED_COMMAND``. ``tools`` are the MCP tool names."""
+    if client not in CLIENTS:
         raise ValueError(f"unknown client {client!r}")
     if scope not in SCOPES:
         raise ValueError(f"unknown scope {scope!r}")
-    build = {CLAUDE_CODE.name: _claude, CODEX.name: _codex, COPILOT.name: _copilot, GEMINI.name: _gemini}[client]
+    build = {
+        CLAUDE_CODE.name: _claude,
+        CODEX.name: _codex,
+        COPILOT.name: _copilot,
+        CURSOR.name: _cursor,
+        GEMINI.name: _gemini,
+    }[client]
     files, notes = build(scope == "project", folders, list(callboard), list(tools))
     project = folders.project if scope == "project" else None
     return InstallPlan(client, scope, project, tuple(files), tuple(notes))
@@ -155,9 +189,12 @@ def _mcp_command(callboard: list[str]) -> list[str]:
 
 
 def _claude(project: bool, f: Folders, callboard: list[str], tools: list[str]) -> tuple[list[FilePlan], list[str]]:
+    callboard = list(SHARED_COMMAND) if project else callboard  # every file it writes in project scope is shared
+    home = None if project else f.callboard_home  # a teammate's home is theirs: found where the hook runs
+
     def hook(event: str, **options: object) -> dict[str, object]:
-        if event in PER_TURN_EVENTS and f.callboard_home is not None and Path("/bin/sh").is_file():
-            command = fast_hook_command(callboard, event, CLAUDE_CODE.name, f.callboard_home)
+        if event in PER_TURN_EVENTS and (project or f.callboard_home is not None) and Path("/bin/sh").is_file():
+            command = fast_hook_command(callboard, event, CLAUDE_CODE.name, home)
         else:
             command = hook_command(callboard, event, CLAUDE_CODE.name)
         return {"type": "command", "command": command, **options}
@@ -193,11 +230,14 @@ def _codex(project: bool, f: Folders, callboard: list[str], tools: list[str]) ->
     body = stdio_snippet("codex", _mcp_command(callboard)).text
     server = Block(toml_block.block(body, "codex"), ("mcp_servers", SERVER_NAME))
     hooks: list[Entry] = []
+    # The server goes in the user's own config.toml (where Codex reads MCP servers), the hooks in
+    # the project's .codex/hooks.json in project scope: shared, so they run the bare command.
+    runs = list(SHARED_COMMAND) if project else callboard
     for ours, event in CODEX.hook_events.items():
         group: dict[str, object] = {"matcher": "*"} if ours == "post-tool" else {}
         command = {
             "type": "command",
-            "command": hook_command(callboard, ours, CODEX.name),
+            "command": hook_command(runs, ours, CODEX.name),
             "timeout": HOOK_TIMEOUT_SECONDS,
         }
         hooks.append(Item(("hooks", event), {**group, "hooks": [command]}))
@@ -216,6 +256,7 @@ def _codex(project: bool, f: Folders, callboard: list[str], tools: list[str]) ->
 
 
 def _copilot(project: bool, f: Folders, callboard: list[str], tools: list[str]) -> tuple[list[FilePlan], list[str]]:
+    callboard = list(SHARED_COMMAND) if project else callboard
     server = Member(("mcpServers", SERVER_NAME), stdio_entry("copilot", _mcp_command(callboard)))
     hooks: list[Entry] = [
         Item(
@@ -249,6 +290,7 @@ def _copilot(project: bool, f: Folders, callboard: list[str], tools: list[str]) 
 
 
 def _gemini(project: bool, f: Folders, callboard: list[str], tools: list[str]) -> tuple[list[FilePlan], list[str]]:
+    callboard = list(SHARED_COMMAND) if project else callboard
     entries: list[Entry] = [Member(("mcpServers", SERVER_NAME), stdio_entry("gemini", _mcp_command(callboard)))]
     for ours, event in GEMINI.hook_events.items():
         command = {
@@ -266,3 +308,17 @@ def _gemini(project: bool, f: Folders, callboard: list[str], tools: list[str]) -
             f"(it is kept in {f.home / '.gemini' / 'trustedFolders.json'})."
         )
     return [FilePlan(folder / "settings.json", "jsonc", tuple(entries))], notes
+
+
+# --- Cursor -------------------------------------------------------------------------------------
+
+
+def _cursor(project: bool, f: Folders, callboard: list[str], tools: list[str]) -> tuple[list[FilePlan], list[str]]:
+    callboard = list(SHARED_COMMAND) if project else callboard
+    server = Member(("mcpServers", SERVER_NAME), stdio_entry("cursor", _mcp_command(callboard)))
+    folder = f.project / ".cursor" if project else f.cursor
+    notes = [
+        "Cursor gets the mailbox tools (MCP) only, no hooks: its agent takes mail when it calls read_messages, "
+        "or as turns under 'callboard run --cli cursor'. Restart Cursor's agent to load the server."
+    ]
+    return [FilePlan(folder / "mcp.json", "json", (server,))], notes
