@@ -16,6 +16,7 @@ from rich.console import Console
 from callboard.address import parse_name
 from callboard.cli import render
 from callboard.cli.app import AsAdminOption, DbOption, JsonOption, app
+from callboard.cli.waiting import saying_after
 from callboard.client.hub import HubClient
 from callboard.client.opening import admin_client
 from callboard.client.opening import open_client as client_for
@@ -84,7 +85,8 @@ def up(
     db: DbOption = None,
 ) -> None:
     """Serve this machine's store as a hub: REST /v1, SSE, long-poll; other machines log in to it."""
-    from callboard.hub.server import HubOptions, serve  # the hub's imports cost start-up time elsewhere
+    with saying_after("starting the hub…"):  # its imports take seconds on a slow machine
+        from callboard.hub.server import HubOptions, serve  # the hub's imports cost start-up time elsewhere
 
     if not 0 <= port <= 65535:
         raise BadRequest(f"port {port} is not a port number (0-65535).")
