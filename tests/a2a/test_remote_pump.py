@@ -155,6 +155,35 @@ def test_input_required_then_the_senders_reply_in_thread_continues_the_same_remo
     assert len(remote_ids) == 1  # one remote task for both messages
 
 
+@pytest.mark.parametrize("streamed", [True, False])
+def test_an_answer_the_remote_first_shows_the_question_for_still_completes_the_task_and_asks_once(
+    service: Service, outside: OutsideAgent, outside_polled: OutsideAgent, streamed: bool
+) -> None:
+    """The remote's events for our answer open with its stored task, still input-required with
+    the question (a stream that starts with a snapshot; a send answered before the answer is taken
+    up): the pump reads on until the task moves, and mails the question once."""
+    agent = outside if streamed else outside_polled
+    service.add_remote(ALICE, "echo", agent.url)
+    sent = service.send(ALICE, "echo", "restate the plan")
+    task_id = service.message_status(ALICE, sent.message_id).task_id
+    assert task_id is not None
+
+    def waiting() -> bool:
+        return service.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED
+
+    pump_until(service, waiting, "the remote to ask for input")
+    service.send(ALICE, "echo", "main", thread_id=sent.thread_id)
+
+    def settled() -> bool:
+        return all(r.state in ("done", "failed") for r in service.store.remote_sends(WS, task_id=task_id))
+
+    pump_until(service, settled, "the pump to be done with the answer")
+    task = service.get_task(ALICE, task_id)
+    assert task.state is TaskState.COMPLETED, texts(mail_from(service, ALICE, "echo"))
+    assert [p.text for a in task.artifacts for p in a.parts] == ["answer: main"]
+    assert texts(mail_from(service, ALICE, "echo")).count("which branch?") == 1
+
+
 def test_a_send_to_a_remote_and_others_together_is_refused_whole(service: Service, outside: OutsideAgent) -> None:
     service.add_remote(ALICE, "echo", outside.url)
     with pytest.raises(BadRequest, match="outside A2A agent: mail to it is a task of its own"):

@@ -20,7 +20,7 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 
-from callboard.errors import Invalid, NotFound, Refused, CallboardError, TaskFinished, Unavailable
+from callboard.errors import CallboardError, Invalid, NotFound, Refused, TaskFinished, Unavailable
 
 
 def a2a_error(error: CallboardError, *, canceling: bool = False) -> A2AError:

@@ -14,7 +14,7 @@ from a2a.client import A2AClientError, A2AClientTimeoutError, AgentCardResolutio
 from a2a.utils.errors import A2AError
 from google.protobuf.json_format import ParseError
 
-from callboard.errors import BadRemoteAnswer, RemoteRefused, RemoteTimedOut, RemoteUnreachable, CallboardError
+from callboard.errors import BadRemoteAnswer, CallboardError, RemoteRefused, RemoteTimedOut, RemoteUnreachable
 
 # HTTP statuses that say "not now" rather than "no": the remote may answer a later try.
 _TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
