@@ -21,7 +21,7 @@ from pydantic import BaseModel, TypeAdapter
 from callboard.client.backoff import Backoff
 from callboard.config import hub_urls
 from callboard.delivery.runner_reports import RunnerReport
-from callboard.errors import BadRequest, HubUnavailable, CallboardError, error_class
+from callboard.errors import BadRequest, CallboardError, HubUnavailable, error_class
 from callboard.headers import (
     AGENT_HEADER,
     PROCESS_HEADER,
@@ -190,6 +190,12 @@ class HubClient:
             )
         # A request that never connected certainly did nothing; one cut off later may have.
         reached = not isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
+        if isinstance(error, httpx.ReadTimeout):  # the hub is up: it took the request, and is slow
+            return HubUnavailable(
+                f"the hub at {self.url} took the request but did not answer it in time; it is up, and "
+                "busy or waiting on something: try again, or look at the hub's log.",
+                reached=True,
+            )
         return HubUnavailable(
             f"cannot reach the hub at {self.url} ({error or type(error).__name__}); start it with 'callboard up', "
             "or 'callboard logout' to use this machine's embedded store.",
