@@ -172,3 +172,24 @@ async def test_a_card_is_read_with_get_and_another_method_is_not_allowed(hub: In
             assert answer.json()["error"]["code"] == "method_not_allowed"
             assert answer.headers["allow"] == "GET, HEAD"
         assert (await http.head(f"{hub.agent_url(bob)}/.well-known/agent-card.json")).status_code == 200
+
+
+async def test_the_hubs_own_card_path_says_where_each_agents_card_is(hub: InProcessHub) -> None:
+    """An A2A client given the hub's address looks for a card at its root."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
+            answer = await http.get(f"{hub.url}{path}")
+            assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found", answer.text
+            assert "/a2a/WORKSPACE/AGENT/.well-known/agent-card.json" in answer.json()["error"]["message"]
+
+
+async def test_an_http_json_body_not_declared_json_is_content_type_not_supported(hub: InProcessHub) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    headers = {**VERSION, "Authorization": f"Bearer {hub.token(unique('asker'))}", "Content-Type": "text/plain"}
+    async with httpx.AsyncClient(timeout=10, headers=headers) as http:
+        answer = await http.post(f"{hub.agent_url(bob)}/rest/message:send", content=json.dumps(SEND["params"]))
+    assert answer.status_code == 400, answer.text
+    [info] = answer.json()["error"]["details"]
+    assert info["reason"] == "CONTENT_TYPE_NOT_SUPPORTED", answer.text
+    assert hub.service.inbox(hub.caller(bob)) == []

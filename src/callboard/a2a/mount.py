@@ -48,6 +48,7 @@ CARD_PATH = (".well-known", "agent-card.json")
 CARD_CACHE_CONTROL = "public, max-age=60"
 JSON_MEDIA_TYPES = frozenset({"application/json", "application/a2a+json"})
 JSON_ONLY = "A2A's JSON-RPC binding takes a JSON body: send it as Content-Type application/json."
+REST_JSON_ONLY = "A2A's HTTP+JSON binding takes a JSON body: send it as Content-Type application/json."
 
 
 class A2ADoor:
@@ -104,10 +105,15 @@ class A2ADoor:
         except CallboardError as error:
             await _refuse(reply, error)
             return
-        if rest[:1] == ("jsonrpc",) and not _json_content(scope):
-            # A2A's ContentTypeNotSupported (-32005), rather than the SDK's parse error of the body.
-            answer = build_error_response(None, ContentTypeNotSupportedError(message=JSON_ONLY))
-            await reply.json(200, encoded(answer))
+        if (body or rest[:1] == ("jsonrpc",)) and not _json_content(scope):
+            # A2A's ContentTypeNotSupported (JSON-RPC -32005; HTTP+JSON 400), rather than the
+            # SDK's parse error of the body.
+            if rest[:1] == ("jsonrpc",):
+                answer = build_error_response(None, ContentTypeNotSupportedError(message=JSON_ONLY))
+                await reply.json(200, encoded(answer))
+            else:
+                document = build_rest_error_payload(ContentTypeNotSupportedError(message=REST_JSON_ONLY))
+                await reply.json(document["error"]["code"], encoded(document))
             return
         if await self._other_version(scope, reply, rest, body):
             return
