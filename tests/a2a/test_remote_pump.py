@@ -184,6 +184,30 @@ def test_an_answer_the_remote_first_shows_the_question_for_still_completes_the_t
     assert texts(mail_from(service, ALICE, "echo")).count("which branch?") == 1
 
 
+@pytest.mark.parametrize("streamed", [True, False])
+def test_a_remote_that_asks_the_same_question_again_is_heard_asking_again(
+    service: Service, outside: OutsideAgent, outside_polled: OutsideAgent, streamed: bool
+) -> None:
+    """The other side of passing the old question over: asked again after our answer, it is
+    mailed again and the task waits on us, once the remote is done with the answer."""
+    agent = outside if streamed else outside_polled
+    service.add_remote(ALICE, "echo", agent.url)
+    sent = service.send(ALICE, "echo", "nag me")
+    task_id = service.message_status(ALICE, sent.message_id).task_id
+    assert task_id is not None
+    pump_until(service, lambda: service.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED, "a question")
+    service.send(ALICE, "echo", "main", thread_id=sent.thread_id)
+
+    def asked_again() -> bool:
+        rows = service.store.remote_sends(WS, task_id=task_id)
+        return all(r.state in ("done", "failed") for r in rows) and (
+            texts(mail_from(service, ALICE, "echo")).count("which branch?") == 2
+        )
+
+    pump_until(service, asked_again, "the question asked again")
+    assert service.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED
+
+
 def test_a_send_to_a_remote_and_others_together_is_refused_whole(service: Service, outside: OutsideAgent) -> None:
     service.add_remote(ALICE, "echo", outside.url)
     with pytest.raises(BadRequest, match="outside A2A agent: mail to it is a task of its own"):

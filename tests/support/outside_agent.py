@@ -10,6 +10,7 @@ What it does is chosen by the first word of the message it gets:
     restate ...   as ask, but the follow-up's events open with the stored task as it stands
                   (still input-required, the question its status message): a stream that
                   starts with a snapshot, a send that returns before the answer is taken up
+    nag ...       as ask, but the follow-up is asked the same question again (no working)
     chunks ...    an artifact in two chunks (the second appended), completed
     hang ...      working, then nothing ever again
     stall ...     nothing at all (the request is never answered)
@@ -82,6 +83,9 @@ def _executor(seen: Path):  # noqa: ANN202
                 await queue.enqueue_event(opened)
             up = TaskUpdater(queue, ctx.task_id, context_id)
             if ctx.current_task is not None and ctx.current_task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+                if ctx.current_task.metadata["word"] == "nag":
+                    await up.requires_input(up.new_agent_message([Part(text="which branch?")]))
+                    return
                 if ctx.current_task.metadata["word"] == "restate":
                     await queue.enqueue_event(ctx.current_task)
                     await asyncio.sleep(0.3)  # what a send that returns at once, or a poll, sees first
@@ -89,7 +93,7 @@ def _executor(seen: Path):  # noqa: ANN202
                 await up.complete(up.new_agent_message([Part(text="done")]))
                 return
             await up.start_work(up.new_agent_message([Part(text="on it")]))
-            if word in ("ask", "restate"):
+            if word in ("ask", "restate", "nag"):
                 await up.requires_input(up.new_agent_message([Part(text="which branch?")]))
             elif word == "hang":
                 await asyncio.Event().wait()
