@@ -272,7 +272,7 @@ def test_garbage_fails_the_task_with_a_clear_reason(service: Service, tmp_path: 
     junk = OutsideAgent(tmp_path, mode="garbage").start()
     junk_card = OutsideAgent(tmp_path, mode="garbage-card").start()
     try:
-        with pytest.raises(BadRemoteAnswer, match="not A2A 1.0"):
+        with pytest.raises(BadRemoteAnswer, match="is not an A2A agent card"):
             service.add_remote(ALICE, "nocard", junk_card.url)
         assert service.list_remotes(ALICE) == []  # nothing half-registered
         service.add_remote(ALICE, "junk", junk.url)
