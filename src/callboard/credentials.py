@@ -71,9 +71,7 @@ class Credential:
                 workspace=self.workspace, agent=self.agent, person=False, token_kind="agent", token_id=self.token_id
             )
         if agent is None:
-            raise UnknownAgent(
-                "name the agent you act as: set CALLBOARD_AGENT (sent as the X-Callboard-Agent header)."
-            )
+            raise UnknownAgent("name the agent you act as: set CALLBOARD_AGENT (sent as the X-Callboard-Agent header).")
         return Caller(
             workspace=self.acting_in(workspace) or DEFAULT_WORKSPACE,
             agent=parse_name(agent, "agent name"),

@@ -381,9 +381,7 @@ class Machine:
             stdin=subprocess.DEVNULL,
         )
         if proc.returncode != 0:
-            pytest.fail(
-                f"callboard install {client} --scope {scope} failed (exit {proc.returncode})\n{_output(proc)}"
-            )
+            pytest.fail(f"callboard install {client} --scope {scope} failed (exit {proc.returncode})\n{_output(proc)}")
         return proc.stdout
 
     def run(

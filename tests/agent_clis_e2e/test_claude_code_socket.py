@@ -69,9 +69,7 @@ def init_event(session: LiveCli) -> dict:
 
 def callboard_who(machine: Machine) -> dict:
     """``callboard who --json`` on the machine (its HOME, so Claude Code's registry there)."""
-    env = isolated_env(
-        machine.home, machine.callboard_home, {"CALLBOARD_AGENT": "carol", "CLAUDE_CONFIG_DIR": None}
-    )
+    env = isolated_env(machine.home, machine.callboard_home, {"CALLBOARD_AGENT": "carol", "CLAUDE_CONFIG_DIR": None})
     proc = subprocess.run(
         [sys.executable, "-m", "callboard", "who", "--json"],
         env=env,

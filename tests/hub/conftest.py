@@ -138,9 +138,7 @@ class Hub:
 
         def listening() -> bool:
             if proc.poll() is not None:
-                raise AssertionError(
-                    f"'callboard up' exited {proc.returncode} before it listened:\n{self.describe()}"
-                )
+                raise AssertionError(f"'callboard up' exited {proc.returncode} before it listened:\n{self.describe()}")
             urls = [m.group(1) for line in self.output if (m := LISTENING.search(line))]
             tokens = [m.group(1) for line in self.output if (m := ADMIN_TOKEN.search(line))]
             if not urls or (fresh and not tokens):

@@ -601,9 +601,7 @@ def test_every_route_refuses_a_missing_unknown_or_revoked_token(
 )
 def test_a_request_without_a_token_is_refused_before_its_body_is_read(hub: Hub, route: Route) -> None:
     with httpx.Client(base_url=hub.url, timeout=15) as http:
-        answer = http.request(
-            route.method, _concrete(route), content=b"{not json", headers={"X-Callboard-Agent": "x"}
-        )
+        answer = http.request(route.method, _concrete(route), content=b"{not json", headers={"X-Callboard-Agent": "x"})
     expect_http_error(answer, 401, "unauthorized")
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from tests.hub.conftest import unique
 from tests.machines.netns import CALL_TIMEOUT as CALL
-from tests.machines.netns import PORT, CALLBOARD, Network, unavailable_reason
+from tests.machines.netns import CALLBOARD, PORT, Network, unavailable_reason
 from tests.machines.netns import STOP_TIMEOUT as STOP
 from tests.support.cli_runner import expect_error, texts
 from tests.support.waiting import wait_until
@@ -129,9 +129,7 @@ def test_every_address_form_reaches_its_session_across_machines(network: Network
     assert network.run_json("m2", "read", agent=bob)["items"] == [], "every message was read by its own pane"
 
     # Replying to the sender's address reaches alice's exact session on m1.
-    reply = network.run_json(
-        "m2", "send", me["address"], "a reply", agent=bob, env={"CALLBOARD_SESSION": older["id"]}
-    )
+    reply = network.run_json("m2", "send", me["address"], "a reply", agent=bob, env={"CALLBOARD_SESSION": older["id"]})
     [outcome] = reply["recipients"]
     assert (outcome["state"], outcome["session"]) == ("delivered", me["address"]), reply
     _, other_pane = network.start_session("m1", alice)

@@ -129,8 +129,7 @@ class Recipients:
             return _unknown(
                 address,
                 f"no agent named {address.name} exists (an agent token creates none by sending; "
-                "'callboard agent list' shows those that do)."
-                + directory.did_you_mean(caller.workspace, address.name),
+                "'callboard agent list' shows those that do)." + directory.did_you_mean(caller.workspace, address.name),
             )
         if address.machine is None:
             sessions = directory.live_sessions_by_agent(caller, [address.name], now)[address.name] if exists else []

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from callboard.address import ID_CHARS, PID_MAX, parse_machine, parse_name, shown
-from callboard.errors import BadRequest, Forbidden, CallboardError
+from callboard.errors import BadRequest, CallboardError, Forbidden
 from callboard.liveness import Liveness
 from callboard.model import Caller, Model
 

@@ -16,7 +16,7 @@ from typing import Any
 import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from callboard.errors import HeadersTooLarge, RequestTimeout, CallboardError
+from callboard.errors import CallboardError, HeadersTooLarge, RequestTimeout
 from callboard.hub.errors import error_document, http_status
 
 MAX_HEAD_BYTES = 64 * 1024  # the request line and every header: ample for any token or header the hub reads

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from callboard.address import parse_channel_name, parse_name
-from callboard.errors import Invalid, NotFound, CallboardError
+from callboard.errors import CallboardError, Invalid, NotFound
 
 TEAM_FILE = "team.toml"
 KNOWN_CLIS = ("claude", "codex", "copilot", "gemini", "cursor")

@@ -44,7 +44,7 @@ from typing import Any
 
 from callboard.client.base import Client
 from callboard.config import Settings
-from callboard.errors import Forbidden, CallboardError
+from callboard.errors import CallboardError, Forbidden
 from callboard.identity import machine_name, resolve_agent
 from callboard.integrations.claude_code import sessions as claude_sessions
 from callboard.integrations.claude_code import unserved_sessions

@@ -172,9 +172,7 @@ def install(plan: InstallPlan, home: Path, *, dry_run: bool = False, secrets: It
         else:
             manifest.installs.pop(ident, None)
             report.installed = False
-            report.notes.append(
-                "everything was already in place (your own entries): nothing of Callboard's to record."
-            )
+            report.notes.append("everything was already in place (your own entries): nothing of Callboard's to record.")
         if not dry_run:
             work.commit(manifest)
     return report
