@@ -1,4 +1,5 @@
-"""The A2A door: a Callboard token or nothing, another workspace sees nothing, bodies are bounded."""
+"""The A2A door: a Callboard token or nothing, another workspace sees nothing, bodies are bounded,
+and a path that is no endpoint is a 404 with no token asked for."""
 
 from __future__ import annotations
 
@@ -116,4 +117,79 @@ async def test_a_json_rpc_body_not_declared_json_is_content_type_not_supported(h
         )
     assert plain.status_code == 200 and plain.json()["error"]["code"] == -32005, plain.text
     assert charset.json()["error"]["code"] == -32001  # declared JSON: served (task not found)
+    assert hub.service.inbox(hub.caller(bob)) == []
+
+
+# Paths under /a2a that are no endpoint: a segment short, one too many, a typo.
+NEAR_MISSES = (
+    "/a2a/{ws}/.well-known/agent-card.json",
+    "/a2a/{ws}/{agent}",
+    "/a2a/{ws}/{agent}/",
+    "/a2a/{ws}/{agent}/.well-known",
+    "/a2a/{ws}/{agent}/.well-known/",
+    "/a2a/{ws}/{agent}/.well-known/agent.json",
+    "/a2a/{ws}/{agent}/.well-known/agent-card.json/",
+    "/a2a/{ws}/{agent}/agent-card.json",
+    "/a2a/{ws}/{agent}/card",
+    "/a2a/{ws}/{agent}/jsonrpc/more",
+    "/a2a/{ws}/{agent}/rest",
+    "/a2a/{ws}/{agent}/rest/",
+    "/a2a/{ws}/{agent}/rest/nothing",
+    "/a2a/{ws}/{agent}/rest/message:sent",
+    "/a2a/{ws}",
+    "/a2a/{ws}/",
+    "/a2a/",
+    "/a2a//{agent}/jsonrpc",
+)
+
+
+@pytest.mark.parametrize("token", [False, True])
+async def test_a_path_that_is_no_endpoint_is_not_found_without_asking_for_a_token(
+    hub: InProcessHub, token: bool
+) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    headers = {**VERSION, **({"Authorization": f"Bearer {hub.token(unique('asker'))}"} if token else {})}
+    async with httpx.AsyncClient(timeout=10, headers=headers) as http:
+        for shape in NEAR_MISSES:
+            path = shape.format(ws=hub.workspace, agent=bob)
+            for method in ("GET", "POST"):
+                answer = await http.request(method, f"{hub.url}{path}", json=SEND if method == "POST" else None)
+                assert answer.status_code == 404, (method, path, answer.status_code, answer.text)
+                assert answer.json()["error"]["code"] == "not_found", (method, path, answer.text)
+                assert "agent-card.json" in answer.json()["error"]["message"]  # where the card is
+                assert "www-authenticate" not in answer.headers
+    assert hub.service.inbox(hub.caller(bob)) == []
+
+
+async def test_a_card_is_read_with_get_and_another_method_is_not_allowed(hub: InProcessHub) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    async with httpx.AsyncClient(timeout=10) as http:
+        for method in ("POST", "PUT", "DELETE"):
+            answer = await http.request(method, f"{hub.agent_url(bob)}/.well-known/agent-card.json")
+            assert answer.status_code == 405, (method, answer.text)
+            assert answer.json()["error"]["code"] == "method_not_allowed"
+            assert answer.headers["allow"] == "GET, HEAD"
+        assert (await http.head(f"{hub.agent_url(bob)}/.well-known/agent-card.json")).status_code == 200
+
+
+async def test_the_hubs_own_card_path_says_where_each_agents_card_is(hub: InProcessHub) -> None:
+    """An A2A client given the hub's address looks for a card at its root."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
+            answer = await http.get(f"{hub.url}{path}")
+            assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found", answer.text
+            assert "/a2a/WORKSPACE/AGENT/.well-known/agent-card.json" in answer.json()["error"]["message"]
+
+
+async def test_an_http_json_body_not_declared_json_is_content_type_not_supported(hub: InProcessHub) -> None:
+    bob = unique("bob")
+    hub.describe(bob, "reviews", [])
+    headers = {**VERSION, "Authorization": f"Bearer {hub.token(unique('asker'))}", "Content-Type": "text/plain"}
+    async with httpx.AsyncClient(timeout=10, headers=headers) as http:
+        answer = await http.post(f"{hub.agent_url(bob)}/rest/message:send", content=json.dumps(SEND["params"]))
+    assert answer.status_code == 400, answer.text
+    [info] = answer.json()["error"]["details"]
+    assert info["reason"] == "CONTENT_TYPE_NOT_SUPPORTED", answer.text
     assert hub.service.inbox(hub.caller(bob)) == []

@@ -3,7 +3,9 @@
 - ``@a2a-js/sdk`` (the A2A project's JavaScript SDK, 1.3.0, from npm into the tests' CLI cache):
   ``tests/a2a/js_stream_client.mjs`` streams a task over each binding and prints the events;
 - the ``a2a-sdk`` client speaking A2A 0.3 (its compatibility transport), against a hub started
-  with ``--a2a-compat-0-3``.
+  with ``--a2a-compat-0-3``;
+- ``@a2a-js/sdk`` 0.3 (``tests/a2a/js_old_client.mjs``), against a hub without the flag: it finds
+  the endpoints on the card and is told which version the hub speaks and which flag lets it in.
 
 The worker is a Callboard agent answering through the Service, as its tools do: it takes the
 task up and completes it with an artifact once the task's mail is in its mailbox.
@@ -30,7 +32,10 @@ from tests.agent_clis_e2e.conftest import NpmCli, install
 from tests.support.a2a_hub import InProcessHub
 
 A2A_JS = NpmCli("a2a-js-sdk", "@a2a-js/sdk", "1.3.0", "a2a-db", answers_version=False)
+# 0.3 ships no command of its own: the one its dependency installs marks the install done.
+A2A_JS_0_3 = NpmCli("a2a-js-sdk", "@a2a-js/sdk", "0.3.14", "uuid", answers_version=False)
 JS_CLIENT = Path(__file__).with_name("js_stream_client.mjs")
+JS_OLD_CLIENT = Path(__file__).with_name("js_old_client.mjs")
 RUN_TIMEOUT = 60.0
 ANSWER_TIMEOUT = 30.0
 
@@ -94,6 +99,36 @@ def test_the_javascript_sdk_streams_a_task_to_a_callboard_agent_and_gets_its_art
         assert states[0] == "TASK_STATE_SUBMITTED" and states[-1] == "TASK_STATE_COMPLETED", events
         assert "TASK_STATE_WORKING" in states, events
         assert any("reviewed: please review PR 9" in e.get("text", "") for e in events), events
+        assert hub.errors == []
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600 + 4 * RUN_TIMEOUT)
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_the_javascript_sdks_0_3_client_is_told_the_version_and_the_flag(binding: str, tmp_path: Path) -> None:
+    node = shutil.which("node")
+    assert node is not None, "the interop test needs Node (20 or newer)"
+    folder = install(A2A_JS_0_3).parents[2]
+    client = folder / JS_OLD_CLIENT.name
+    shutil.copyfile(JS_OLD_CLIENT, client)
+    with InProcessHub(tmp_path) as hub:
+        bob = unique("bob")
+        hub.describe(bob, "reviews pull requests", ["review"])
+        card_url = f"{hub.agent_url(bob)}/.well-known/agent-card.json"
+        proc = subprocess.run(
+            [node, str(client), card_url, hub.token("js-old"), binding, "please review PR 9", unique("js")],
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+        )
+        assert proc.returncode == 0, proc.stderr
+        [said] = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+        error = said.get("error", "")
+        assert "VERSION_NOT_SUPPORTED" in error or "-32009" in error, said
+        assert "this hub speaks A2A 1.0" in error and "callboard up --a2a-compat-0-3" in error, said
+        assert hub.service.inbox(hub.caller(bob)) == []
         assert hub.errors == []
 
 

@@ -5,7 +5,10 @@ own pump sends, any client just sends and reads). The outside agent is the a2a-s
 from __future__ import annotations
 
 import json
+import socket
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,69 @@ def outside(tmp_path: Path) -> Iterator[OutsideAgent]:
     agent = OutsideAgent(root).start()
     yield agent
     agent.stop()
+
+
+@pytest.fixture
+def card_servers() -> Iterator[dict[str, str]]:
+    """Where no card comes from: a server that takes the connection and never answers, one that
+    answers 404, one that serves a page that is not a card."""
+    silent = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def hold() -> None:
+        while True:
+            try:
+                held.append(silent.accept()[0])
+            except OSError:
+                return
+
+    class Pages(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            page = b"<html>not a card</html>" if self.path.startswith("/page/") else None
+            self.send_response(200 if page else 404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page or b"")))
+            self.end_headers()
+            self.wfile.write(page or b"")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    pages = ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+    threads = [threading.Thread(target=hold, daemon=True), threading.Thread(target=pages.serve_forever, daemon=True)]
+    for thread in threads:
+        thread.start()
+    base = f"http://127.0.0.1:{pages.server_address[1]}"
+    try:
+        yield {
+            "silent": f"http://127.0.0.1:{silent.getsockname()[1]}",
+            "missing": f"{base}/nobody",
+            "page": f"{base}/page",
+        }
+    finally:
+        pages.shutdown()
+        silent.close()
+        for conn in held:
+            conn.close()
+
+
+# What each says: the card's own URL, that it did not arrive, and why, under a stable code.
+CARD_FAILURES = {
+    "silent": ("remote_timeout", "did not arrive within 10 s"),
+    "missing": ("bad_remote_answer", "did not arrive: the server answered HTTP 404 (no card there)"),
+    "page": ("bad_remote_answer", "is not an A2A agent card"),
+}
+
+
+def _says_the_card_did_not_come(cli: CLI, card_servers: dict[str, str]) -> None:
+    for kind, url in card_servers.items():
+        code, words = CARD_FAILURES[kind]
+        proc = cli.run("agent", "add-remote", kind, url, "--json", agent="alice")
+        error = expect_error(proc, code, as_json=True)
+        assert isinstance(error, dict) and f"{url}/.well-known/agent-card.json" in error["message"], error
+        assert words in error["message"], error
+        assert "callboard up" not in error["message"] and "tried again" not in error["message"], error
+    assert all("remote" not in a for a in cli.run_json("agent", "list", agent="alice"))  # nothing registered
 
 
 def _from(items: list[dict[str, Any]], sender: str) -> str:
@@ -74,10 +140,25 @@ def test_the_cli_refuses_bad_remotes_with_a_clear_error(tmp_path: Path) -> None:
     port = OutsideAgent(tmp_path).port  # nothing listens there
     down = cli.run("agent", "add-remote", "ghost", f"http://127.0.0.1:{port}", agent="alice")
     message = expect_error(down, "remote_unreachable", as_json=False)
-    assert "could not be reached" in str(message)
+    assert "did not arrive: nothing answered there" in str(message)
     bad = cli.run("send", "a2a:ftp://example.invalid/x", "hi", "--json", agent="alice")
     expect_error(bad, "bad_address", as_json=True)
     assert all("remote" not in a for a in cli.run_json("agent", "list", agent="alice"))  # nothing registered
+
+
+def test_add_remote_says_the_card_did_not_arrive_and_why(tmp_path: Path, card_servers: dict[str, str]) -> None:
+    _says_the_card_did_not_come(CLI(tmp_path / "machine"), card_servers)
+
+
+def test_through_a_hub_add_remote_says_the_card_did_not_arrive_not_that_the_hub_is_down(
+    tmp_path: Path, card_servers: dict[str, str]
+) -> None:
+    hub = Hub(tmp_path / "hub").start()
+    try:
+        _says_the_card_did_not_come(CLI.on_hub_machine(hub), card_servers)
+        assert "Traceback" not in hub.log_text(), hub.log_text()[-3000:]
+    finally:
+        hub.close()
 
 
 def test_through_a_hub_the_hub_pumps_and_an_a2a_address_registers_on_first_use(

@@ -155,6 +155,59 @@ def test_input_required_then_the_senders_reply_in_thread_continues_the_same_remo
     assert len(remote_ids) == 1  # one remote task for both messages
 
 
+@pytest.mark.parametrize("streamed", [True, False])
+def test_an_answer_the_remote_first_shows_the_question_for_still_completes_the_task_and_asks_once(
+    service: Service, outside: OutsideAgent, outside_polled: OutsideAgent, streamed: bool
+) -> None:
+    """The remote's events for our answer open with its stored task, still input-required with
+    the question (a stream that starts with a snapshot; a send answered before the answer is taken
+    up): the pump reads on until the task moves, and mails the question once."""
+    agent = outside if streamed else outside_polled
+    service.add_remote(ALICE, "echo", agent.url)
+    sent = service.send(ALICE, "echo", "restate the plan")
+    task_id = service.message_status(ALICE, sent.message_id).task_id
+    assert task_id is not None
+
+    def waiting() -> bool:
+        return service.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED
+
+    pump_until(service, waiting, "the remote to ask for input")
+    service.send(ALICE, "echo", "main", thread_id=sent.thread_id)
+
+    def settled() -> bool:
+        return all(r.state in ("done", "failed") for r in service.store.remote_sends(WS, task_id=task_id))
+
+    pump_until(service, settled, "the pump to be done with the answer")
+    task = service.get_task(ALICE, task_id)
+    assert task.state is TaskState.COMPLETED, texts(mail_from(service, ALICE, "echo"))
+    assert [p.text for a in task.artifacts for p in a.parts] == ["answer: main"]
+    assert texts(mail_from(service, ALICE, "echo")).count("which branch?") == 1
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_a_remote_that_asks_the_same_question_again_is_heard_asking_again(
+    service: Service, outside: OutsideAgent, outside_polled: OutsideAgent, streamed: bool
+) -> None:
+    """The other side of passing the old question over: asked again after our answer, it is
+    mailed again and the task waits on us, once the remote is done with the answer."""
+    agent = outside if streamed else outside_polled
+    service.add_remote(ALICE, "echo", agent.url)
+    sent = service.send(ALICE, "echo", "nag me")
+    task_id = service.message_status(ALICE, sent.message_id).task_id
+    assert task_id is not None
+    pump_until(service, lambda: service.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED, "a question")
+    service.send(ALICE, "echo", "main", thread_id=sent.thread_id)
+
+    def asked_again() -> bool:
+        rows = service.store.remote_sends(WS, task_id=task_id)
+        return all(r.state in ("done", "failed") for r in rows) and (
+            texts(mail_from(service, ALICE, "echo")).count("which branch?") == 2
+        )
+
+    pump_until(service, asked_again, "the question asked again")
+    assert service.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED
+
+
 def test_a_send_to_a_remote_and_others_together_is_refused_whole(service: Service, outside: OutsideAgent) -> None:
     service.add_remote(ALICE, "echo", outside.url)
     with pytest.raises(BadRequest, match="outside A2A agent: mail to it is a task of its own"):
@@ -219,7 +272,7 @@ def test_garbage_fails_the_task_with_a_clear_reason(service: Service, tmp_path: 
     junk = OutsideAgent(tmp_path, mode="garbage").start()
     junk_card = OutsideAgent(tmp_path, mode="garbage-card").start()
     try:
-        with pytest.raises(BadRemoteAnswer, match="not A2A 1.0"):
+        with pytest.raises(BadRemoteAnswer, match="is not an A2A agent card"):
             service.add_remote(ALICE, "nocard", junk_card.url)
         assert service.list_remotes(ALICE) == []  # nothing half-registered
         service.add_remote(ALICE, "junk", junk.url)

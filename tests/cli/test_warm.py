@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,8 +28,10 @@ COLD = {"CALLBOARD_WARM": "0"}  # the command in its own process, as before
 
 
 @pytest.fixture
-def cli(tmp_path: Path) -> CLI:
-    return CLI(tmp_path)
+def cli(tmp_path: Path) -> Iterator[CLI]:
+    cli = CLI(tmp_path)
+    yield cli
+    (cli.callboard_home / warm_client.SOCKET_FILE).unlink(missing_ok=True)  # its server ends within a second
 
 
 def python(cli: CLI, *argv: str, agent: str = "alice") -> subprocess.CompletedProcess[str]:
@@ -57,8 +60,10 @@ def heavy(modules: set[str]) -> set[str]:
 
 
 def warmed(cli: CLI) -> None:
-    """The first command starts the warm server; wait until a send is served by it (lean)."""
-    assert cli.run("read", agent="bob").returncode == 0
+    """The first command starts the warm server; wait until a send is served by it (lean). It
+    idles a minute, not the tests' usual 5 s: a cold run between two warm ones may take longer
+    on a loaded machine, and the next warm one would find no server."""
+    assert cli.run("read", agent="bob", env={"CALLBOARD_WARM_IDLE": "60"}).returncode == 0
 
     def lean_send() -> bool:
         proc, modules = imported(cli, "send", "bob", "warming")
@@ -138,14 +143,95 @@ def _zombie(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] == "Z"
 
 
-def test_a_following_read_and_the_rarer_commands_are_not_served():
+def test_what_lives_long_or_sets_up_is_not_served_and_the_rest_is():
     assert warm_client.served(["send", "bob", "x"], {})
     assert not warm_client.served(["send", "bob", "x"], {"CALLBOARD_WARM": "0"})
     assert not warm_client.served(["read", "--follow"], {}) and not warm_client.served(["read", "-nf", "3"], {})
     assert warm_client.served(["read", "--wait", "5"], {})
     assert warm_client.served(["hook", "prompt", "--client", "claude"], {})
     assert not warm_client.served(["hook", "wake", "--client", "claude"], {})  # the waiter: a process of its own
-    assert not any(warm_client.served([name], {}) for name in ("install", "up", "mcp", "channel"))
+    for args in (
+        ["runner", "logs", "bob", "-f"],
+        ["team", "logs", "dev", "--follow"],
+        ["session", "keep", "--pid", "1"],
+    ):
+        assert not warm_client.served(args, {}), args
+    for args in (["team", "up"], ["team", "down"], ["run"], ["install", "claude"], ["up"], ["mcp"], ["login", "x"]):
+        assert not warm_client.served(args, {}), args
+    worker = (
+        ["task", "update", "t", "--state", "completed"],
+        ["task", "show", "t"],
+        ["task", "list"],
+        ["task", "send", "bob", "x"],
+        ["task", "cancel", "t"],
+        ["agent", "card", "bob"],
+        ["agent", "list"],
+        ["channel", "post", "#c", "x"],
+        ["whoami"],
+        ["runner", "logs", "bob", "-n", "5"],
+        ["runner", "status"],
+        ["session", "start"],
+        ["team", "status"],
+    )
+    for args in worker:
+        assert warm_client.served(args, {}), args
+
+
+# The commands a worker of a task runs, each compared with the same command in its own process.
+WORKER_COMMANDS = (
+    ["task", "update", "{task}", "--state", "working", "--message", "on it"],
+    ["task", "show", "{task}"],
+    ["task", "list"],
+    ["task", "list", "--json"],
+    ["whoami"],
+    ["agent", "list"],
+    ["agent", "card", "bob"],
+    ["channel", "list"],
+    ["channel", "post", "#ops", "progress"],
+    ["task", "update", "no-such-task", "--state", "working"],  # errors: the same line, exit 2
+    ["task", "show", "no-such-task", "--json"],
+    ["channel", "post", "#nowhere", "x"],
+    ["task", "update", "{task}", "--state", "sideways"],
+)
+
+
+def test_a_workers_commands_import_nothing_heavy_and_say_what_they_say_cold(cli: CLI):
+    warmed(cli)
+    task = cli.run_json("task", "send", "bob", "review it", agent="alice")["task"]["id"]
+    assert cli.run("channel", "create", "#ops", agent="bob").returncode == 0
+    assert cli.run("channel", "join", "#ops", agent="alice").returncode == 0
+    for shape in WORKER_COMMANDS:
+        args = [word.format(task=task) for word in shape]
+        proc, modules = imported(cli, *args, agent="bob")
+        assert heavy(modules) == set(), (args, sorted(heavy(modules)))
+        cold = cli.run(*args, agent="bob", env=COLD)
+        proc.stdout, cold.stdout = (_unstamped(p.stdout) for p in (proc, cold))
+        assert (proc.returncode, proc.stdout, proc.stderr) == (cold.returncode, cold.stdout, cold.stderr), args
+
+
+def _unstamped(text: str) -> str:
+    """``text`` without what differs between two runs of one command: a new message's id, the
+    times and the generation of a task the first run moved."""
+    text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<id>", text)
+    text = re.sub(r"\d{4}-\d\d-\d\d[T ][\d:.]+(Z|[+-]\d\d:\d\d)?", "<time>", text)
+    return re.sub(r"(generation\W{0,3})\d+", r"\1<n>", text)
+
+
+def test_a_session_started_warm_is_the_callers_parent(cli: CLI):
+    """``session start`` registers the process that ran the command (its parent), served or not."""
+    warmed(cli)
+    for extra in ({}, COLD):
+        proc = subprocess.run(
+            [sys.executable, "-m", "callboard", "session", "start", "--json"],
+            env={**cli.env("alice"), **extra},
+            cwd=cli.workdir,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert proc.returncode == 0, describe(proc)
+        assert json.loads(proc.stdout)["pid"] == os.getpid(), (extra, proc.stdout)
 
 
 def test_each_command_is_registered_by_the_module_the_table_names():

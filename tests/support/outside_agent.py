@@ -7,6 +7,10 @@ What it does is chosen by the first word of the message it gets:
     complete ...  working, an artifact "result: <text>", completed
     ask ...       working, input-required "which branch?"; the follow-up: an artifact
                   "answer: <follow-up text>", completed
+    restate ...   as ask, but the follow-up's events open with the stored task as it stands
+                  (still input-required, the question its status message): a stream that
+                  starts with a snapshot, a send that returns before the answer is taken up
+    nag ...       as ask, but the follow-up is asked the same question again (no working)
     chunks ...    an artifact in two chunks (the second appended), completed
     hang ...      working, then nothing ever again
     stall ...     nothing at all (the request is never answered)
@@ -72,16 +76,24 @@ def _executor(seen: Path):  # noqa: ANN202
                 return
             context_id = ctx.current_task.context_id if ctx.current_task else ctx.context_id
             if ctx.current_task is None:
-                await queue.enqueue_event(
-                    Task(id=ctx.task_id, context_id=context_id, status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+                opened = Task(
+                    id=ctx.task_id, context_id=context_id, status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)
                 )
+                opened.metadata.update({"word": word})  # what the follow-up goes by
+                await queue.enqueue_event(opened)
             up = TaskUpdater(queue, ctx.task_id, context_id)
             if ctx.current_task is not None and ctx.current_task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+                if ctx.current_task.metadata["word"] == "nag":
+                    await up.requires_input(up.new_agent_message([Part(text="which branch?")]))
+                    return
+                if ctx.current_task.metadata["word"] == "restate":
+                    await queue.enqueue_event(ctx.current_task)
+                    await asyncio.sleep(0.3)  # what a send that returns at once, or a poll, sees first
                 await up.add_artifact([Part(text=f"answer: {text}")], name="answer", last_chunk=True)
                 await up.complete(up.new_agent_message([Part(text="done")]))
                 return
             await up.start_work(up.new_agent_message([Part(text="on it")]))
-            if word == "ask":
+            if word in ("ask", "restate", "nag"):
                 await up.requires_input(up.new_agent_message([Part(text="which branch?")]))
             elif word == "hang":
                 await asyncio.Event().wait()

@@ -5,14 +5,18 @@
 - ``…/jsonrpc`` (and ``…/jsonrpc/``: the TCK's client posts with a trailing slash): JSON-RPC;
 - ``…/rest/…``: HTTP+JSON;
 
-both served by the SDK's own route factories over ``CallboardRequestHandler``. Everything but
-the card needs a Callboard bearer token (401 with ``WWW-Authenticate: Bearer`` otherwise), as
-every hub request does; a token of another workspace, or an agent that does not exist, gets
-404, never a hint of what another workspace holds. Bodies are limited as the REST API's are.
+both served by the SDK's own route factories over ``CallboardRequestHandler``. Every endpoint
+but the card needs a Callboard bearer token (401 with ``WWW-Authenticate: Bearer`` otherwise),
+as every hub request does; a token of another workspace, or an agent that does not exist, gets
+404, never a hint of what another workspace holds. A path that is no endpoint at all (a card
+path a segment short, a typo) is a 404 at once, with no token asked for. A request in an A2A
+version the hub does not speak gets VersionNotSupported saying what it speaks (a2a/versions.py).
+Bodies are limited as the REST API's are.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
@@ -20,14 +24,16 @@ from typing import Any
 
 from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
+from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import ContentTypeNotSupportedError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.routing import BaseRoute, Mount
+from starlette.routing import BaseRoute, Match, Mount
 
 from callboard.a2a.cards import build_card, card_document, card_etag
 from callboard.a2a.context import CALLER_SCOPE, CallboardContextBuilder
 from callboard.a2a.handler import CallboardRequestHandler
+from callboard.a2a.versions import VERSION_HEADER, version_refusal
 from callboard.errors import CallboardError, NotFound, UnknownAgent
 from callboard.hub.asgi import Disconnected, Receive, Reply, Scope, Send, client_of, headers_of, receive_body
 from callboard.hub.context import AGENT_HEADER, MAX_BODY_BYTES, HubContext, blocking, check_declared_length
@@ -42,6 +48,7 @@ CARD_PATH = (".well-known", "agent-card.json")
 CARD_CACHE_CONTROL = "public, max-age=60"
 JSON_MEDIA_TYPES = frozenset({"application/json", "application/a2a+json"})
 JSON_ONLY = "A2A's JSON-RPC binding takes a JSON body: send it as Content-Type application/json."
+REST_JSON_ONLY = "A2A's HTTP+JSON binding takes a JSON body: send it as Content-Type application/json."
 
 
 class A2ADoor:
@@ -76,14 +83,19 @@ class A2ADoor:
         reply = Reply(send)
         pieces = scope["path"][len(A2A_PREFIX) :].split("/")
         if len(pieces) < 3 or not pieces[0] or not pieces[1]:
-            await _refuse(
-                reply,
-                UnknownAgent("an A2A agent is at /a2a/WORKSPACE/AGENT/; its card at …/.well-known/agent-card.json."),
-            )
+            await _no_endpoint(reply, scope)
             return
         workspace, agent, rest = pieces[0], pieces[1], tuple(pieces[2:])
+        if rest == CARD_PATH and scope["method"] not in ("GET", "HEAD"):
+            await _card_methods(reply, scope)
+            return
+        if rest != CARD_PATH and _matched(self._app.routes, scope) is Match.NONE:
+            # No endpoint has this path (a card path a segment short, a typo): 404, with no
+            # token asked for first; only the real endpoints need one.
+            await _no_endpoint(reply, scope)
+            return
         try:
-            if rest == CARD_PATH and scope["method"] in ("GET", "HEAD"):
+            if rest == CARD_PATH:
                 await self._card(scope, reply, workspace, agent)
                 return
             caller = await self._let_in(scope, workspace, agent)
@@ -93,12 +105,40 @@ class A2ADoor:
         except CallboardError as error:
             await _refuse(reply, error)
             return
-        if rest[:1] == ("jsonrpc",) and not _json_content(scope):
-            # A2A's ContentTypeNotSupported (-32005), rather than the SDK's parse error of the body.
-            answer = build_error_response(None, ContentTypeNotSupportedError(message=JSON_ONLY))
-            await reply.json(200, encoded(answer))
+        if (body or rest[:1] == ("jsonrpc",)) and not _json_content(scope):
+            # A2A's ContentTypeNotSupported (JSON-RPC -32005; HTTP+JSON 400), rather than the
+            # SDK's parse error of the body.
+            if rest[:1] == ("jsonrpc",):
+                answer = build_error_response(None, ContentTypeNotSupportedError(message=JSON_ONLY))
+                await reply.json(200, encoded(answer))
+            else:
+                document = build_rest_error_payload(ContentTypeNotSupportedError(message=REST_JSON_ONLY))
+                await reply.json(document["error"]["code"], encoded(document))
+            return
+        if await self._other_version(scope, reply, rest, body):
             return
         await self._app({**scope, CALLER_SCOPE: caller}, _replaying(body, receive), send)
+
+    async def _other_version(self, scope: Scope, reply: Reply, rest: tuple[str, ...], body: bytes) -> bool:
+        """Answer a request in an A2A version this hub does not speak (a 0.3 client, without
+        ``--a2a-compat-0-3``) with VersionNotSupported, saying what it speaks; True if answered."""
+        header = _header(scope, VERSION_HEADER)
+        if rest[:1] == ("jsonrpc",):
+            request_id, method = _rpc_call(body)
+            refused = version_refusal(header, compat=self._compat_0_3, rpc_method=method)
+            if refused is None:
+                return False
+            await reply.json(200, encoded(build_error_response(request_id, refused)))
+            return True
+        refused = version_refusal(header, compat=self._compat_0_3)
+        if refused is None:
+            return False
+        document = build_rest_error_payload(refused)
+        # Also as an A2A 0.3 REST client reads an error (a2a-sdk's: the error's type and message
+        # at the top), so the one client most likely to be refused shows why.
+        document |= {"type": type(refused).__name__, "message": refused.message}
+        await reply.json(document["error"]["code"], encoded(document))
+        return True
 
     async def _let_in(self, scope: Scope, workspace: str, agent: str) -> Caller:
         """The caller, authenticated, of the workspace in the URL, addressing an agent of it."""
@@ -197,6 +237,56 @@ def _json_content(scope: Scope) -> bool:
         return True
     media = declared.decode("latin-1").split(";", 1)[0].strip().lower()
     return media in JSON_MEDIA_TYPES
+
+
+def _matched(routes: list[BaseRoute], scope: Scope) -> Match:
+    """How the A2A endpoints match the request: FULL (path and method), PARTIAL (the path, not
+    the method: the SDK's app answers 405) or NONE; into mounts (the HTTP+JSON routes)."""
+    best = Match.NONE
+    for route in routes:
+        match, child = route.matches(scope)
+        if isinstance(route, Mount) and match is Match.FULL:
+            match = _matched(route.routes, {**scope, **child})
+        if match is Match.FULL:
+            return match
+        if match is Match.PARTIAL:
+            best = match
+    return best
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    """A request header's value, stripped; None when it is missing or empty."""
+    value = next((value for field, value in scope["headers"] if field == name), b"").decode("latin-1").strip()
+    return value or None
+
+
+def _rpc_call(body: bytes) -> tuple[str | int | None, str]:
+    """A JSON-RPC request's id and method ("" when the body is not a JSON-RPC call: the SDK
+    answers it with its parse or request error)."""
+    try:
+        call = json.loads(body)
+    except ValueError:
+        return None, ""
+    if not isinstance(call, dict):
+        return None, ""
+    request_id = call.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        request_id = None
+    method = call.get("method")
+    return request_id, method if isinstance(method, str) else ""
+
+
+async def _no_endpoint(reply: Reply, scope: Scope) -> None:
+    message = (
+        f"no A2A endpoint at {scope['path']}: an agent's card is at /a2a/WORKSPACE/AGENT/.well-known/"
+        "agent-card.json (public), its JSON-RPC endpoint at …/jsonrpc and its HTTP+JSON ones under …/rest/."
+    )
+    await reply.json(404, encoded(error_document("not_found", message)))
+
+
+async def _card_methods(reply: Reply, scope: Scope) -> None:
+    message = f"{scope['method']} is not allowed on {scope['path']}: an agent card is read with GET (or HEAD)."
+    await reply.json(405, encoded(error_document("method_not_allowed", message)), {"Allow": "GET, HEAD"})
 
 
 def _no_agent(workspace: str, agent: str) -> NotFound:

@@ -18,9 +18,10 @@ import httpx
 from a2a.client import A2ACardResolver
 from a2a.client.card_resolver import parse_agent_card
 from a2a.types import AgentCard
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from google.protobuf.json_format import MessageToDict
 
-from callboard.a2a.remote_errors import remote_problem
+from callboard.a2a.remote_errors import card_problem, remote_problem
 from callboard.errors import BadAddress, BadRemoteAnswer
 from callboard.model import built
 from callboard.tasks import OutsideCard
@@ -36,6 +37,7 @@ class RemoteTimeouts:
     its final state; polls start at ``poll_first`` and double up to ``poll_most``."""
 
     connect: float = 5.0
+    card: float = 10.0  # the whole card fetch: well inside a hub client's 30 s, so it is the card's error it hears
     call: float = 30.0
     deadline: float = 600.0
     poll_first: float = 0.2
@@ -70,13 +72,15 @@ async def fetch_card(url: str, *, token: str | None = None, timeouts: RemoteTime
     """Fetch and check the card of the agent at ``url``: its base URL (the card is then at
     ``/.well-known/agent-card.json`` under it) or the card's own URL (ending in ``.json``)."""
     url = check_url(url)
+    own = urlsplit(url).path.endswith(".json")
+    card_url = url if own else url + AGENT_CARD_WELL_KNOWN_PATH
     async with remote_http(token, timeouts) as http:
         # "/" asks the resolver for base_url itself, the card's own URL.
-        relative = "/" if urlsplit(url).path.endswith(".json") else None
+        fetching = A2ACardResolver(http, url).get_agent_card(relative_card_path="/" if own else None)
         try:
-            card = await A2ACardResolver(http, url).get_agent_card(relative_card_path=relative)
+            card = await asyncio.wait_for(fetching, timeouts.card)
         except Exception as exc:  # every failure becomes one sentence (remote_errors sorts them)
-            raise remote_problem(exc, url, "fetching its agent card") from exc
+            raise card_problem(exc, card_url, timeouts.card) from exc
     return checked_card(url, card)
 
 

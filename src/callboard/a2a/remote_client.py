@@ -24,7 +24,7 @@ from callboard.a2a.remote_parts import user_message
 from callboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
 from callboard.errors import BadRemoteAnswer, RemoteTimedOut, RemoteUnreachable
 from callboard.model import Part
-from callboard.tasks import WAITING_ON_REQUESTER, OutsideCard, TaskState
+from callboard.tasks import OutsideCard
 
 
 class RemoteConnection:
@@ -74,8 +74,7 @@ class RemoteConnection:
         task, continues) until the task is final or waits on us. Yields each update once."""
         tracker = tracker or TaskTracker(self.name)
         tracker.taken = False
-        if tracker.state in WAITING_ON_REQUESTER:
-            tracker.state = TaskState.SUBMITTED  # our answer: the remote takes the task up again
+        tracker.answer()  # a task that waits on us: this message answers it
         until = until if until is not None else self.deadline_from_now()
         message = user_message(
             message_id, parts, task_id=tracker.task_id or None, context_id=tracker.context_id or None
@@ -86,6 +85,10 @@ class RemoteConnection:
             while not tracker.settled:
                 event = await self._next(stream, until, "sending the message")
                 if event is None:
+                    if self.card.streaming:
+                        # The stream's end: the remote is done with our message, and what its
+                        # task shows now is its word, even the question we answered (asked again).
+                        tracker.answered = None
                     break
                 for update in tracker.take(event):
                     yield update
@@ -104,10 +107,15 @@ class RemoteConnection:
         until = until if until is not None else self.deadline_from_now()
         delay = self.timeouts.poll_first
         problem: RemoteUnreachable | None = None
+        # A remote shows the question we answered until it takes our answer up; one that still
+        # shows it after a call's time asks it again.
+        grace = time.monotonic() + self.timeouts.call
         while not tracker.settled:
             remaining = until - time.monotonic()
             if remaining <= 0:
                 raise self._too_late(tracker, problem)
+            if time.monotonic() > grace:
+                tracker.answered = None
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 2, self.timeouts.poll_most)
             try:

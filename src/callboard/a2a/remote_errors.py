@@ -55,6 +55,41 @@ def remote_problem(exc: BaseException, remote: str, doing: str) -> CallboardErro
     return BadRemoteAnswer(f"remote agent {remote} failed while {doing}: {type(exc).__name__}: {_first_line(exc)}.")
 
 
+def card_problem(exc: BaseException, card_url: str, seconds: float) -> CallboardError:
+    """Our error for a card that did not come from ``card_url`` within ``seconds`` (``agent
+    add-remote``, an ``a2a:`` address used the first time): said of the card, with what to
+    check, and nothing promised to be tried again (nothing is: the command failed)."""
+    if isinstance(exc, CallboardError):
+        return exc
+    missing = f"the agent card at {card_url} did not arrive"
+    cause = exc.__cause__
+    timed_out = (TimeoutError, A2AClientTimeoutError, httpx.TimeoutException)
+    if isinstance(exc, timed_out) or isinstance(cause, timed_out):
+        return RemoteTimedOut(
+            f"{missing} within {seconds:g} s (the server there took the request and sent no card in time); "
+            "check the URL, or try again once the agent answers."
+        )
+    status = _status_of(exc)
+    if status in _DENIED_STATUS:
+        return RemoteRefused(
+            f"{missing}: the server answered HTTP {status}; if it wants a token, give it with --token T."
+        )
+    if status in _TRANSIENT_STATUS or (status is not None and status >= 500):
+        return RemoteUnreachable(f"{missing}: the server answered HTTP {status}; try again later.")
+    if status is not None:
+        there = " (no card there)" if status in (404, 410) else ""
+        return BadRemoteAnswer(
+            f"{missing}: the server answered HTTP {status}{there}. Give the agent's base URL (its card is at "
+            "/.well-known/agent-card.json under it) or the card's own .json URL."
+        )
+    if isinstance(cause, httpx.RequestError) or isinstance(exc, httpx.RequestError):
+        return RemoteUnreachable(
+            f"{missing}: nothing answered there ({_first_line(cause or exc)}); check the URL and that the agent runs."
+        )
+    what = "it is not JSON" if isinstance(cause, json.JSONDecodeError) else _first_line(cause or exc)
+    return BadRemoteAnswer(f"what {card_url} served is not an A2A agent card: {what}.")
+
+
 def _status_of(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from callboard.a2a.remote_card import RemoteTimeouts, card_from_json
 from callboard.a2a.remote_client import RemoteConnection
-from callboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
+from callboard.a2a.remote_tracking import Answered, RemoteUpdate, TaskTracker
 from callboard.delivery.remote_outbox import Outgoing
 from callboard.errors import CallboardError, RemoteUnreachable, TaskFinished
 from callboard.model import Part, built, utcnow
@@ -129,12 +129,14 @@ class RemotePump:
                 await self._cancel_remote_task(out, known[0])
             await asyncio.to_thread(self.outbox.settle, send)
             return
+        question = await asyncio.to_thread(self.outbox.question_answered, send) if known else None
         tracker = TaskTracker(
             out.remote.name,
             task_id=known[0] if known else "",
             context_id=known[1] if known else "",
             state=out.task.state,
             artifact_parts={a.artifact_id: len(a.parts) for a in out.task.artifacts},
+            answered=Answered(question.state, question.parts) if question else None,
         )
         until = self._until(send)
         try:

@@ -5,6 +5,11 @@ A stream says each change once; a poll shows the whole task each time. The track
 what it has passed on (the state, the status message, how many parts of each artifact) so both
 give the same updates, each once, and a follower that takes over from a stream (or from another
 process, seeded with what the task already holds) repeats nothing.
+
+After we answer a task that waits on us, the remote often shows the task as it was first: a
+stream that opens with the stored task (still input-required, with the question we answered),
+a poll that comes before the remote took our answer up. That is not the remote asking again:
+the tracker passes it over (``Answered``) and goes on reading until the task moves.
 """
 
 from __future__ import annotations
@@ -39,6 +44,18 @@ class RemoteUpdate:
     last_chunk: bool = True
 
 
+@dataclass(frozen=True)
+class Answered:
+    """The question a follow-up of ours answers: the state it left the task in (input-required,
+    auth-required) and its status message (parts; the remote's message id, when known). Until
+    the remote shows the task moving on, a status just like it is the task as it was before our
+    answer, not news."""
+
+    state: TaskState
+    parts: list[Part] = field(default_factory=list)
+    message_id: str | None = None
+
+
 class TaskTracker:
     """What has been passed on about one outside task."""
 
@@ -51,19 +68,29 @@ class TaskTracker:
         state: TaskState = TaskState.SUBMITTED,
         status_message_id: str | None = None,
         artifact_parts: dict[str, int] | None = None,
+        answered: Answered | None = None,
     ) -> None:
         self.remote = remote
         self.task_id = task_id
         self.context_id = context_id
         self.state = state
         self.status_message_id = status_message_id
+        self.status_parts: list[Part] = []  # the last status message passed on
         self.artifact_parts = dict(artifact_parts or {})
         self.taken = False  # whether the remote answered the message this tracker sends
+        self.answered = answered  # the question our follow-up answers, until the task moves on
 
     @property
     def settled(self) -> bool:
         """The remote is done, or waits on us: nothing more comes until we answer."""
         return self.state in FINAL or self.state in WAITING_ON_REQUESTER
+
+    def answer(self) -> None:
+        """Our answer to the question the task waits on goes out: the remote takes the task up
+        again, and until it shows that, the question it asked is no news (``Answered``)."""
+        if self.state in WAITING_ON_REQUESTER:
+            self.answered = Answered(self.state, list(self.status_parts), self.status_message_id)
+            self.state = TaskState.SUBMITTED
 
     def take(self, event: StreamResponse) -> list[RemoteUpdate]:
         """The updates one streamed (or sent) response holds; the first response also says
@@ -126,6 +153,9 @@ class TaskTracker:
 
     def _status_beyond(self, status: TaskStatus) -> RemoteUpdate | None:
         state = state_from_a2a(status.state, self.remote)
+        if self._before_our_answer(state, status):
+            return None
+        self.answered = None  # the task moved on: from here on a question is a new one
         has_message = status.HasField("message")
         message_id = status.message.message_id if has_message else None
         new_message = has_message and (not message_id or message_id != self.status_message_id)
@@ -134,7 +164,21 @@ class TaskTracker:
         self.state = state
         self.status_message_id = message_id or self.status_message_id
         parts = parts_from_a2a(status.message.parts, self.remote) if new_message else []
+        if new_message:
+            self.status_parts = parts
         return self._status(parts, message_id or None)
+
+    def _before_our_answer(self, state: TaskState, status: TaskStatus) -> bool:
+        """Whether ``status`` is the question our follow-up answered, shown again."""
+        answered = self.answered
+        if answered is None or state != answered.state:
+            return False
+        if not status.HasField("message"):
+            return True  # the same state, and nothing said: nothing new
+        message_id = status.message.message_id
+        if message_id and answered.message_id:
+            return message_id == answered.message_id
+        return parts_from_a2a(status.message.parts, self.remote) == answered.parts
 
     def _own(self, task_id: str, context_id: str) -> None:
         """Take the remote's ids; a different task id than the one followed is a broken answer."""

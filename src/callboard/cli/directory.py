@@ -18,7 +18,7 @@ from callboard.cli.app import AsAdminOption, DbOption, JsonOption, app, open_cli
 from callboard.client.session_keeper import HEARTBEAT_SECONDS, SessionKeeper
 from callboard.config import Settings
 from callboard.errors import BadRequest
-from callboard.identity import terminal_of
+from callboard.identity import acting_parent, terminal_of
 from callboard.integrations.claude_code import sessions as claude_sessions
 from callboard.model import Agent
 
@@ -289,7 +289,7 @@ def session_start(
     db: DbOption = None,
 ) -> None:
     """Register a live session; it stays live while its process runs and it reports in."""
-    pid = os.getppid() if pid is None else pid
+    pid = acting_parent() if pid is None else pid  # the shell or CLI that ran it (also when served warm)
     with open_client(db) as client:
         session = client.register_session(runtime=runtime, pid=pid, terminal=terminal or terminal_of(os.environ, pid))
     render.emit(

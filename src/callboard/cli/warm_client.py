@@ -8,10 +8,10 @@ the very command this process would have run, on those descriptors, acting for t
 and tells its exit code. So the output, the errors and their exit codes are the same as the
 command run here; only the start-up is gone.
 
-Not served (``run`` answers None and the caller runs the command itself): another command, a
-``--follow`` read, ``CALLBOARD_WARM=0``, no server yet (one is started for the next call), a
-server of other code (it exits; the next call starts a new one), or anything unexpected before
-the command began. Once the server says the command began, its exit code is this process's.
+Not served (``run`` answers None and the caller runs the command itself): a command that
+stays a process of its own (see ``COMMANDS``), a ``--follow`` read or log, ``CALLBOARD_WARM=0``,
+no server yet (one is started for the next call), a server of other code (it exits; the next
+call starts a new one), or anything unexpected before the command began. Once the server says the command began, its exit code is this process's.
 """
 
 from __future__ import annotations
@@ -24,9 +24,36 @@ import marshal
 import os
 import sys
 
-# The everyday commands and the agent CLIs' hooks (which run on every prompt, tool call and
-# stop); the rest (install, up, mcp, …) run in their own process as before.
-COMMANDS = frozenset({"send", "reply", "read", "status", "who", "inbox", "ack", "hook"})
+# Every command an agent runs (a worker of a task reads, updates, shows, posts, looks who is
+# there) and the agent CLIs' hooks (which run on every prompt, tool call and stop): each one a
+# command that does its work and ends. What stays a process of its own: the servers and what
+# they start (up, mcp, run, team up and down), what lives as long as its user wants (a
+# following read or log, session keep, the hook waiter), and setting up (install, login, demo, …).
+COMMANDS = frozenset(
+    {
+        "send",
+        "reply",
+        "read",
+        "status",
+        "who",
+        "whoami",
+        "inbox",
+        "ack",
+        "hook",
+        "task",
+        "agent",
+        "channel",
+        "session",
+        "workspace",
+        "token",
+        "audit",
+        "runner",
+        "team",
+    }
+)
+OWN_PROCESS = frozenset({("hook", "wake"), ("session", "keep"), ("team", "up"), ("team", "down")})
+# The commands whose --follow (-f) keeps them running.
+FOLLOWING = frozenset({("read",), ("runner", "logs"), ("team", "logs")})
 SOCKET_FILE = "warm.sock"
 LOCK_FILE = "warm.lock"
 SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux
@@ -46,14 +73,15 @@ def served(args: list[str], env: os._Environ[str] | dict[str, str]) -> bool:
         return False
     if not hasattr(_socket, "AF_UNIX") or not hasattr(_socket, "SCM_RIGHTS") or not hasattr(os, "fork"):
         return False
-    # The waiter lives as long as its session idles, and is known by its command line (one per
-    # session): it stays a process of its own.
-    if args[0] == "hook":
-        return args[1:2] != ["wake"]
-    # A following read lives as long as its user wants, with a session of its own: it stays a
-    # process of its own.
-    return args[0] != "read" or not any(
-        arg == "--follow" or (arg.startswith("-") and not arg.startswith("--") and "f" in arg) for arg in args[1:]
+    # The hook waiter lives as long as its session idles and is known by its command line (one
+    # per session); a session keeper as long as its process: each stays a process of its own.
+    if tuple(args[:2]) in OWN_PROCESS:
+        return False
+    # A following read or log lives as long as its user wants: it stays a process of its own.
+    command = tuple(args[:1]) if args[0] == "read" else tuple(args[:2])
+    return command not in FOLLOWING or not any(
+        arg == "--follow" or (arg.startswith("-") and not arg.startswith("--") and "f" in arg)
+        for arg in args[len(command) :]
     )
 
 

@@ -69,6 +69,26 @@ REHEARSAL = (
     ["status", "01a234ec-cccf-70ed-b741-486fc614bb3f"],
     ["who"],
     ["who", "--json"],
+    ["whoami"],
+    ["task", "send", "warm-up", "warming up", "--json"],
+    ["task", "list"],
+    ["task", "list", "--json"],
+    ["task", "show", "01a234ec-cccf-70ed-b741-486fc614bb3f"],
+    ["task", "update", "01a234ec-cccf-70ed-b741-486fc614bb3f", "--state", "working", "--message", "m"],
+    ["agent", "list"],
+    ["agent", "card", "warm-up"],
+    ["channel", "list"],
+)
+# What a command loads only when it runs (the A2A SDK: an agent's card, mail to an outside agent;
+# the hooks' modules), loaded once here instead of in each fork.
+PRELOADED = (
+    "callboard.cli.cards",
+    "callboard.a2a.remote_card",
+    "callboard.a2a.remote_pump",
+    *(
+        f"callboard.integrations.hooks.{module}"
+        for module in ("entry", "handlers", "context", "probe", "hub_probe", "state", "output", "payload")
+    ),
 )
 
 
@@ -77,11 +97,10 @@ def preload() -> None:
     from callboard.cli import main
 
     main.command_for([])  # every command module, and the click group
-    # The hooks' modules (the waiter's too): a hook loads them lazily, each fork would again.
-    for module in ("entry", "handlers", "context", "probe", "hub_probe", "state", "output", "payload"):
+    for module in PRELOADED:
         try:
-            importlib.import_module(f"callboard.integrations.hooks.{module}")
-        except ImportError:  # renamed or gone: a hook then loads what it needs itself
+            importlib.import_module(module)
+        except ImportError:  # renamed, gone, or an extra not installed: a command loads what it needs itself
             pass
     saved = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="callboard-warm-") as folder:

@@ -226,6 +226,12 @@ class HubClient:
             )
         # A request that never connected certainly did nothing; one cut off later may have.
         reached = not isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
+        if isinstance(error, httpx.ReadTimeout):  # the hub is up: it took the request, and is slow
+            return HubUnavailable(
+                f"the hub at {self.url} took the request but did not answer it in time; it is up, and "
+                "busy or waiting on something: try again, or look at the hub's log.",
+                reached=True,
+            )
         # Only a hub on this machine is this machine's to start; another one's address may be wrong.
         here = is_loopback(urlsplit(self.url).hostname or "")
         remedy = "start it with 'callboard up'" if here else "check that it runs and that the address is right"

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from callboard.delivery.remotes import Remotes
 from callboard.model import Caller, Message, MessageStatus, RemoteSendStatus, built
 from callboard.store.base import RemoteSend, Store
-from callboard.tasks import RemoteAgent, Task
+from callboard.tasks import WAITING_ON_REQUESTER, RemoteAgent, Task, TaskEvent
 
 ERROR_CHARS = 500
 
@@ -76,6 +76,17 @@ class RemoteOutbox:
         earlier = self.store.remote_sends(send.workspace, task_id=send.task_id)
         known = [r for r in earlier if r.remote_task_id]
         return (known[-1].remote_task_id, known[-1].remote_context_id or "") if known else None  # type: ignore[return-value]
+
+    def question_answered(self, send: RemoteSend) -> TaskEvent | None:
+        """The remote's question the row's message answers: the task's last status before the
+        message, when it waited on its requester; None for a message that answers none."""
+        statuses: list[TaskEvent] = []
+        for event in self.store.task_events(send.workspace, send.task_id, 0):
+            if event.message_id == send.message_id:
+                break
+            if event.kind == "status":
+                statuses.append(event)
+        return statuses[-1] if statuses and statuses[-1].state in WAITING_ON_REQUESTER else None
 
     def superseded(self, send: RemoteSend) -> bool:
         """Whether a later message of the same task went out after this one (a follow-up): that

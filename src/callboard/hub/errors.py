@@ -91,10 +91,19 @@ async def on_http_error(request: Request, error: Exception) -> JSONResponse:
     if error.status_code == 405:  # every method the path takes, not only one route's (RFC 9110 15.5.6)
         headers["Allow"] = ", ".join(allowed_methods(request))
     message = {
-        404: f"no such endpoint: {request.url.path}; GET /openapi.json lists them.",
+        404: _no_endpoint(request.url.path),
         405: f"{request.method} is not allowed on {request.url.path}; it takes {headers.get('Allow')}.",
     }.get(error.status_code, str(error.detail))
     return error_response(code, message, error.status_code, headers)
+
+
+def _no_endpoint(path: str) -> str:
+    if path.startswith("/.well-known/agent"):  # an A2A client given the hub's own address
+        return (
+            f"no agent card at {path}: this hub serves many agents, each with a card of its own at "
+            "/a2a/WORKSPACE/AGENT/.well-known/agent-card.json ('callboard agent card NAME' prints one)."
+        )
+    return f"no such endpoint: {path}; GET /openapi.json lists them."
 
 
 def allowed_methods(request: Request) -> list[str]:
