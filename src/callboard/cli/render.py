@@ -130,7 +130,7 @@ def mail_item(item: MailItem) -> None:
     # The id goes on a line of its own: people copy it into status, ack and --reply-to.
     reply = f" · in reply to {message.reply_to}" if message.reply_to else ""
     console.print(f"[dim]{when(message.created_at)} · {message.id}{reply}[/]")
-    if item.task_id:  # a task's mail says which task, and its state when read
+    if item.task_id:  # a task's mail says which task, and the state this message moved it to
         console.print(f"[dim]task {item.task_id}[/] {task_state(item.task_state) if item.task_state else ''}")
     for part in message.parts:
         print_part(part)
