@@ -96,6 +96,16 @@ class RunnerFiles:
         self._log.write(f"{stamp} {line.rstrip()}\n")
         self._log.flush()
 
+    def is_log(self, stream: object) -> bool:
+        """Whether ``stream`` writes into this runner's log file (``team up`` points a runner's
+        output there): a line put in the log must not be written to it a second time."""
+        try:
+            given = os.fstat(stream.fileno())  # type: ignore[attr-defined]
+            log = os.stat(self.log_path)
+        except (OSError, ValueError, AttributeError):
+            return False
+        return (given.st_dev, given.st_ino) == (log.st_dev, log.st_ino)
+
     def request_clear(self) -> None:
         """Ask the running runner to clear its CLI's context (it looks between turns)."""
         self.folder.mkdir(parents=True, exist_ok=True)
