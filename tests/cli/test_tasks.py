@@ -90,6 +90,9 @@ def test_each_update_is_headed_with_the_state_it_made_not_the_tasks_state_now(cl
     items = cli.run_json("read", agent="alice")["items"]
     assert (state_of(items, "starting now"), state_of(items, "which branch?")) == ("working", "input-required")
     assert cli.run_json("task", "show", task_id, agent="alice")["state"] == "input-required"  # the state now
+    [starting] = [i for i in items if i["message"]["parts"] == [{"text": "starting now"}]]
+    status = cli.run("status", starting["message"]["id"], agent="alice").stdout  # says which state it gives
+    assert f"task {task_id}: input-required (its state now)" in status, status
 
 
 def test_a_task_to_a_name_nobody_used_says_so_on_stderr(cli) -> None:

@@ -51,6 +51,11 @@ def emit(value: Any, as_json: bool, human: Callable[[], None]) -> None:
         human()
 
 
+def counted(count: int, noun: str) -> str:
+    """``1 message``, ``2 messages``: a count with its noun in the number it says."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def when(moment: datetime | None) -> str:
     if moment is None:
         return "-"
@@ -246,7 +251,7 @@ def task_lines(report: MessageStatus) -> None:
     """A status's task (its state now) and, for mail to an outside A2A agent, how sending it stands."""
     if report.task_id is not None:
         state_now = report.task_state.value if report.task_state else "unknown"
-        console.print(f"task [bold]{report.task_id}[/]: [bold]{state_now}[/]")
+        console.print(f"task [bold]{report.task_id}[/]: [bold]{state_now}[/] [dim](its state now)[/]")
     if report.remote is not None:
         remote = report.remote
         at = f", its task {remote.remote_task_id}" if remote.remote_task_id else ""

@@ -19,7 +19,7 @@ import typer
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.config import Settings
-from callboard.errors import BadRequest, NotFound
+from callboard.errors import BadRequest
 from callboard.runner.env import RUNNER_ENV
 
 runner_app = typer.Typer(
@@ -124,9 +124,14 @@ def logs(
     db: DbOption = None,
 ) -> None:
     """This machine's log of an agent's runner."""
+    from callboard.runner.files import UnknownRunner
+
     files = _files(name, db)
     if not files.log_path.exists():
-        raise NotFound(f"no runner log for {name} on this machine ({files.log_path}).")
+        raise UnknownRunner(
+            f"no runner of {name} has run on this machine (no log at {files.log_path}); "
+            "'callboard runner status' shows the runners there are."
+        )
     for line in files.tail(lines):
         print(line)
     if follow:

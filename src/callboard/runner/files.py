@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from callboard.errors import Refused
+from callboard.errors import NotFound, Refused
 
 LOG_FILE = "runner.log"
 PID_FILE = "runner.pid"
@@ -24,6 +24,12 @@ CLEAR_FILE = "clear.request"
 
 class RunnerRunning(Refused):
     code = "runner_running"
+
+
+class UnknownRunner(NotFound):
+    """No runner of the agent has run on this machine (it has no log here)."""
+
+    code = "unknown_runner"
 
 
 class RunnerFiles:
