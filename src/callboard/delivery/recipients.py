@@ -188,7 +188,6 @@ def refusal_error(refused: Sequence[Refusal]) -> CallboardError:
     address with its own code."""
     first = refused[0].kind
     reasons = [r.reason.rstrip(".") + "." for r in refused]
-    reasons[1:] = [r[:1].upper() + r[1:] for r in reasons[1:]]  # sentences after the first
     live_hint = " Send to the agent's name to queue it in its mailbox." if any(r.reach for r in refused) else ""
     message = " ".join(reasons) + " Nothing was sent to anyone." + live_hint
     details: dict[str, object] = {
