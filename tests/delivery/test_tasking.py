@@ -22,8 +22,8 @@ from callboard.errors import (
     BadRequest,
     BadTaskState,
     BadWebhook,
-    Forbidden,
     CallboardError,
+    Forbidden,
     TaskFinished,
     UnknownTask,
 )
