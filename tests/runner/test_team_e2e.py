@@ -144,6 +144,12 @@ def test_a_team_runners_log_shows_each_event_once(tmp_path: Path) -> None:
             return any("echo tok-once" in (p.get("text") or "") for i in items for p in i["message"]["parts"])
 
         wait_until(answered, timeout=60, what="the echo role's answer")
+
+        def turn_over() -> bool:
+            [row] = cli.run_json("team", "status", "--team", team, env=env)
+            return bool(row["reports"]) and (row["reports"][0]["turns"], row["reports"][0]["state"]) == (1, "idle")
+
+        wait_until(turn_over, timeout=60, what="the turn's end")  # then stopped: no turn cut short
         down = cli.run("team", "down", "--team", team, "--json", env=env, timeout=90)
         assert down.returncode == 0, describe(down)
     finally:
