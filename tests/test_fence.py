@@ -121,6 +121,6 @@ def test_a_tasks_mail_says_which_task_its_state_and_how_to_answer_it_in_one_line
     item = MailItem(seq=1, state="delivered", message=task_mail, task_id="t-1", task_state="input-required")
     lines = fenced_mail([item]).splitlines()
     (line,) = [line for line in lines if line.startswith("task: ")]
-    assert line.startswith("task: t-1, input-required now") and "update_task" in line
+    assert line.startswith("task: t-1, input-required as of this message") and "update_task" in line
     assert lines.index(line) < next(i for i, text in enumerate(lines) if text.startswith("----- BEGIN"))
     assert not any(text.startswith("task: ") for text in fenced(message(Part(text="hi"))).splitlines())

@@ -612,21 +612,44 @@ def test_require_live_to_a_large_channel_names_a_few_members_in_its_message_and_
 # --- unknown recipients ----------------------------------------------------------------------------
 
 
-def test_unknown_addresses_are_reported_beside_the_recipients_that_got_the_message(alice, bob, carol, dave):
+def test_a_send_with_an_address_that_names_nobody_fails_whole_naming_each_and_stores_nothing(
+    db, alice, bob, carol, dave
+):
     bob.register_session(runtime="claude-code")  # bob is known on this machine, as this process
-    sent = alice.send(["carol", "#nochannel", "dave@nomachine", f"bob@{MACHINE}#99999999"], "hello?")
-    assert outcome(sent, "carol").state == "queued"
-    for address in ("#nochannel", "dave@nomachine", f"bob@{MACHINE}#99999999"):
-        unknown = outcome(sent, address)
-        assert (unknown.state, unknown.agent) == ("unknown_recipient", None)
-        assert unknown.reason
-    assert everything(carol) == [sent.message_id]
-    assert everything(bob) == [] and everything(dave) == []
+    with writes_nothing(db), pytest.raises(UnknownRecipient) as raised:
+        alice.send(["carol", "dave@nomachine", f"bob@{MACHINE}#99999999"], "hello?")
+    assert raised.value.details["addresses"] == ["dave@nomachine", f"bob@{MACHINE}#99999999"]
+    assert [r["address"] for r in raised.value.details["refused"]] == raised.value.details["addresses"]
+    assert "dave" in raised.value.message and "99999999" in raised.value.message
+    assert raised.value.message.count("Nothing was sent to anyone.") == 1
+    assert everything(carol) == [] and everything(bob) == [] and everything(dave) == []
+
+
+def test_a_send_with_refusals_of_several_kinds_fails_with_the_first_ones_code_and_lists_each(db, alice, carol, dave):
+    dave.create_channel("closed")
+    with writes_nothing(db), pytest.raises(UnknownChannel) as raised:
+        alice.send(["carol", "#ghost", "#closed", "dave@nomachine"], "hello?")
+    assert [(r["address"], r["code"]) for r in raised.value.details["refused"]] == [
+        ("#ghost", "unknown_channel"),
+        ("#closed", "not_member"),
+        ("dave@nomachine", "unknown_recipient"),
+    ]
+    assert "no channel #ghost" in raised.value.message and "not a member of #closed" in raised.value.message
+    assert everything(carol) == []
+
+
+@pytest.mark.parametrize("to", ["#nochannel", "carol,#nochannel", "#nochannel,bob@nomachine"])
+def test_a_send_to_a_channel_that_does_not_exist_says_so_and_stores_nothing(db, alice, bob, carol, to):
+    with writes_nothing(db), pytest.raises(UnknownChannel) as raised:
+        alice.send(to, "anyone?")
+    assert raised.value.code == "unknown_channel"
+    assert "no channel #nochannel" in raised.value.message and "channel create nochannel" in raised.value.message
+    assert everything(bob) == [] and everything(carol) == []
 
 
 @pytest.mark.parametrize(
     "to",
-    ["#nochannel", "bob@nomachine", f"bob@{MACHINE}#12345", f"#nochannel,bob@nomachine,bob@{MACHINE}#12345"],
+    ["bob@nomachine", f"bob@{MACHINE}#12345", f"bob@nomachine,bob@{MACHINE}#12345"],
 )
 def test_a_send_where_every_recipient_is_unknown_raises_unknown_recipient_and_stores_nothing(db, alice, bob, to):
     with writes_nothing(db), pytest.raises(UnknownRecipient) as raised:
@@ -749,7 +772,7 @@ def test_who_reports_agents_sessions_unread_counts_and_machines(alice, bob, caro
 def test_message_status_shows_each_recipients_states_and_times_as_they_happen(alice, bob, carol, clock):
     bob.register_session(runtime="claude-code")
     sent_at = clock.now
-    sent = alice.send("bob,carol,#nochannel", "status check", subject="s")
+    sent = alice.send("bob,carol", "status check", subject="s")
 
     def status_rows() -> dict[str, tuple]:
         status = alice.message_status(sent.message_id)
@@ -765,7 +788,6 @@ def test_message_status_shows_each_recipients_states_and_times_as_they_happen(al
     assert status_rows() == {
         "bob": (DeliveryState.delivered, sent_at, sent_at, None, None),
         "carol": (DeliveryState.queued, sent_at, None, None, None),
-        "#nochannel": ("unknown_recipient", None, None, None, None),
     }
     assert row(alice.message_status(sent.message_id), "bob").sessions == [f"bob@{MACHINE}#{os.getpid()}"]
 
@@ -776,7 +798,6 @@ def test_message_status_shows_each_recipients_states_and_times_as_they_happen(al
     assert status_rows() == {
         "bob": (DeliveryState.read, sent_at, sent_at, bob_read, None),
         "carol": (DeliveryState.read, sent_at, carol_read, carol_read, None),
-        "#nochannel": ("unknown_recipient", None, None, None, None),
     }
 
     bob_acked = clock.advance(10)
@@ -786,7 +807,6 @@ def test_message_status_shows_each_recipients_states_and_times_as_they_happen(al
     assert status_rows() == {
         "bob": (DeliveryState.acked, sent_at, sent_at, bob_read, bob_acked),
         "carol": (DeliveryState.acked, sent_at, carol_read, carol_read, carol_acked),
-        "#nochannel": ("unknown_recipient", None, None, None, None),
     }
 
 
@@ -1000,7 +1020,10 @@ BAD_INPUTS = [
     _case("end another agent's", lambda w: w.alice.end_session(w.bob_session), UnknownSession, "unknown_session"),
     _case("leave a channel not joined", lambda w: w.dave.leave_channel("team"), NotMember, "not_member"),
     _case("post to a channel not joined", lambda w: w.dave.send("#team", "hi"), NotMember, "not_member"),
-    _case("all recipients unknown", lambda w: w.alice.send("#nochannel", "hi"), UnknownRecipient, "unknown_recipient"),
+    _case("post to no channel", lambda w: w.alice.send("#nochannel", "hi"), UnknownChannel, "unknown_channel"),
+    _case(
+        "one of two unknown", lambda w: w.alice.send("bob,carol@nomachine", "hi"), UnknownRecipient, "unknown_recipient"
+    ),
 ]
 
 

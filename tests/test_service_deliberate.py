@@ -95,10 +95,12 @@ def test_an_agent_token_sending_to_a_new_name_gets_unknown_recipient_with_a_gues
     assert [a.name for a in eve.list_agents()] == ["bob", "eve"]
 
 
-def test_an_agent_tokens_send_reaches_the_agents_that_exist_and_names_the_one_that_does_not(bob, agent_token):
-    sent = agent_token("eve").send(["bob", "nobody-here"], "hello")
-    assert outcome(sent, "bob").state == "queued"
-    assert outcome(sent, "nobody-here").state == "unknown_recipient"
+def test_an_agent_tokens_send_to_one_that_exists_and_one_that_does_not_fails_whole(db, bob, agent_token):
+    eve = agent_token("eve")
+    with writes_nothing(db), pytest.raises(UnknownRecipient) as refused:
+        eve.send(["bob", "nobody-here"], "hello")
+    assert refused.value.details["addresses"] == ["nobody-here"] and "Nothing was sent" in refused.value.message
+    assert bob.read(peek=True).items == []
     assert [a.name for a in bob.list_agents()] == ["bob", "eve"]
 
 

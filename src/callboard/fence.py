@@ -81,7 +81,7 @@ def _where(message: Message) -> str:
 
 def fenced(message: Message, task_state: TaskState | None = None) -> str:
     """One message: a header of facts the mailbox vouches for, then the sender's own words.
-    A task's mail says so, and how it is answered (``task_state``: its state when read)."""
+    A task's mail says so, and how it is answered (``task_state``: the state this message moved it to)."""
     header = [
         f"from: {one_line(message.sender)}" + _where(message),
         f"to: {one_line(', '.join(message.recipients))}",
@@ -96,8 +96,8 @@ def fenced(message: Message, task_state: TaskState | None = None) -> str:
 
 def _task_line(task_id: str, state: TaskState | None) -> str:
     """One short line: the task, its state, and the tool that moves it (a model knows to use it)."""
-    now = f", {state.value} now" if state is not None else ""
-    return f"task: {task_id}{now} (its worker answers with the update_task tool; its requester replies to go on)"
+    moved = f", {state.value} as of this message" if state is not None else ""
+    return f"task: {task_id}{moved} (its worker answers with the update_task tool; its requester replies to go on)"
 
 
 def fenced_words(message: Message) -> str:

@@ -230,6 +230,8 @@ class DeliveryState(StrEnum):
 
 _STATE_ORDER = list(DeliveryState)
 
+# unknown_recipient: only in the stored results of sends from before a refused address failed the
+# whole send (delivery/recipients.py); a send answered now reached every recipient it names.
 SendState = Literal["unknown_recipient", "queued", "delivered"]
 
 # What can happen to a message with one recipient, as its history records it. delivered, read
@@ -317,16 +319,17 @@ class MailItem(Model):
     seq: int = Field(description="this recipient's delivery sequence number, the resume cursor")
     state: DeliveryState
     message: Message
-    # A task's mail says so at the top of the item, where a script looks first: the task and its
-    # state when this was read (not when it was sent). Left out of the JSON for other mail.
+    # A task's mail says so at the top of the item, where a script looks first: the task and the
+    # state this message moved it to (a "working" update says working, however the task moved
+    # since: ``task show`` tells its state now). Left out of the JSON for other mail.
     task_id: str | None = Field(default=None, description="the task this message belongs to", exclude_if=_unset)
     task_state: TaskState | None = Field(
-        default=None, description="the task's state when this was read", exclude_if=_unset
+        default=None, description="the state this message moved the task to", exclude_if=_unset
     )
 
 
 def mail_item(seq: int, state: DeliveryState, message: Message, task_state: TaskState | None = None) -> MailItem:
-    """A mailbox item; its task id is its message's (one source), its state as read with it."""
+    """A mailbox item; its task id is its message's (one source), its state the one the message made."""
     return built(MailItem, seq=seq, state=state, message=message, task_id=message.task_id, task_state=task_state)
 
 

@@ -38,7 +38,8 @@ CASES = {
     "unknown-channel-join": Case(("channel", "join", "nowhere"), "unknown_channel"),
     "unknown-session-end": Case(("session", "end", UNKNOWN_ID), "unknown_session"),
     "require-live-without-session": Case(("send", "bob", "hi", "--require-live"), "no_live_session"),
-    "delete-agent-without-yes": Case(("agent", "delete", "bob"), "bad_request"),
+    "delete-agent-without-yes": Case(("agent", "delete", "bob"), "bad_request", prepare="bob"),
+    "delete-no-agent-without-yes": Case(("agent", "delete", "nobody"), "unknown_agent"),
     "read-limit-zero": Case(("read", "--limit", "0"), "bad_request"),
     "session-pid-zero": Case(("session", "start", "--pid", "0"), "bad_request"),
     "missing-argument": Case(("send", "bob"), "usage"),
@@ -63,6 +64,8 @@ def _prepare(cli, step: str | None) -> tuple[Path | None, list[str]]:
         junk = cli.root / "junk.db"
         junk.write_text("this is not a database\n" * 100)
         return None, ["--db", str(junk)]
+    elif step == "bob":
+        assert cli.run("agent", "create", "bob", agent="alice").returncode == 0
     elif step == "bad-config":
         cli.callboard_home.mkdir(parents=True, exist_ok=True)
         (cli.callboard_home / "config.toml").write_text("agent = [unterminated\n")

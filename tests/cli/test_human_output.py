@@ -151,3 +151,19 @@ def test_human_read_shows_sender_chosen_header_fields_on_one_line(run, run_json,
     header_lines = [line for line in out.splitlines() if "alice" in line]
     assert header_lines and all("mallory" in line for line in header_lines), out
     assert not any(line.startswith(("from: alice", FORGED_LINES[0])) for line in out.splitlines()), out
+
+
+def test_counts_read_in_the_number_they_say_and_an_empty_listing_says_what_it_left_out(run, run_json):
+    created = _ok(run("channel", "create", "ops", agent="alice"))
+    assert "1 member" in created and "(s)" not in created, created
+    sent = run_json("send", "bob", "hello", agent="alice")
+    acked = _ok(run("ack", sent["message_id"], agent="bob"))
+    assert "acknowledged 1 message" in acked and "(s)" not in acked, acked
+    listed = _ok(run("inbox", agent="bob"))  # the acknowledged message is still in the mailbox
+    assert "no unacknowledged mail" in listed and "mailbox empty" not in listed, listed
+    assert sent["message_id"] in _ok(run("inbox", "--all", agent="bob"))
+
+
+def test_runner_logs_of_an_agent_with_no_runner_here_has_a_code_of_its_own(run, expect_error):
+    line = expect_error(run("runner", "logs", "nobody", agent="alice"), "unknown_runner", as_json=False)
+    assert "no runner of nobody has run on this machine" in line

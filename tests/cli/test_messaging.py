@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -143,6 +144,41 @@ def test_send_to_several_recipients_reaches_each_once(run_json, texts):
 
     status = run_json("status", sent["message_id"], agent="alice")
     assert sorted((r["agent"], r["state"]) for r in status["recipients"]) == [("bob", "read"), ("carol", "read")]
+
+
+def _dump(db) -> list[str]:
+    conn = sqlite3.connect(db)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("to", ["#ghostchan", "bob,#ghostchan", "#ghostchan,newbie"])
+def test_a_send_to_a_channel_that_does_not_exist_says_so_and_stores_nothing(cli, run_json, expect_error, to):
+    run_json("send", "bob", "first", agent="alice")  # alice and bob exist
+    before = _dump(cli.default_db)
+    line = expect_error(cli.run("send", to, "hi", agent="alice"), "unknown_channel", as_json=False)
+    assert "no channel #ghostchan" in line and "channel create ghostchan" in line and "channel list" in line
+    assert "Nothing was sent to anyone" in line
+    assert _dump(cli.default_db) == before
+    posted = expect_error(
+        cli.run("channel", "post", "ghostchan", "hi", "--json", agent="alice"), "unknown_channel", as_json=True
+    )
+    assert "no channel #ghostchan" in posted["message"]
+
+
+def test_a_send_where_one_recipient_is_refused_fails_whole_and_names_each_refusal(cli, run_json, expect_error):
+    run_json("send", "bob", "first", agent="alice")
+    run_json("channel", "create", "closed", agent="bob")
+    before = _dump(cli.default_db)
+    refused = expect_error(
+        cli.run("send", "bob,#closed,carol@nomachine", "hi", "--json", agent="alice"), "not_member", as_json=True
+    )
+    assert "not a member of #closed" in refused["message"] and "carol" in refused["message"]  # each refusal
+    assert _dump(cli.default_db) == before  # bob got nothing: a send reaches every recipient or none
+    sent = run_json("send", "bob,carol", "hi", agent="alice")  # exit 0: every recipient got it
+    assert sorted(r["state"] for r in sent["recipients"]) == ["queued", "queued"]
 
 
 def test_send_dash_reads_the_body_from_stdin(run_json, texts):

@@ -72,6 +72,29 @@ def test_a_task_round_trip_with_a_question_back_and_artifacts(cli, tmp_path) -> 
     ]
 
 
+def test_each_update_is_headed_with_the_state_it_made_not_the_tasks_state_now(cli) -> None:
+    task_id = _open(cli)
+    cli.run_json("read", agent="bob")  # taken up: "working" mail to alice
+    cli.run_json("task", "update", task_id, "--state", "working", "--message", "starting now", agent="bob")
+    cli.run_json("task", "update", task_id, "--state", "input-required", "--message", "which branch?", agent="bob")
+
+    def state_of(items: list[dict], words: str) -> str:
+        [item] = [i for i in items if i["message"]["parts"] == [{"text": words}]]
+        return item["task_state"]
+
+    listed = cli.run_json("inbox", agent="alice")
+    assert (state_of(listed, "starting now"), state_of(listed, "which branch?")) == ("working", "input-required")
+    human = cli.run("read", "--peek", agent="alice").stdout
+    starting = human[: human.index("starting now")]
+    assert starting.rstrip().endswith(f"task {task_id} working"), human
+    items = cli.run_json("read", agent="alice")["items"]
+    assert (state_of(items, "starting now"), state_of(items, "which branch?")) == ("working", "input-required")
+    assert cli.run_json("task", "show", task_id, agent="alice")["state"] == "input-required"  # the state now
+    [starting] = [i for i in items if i["message"]["parts"] == [{"text": "starting now"}]]
+    status = cli.run("status", starting["message"]["id"], agent="alice").stdout  # says which state it gives
+    assert f"task {task_id}: input-required (its state now)" in status, status
+
+
 def test_a_task_to_a_name_nobody_used_says_so_on_stderr(cli) -> None:
     cli.run_json("agent", "create", "bob", agent="alice")
     typo = cli.run("task", "send", "bobb", "please review", agent="alice")

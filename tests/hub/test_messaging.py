@@ -227,3 +227,20 @@ def test_a_post_to_a_channel_large_enough_to_fan_out_later_reaches_every_member_
     finally:
         for client in [poster, *clients.values()]:
             client.close()
+
+
+def test_a_send_over_the_hub_with_a_refused_recipient_fails_whole(tenant: Tenant) -> None:
+    alice, bob = unique("alice"), unique("bob")
+    with tenant.http(alice) as sender, tenant.http(bob) as reader:
+        assert sender.post("/v1/messages", json={"to": bob, "text": "first"}).status_code == 201
+        assert len(reader.post("/v1/read").json()["items"]) == 1
+        for to in ("#ghostchan", f"{bob},#ghostchan"):
+            refused = expect_http_error(
+                sender.post("/v1/messages", json={"to": to, "text": "hi"}), 404, "unknown_channel"
+            )
+            assert "no channel #ghostchan" in refused["message"] and "Nothing was sent" in refused["message"]
+        typo = expect_http_error(
+            sender.post("/v1/messages", json={"to": f"{bob},{bob}x@nomachine", "text": "hi"}), 404, "unknown_recipient"
+        )
+        assert f"{bob}x" in typo["message"]
+        assert reader.post("/v1/read", params={"peek": "true"}).json()["items"] == []  # bob got none of them

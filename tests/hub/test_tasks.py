@@ -66,6 +66,19 @@ def test_a_task_over_rest_opens_moves_lists_and_cancels(tenant: Tenant) -> None:
         assert told[-1]["task_state"] == "canceled"
 
 
+def test_each_task_mail_over_rest_carries_the_state_its_update_made(tenant: Tenant) -> None:
+    with tenant.http("alice") as alice, tenant.http("bob") as bob:
+        task = alice.post("/v1/tasks", json={"to": "bob", "text": "review it"}).json()["task"]
+        for state, words in (("working", "starting now"), ("input-required", "which branch?")):
+            moved = bob.post(f"/v1/tasks/{task['id']}/update", json={"state": state, "message": words})
+            assert moved.status_code == 200, moved.text
+        items = alice.post("/v1/read").json()["items"]
+        assert [(i["message"]["parts"][0]["text"], i["task_state"]) for i in items] == [
+            ("starting now", "working"),
+            ("which branch?", "input-required"),
+        ]
+
+
 def test_task_refusals_have_their_status_and_stable_code(tenant: Tenant) -> None:
     with tenant.http("alice") as alice, tenant.http("bob") as bob:
         task = alice.post("/v1/tasks", json={"to": "bob", "text": "do it"}).json()["task"]

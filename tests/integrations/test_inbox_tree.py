@@ -445,7 +445,7 @@ def test_cli_dry_run_writes_nothing(root: Path, tmp_path: Path, run: Callable[..
 
     code, out, _ = run("import-inbox", root, "--db", db, "--dry-run")
 
-    assert "dry run: would import 6 message(s); nothing was written; 7 file(s) skipped" in out
+    assert "dry run: would import 6 messages; nothing was written; 7 files skipped" in out
     assert not db.exists()
 
 

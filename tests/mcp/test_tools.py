@@ -157,7 +157,8 @@ async def test_a_new_name_close_to_an_existing_agent_is_sent_with_a_note_that_as
     ("tool", "arguments", "code"),
     [
         ("send_message", {"to": "bob", "message": "x", "require_live": True}, "no_live_session"),
-        ("send_message", {"to": "#nobody-here", "message": "x"}, "unknown_recipient"),
+        ("send_message", {"to": "#nobody-here", "message": "x"}, "unknown_channel"),
+        ("send_message", {"to": "bob,#nobody-here", "message": "x"}, "unknown_channel"),
         ("send_message", {"to": "not a name!", "message": "x"}, "bad_address"),
         ("send_message", {"to": "bob", "message": ""}, "bad_request"),
         ("send_message", {"to": "bob", "message": "x", "reply_to": "not-an-id"}, "unknown_message"),

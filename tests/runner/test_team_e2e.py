@@ -107,3 +107,57 @@ def test_team_up_says_which_role_failed_and_why(tmp_path: Path) -> None:
     assert "no such program" in outcome["message"] and "runner.log" in outcome["message"], outcome
     shown = cli.run("team", "up", "--team", team, env={"CALLBOARD_WARM": "0"}, timeout=90)
     assert shown.returncode == 1 and "failed ghost" in shown.stdout and "Traceback" not in shown.stderr, describe(shown)
+
+
+def test_team_up_says_a_role_whose_program_exits_at_once_failed_with_its_status_and_last_lines(tmp_path: Path) -> None:
+    cli = CLI(tmp_path)
+    team = cli.workdir / "team"
+    team.mkdir()
+    program = "import sys; print('no API key in the environment', file=sys.stderr); sys.exit(4)"
+    (team / "team.toml").write_text(f"[roles.broken]\ncli = '''generic:{sys.executable} -c \"{program}\"'''\n")
+    try:
+        up = cli.run("team", "up", "--team", team, "--json", env={"CALLBOARD_WARM": "0"}, timeout=90)
+    finally:  # a runner that took the dead program for a live one would run on
+        cli.run("team", "down", "--team", team, env={"CALLBOARD_WARM": "0"}, timeout=90)
+    assert up.returncode == 1, describe(up) + _logs(cli)
+    [outcome] = json.loads(up.stdout)
+    assert (outcome["role"], outcome["ok"]) == ("broken", False), outcome
+    assert "exited with status 4" in outcome["message"], outcome
+    assert "no API key in the environment" in outcome["message"], outcome
+
+
+def test_a_team_runners_log_shows_each_event_once(tmp_path: Path) -> None:
+    cli = CLI(tmp_path)
+    team = cli.workdir / "team"
+    team.mkdir()
+    echo = tmp_path / "echo.py"  # a copy: its path in a command line is this test's alone
+    echo.write_text(MEMBER.with_name("echo.py").read_text())
+    (team / "team.toml").write_text(f'[roles.echo]\ncli = "generic:{sys.executable} {echo}"\n')
+    env = {"CALLBOARD_WARM": "0", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    try:
+        up = cli.run("team", "up", "--team", team, "--json", env=env, timeout=90)
+        assert up.returncode == 0, describe(up) + _logs(cli)
+        assert cli.run("send", "echo", "please echo tok-once", agent="alice", env=env).returncode == 0
+
+        def answered() -> bool:
+            items = cli.run_json("inbox", agent="alice", env=env)
+            return any("echo tok-once" in (p.get("text") or "") for i in items for p in i["message"]["parts"])
+
+        wait_until(answered, timeout=60, what="the echo role's answer")
+
+        def turn_over() -> bool:
+            [row] = cli.run_json("team", "status", "--team", team, env=env)
+            return bool(row["reports"]) and (row["reports"][0]["turns"], row["reports"][0]["state"]) == (1, "idle")
+
+        wait_until(turn_over, timeout=60, what="the turn's end")  # then stopped: no turn cut short
+        down = cli.run("team", "down", "--team", team, "--json", env=env, timeout=90)
+        assert down.returncode == 0, describe(down)
+    finally:
+        for pid in team_processes(str(echo)):
+            os.kill(pid, 9)
+    [log] = list(cli.callboard_home.rglob("runner.log"))
+    lines = log.read_text().splitlines()
+    events = [line.split(" ", 1)[1] for line in lines]  # without the time stamp
+    assert len(events) == len(set(events)), lines
+    assert sum("mail from alice (1 message)" in e for e in events) == 1, lines
+    assert events[-1] == "stopped" and not [e for e in events if "Traceback" in e], lines

@@ -82,7 +82,8 @@ def test_a_task_is_stored_with_its_mail_and_read_back_whole(store):
         ("b", [{"n": 2}]),
     ]
     (item,) = store.peek(WS, "worker", None, 10)
-    assert item.task_state == TaskState.COMPLETED  # the state as it is when read
+    assert item.task_state == TaskState.SUBMITTED  # the state its own message made, not the task's now
+    assert [i.task_state for i in store.peek(WS, "boss", None, 10)] == [TaskState.WORKING, TaskState.COMPLETED]
     assert [m.sender for m in store.task_messages(WS, task.id, 10)] == ["boss", "worker", "worker"]
     assert [m.sender for m in store.task_messages(WS, task.id, 1)] == ["worker"]
     assert [e.generation for e in store.task_events(WS, task.id, 4)] == [5, 6]

@@ -18,7 +18,7 @@ ChannelArgument = Annotated[str, typer.Argument(help="The channel, with or witho
 
 
 def _print_channel(channel: Channel, verb: str) -> None:
-    render.console.print(f"{verb} #{render.peer(channel.name)}  [dim]{channel.members} member(s)[/]")
+    render.console.print(f"{verb} #{render.peer(channel.name)}  [dim]{render.counted(channel.members, 'member')}[/]")
 
 
 @channel_app.command("create")

@@ -263,11 +263,12 @@ def agent_delete(
 ) -> None:
     """Delete an agent, its mailbox, memberships and sessions (messages it sent stay); refused
     while it has unread mail unless --force. Recorded in the audit trail ('callboard audit')."""
-    if not yes:
-        if not sys.stdin.isatty():
-            raise BadRequest(f"deleting {name} erases its mailbox: pass --yes to confirm.")
-        typer.confirm(f"Delete agent {name} and its mailbox?", abort=True)
     with open_client(db) as client:
+        if not yes:
+            client.describe_agent(name)  # no such agent: unknown_agent, not a mailbox to confirm erasing
+            if not sys.stdin.isatty():
+                raise BadRequest(f"deleting {name} erases its mailbox: pass --yes to confirm.")
+            typer.confirm(f"Delete agent {name} and its mailbox?", abort=True)
         deleted = client.delete_agent(name, force=force)
     dropped = f" (dropped {deleted.unread_dropped} unread)" if deleted.unread_dropped else ""
     render.emit(

@@ -61,8 +61,8 @@ def _show_plan(planned: Plan) -> None:
             )
         render.console.print(grid)
     render.console.print(
-        f"dry run: would import {len(planned.messages)} message(s); nothing was written"
-        + (f"; {len(planned.skipped)} file(s) skipped" if planned.skipped else "")
+        f"dry run: would import {render.counted(len(planned.messages), 'message')}; nothing was written"
+        + (f"; {render.counted(len(planned.skipped), 'file')} skipped" if planned.skipped else "")
     )
     _show_skipped(planned.skipped)
 

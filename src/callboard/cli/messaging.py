@@ -216,8 +216,10 @@ def inbox(
         items = client.inbox(include_acked=all_, limit=limit)
 
     def human() -> None:
-        if not items:
-            render.console.print("[dim]mailbox empty[/]")
+        if not items:  # without --all, acknowledged mail is not listed: it may be there
+            render.console.print(
+                "[dim]mailbox empty[/]" if all_ else "[dim]no unacknowledged mail (--all lists all)[/]"
+            )
             return
         grid = render.table("seq", "id", "from", "about", "state", "at")
         for item in items:
@@ -253,7 +255,9 @@ def ack(
     """Acknowledge messages: you handled them (they leave the default inbox listing)."""
     with open_client(db) as client:
         result = client.ack(message_ids)
-    render.emit(result, as_json, lambda: render.console.print(f"acknowledged {len(result.acked)} message(s)"))
+    render.emit(
+        result, as_json, lambda: render.console.print(f"acknowledged {render.counted(len(result.acked), 'message')}")
+    )
 
 
 @app.command()

@@ -83,6 +83,11 @@ def emit(value: Any, as_json: bool, human: Callable[[], None]) -> None:
         human()
 
 
+def counted(count: int, noun: str) -> str:
+    """``1 message``, ``2 messages``: a count with its noun in the number it says."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def when(moment: datetime | None) -> str:
     if moment is None:
         return "-"
@@ -162,7 +167,7 @@ def mail_item(item: MailItem) -> None:
     # The id goes on a line of its own: people copy it into status, ack and --reply-to.
     reply = f" · in reply to {peer(message.reply_to)}" if message.reply_to else ""
     console.print(f"[dim]{when(message.created_at)} · {peer(message.id)}{reply}[/]")
-    if item.task_id:  # a task's mail says which task, and its state when read
+    if item.task_id:  # a task's mail says which task, and the state this message moved it to
         console.print(f"[dim]task {peer(item.task_id)}[/] {task_state(item.task_state) if item.task_state else ''}")
     for part in message.parts:
         print_part(part)
@@ -279,7 +284,7 @@ def task_lines(report: MessageStatus) -> None:
     """A status's task (its state now) and, for mail to an outside A2A agent, how sending it stands."""
     if report.task_id is not None:
         state_now = report.task_state.value if report.task_state else "unknown"
-        console.print(f"task [bold]{peer(report.task_id)}[/]: [bold]{peer(state_now)}[/]")
+        console.print(f"task [bold]{peer(report.task_id)}[/]: [bold]{peer(state_now)}[/] [dim](its state now)[/]")
     if report.remote is not None:
         remote = report.remote
         at = f", its task {peer(remote.remote_task_id)}" if remote.remote_task_id else ""

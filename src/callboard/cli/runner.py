@@ -25,7 +25,6 @@ from callboard.config import Settings
 from callboard.errors import BadRequest
 from callboard.fence import visible
 from callboard.runner.env import RUNNER_ENV
-from callboard.runner.files import NoRunnerLog
 
 runner_app = typer.Typer(
     help="Runners: see, wake, read and clear the agents that `callboard run` keeps.", no_args_is_help=True
@@ -159,9 +158,14 @@ def logs(
     db: DbOption = None,
 ) -> None:
     """This machine's log of an agent's runner."""
+    from callboard.runner.files import UnknownRunner
+
     files = _files(name, db)
     if not files.log_path.exists():
-        raise NoRunnerLog(f"no runner log for {name} on this machine ({files.log_path}).")
+        raise UnknownRunner(
+            f"no runner of {name} has run on this machine (no log at {files.log_path}); "
+            "'callboard runner status' shows the runners there are."
+        )
     tail = files.tail(lines)
     if as_json and not follow:
         document = {"agent": name, "log": str(files.log_path), "lines": [_log_entry(line) for line in tail]}

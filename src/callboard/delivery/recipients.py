@@ -3,8 +3,14 @@ session its mail is pushed to (the newest one the address allows: see ``reach``)
 
 ``name`` reaches the agent's mailbox (created by the send when a person's credential names an
 agent nobody has seen); ``#channel`` every other member; ``name@machine`` and
-``name@machine#pid`` a live session there, or the whole send fails (no_live_session): they name
-a place that cannot take the mail, and the sender should know before anything is stored.
+``name@machine#pid`` a live session there.
+
+One rule for every address that cannot take the mail — an agent that does not exist (an agent
+token creates none), a channel that does not exist (unknown_channel), one the sender is not in
+(not_member) or has no other member, a machine or session with no live session now
+(no_live_session): the whole send fails, storing nothing for anyone, with one error naming every
+refused address and why. A send reaches every recipient it names, or none: the sender fixes the
+address and sends again, and nobody gets the message twice.
 """
 
 from __future__ import annotations
@@ -16,8 +22,15 @@ from datetime import datetime
 from callboard.address import AgentAddress, ChannelAddress, RemoteAddress
 from callboard.delivery.remotes import Remotes
 from callboard.directory import Directory
-from callboard.errors import BadAddress, NoLiveSession, NotMember
-from callboard.model import UNSERVED_RUNTIME, Caller, DeliveryState, Reach, RecipientOutcome, Session
+from callboard.errors import (
+    BadAddress,
+    CallboardError,
+    NoLiveSession,
+    NotMember,
+    UnknownChannel,
+    UnknownRecipient,
+)
+from callboard.model import UNSERVED_RUNTIME, Caller, DeliveryState, Reach, Session
 from callboard.reach import Presence
 from callboard.store.base import Store
 
@@ -51,14 +64,14 @@ class Recipients:
 
     def resolve(
         self, caller: Caller, addresses: Sequence[AgentAddress | ChannelAddress | RemoteAddress], now: datetime
-    ) -> tuple[list[Target], list[RecipientOutcome]]:
-        """The agents the addresses reach (each once), and the addresses that name nobody."""
+    ) -> list[Target]:
+        """The agents the addresses reach (each once); or, when any address cannot take the
+        mail, the one error that names every such address (see the module's rule)."""
         targets: dict[str, Target] = {}
-        unknown: list[RecipientOutcome] = []
-        unreachable: list[Reach] = []
+        refused: list[Refusal] = []
         for address in addresses:
             if isinstance(address, ChannelAddress):
-                self._add_members(caller, address, now, targets, unknown)
+                refused.extend(self._add_members(caller, address, now, targets))
                 continue
             if isinstance(address, RemoteAddress):
                 self._add_remote(caller, address, targets)
@@ -68,18 +81,11 @@ class Recipients:
             found = self._agent(caller, address, now)
             if isinstance(found, Target):
                 targets[address.name] = found
-            elif isinstance(found, RecipientOutcome):
-                unknown.append(found)
             else:
-                unreachable.append(found)
-        if unreachable:
-            raise NoLiveSession(
-                " ".join(r.reason[:1].upper() + r.reason[1:] for r in unreachable)
-                + " Nothing was sent; send to the agent's name to queue it in its mailbox.",
-                recipients=[r.address for r in unreachable],
-                reach=[r.model_dump(mode="json") for r in unreachable],
-            )
-        return list(targets.values()), unknown
+                refused.append(found)
+        if refused:
+            raise refusal_error(refused)
+        return list(targets.values())
 
     def _add_remote(self, caller: Caller, address: RemoteAddress, targets: dict[str, Target]) -> None:
         """The outside agent at the address (registered now, by its card, on first use)."""
@@ -89,38 +95,42 @@ class Recipients:
         targets.setdefault(name, Target(str(address), name, None, [], None, False))
 
     def _add_members(
-        self,
-        caller: Caller,
-        address: ChannelAddress,
-        now: datetime,
-        targets: dict[str, Target],
-        unknown: list[RecipientOutcome],
-    ) -> None:
-        """The channel's other members not reached already, each a target."""
+        self, caller: Caller, address: ChannelAddress, now: datetime, targets: dict[str, Target]
+    ) -> list[Refusal]:
+        """The channel's other members not reached already, each a target; or why the channel
+        cannot take the mail."""
         members = self._post_members(caller, address)
+        if isinstance(members, Refusal):
+            return [members]
         if not members:
-            unknown.append(_unknown(address, f"#{address.name} has no members besides you."))
+            return [Refusal(str(address), UnknownRecipient, f"#{address.name} has no members besides you.")]
         new_members = [m for m in members if m not in targets]
         live = self.directory.live_sessions_by_agent(caller, new_members, now) if new_members else {}
         for member in new_members:
             targets[member] = Target(str(address), member, address.name, live[member], newest(live[member]), False)
+        return []
 
-    def _post_members(self, caller: Caller, address: ChannelAddress) -> list[str]:
+    def _post_members(self, caller: Caller, address: ChannelAddress) -> list[str] | Refusal:
         channel = self.store.get_channel(caller.workspace, address.name, caller.agent)
         if channel is None:
-            return []
+            return Refusal(
+                str(address),
+                UnknownChannel,
+                f"there is no channel #{address.name} (create it with 'callboard channel create {address.name}'; "
+                "'callboard channel list' shows those there are).",
+            )
         if not channel.joined:
             how = (
                 f"it is invite-only: ask its creator {channel.created_by} or a person to add you"
                 if channel.invite_only
                 else f"join it first with 'callboard channel join {address.name}'"
             )
-            raise NotMember(f"{caller.agent} is not a member of #{address.name}; {how}. Nothing was sent.")
+            return Refusal(str(address), NotMember, f"{caller.agent} is not a member of #{address.name}; {how}.")
         return [m for m in self.store.channel_member_names(caller.workspace, address.name) if m != caller.agent]
 
-    def _agent(self, caller: Caller, address: AgentAddress, now: datetime) -> Target | RecipientOutcome | Reach:
-        """The agent address's target; or why it names nobody (an outcome); or, for an address
-        naming a machine or a session, the reach that says no live session answers it."""
+    def _agent(self, caller: Caller, address: AgentAddress, now: datetime) -> Target | Refusal:
+        """The agent address's target; or why it cannot take the mail: it names nobody, or (an
+        address naming a machine or a session) no live session answers it."""
         directory = self.directory
         exists = directory.agent_exists(caller.workspace, address.name)
         if not exists and address.machine is None and not caller.person:
@@ -144,7 +154,7 @@ class Recipients:
         if found.state == "unknown_address":
             return _unknown(address, found.reason)
         if found.session is None:
-            return found
+            return Refusal(str(address), NoLiveSession, found.reason[:1].upper() + found.reason[1:], found)
         live = [s for s in sessions if s.live and s.address in found.sessions]
         target = next(s for s in live if s.address == found.session)
         return Target(str(address), address.name, None, live, target, False)
@@ -158,5 +168,35 @@ def newest(sessions: Sequence[Session]) -> Session | None:
     return max(kept or sessions, key=lambda s: s.started_at, default=None)
 
 
-def _unknown(address: AgentAddress | ChannelAddress, reason: str) -> RecipientOutcome:
-    return RecipientOutcome(address=str(address), state="unknown_recipient", reason=reason)
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """An address a send cannot take its mail to, and why (one sentence)."""
+
+    address: str
+    kind: type[CallboardError]
+    reason: str
+    reach: Reach | None = None  # for no_live_session: what was found at the address
+
+
+def _unknown(address: AgentAddress, reason: str) -> Refusal:
+    return Refusal(str(address), UnknownRecipient, reason)
+
+
+def refusal_error(refused: Sequence[Refusal]) -> CallboardError:
+    """The one error of a send some of whose addresses cannot take it: its code the first
+    refused address's, its message every reason, then what to do; ``details.refused`` lists each
+    address with its own code."""
+    first = refused[0].kind
+    reasons = [r.reason.rstrip(".") + "." for r in refused]
+    live_hint = " Send to the agent's name to queue it in its mailbox." if any(r.reach for r in refused) else ""
+    message = " ".join(reasons) + " Nothing was sent to anyone." + live_hint
+    details: dict[str, object] = {
+        "refused": [{"address": r.address, "code": r.kind.code, "reason": r.reason} for r in refused]
+    }
+    if first is UnknownRecipient:
+        details["addresses"] = [r.address for r in refused if r.kind is UnknownRecipient]
+    if first is NoLiveSession:
+        unreachable = [r.reach for r in refused if r.reach is not None]
+        details["recipients"] = [r.address for r in unreachable]
+        details["reach"] = [r.model_dump(mode="json") for r in unreachable]
+    return first(message, **details)

@@ -2,8 +2,9 @@
 
 1. check the request (recipients, parts, subject, idempotency key), and answer a repeated
    idempotency key with the original result;
-2. resolve the recipients (``recipients``), and refuse the send when it cannot reach them as
-   asked (no known recipient; ``require_live`` and one has no live session);
+2. resolve the recipients (``recipients``), and refuse the whole send when it cannot reach every
+   one of them as asked (an address that names nobody, a channel that does not exist or is not
+   the sender's, no live session where the address names one or ``require_live`` asks for one);
 3. let the guards hold what a loop or a flood would surface (``holds``);
 4. store the message and one delivery per recipient, in one commit;
 5. publish a mailbox signal for each recipient once it is committed;
@@ -129,9 +130,9 @@ class Sending:
                 return completed(_repeat(earlier.request_hash, earlier.result, request))
         thread = self._thread(caller, request.thread_id, request.reply_to)
         now = self.clock()
-        # 2. resolve the recipients, and refuse a send that cannot reach them as asked
-        targets, unknown = self.recipients.resolve(caller, request.addresses, now)
-        _check_reached(request, targets, unknown)
+        # 2. resolve the recipients, and refuse a send that cannot reach them all as asked
+        targets = self.recipients.resolve(caller, request.addresses, now)
+        _check_live(request, targets)
         # Mail to an outside A2A agent is a task, sent by a pump (``remotes``).
         remote = self._remote(caller, targets)
         if remote is not None:
@@ -147,7 +148,7 @@ class Sending:
             message_id=message.id,
             thread_id=message.thread_id,
             created_at=now,
-            recipients=outcomes + unknown,
+            recipients=outcomes,
             duplicate=False,
         )
         write = task(message) if task is not None else None
@@ -320,11 +321,9 @@ def _repeat(stored_hash: str, result: SendResult, request: SendRequest) -> SendR
     return result.model_copy(update={"duplicate": True})
 
 
-def _check_reached(request: SendRequest, targets: list[Target], unknown: list[RecipientOutcome]) -> None:
-    """Refuse the send, storing nothing, when it reaches nobody, or not every recipient as
-    ``require_live`` asks."""
-    if unknown and (request.require_live or not targets):
-        raise UnknownRecipient(" ".join(o.reason or o.address for o in unknown), addresses=[o.address for o in unknown])
+def _check_live(request: SendRequest, targets: list[Target]) -> None:
+    """Refuse the send, storing nothing, when a recipient has no live session and
+    ``require_live`` asks for one."""
     if not request.require_live:
         return
     unreachable = [t for t in targets if not t.sessions]

@@ -13,7 +13,7 @@ from callboard.model import Reach
 
 class Recipient(BaseModel):
     address: str
-    state: str = Field(description="delivered (a live session can read it), queued, or unknown_recipient")
+    state: str = Field(description="delivered (a live session can read it) or queued (waits in its mailbox)")
     agent: str | None = None
     note: str | None = None
 

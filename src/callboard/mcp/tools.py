@@ -232,7 +232,7 @@ def _channels(client: Client) -> CallToolResult:
     ]
     result = Channels(channels=channels, unread=unread_of(client))
     lines = [
-        f"- #{c.name}: {c.members} member(s){', joined' if c.joined else ''}{', invite-only' if c.invite_only else ''}"
+        f"- #{c.name}: {c.members} member{'' if c.members == 1 else 's'}{', joined' if c.joined else ''}{', invite-only' if c.invite_only else ''}"
         + (f" — {c.description}" if c.description else "")
         for c in channels
     ]

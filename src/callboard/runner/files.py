@@ -26,10 +26,10 @@ class RunnerRunning(Refused):
     code = "runner_running"
 
 
-class NoRunnerLog(NotFound):
-    """No runner of the agent ever ran on this machine (its log is only here)."""
+class UnknownRunner(NotFound):
+    """No runner of the agent has run on this machine (it has no log here)."""
 
-    code = "no_runner_log"
+    code = "unknown_runner"
 
 
 class RunnerNotStarted(Unavailable):
@@ -107,6 +107,16 @@ class RunnerFiles:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self._log.write(f"{stamp} {line.rstrip()}\n")
         self._log.flush()
+
+    def is_log(self, stream: object) -> bool:
+        """Whether ``stream`` writes into this runner's log file (``team up`` points a runner's
+        output there): a line put in the log must not be written to it a second time."""
+        try:
+            given = os.fstat(stream.fileno())  # type: ignore[attr-defined]
+            log = os.stat(self.log_path)
+        except (OSError, ValueError, AttributeError):
+            return False
+        return (given.st_dev, given.st_ino) == (log.st_dev, log.st_ino)
 
     def request_clear(self) -> None:
         """Ask the running runner to clear its CLI's context (it looks between turns)."""

@@ -7,10 +7,14 @@ all the mail there is as one batch (``surface(via="runner")``: handed to its ses
 to the CLI as one turn, and marks it surfaced when the CLI took it. Mail that comes during a turn
 waits for the turn's end (urgent mail goes in at once where the adapter can inject it).
 
-A CLI that dies is respawned, resuming its session, with capped backoff (``respawn``); a turn
-it died in before taking its mail is given again. A turn past the limit is interrupted, then the
-CLI stopped and respawned. SIGTERM/SIGINT stop the CLI (its grace), end the session, exit 0. The
-loop knows no particular CLI.
+The runner is ready (it says so, and reports itself idle) only once its CLI started: the
+adapter's ``start`` returns when the CLI runs and answered, and a CLI that cannot start or ends
+before it answered is a failed start — the runner ends with exit status 3, saying why, and does
+not try again. A CLI that started fine and dies later is respawned, resuming its session, with
+capped backoff (``respawn``); a turn it died in before taking its mail is given again. A turn
+past the limit is interrupted, then the CLI stopped and respawned. SIGTERM/SIGINT stop the CLI
+(its grace), end the session, exit 0. Each event is one line of the runner's log. The loop knows
+no particular CLI.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from callboard.runner.turns import Turn, TurnResult
 from callboard.runner.wake import MailWatch, Wake, on_sigusr1
 
 EXIT_OK = 0
-EXIT_CRASH_LOOP = 3
+EXIT_CRASH_LOOP = 3  # also a CLI that did not start: the runner gave up on its CLI
 RUNTIME = "runner"
 TIMED_OUT_RETRIES = 1  # a turn's mail is given again once after the turn ran past its limit
 
@@ -99,8 +103,10 @@ class Runner:
         self.given: dict[str, int] = {}  # message id -> times given to a turn that never took it
         self.session_client: object = client
         self._stopping = False
+        self._stop_reason = "a signal"
         self._in_turn = False
         self._urgent_looked = False
+        self._echo: bool | None = None  # whether log lines also go to stderr (found on the first)
         self.turns = 0
 
     # --- the whole life ---------------------------------------------------------------------
@@ -129,8 +135,9 @@ class Runner:
         self._take_signals()
         code = EXIT_OK
         try:
-            self.adapter.start(self.launch)
-            self.reporter.update(cli_session_id=self.adapter.session_id)
+            self._first_start()
+            if self._stopping:
+                return code
             self.watch.start()
             self.log(f"ready: {session.address} with --cli {self.options.cli}")
             self.on_ready(session.address)
@@ -139,25 +146,37 @@ class Runner:
             pass
         except CrashLoop as loop:
             code = EXIT_CRASH_LOOP
-            self.reporter.state("crashed", str(loop))
-        except CliUnavailable as error:
+            self._gave_up(f"gave up: {loop}")
+        except (CliUnavailable, CliExited) as error:  # CliExited: only the first start lets it out
             code = EXIT_CRASH_LOOP
-            self.reporter.state("crashed", str(error))
+            self._gave_up(f"--cli {self.options.cli} did not start: {error}. Not tried again: fix it, then run again.")
         finally:
             self._shutdown(keeper, crashed=code != EXIT_OK)
         return code
+
+    def _first_start(self) -> None:
+        """Start the CLI: returns once it runs and answered (see the adapter's ``start``); one
+        that cannot start, or ends first, is not tried again (CliUnavailable, CliExited)."""
+        self.adapter.start(self.launch)
+        self.reporter.update(cli_session_id=self.adapter.session_id)
+
+    def _gave_up(self, why: str) -> None:
+        self.log(why)
+        self.reporter.state("crashed", why)
 
     def _shutdown(self, keeper: SessionKeeper, crashed: bool) -> None:
         self._stopping = True
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one shutdown, however many signals
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if not crashed:
+            self.log(f"stopping ({self._stop_reason})")
             self.reporter.state("stopping")
         self.watch.stop()
         self.adapter.stop(self.options.grace)
         keeper.stop()  # mail still handed to the session goes back to the mailbox
         if not crashed:
-            self.reporter.state("stopped", "stopped by a signal")
+            self.log("stopped")
+            self.reporter.state("stopped", f"stopped by {self._stop_reason}")
         self.reporter.stop()
         close = getattr(self.session_client, "close", None)
         if self.session_client is not self.client and close is not None:
@@ -168,6 +187,7 @@ class Runner:
         def stop(signum: int, frame: object) -> None:
             if self._stopping:
                 return
+            self._stop_reason = signal.Signals(signum).name
             self._stopping = True
             self.wake.set("stop")
             if self._in_turn:
@@ -209,6 +229,7 @@ class Runner:
             if interval is None:
                 self.reporter.state("idle")
             else:
+                self.log(f"sleeping: next tick in {interval:g} s")
                 self.reporter.state("sleeping", f"next tick in {interval:g} s", sleeping_for=interval)
         if self.wake.wait(interval):
             return self.wake.take()
@@ -254,7 +275,10 @@ class Runner:
             self.reporter.state("working", f"{result.detail}: restarting {self.adapter.name}")
             self._give_again(items, result, most=TIMED_OUT_RETRIES)
             self.adapter.stop(self.options.grace)
-            self._start(resume=self.adapter.session_id)
+            try:
+                self._start(resume=self.adapter.session_id)
+            except CliExited as exited:
+                self._respawn(str(exited))
         if result.clear:
             self.clear_gate.ask()
         self._clear_if_due()
@@ -350,10 +374,14 @@ class Runner:
     # --- reporting --------------------------------------------------------------------------
 
     def log(self, line: str) -> None:
-        """One line to the runner's log file and stderr (the file keeps it as it came; a terminal
-        gets what the CLI said shown, never obeyed: ``fence.visible``)."""
+        """One line to the runner's log file and, unless stderr is that same file (``team up``
+        sends a runner's output there), to stderr: each event once in the log (a terminal gets what the CLI said shown,
+        never obeyed: ``fence.visible``)."""
         self.files.log(line)
-        print(f"callboard run: {visible(line)}", file=sys.stderr, flush=True)
+        if self._echo is None:
+            self._echo = not self.files.is_log(sys.stderr)
+        if self._echo:
+            print(f"callboard run: {visible(line)}", file=sys.stderr, flush=True)
 
     def _first_report(self, session_id: str) -> RunnerReport:
         now = datetime.now(UTC)

@@ -41,10 +41,10 @@ class Reporter:
         self._stopped.set()
 
     def state(self, state: RunnerState, detail: str | None = None, sleeping_for: float | None = None) -> None:
-        """A change of state: logged and sent at once."""
+        """A change of state, sent at once (not logged: the runner logs the event that made it,
+        once)."""
         until = datetime.now(UTC) + timedelta(seconds=sleeping_for) if sleeping_for is not None else None
         self._update(state=state, detail=detail, sleeping_until=until)
-        self._log(f"state {state}" + (f": {detail}" if detail else ""))
         self._send()
 
     def turn_done(self, usage: Usage, cli_session_id: str | None) -> None:

@@ -61,7 +61,9 @@ def prepare(client: Client, team: Team, roles: Sequence[Role]) -> None:
 
 
 def start(role: Role, files: RunnerFiles, db: str | None) -> subprocess.Popen[bytes]:
-    """Start ``callboard run`` for the role, detached (its own session), its output to its log."""
+    """Start ``callboard run`` for the role, detached (its own session). It writes its own log;
+    its stderr goes there too, for what only a dying process says (the runner, seeing that, does
+    not write its log lines to it a second time), and its ready line, for a terminal, nowhere."""
     argv = [sys.executable, "-m", "callboard", "run", "--agent", role.agent, "--cli", role.cli]
     argv += ["--cwd", str(role.folder)]
     if role.prompt is not None:
@@ -77,7 +79,13 @@ def start(role: Role, files: RunnerFiles, db: str | None) -> subprocess.Popen[by
     files.folder.mkdir(parents=True, exist_ok=True)
     with open(files.log_path, "ab") as log:
         return subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=role.folder, start_new_session=True
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=env,
+            cwd=role.folder,
+            start_new_session=True,
         )
 
 

@@ -44,11 +44,15 @@ def from_ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
-# The last column is not the message's: its task's state now, for a mailbox item (``mail_item_from_row``).
+# The last column is not the message's: for a task's mail, the state that message moved its task
+# to (its own newest event: every task mail writes at least one), for a mailbox item
+# (``mail_item_from_row``). Not the task's state now: an old "working" update read after the task
+# asked for input still says working.
 MESSAGE_COLUMNS = (
     "m.id, m.workspace, m.sender, m.sender_session, m.recipients, m.channel, m.subject, "
     "m.parts, m.thread_id, m.reply_to, m.created_at, m.urgent, m.sender_address, m.sender_terminal, "
-    "m.task_id, (SELECT t.state FROM tasks t WHERE t.id = m.task_id)"
+    "m.task_id, (SELECT e.state FROM task_events e WHERE e.task_id = m.task_id AND e.message_id = m.id "
+    "ORDER BY e.generation DESC LIMIT 1)"
 )
 _TASK_STATE = 15  # MESSAGE_COLUMNS' task state
 MAIL_QUERY = f"SELECT d.seq, d.state, {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"

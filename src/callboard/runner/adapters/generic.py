@@ -12,6 +12,7 @@ runner → program
   {"type": "stop"}    then stdin closes: exit (SIGTERM, then SIGKILL, after the runner's grace)
 
 program → runner
+  {"type": "ready"}   optional, at start: the program is up and reads prompts (see below)
   {"type": "done", "id": "<turn id>", "usage"?: {"input_tokens", "output_tokens", "cost_usd"},
    "clear"?: true}    the turn ended (clear: a unit of work is finished: start fresh next)
   {"type": "took", "id": "<turn id>"}   optional: the input is taken (mail marked surfaced now,
@@ -21,6 +22,11 @@ program → runner
   {"type": "failed", "id": "<turn id>", "text": "why"}   optional: the turn failed
   {"type": "log", "text": "..."}       a line for the runner's log
 
+A program has started when it answers: its first line that is a JSON object (``ready`` is the
+line for it; ``session`` or ``log`` say as much). One that says nothing before its first prompt is
+taken as started once it has run QUIET_START_SECONDS. One that ends before either never started
+(CliExited from ``start``, saying its exit status and its last lines of output).
+
 The full description, with an example program, is docs/runner-protocol.md.
 """
 
@@ -29,7 +35,9 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from collections import deque
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from callboard.runner.adapters.base import (
@@ -45,6 +53,10 @@ from callboard.runner.env import RESUME_ENV
 from callboard.runner.process import CliProcess
 
 STOP_SHARE = 0.5  # of the grace: the program's own exit after {"type":"stop"} and EOF
+# A program that says nothing before its first prompt is taken as started once it has run this
+# long (one that answers sooner, with "ready", is taken at once).
+QUIET_START_SECONDS = 3.0
+OUTPUT_TAIL = 5  # lines of a program's own output quoted when it did not start
 
 
 def parse_command(cmd: str) -> tuple[str, ...]:
@@ -84,6 +96,31 @@ class GenericAdapter:
         if resume:
             env[RESUME_ENV] = resume
         self._proc = CliProcess(launch.command or self.command, cwd=launch.cwd, env=env, log=launch.log)
+        self._await_answer(self._proc)
+
+    def _await_answer(self, proc: CliProcess) -> None:
+        """Return once the program answered (a first JSON line: ``ready``, ``session``, ``log``) or
+        has run QUIET_START_SECONDS without a word; CliExited when it ended before either."""
+        said: deque[str] = deque(maxlen=OUTPUT_TAIL)  # what it printed that is not protocol
+        deadline = time.monotonic() + QUIET_START_SECONDS
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = proc.next_line(left)
+            except CliExited as ended:
+                raise CliExited(_with_output(str(ended), said)) from None
+            if line is None:
+                continue
+            for _ in self._read(line):  # a session id it gives is kept (``session_id``)
+                pass
+            if _object(line) is not None:
+                return
+            said.append(line[:200])
+        if not proc.alive():
+            raise CliExited(_with_output(proc.exit_description(), said))
+        self._log(
+            f"{Path(proc.argv[0]).name} said nothing in its first {QUIET_START_SECONDS:g} s and is running: taken as started "
+            '(a program that says {"type": "ready"} is taken at once)'
+        )
 
     def prompt(self, text: str, turn_id: str) -> None:
         if self._context:
@@ -118,6 +155,8 @@ class GenericAdapter:
             yield TurnEvent("session", session_id=turn)
         elif kind == "log":
             log(f"program: {str(msg.get('text', ''))[:2000]}")
+        elif kind == "ready":
+            return  # it is up: what start waits for (said again later, it means nothing more)
         elif kind in ("took", "done", "failed") and turn not in (None, self._turn):
             log(f"ignored {kind} for turn {turn} (the turn is {self._turn})")
         elif kind == "took":
@@ -185,6 +224,11 @@ class GenericAdapter:
     def _log(self, line: str) -> None:
         if self._launch is not None:
             self._launch.log(line)
+
+
+def _with_output(ended: str, said: deque[str]) -> str:
+    """How the program ended (its stderr's last lines in it), and the last lines it printed."""
+    return ended + (f"; it printed: {' | '.join(said)}" if said else "")
 
 
 def _object(line: str) -> dict[str, Any] | None:
