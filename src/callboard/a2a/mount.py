@@ -28,7 +28,7 @@ from starlette.routing import BaseRoute, Mount
 from callboard.a2a.cards import build_card, card_document, card_etag
 from callboard.a2a.context import CALLER_SCOPE, CallboardContextBuilder
 from callboard.a2a.handler import CallboardRequestHandler
-from callboard.errors import NotFound, CallboardError, UnknownAgent
+from callboard.errors import CallboardError, NotFound, UnknownAgent
 from callboard.hub.asgi import Disconnected, Receive, Reply, Scope, Send, client_of, headers_of, receive_body
 from callboard.hub.context import AGENT_HEADER, MAX_BODY_BYTES, HubContext, blocking, check_declared_length
 from callboard.hub.errors import encoded, error_document, error_headers, http_status, on_http_error, on_unexpected
@@ -107,9 +107,8 @@ class A2ADoor:
         if credential.workspace is not None and credential.workspace != workspace:
             raise _no_agent(workspace, agent)  # another workspace's: as if nothing were there
         caller = credential.caller(headers.get(AGENT_HEADER), workspace)
-        service = self._hub.service
-        if not service.has_entered(caller):
-            await blocking(service.enter, caller)
+        # Nothing is created here: a call that acts (a message sent) creates the caller's agent
+        # in its own step; one that only looks (a task got, listed) writes nothing.
         await self._agent(caller, workspace, agent)
         return caller
 
