@@ -73,7 +73,7 @@ from callboard.service import Service
 from callboard.store.opening import open_store
 db, workspace, agent = sys.argv[1:4]
 client = LocalClient(Service(open_store(db), machine={MACHINE!r}), Caller(workspace=workspace, agent=agent))
-client.whoami()
+client.service.enter(client.caller)  # the agent exists before the test goes on (looking creates nothing)
 """
 
 SEND_SCRIPT = (
@@ -207,7 +207,7 @@ def service(db: str, clock: Clock) -> Iterator[Service]:
 
 def _agent(service: Service, name: str) -> LocalClient:
     client = LocalClient(service, Caller(workspace=WS, agent=name))
-    client.whoami()  # the agent exists from its first call on
+    client.create_agent(name)  # created here: looking (whoami, who, a read) creates nobody
     return client
 
 

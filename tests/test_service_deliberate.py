@@ -39,7 +39,7 @@ def agent_token(service: Service) -> Callable[[str], LocalClient]:
     def make(name: str) -> LocalClient:
         caller = Caller(workspace=WS, agent=name, person=False, token_kind="agent", token_id=f"tok-{name}")
         client = LocalClient(service, caller)
-        client.whoami()  # the token's own agent exists from its first request on
+        service.enter(caller)  # the token's own agent exists, as issuing the token made it
         return client
 
     return make

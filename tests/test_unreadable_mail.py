@@ -83,7 +83,7 @@ def test_a_message_that_cannot_be_rendered_is_shown_as_such_and_the_rest_reads(
 ) -> None:
     alice = LocalClient(service, Caller(workspace=WS, agent="alice"))
     bob = LocalClient(service, Caller(workspace=WS, agent="bob"))
-    bob.whoami()
+    bob.create_agent("bob")
     before = alice.send("bob", "before").message_id
     bad = alice.send("bob", "to be damaged").message_id
     after = alice.send("bob", "after").message_id

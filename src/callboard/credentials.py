@@ -24,6 +24,7 @@ from callboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspace
 from callboard.store.base import NewToken, Store, TokenTaken
 
 TOKEN_PREFIX = "cb_"
+NAME_THE_AGENT = "name the agent you act as: set CALLBOARD_AGENT (sent as the X-Callboard-Agent header)."
 REVOKED = "this token was revoked; ask for a new one with 'callboard token create'."
 
 
@@ -57,9 +58,11 @@ class Credential:
         if self.kind == "agent" and agent.strip().lower() != self.agent:
             raise Forbidden(f"this token acts only as agent {self.agent}; it cannot change {agent}.")
 
-    def caller(self, agent: str | None, workspace: str | None) -> Caller:
+    def caller(self, agent: str | None, workspace: str | None, *, agent_needed: bool = True) -> Caller:
         """Who this request acts as: the agent token's own agent, or the agent the client names
-        (a person's credential: user and admin tokens)."""
+        (a person's credential: user and admin tokens). A person's credential that names none
+        is refused (unknown_agent), unless ``agent_needed`` is false: then it is the person,
+        acting as no agent, who may only look (``Service.as_agent``)."""
         if self.kind == "agent":
             assert self.workspace is not None and self.agent is not None
             if agent is not None and parse_name(agent, "agent name") != self.agent:
@@ -70,11 +73,11 @@ class Credential:
             return Caller(
                 workspace=self.workspace, agent=self.agent, person=False, token_kind="agent", token_id=self.token_id
             )
-        if agent is None:
-            raise UnknownAgent("name the agent you act as: set CALLBOARD_AGENT (sent as the X-Callboard-Agent header).")
+        if agent is None and agent_needed:
+            raise UnknownAgent(NAME_THE_AGENT)
         return Caller(
             workspace=self.acting_in(workspace) or DEFAULT_WORKSPACE,
-            agent=parse_name(agent, "agent name"),
+            agent=parse_name(agent, "agent name") if agent is not None else None,
             token_kind=self.kind,
             token_id=self.token_id,
         )

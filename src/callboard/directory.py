@@ -66,15 +66,15 @@ class Directory:
 
     # --- callers -------------------------------------------------------------------------
 
-    def has_entered(self, caller: Caller) -> bool:
-        """Whether ``enter`` has nothing to do (no I/O: a server asks before every request)."""
-        return (caller.workspace, caller.agent) in self._known_agents
-
     def enter(self, caller: Caller) -> None:
-        """Create the caller's workspace and agent on first use (the identity rule named them).
+        """Create the caller's workspace and agent if they do not exist yet: the step of every
+        operation that acts as the agent and keeps something of it (a send, a session, a channel
+        joined, a runner's report), taken once that operation's checks have passed. Nothing that
+        only looks, or fails, calls it: looking writes nothing.
 
-        Cheap to call before every operation: an agent known to exist is not looked up again."""
-        if self.has_entered(caller):
+        Cheap to call before every such write: an agent known to exist is not looked up again."""
+        assert caller.agent is not None, "Service.as_agent first"
+        if self.agent_exists(caller.workspace, caller.agent):
             return
         now = self.clock()
         self.store.ensure_workspace(caller.workspace, now)
@@ -121,6 +121,7 @@ class Directory:
     ) -> Agent:
         name = parse_name(name, "agent name")
         self._check_card(description, skills)
+        self.store.ensure_workspace(caller.workspace, self.clock())  # a fresh store's first agent
         if not self.store.create_agent(caller.workspace, name, description, list(skills), self.clock()):
             raise AlreadyExists(f"agent {name} already exists; use 'agent describe {name}' to change it.")
         self.agents_changed(caller.workspace, [name], added=True)
@@ -214,6 +215,7 @@ class Directory:
             caller.workspace, name, caller.agent, description, self.clock(), invite_only, record
         ):
             raise AlreadyExists(f"channel #{name} already exists; join it with 'callboard channel join {name}'.")
+        self.enter(caller)  # its first member exists from now on (not when the name was taken)
         return self._channel(caller, name)
 
     def join_channel(self, caller: Caller, name: str) -> Channel:
@@ -224,6 +226,7 @@ class Directory:
         if channel.invite_only and not channel.joined:
             self._check_manages(caller, channel, f"#{name} is invite-only")
             record = self._record(caller, "channel.join", caller.agent, channel=name)
+        self.enter(caller)  # a member exists: created only by a join that succeeds
         self.store.join_channel(caller.workspace, name, caller.agent, self.clock(), record)
         return self._channel(caller, name)
 
@@ -323,6 +326,7 @@ class Directory:
         runtime = parse_name(runtime, "runtime name")
         machine = parse_machine(machine) if machine else self.machine
         may_end = self._claimable(caller, machine, pid)
+        self.enter(caller)  # a session's agent exists from its first session on
         new = NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start, terminal, may_end=may_end)
         session = self.store.register_session(new, self.clock())
         if session is None:  # another agent registered the process meanwhile: say whose it is now
@@ -403,7 +407,10 @@ class Directory:
         """The caller acting as one of its agent's sessions: ``session_id`` when given (it must
         be that agent's), else the open session on ``machine`` of the nearest process in
         ``lineage`` (the caller's own process, its parent, …: pid and start time), so a command
-        an agent CLI runs acts as that CLI's session. Unchanged when none matches."""
+        an agent CLI runs acts as that CLI's session. Unchanged when none matches, and for a
+        person who names no agent (no session is theirs)."""
+        if caller.agent is None:
+            return caller
         if session_id is not None:
             session = self.session_by_id(caller.workspace, session_id)
             if session is None or session.agent != caller.agent:

@@ -534,10 +534,11 @@ TokenKind = Literal["admin", "user", "agent"]
 
 
 class Caller(Model):
-    """Who is calling the service: an agent of a workspace, maybe as one of its sessions."""
+    """Who is calling the service: an agent of a workspace, maybe as one of its sessions; or a
+    person who names no agent (``agent`` None), who may only look (see ``Service.as_agent``)."""
 
     workspace: str
-    agent: str
+    agent: str | None
     session_id: str | None = None
     # A person's credential (a user or admin token, or the embedded store on one's own machine)
     # may do what an agent token may not: create agents by sending, manage invite-only channels,

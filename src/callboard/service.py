@@ -42,6 +42,7 @@ from callboard.delivery.sending import Sending
 from callboard.delivery.status import Statuses
 from callboard.delivery.tasking import Tasking
 from callboard.directory import Directory
+from callboard.errors import NoIdentity
 from callboard.events import AsyncSubscription, MailboxEvents
 from callboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
 from callboard.model import (
@@ -71,6 +72,12 @@ from callboard.reach import Presence
 from callboard.store.base import PushDelivery, Store
 from callboard.store.opening import store_kind
 from callboard.tasks import PushConfig, RemoteAgent, Task, TaskArtifact, TaskEvent, TaskPage, TaskSent, TaskState
+
+# What a person who names no agent is told when it asks for more than a look.
+NO_AGENT = (
+    "this acts as an agent, and none is named: set CALLBOARD_AGENT=name (sent to a hub as X-Callboard-Agent), "
+    "put the name in a .callboard-agent file in the project, or run inside a git repository."
+)
 
 
 class Service:
@@ -113,7 +120,7 @@ class Service:
         self.mailbox = Mailbox(store, self.directory, self.handover, self.events, limits, clock)
         self.statuses = Statuses(store, self.handover, self.presence, clock)
         self.remote_outbox = RemoteOutbox(store, self.remotes, clock)  # the remote pump's door
-        self.runners = RunnerReports(store, self.liveness, clock)
+        self.runners = RunnerReports(store, self.liveness, clock, self.directory.enter)
         self.tasking = Tasking(
             store, self.sending, self.events, limits, clock, allow_private_webhooks=allow_private_webhooks
         )
@@ -122,24 +129,34 @@ class Service:
 
     def report_runner(self, caller: Caller, report: RunnerReport) -> RunnerReport:
         """The caller's own runner reports itself (RunnerReports.report)."""
-        return self.runners.report(caller, report)
+        return self.runners.report(self.as_agent(caller), report)
 
     def list_runners(self, caller: Caller, agent: str | None = None) -> list[RunnerReport]:
         return self.runners.listed(caller, agent)
 
     # --- callers -------------------------------------------------------------------------
 
-    def has_entered(self, caller: Caller) -> bool:
-        """Whether ``enter`` has nothing to do (no I/O: a server asks before every request)."""
-        return self.directory.has_entered(caller)
+    @staticmethod
+    def as_agent(caller: Caller) -> Caller:
+        """The caller, when it names the agent it acts as; no_identity when it names none.
+
+        Only a person may name no agent (this machine's embedded store, a user or admin token),
+        and then only look: ``who``, the agents, channels, runners, workspaces and audit trail,
+        a message's status. Every other operation acts as an agent, and asks for it here."""
+        if caller.agent is None:
+            raise NoIdentity(NO_AGENT)
+        return caller
 
     def enter(self, caller: Caller) -> None:
-        """Create the caller's workspace and agent on first use (the identity rule named them)."""
-        self.directory.enter(caller)
+        """Create the caller's workspace and agent now if they do not exist. Every operation
+        that acts as the agent and keeps something of it does so itself, once its checks have
+        passed (``Directory.enter``); nothing that only looks or fails does."""
+        self.directory.enter(self.as_agent(caller))
 
     def whoami(self, caller: Caller, source: str, store: str | None = None) -> WhoAmI:
         """Who the caller is: ``source`` says which rule (or credential) named its agent, ``store``
         where this service is reached (a hub's URL; by default, its store's location)."""
+        caller = self.as_agent(caller)
         return WhoAmI(
             workspace=caller.workspace,
             agent=caller.agent,
@@ -189,7 +206,7 @@ class Service:
         """``send`` for a server: checks and decides now (bad input raises at once), and returns
         a future that resolves once the message is durable, so no thread waits on the commit."""
         return self.sending.submit(
-            caller,
+            self.as_agent(caller),
             to,
             text,
             subject=subject,
@@ -208,7 +225,7 @@ class Service:
     ) -> ReadResult:
         """Drain (claim and mark read) the caller's unread mail, or peek without marking: see
         ``Mailbox.read``."""
-        return self.mailbox.read(caller, peek=peek, after=after, limit=limit, wait=wait)
+        return self.mailbox.read(self.as_agent(caller), peek=peek, after=after, limit=limit, wait=wait)
 
     def surface(
         self,
@@ -222,6 +239,7 @@ class Service:
     ) -> ReadResult:
         """Take the caller's mail not yet put before the agent, and mark it surfaced by ``via``:
         see ``Mailbox.surface``. A task among it that waited to be taken up is working now."""
+        caller = self.as_agent(caller)
         result = self.mailbox.surface(caller, via=via, urgent_only=urgent_only, limit=limit, wait=wait, peek=peek)
         if not peek:
             self.tasking.taken_up(caller, [item.message.task_id for item in result.items])
@@ -229,7 +247,7 @@ class Service:
 
     def held_mail(self, caller: Caller) -> list[HeldMail]:
         """The caller's mail a loop or flood guard holds now, and why (see holds)."""
-        return self.mailbox.held_mail(caller)
+        return self.mailbox.held_mail(self.as_agent(caller))
 
     def check_read_options(self, *, limit: int, after: int | None, wait: float) -> None:
         self.mailbox.check_read_options(limit=limit, after=after, wait=wait)
@@ -238,32 +256,33 @@ class Service:
         self, caller: Caller, cursor: int, limit: int = 100, hidden: Sequence[str] | None = None
     ) -> list[MailItem]:
         """The caller's deliveries past ``cursor`` in sequence order, marking nothing (streams)."""
-        return self.mailbox.deliveries_since(caller, cursor, limit, hidden)
+        return self.mailbox.deliveries_since(self.as_agent(caller), cursor, limit, hidden)
 
     def unread_count(self, caller: Caller) -> int:
         """How many of the caller's messages are unread (for a session: not counting another
         live session's)."""
-        return self.mailbox.unread_count(caller)
+        return self.mailbox.unread_count(self.as_agent(caller))
 
     def mailbox_position(self, caller: Caller) -> int:
         """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
-        return self.mailbox.mailbox_position(caller)
+        return self.mailbox.mailbox_position(self.as_agent(caller))
 
     def inbox(self, caller: Caller, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
         """The newest messages of the caller's mailbox (unacked unless asked), without marking."""
-        return self.mailbox.inbox(caller, include_acked=include_acked, limit=limit)
+        return self.mailbox.inbox(self.as_agent(caller), include_acked=include_acked, limit=limit)
 
     def ack(self, caller: Caller, message_ids: Sequence[str]) -> AckResult:
         """Mark these messages of the caller's mailbox acknowledged (handled; read too)."""
-        return self.mailbox.ack(caller, message_ids)
+        return self.mailbox.ack(self.as_agent(caller), message_ids)
 
     def mark_read(self, caller: Caller, message_ids: Sequence[str]) -> MarkResult:
         """Mark these messages of the caller's mailbox read (acknowledged ones stay so)."""
-        return self.mailbox.mark_read(caller, message_ids)
+        return self.mailbox.mark_read(self.as_agent(caller), message_ids)
 
     def message_status(self, caller: Caller, message_id: str) -> MessageStatus:
         """Per recipient, the state reached and when (the sender sees every recipient, a
-        recipient only its own row): see ``Statuses``."""
+        recipient only its own row, a person who names no agent any message of the workspace
+        as its sender does): see ``Statuses``."""
         return self.remote_outbox.status(caller, self.statuses.message_status(caller, message_id))
 
     # --- handed mail (the rule: ``delivery.handing``) --------------------------------------
@@ -274,6 +293,7 @@ class Service:
         recorded a turn carrying them; "turn": a runner's CLI took them as its turn's input). Ids not handed (surfaced already, read, another agent's)
         are passed over. The ids marked surfaced. A task among them that waited to be taken up
         is working now."""
+        caller = self.as_agent(caller)
         marked = self.handover.confirm_surfaced(caller, message_ids, evidence)
         self.tasking.taken_up(caller, self.store.task_ids_of(caller.workspace, marked.marked))
         return marked
@@ -284,7 +304,7 @@ class Service:
         """What the caller's session's client reported about mail handed to it (Claude Code's
         ``peer_message_status``): recorded in each message's history; mail the model will never
         see (expired, refused, denied, dropped) goes back to the mailbox. The ids recorded."""
-        return self.handover.record_receipt(caller, message_ids, status, reason)
+        return self.handover.record_receipt(self.as_agent(caller), message_ids, status, reason)
 
     # --- sessions (``directory``) ----------------------------------------------------------
 
@@ -300,6 +320,7 @@ class Service:
     ) -> Session:
         """Register the caller's process as a session (see ``Directory.register_session``); a
         session this one replaced gives back its handed mail."""
+        caller = self.as_agent(caller)
         session = self.directory.register_session(
             caller, pid=pid, runtime=runtime, machine=machine, proc_start=proc_start, terminal=terminal
         )
@@ -309,10 +330,11 @@ class Service:
     def heartbeat(self, caller: Caller, session_id: str, delivery_error: str | None = None) -> Session:
         """The session is still there; ``delivery_error`` says what its delivery path reports
         broken (a socket gone, a stream refused), None when it works."""
-        return self.directory.heartbeat(caller, session_id, delivery_error)
+        return self.directory.heartbeat(self.as_agent(caller), session_id, delivery_error)
 
     def end_session(self, caller: Caller, session_id: str) -> Session:
         """End the session; mail handed to it and not surfaced goes back to the mailbox."""
+        caller = self.as_agent(caller)
         session = self.directory.end_session(caller, session_id)
         self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
         return session
@@ -323,7 +345,7 @@ class Service:
 
     def session_address(self, caller: Caller) -> str | None:
         """agent@machine#pid of the session the caller acts in, if it acts in one."""
-        return self.directory.session_address(caller)
+        return self.directory.session_address(self.as_agent(caller))
 
     def in_session(
         self,
@@ -345,7 +367,7 @@ class Service:
     def create_agent(
         self, caller: Caller, name: str, description: str | None = None, skills: Sequence[str] = ()
     ) -> Agent:
-        return self.directory.create_agent(caller, name, description, skills)
+        return self.directory.create_agent(self.as_agent(caller), name, description, skills)
 
     def describe_agent(self, caller: Caller, name: str) -> Agent:
         return self.directory.describe_agent(caller, name)
@@ -353,7 +375,7 @@ class Service:
     def update_agent(
         self, caller: Caller, name: str, description: str | None = None, skills: Sequence[str] | None = None
     ) -> Agent:
-        return self.directory.update_agent(caller, name, description, skills)
+        return self.directory.update_agent(self.as_agent(caller), name, description, skills)
 
     def list_agents(self, caller: Caller, skill: str | None = None) -> list[Agent]:
         """The workspace's agents; with ``skill``, those offering it (see ``Directory.list_agents``);
@@ -366,11 +388,11 @@ class Service:
 
     def add_remote(self, caller: Caller, name: str, url: str, *, token: str | None = None) -> RemoteAgent:
         """Register the outside A2A agent whose card is at ``url`` as ``name`` (again: its card anew)."""
-        return self.remotes.add(caller, name, url, token)
+        return self.remotes.add(self.as_agent(caller), name, url, token)
 
     def remove_remote(self, caller: Caller, name: str) -> RemoteAgent:
         """Forget the outside agent and its mailbox; its mail not yet sent fails."""
-        return self.remotes.remove(caller, name)
+        return self.remotes.remove(self.as_agent(caller), name)
 
     def list_remotes(self, caller: Caller) -> list[RemoteAgent]:
         return self.remotes.list(caller)
@@ -378,7 +400,7 @@ class Service:
     def delete_agent(self, caller: Caller, name: str, *, force: bool = False) -> DeletedAgent:
         """Delete the agent, its mailbox, memberships and sessions (what it sent stays), and
         record who did: see ``Directory.delete_agent``."""
-        return self.directory.delete_agent(caller, name, force=force)
+        return self.directory.delete_agent(self.as_agent(caller), name, force=force)
 
     def audit_trail(self, caller: Caller, limit: int = AUDIT_LIMIT_DEFAULT) -> list[AuditEntry]:
         """The workspace's audit trail, newest first: for persons, not agent tokens."""
@@ -388,22 +410,22 @@ class Service:
         self, caller: Caller, name: str, description: str | None = None, *, invite_only: bool = False
     ) -> Channel:
         """A new channel, the caller its first member. An invite-only one is recorded."""
-        return self.directory.create_channel(caller, name, description, invite_only=invite_only)
+        return self.directory.create_channel(self.as_agent(caller), name, description, invite_only=invite_only)
 
     def join_channel(self, caller: Caller, name: str) -> Channel:
         """Join an open channel; an invite-only one only as one who may add members (recorded)."""
-        return self.directory.join_channel(caller, name)
+        return self.directory.join_channel(self.as_agent(caller), name)
 
     def invite_to_channel(self, caller: Caller, name: str, agents: Sequence[str]) -> Channel:
         """Add these existing agents to the channel (all or none), each addition recorded."""
-        return self.directory.invite_to_channel(caller, name, agents)
+        return self.directory.invite_to_channel(self.as_agent(caller), name, agents)
 
     def remove_from_channel(self, caller: Caller, name: str, agent: str) -> Channel:
         """Take a member out of the channel, recorded: its creator's or a person's to do."""
-        return self.directory.remove_from_channel(caller, name, agent)
+        return self.directory.remove_from_channel(self.as_agent(caller), name, agent)
 
     def leave_channel(self, caller: Caller, name: str) -> Channel:
-        return self.directory.leave_channel(caller, name)
+        return self.directory.leave_channel(self.as_agent(caller), name)
 
     def list_channels(self, caller: Caller) -> list[Channel]:
         return self.directory.list_channels(caller)
@@ -446,7 +468,7 @@ class Service:
         submitted. With ``task_id``: the requester's follow-up on that task (one waiting on it
         goes back to submitted). ``a2a_message_id``: the A2A client's id, its retries' key."""
         return self.tasking.open_task(
-            caller,
+            self.as_agent(caller),
             worker,
             parts,
             task_id=task_id,
@@ -469,16 +491,22 @@ class Service:
     ) -> Task:
         """The worker's move (a state, a message, artifacts), mailed to the requester."""
         return self.tasking.update_task(
-            caller, task_id, state=state, parts=parts, artifacts=artifacts, append=append, last_chunk=last_chunk
+            self.as_agent(caller),
+            task_id,
+            state=state,
+            parts=parts,
+            artifacts=artifacts,
+            append=append,
+            last_chunk=last_chunk,
         )
 
     def cancel_task(self, caller: Caller, task_id: str) -> Task:
         """The requester's cancel; the worker is told by mail."""
-        return self.tasking.cancel_task(caller, task_id)
+        return self.tasking.cancel_task(self.as_agent(caller), task_id)
 
     def get_task(self, caller: Caller, task_id: str, *, history_length: int | None = None) -> Task:
         """The task, for its requester or worker (anyone else: unknown_task)."""
-        return self.tasking.get_task(caller, task_id, history_length=history_length)
+        return self.tasking.get_task(self.as_agent(caller), task_id, history_length=history_length)
 
     def list_tasks(
         self,
@@ -496,7 +524,7 @@ class Service:
         """The caller's tasks, as requester or worker (``with_agent``: only those between it and
         that agent), newest updated first, a page at a time."""
         return self.tasking.list_tasks(
-            caller,
+            self.as_agent(caller),
             context_id=context_id,
             state=state,
             page_size=page_size,
@@ -509,7 +537,7 @@ class Service:
 
     def task_events(self, caller: Caller, task_id: str, after_generation: int) -> list[TaskEvent]:
         """The task's events past ``after_generation``: what a subscriber missed."""
-        return self.tasking.task_events(caller, task_id, after_generation)
+        return self.tasking.task_events(self.as_agent(caller), task_id, after_generation)
 
     def subscribe_task(self, workspace: str, task_id: str) -> AbstractContextManager[AsyncSubscription]:
         """A waiter (on the running loop) woken on every change of the task, here or elsewhere."""
@@ -528,7 +556,7 @@ class Service:
     ) -> PushConfig:
         """Post the task's updates to ``url`` (bad_webhook for a target the hub will not post to)."""
         return self.tasking.set_push_config(
-            caller,
+            self.as_agent(caller),
             task_id,
             url,
             config_id=config_id,
@@ -538,13 +566,13 @@ class Service:
         )
 
     def get_push_config(self, caller: Caller, task_id: str, config_id: str) -> PushConfig:
-        return self.tasking.get_push_config(caller, task_id, config_id)
+        return self.tasking.get_push_config(self.as_agent(caller), task_id, config_id)
 
     def list_push_configs(self, caller: Caller, task_id: str) -> list[PushConfig]:
-        return self.tasking.list_push_configs(caller, task_id)
+        return self.tasking.list_push_configs(self.as_agent(caller), task_id)
 
     def delete_push_config(self, caller: Caller, task_id: str, config_id: str) -> None:
-        self.tasking.delete_push_config(caller, task_id, config_id)
+        self.tasking.delete_push_config(self.as_agent(caller), task_id, config_id)
 
     # --- the push outbox (posted by the hub: ``a2a/push.py``) --------------------------------
 

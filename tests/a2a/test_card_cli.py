@@ -21,7 +21,7 @@ def test_the_card_through_a_hub_is_the_one_it_serves(tmp_path: Path) -> None:
     try:
         cli = CLI.on_hub_machine(hub)
         bob = unique("bob")
-        cli.run_json("agent", "describe", bob, "--description", "reviews pull requests", "--skill", "review", agent=bob)
+        cli.run_json("agent", "create", bob, "--description", "reviews pull requests", "--skill", "review", agent=bob)
         printed = cli.run_json("agent", "card", bob, agent=bob)
         served = httpx.get(f"{hub.url}/a2a/default/{bob}/.well-known/agent-card.json", timeout=10).json()
         human = cli.run("agent", "card", bob, agent=bob)
@@ -42,7 +42,7 @@ def test_the_card_through_a_hub_is_the_one_it_serves(tmp_path: Path) -> None:
 
 def test_on_the_embedded_store_the_card_says_where_a_hub_would_serve_it(tmp_path: Path) -> None:
     cli = CLI(tmp_path / "machine")
-    cli.run_json("agent", "describe", "bob", "--description", "reviews", "--skill", "review", agent="bob")
+    cli.run_json("agent", "create", "bob", "--description", "reviews", "--skill", "review", agent="bob")
     proc = cli.run("agent", "card", "bob", "--json", agent="bob")
     assert proc.returncode == 0, proc.stderr
     assert "no hub" in proc.stderr and "127.0.0.1:8465" in proc.stderr

@@ -71,7 +71,10 @@ def no_tracebacks(*hubs: Hub) -> None:
 
 
 def create_agent(hub: Hub, name: str) -> None:
-    """An agent is there once it has acted (here: looked at its empty mailbox)."""
+    """The agent, created (looking at its empty mailbox would create nothing)."""
+    with hub.admin(name) as http:
+        answer = http.post("/v1/agents", json={"name": name})
+    assert answer.status_code == 201, answer.text
     assert mailbox(hub, name) == []
 
 

@@ -26,7 +26,7 @@ def test_deleting_an_agent_with_unread_mail_needs_force_and_audit_shows_who_did_
 
 def test_an_invite_only_channel_takes_members_by_invitation_and_each_change_is_audited(run, run_json, expect_error):
     for name in ("bob", "carol"):
-        run_json("whoami", agent=name)
+        run_json("agent", "create", name, agent="alice")  # an invitation names existing agents
     created = run_json("channel", "create", "inner", "--invite-only", agent="alice")
     assert created["invite_only"] is True
     listing = run("channel", "list", agent="bob")

@@ -29,7 +29,7 @@ def test_agent_export_writes_oasf_records_with_skills_and_card_locators(cli, tmp
     document = json.loads(printed.stdout)
     assert (document["format"], document["source"]["hub"]) == ("oasf", "https://hub.example:8465")
     records = {r["name"]: r for r in document["records"]}
-    assert set(records) == {"me", "bob", "carol"}
+    assert set(records) == {"bob", "carol"}  # "me" only created others: it is no agent itself
     bob = records["bob"]
     for field in ("name", "version", "schema_version", "description", "authors", "created_at", "skills", "locators"):
         assert bob[field], field  # OASF's required fields, filled
@@ -49,7 +49,7 @@ def test_agent_export_writes_oasf_records_with_skills_and_card_locators(cli, tmp
 
     target = tmp_path / "directory.json"
     wrote = cli.run("agent", "export", "--output", target, "--json", agent="me")
-    assert json.loads(wrote.stdout) == {"output": str(target), "format": "oasf", "records": 3}
+    assert json.loads(wrote.stdout) == {"output": str(target), "format": "oasf", "records": 2}
     assert "no hub" in wrote.stderr  # the embedded store: the cards assume the default hub address, and say so
     on_disk = json.loads(target.read_text())
     assert on_disk["source"]["hub"] == "http://127.0.0.1:8465"

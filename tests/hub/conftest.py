@@ -223,8 +223,8 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
 def make_hub(tmp_path: Path) -> Iterator[Callable[..., Hub]]:
     made: list[Hub] = []
 
-    def make(*, rate_limit: float | None = None) -> Hub:
-        fresh = Hub(tmp_path / f"hub-{len(made)}", rate_limit=rate_limit)
+    def make(*, rate_limit: float | None = None, args: Sequence[str] = ()) -> Hub:
+        fresh = Hub(tmp_path / f"hub-{len(made)}", rate_limit=rate_limit, args=args)
         made.append(fresh)
         return fresh.start()
 
@@ -244,6 +244,38 @@ def _hubs_answer_bad_input_without_failing() -> Iterator[None]:
         text = one.log_text(before.get(id(one), 0))
         if any(marker in text for marker in FAILURE_IN_LOG):
             pytest.fail(f"the hub at {one.url} logged an unexpected error during this test:\n{text[-4000:]}")
+
+
+# --- a waiting read, seen by the place it holds --------------------------------------------------
+#
+# A waiting read leaves no trace in the store (looking writes nothing), but it holds one of its
+# credential's places for streams: on a hub that gives each credential one (ONE_STREAM), a probe of
+# the same credential is refused while it waits.
+
+ONE_STREAM = ("--max-streams", "1")
+
+
+def waiting_read(hub: Hub, token: str, agent: str, wait: float, timeout: float) -> httpx.Response:
+    """POST /v1/read?wait= by ``token`` as ``agent``, on a hub started with ONE_STREAM: tried again
+    while a probe (``until_read_waits``) holds the credential's place."""
+    with hub.http(token, agent, timeout=timeout) as http:
+        while True:
+            answer = http.post("/v1/read", params={"wait": wait})
+            if answer.status_code != 429 or answer.json()["error"]["code"] != "too_many_streams":
+                return answer
+
+
+def until_read_waits(hub: Hub, token: str) -> None:
+    """Return once a waiting read by ``token`` holds its place on ``hub`` (started with ONE_STREAM),
+    subscribed to its mailbox: a probe by the same credential is refused then. A probe let in
+    waits a moment, takes nothing (it peeks at a mailbox of its own) and ends."""
+
+    def held() -> bool:
+        with hub.http(token, "prober") as http:
+            answer = http.post("/v1/read", params={"wait": 0.01, "peek": "true"})
+        return answer.status_code == 429 and answer.json()["error"]["code"] == "too_many_streams"
+
+    wait_until(held, what="the waiting read to reach the hub")
 
 
 # --- a workspace of the shared hub -------------------------------------------------------------

@@ -201,7 +201,7 @@ def test_an_agent_token_acts_only_as_its_agent_by_cli(tenant: Tenant, cli: CLI) 
     with tenant.http("mailer") as http:
         assert http.post("/v1/messages", json={"to": frank, "text": secret}).status_code == 201
     with tenant.http(gina) as http:  # an agent token sends only to agents that exist
-        assert http.get("/v1/whoami").status_code == 200
+        assert http.post("/v1/agents", json={"name": gina}).status_code == 201
     cli.run_json("login", tenant.hub.url, "--token", tenant.agent_token(eve)["token"])
 
     refused = cli.run("read", "--json", agent=frank)  # eve's token, naming frank

@@ -20,9 +20,10 @@ def _ok(answer: Any, status: int = 200) -> Any:
 
 
 def _exists(tenant: Tenant, *agents: str) -> None:
+    """Create these agents (looking creates nobody)."""
     for agent in agents:
         with tenant.http(agent) as http:
-            _ok(http.get("/v1/whoami"))
+            _ok(http.post("/v1/agents", json={"name": agent}), 201)
 
 
 def test_an_agent_token_cannot_create_agents_by_sending_but_a_user_token_can(tenant: Tenant) -> None:

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.hub.conftest import EventStream, Hub
+from tests.hub.conftest import ONE_STREAM, EventStream, Hub, until_read_waits, waiting_read
 from tests.support.waiting import wait_until
 
 SENDERS = 12
@@ -64,7 +64,8 @@ def test_a_hub_sigkilled_after_acknowledging_n_sends_has_all_n_after_restart(mak
 
 
 def test_sigterm_with_sends_in_flight_keeps_every_answered_send_and_exits_0(make_hub) -> None:
-    hub: Hub = make_hub()
+    hub: Hub = make_hub(args=ONE_STREAM)  # its waiting read is seen by the place it holds
+    sleeper = hub.issue(kind="user", workspace="default")["token"]
     acknowledged: list[str] = []
     refused: list[str] = []  # answers that were not 2xx (no promise was made for them)
     lock = threading.Lock()
@@ -90,8 +91,8 @@ def test_sigterm_with_sends_in_flight_keeps_every_answered_send_and_exits_0(make
         stream = EventStream(hub.url, hub.admin_token, "watcher", read_timeout=STOP_DEADLINE)
         try:
             stream.ready()
-            long_poll = pool.submit(_long_poll, hub, "sleeper")
-            wait_until(lambda: _exists(hub, "sleeper"), what="the long-poll to reach the hub")
+            long_poll = pool.submit(waiting_read, hub, sleeper, "sleeper", 600, STOP_DEADLINE + 5)
+            until_read_waits(hub, sleeper)
             for thread in threads:
                 thread.start()
             wait_until(lambda: len(acknowledged) >= 100, what="sends to be flowing")
@@ -108,10 +109,10 @@ def test_sigterm_with_sends_in_flight_keeps_every_answered_send_and_exits_0(make
 
             # The open stream and the waiting long-poll were ended, not cut off.
             assert stream.next_block() is None
-            poll_status, poll_items = long_poll.result(timeout=STOP_DEADLINE)
+            poll = long_poll.result(timeout=STOP_DEADLINE)
         finally:
             stream.close()
-    assert (poll_status, poll_items) == (200, [])
+    assert (poll.status_code, poll.json().get("items")) == (200, [])
 
     hub.start()
     stored = _mailbox_ids(hub, "sink")
@@ -121,14 +122,3 @@ def test_sigterm_with_sends_in_flight_keeps_every_answered_send_and_exits_0(make
     assert not refused or all(r.startswith("503") for r in refused), refused[:5]
     # Last, so a wrong exit status does not hide lost mail: a graceful stop exits 0.
     assert status == 0, f"the hub exited {status} after SIGTERM, not 0"
-
-
-def _long_poll(hub: Hub, agent: str) -> tuple[int, list]:
-    with hub.admin(agent) as http:
-        answer = http.post("/v1/read", params={"wait": 600}, timeout=STOP_DEADLINE + 5)
-    return answer.status_code, answer.json().get("items")
-
-
-def _exists(hub: Hub, agent: str) -> bool:
-    with hub.admin("observer") as http:
-        return http.get(f"/v1/agents/{agent}").status_code == 200

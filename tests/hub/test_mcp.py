@@ -55,7 +55,8 @@ async def test_an_agent_token_and_a_user_token_with_an_agent_header_each_act_as_
         mcp_client(tenant.hub, era, tenant.token, bob) as as_bob,
     ):
         assert {tool.name for tool in (await as_alice.list_tools()).tools} == TOOLS
-        await as_bob.call_tool("who", {})
+        with tenant.http(bob) as http:  # an agent token sends only to agents that exist
+            assert http.post("/v1/agents", json={"name": bob}).status_code == 201
         sent = ok(await as_alice.call_tool("send_message", {"to": bob, "message": "over the hub"}))
         got = ok(await as_bob.call_tool("read_messages", {}))
         assert [(m["sender"], words(m)) for m in got["messages"]] == [(alice, "over the hub")]

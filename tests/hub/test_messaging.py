@@ -88,7 +88,7 @@ def test_an_agent_tokens_send_shows_its_own_agent_as_sender(tenant: Tenant) -> N
     carol, dave = unique("carol"), unique("dave")
     token = tenant.agent_token(carol)["token"]
     with tenant.http(dave) as http:  # an agent token sends only to agents that exist
-        assert http.get("/v1/whoami").status_code == 200
+        assert http.post("/v1/agents", json={"name": dave}).status_code == 201
     with tenant.hub.http(token) as http:  # no agent named: the token says who this is
         answer = http.post("/v1/messages", json={"to": dave, "text": "from the token"})
         assert answer.status_code == 201, answer.text
@@ -125,10 +125,11 @@ def test_health_and_openapi_need_no_token(hub: Hub) -> None:
 #
 # The hub remembers which agent each credential acts as (and that the agent exists), so that it
 # does not look it up again on every request. Deleting an agent must make it forget: the same
-# credential's next request as that agent creates it afresh, with an empty mailbox.
+# credential's next request as that agent finds an empty mailbox (and, only looking, creates
+# nothing), and its next act (a send) creates it afresh.
 
 
-def test_deleting_an_agent_by_hubclient_erases_its_mailbox_and_its_next_request_creates_it_afresh(
+def test_deleting_an_agent_by_hubclient_erases_its_mailbox_and_its_next_act_creates_it_afresh(
     tenant: Tenant,
 ) -> None:
     bob_name, alice_name, keeper_name = unique("bob"), unique("alice"), unique("keeper")
@@ -148,7 +149,9 @@ def test_deleting_an_agent_by_hubclient_erases_its_mailbox_and_its_next_request_
             keeper.describe_agent(bob_name)
         again = bob.read(peek=True, after=0)  # the same credential's next request, as bob
         assert again.items == [] and again.unread == 0
-        assert bob_name in {a.name for a in keeper.list_agents()}  # created again by that request
+        assert bob_name not in {a.name for a in keeper.list_agents()}  # a read creates nobody
+        bob.send(alice_name, "back")  # its next act
+        assert bob_name in {a.name for a in keeper.list_agents()}  # created again by that act
         fresh = alice.send(bob_name, "after the delete")
         assert [r.new_agent for r in fresh.recipients] == [False]
         assert [(i.seq, i.message.text) for i in bob.read().items] == [(1, "after the delete")]  # numbered anew
@@ -160,6 +163,7 @@ def test_deleting_an_agent_by_hubclient_erases_its_mailbox_and_its_next_request_
 def test_an_agent_deleting_itself_over_http_answers_its_name_and_its_next_request_works(tenant: Tenant) -> None:
     bob, alice = unique("bob"), unique("alice")
     with tenant.http(bob) as as_bob, tenant.http(alice) as as_alice:
+        assert as_bob.post("/v1/agents", json={"name": bob}).status_code == 201
         assert as_bob.get("/v1/whoami").json()["agent"] == bob
         for text in ("unread one", "unread two"):
             assert as_alice.post("/v1/messages", json={"to": bob, "text": text}).status_code == 201
@@ -178,7 +182,9 @@ def test_an_agent_deleting_itself_over_http_answers_its_name_and_its_next_reques
         assert mailbox.status_code == 200, mailbox.text
         assert (mailbox.json()["items"], mailbox.json()["unread"]) == ([], 0)
         assert as_bob.get("/v1/whoami").json()["agent"] == bob
-        assert bob in [a["name"] for a in as_alice.get("/v1/agents").json()]
+        assert bob not in [a["name"] for a in as_alice.get("/v1/agents").json()]  # looking creates nobody
+        assert as_bob.post("/v1/messages", json={"to": alice, "text": "back"}).status_code == 201
+        assert bob in [a["name"] for a in as_alice.get("/v1/agents").json()]  # its next act does
 
 
 def test_agent_delete_by_cli_against_the_hub_erases_the_mailbox_and_the_agent_comes_back_empty(
@@ -188,6 +194,7 @@ def test_agent_delete_by_cli_against_the_hub_erases_the_mailbox_and_the_agent_co
     hub_env = {"CALLBOARD_HUB": tenant.hub.url, "CALLBOARD_TOKEN": tenant.token}
     assert cli.run_json("whoami", agent=bob, env=hub_env)["agent"] == bob
     cli.run_json("send", bob, "unread before the delete", agent=alice, env=hub_env)
+    cli.run_json("agent", "create", operator, agent=operator, env=hub_env)
 
     deleted = cli.run_json("agent", "delete", bob, "--yes", "--force", agent=operator, env=hub_env)
 
@@ -196,6 +203,8 @@ def test_agent_delete_by_cli_against_the_hub_erases_the_mailbox_and_the_agent_co
     assert bob not in names and operator in names
     got = cli.run_json("read", agent=bob, env=hub_env)  # the same credential, as bob again
     assert texts(got) == [] and got["unread"] == 0
+    assert bob not in [a["name"] for a in cli.run_json("agent", "list", agent=operator, env=hub_env)]
+    cli.run_json("send", alice, "back", agent=bob, env=hub_env)  # its next act creates it again
     assert bob in [a["name"] for a in cli.run_json("agent", "list", agent=operator, env=hub_env)]
     human = cli.run("agent", "delete", bob, "--yes", agent=operator, env=hub_env)
     assert human.returncode == 0 and f"deleted agent {bob}" in human.stdout, human.stderr

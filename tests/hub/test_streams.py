@@ -18,7 +18,19 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.hub.conftest import CLI, Event, EventStream, Hub, Tenant, auth_headers, expect_http_error, unique
+from tests.hub.conftest import (
+    CLI,
+    ONE_STREAM,
+    Event,
+    EventStream,
+    Hub,
+    Tenant,
+    auth_headers,
+    expect_http_error,
+    unique,
+    until_read_waits,
+    waiting_read,
+)
 from tests.support.cli_runner import describe
 from tests.support.waiting import wait_until
 
@@ -115,24 +127,24 @@ def _exists(hub: Hub, token: str, agent: str) -> bool:
         return http.get(f"/v1/agents/{agent}").status_code == 200
 
 
-def test_a_long_poll_wakes_on_a_send_and_returns_it_well_before_its_wait_ends(tenant: Tenant) -> None:
-    hub, alice, bob = tenant.hub, unique("alice"), unique("bob")
-    reader = tenant.client(bob)
-    try:
-        with ThreadPoolExecutor(1) as pool:
-            waiting = pool.submit(reader.read, wait=LONG_WAIT)
-            # The read created bob on the hub: the request is there, with nothing to return.
-            wait_until(lambda: _exists(hub, tenant.token, bob), what="the long-poll to reach the hub")
-            assert not waiting.done(), "an empty mailbox answered before its wait ended"
-            message_id = _send(hub, tenant.token, alice, bob, "wake up")
-            try:
-                result = waiting.result(timeout=WAKE_DEADLINE)
-            except FutureTimeout:
-                pytest.fail(f"the long-poll did not wake within {WAKE_DEADLINE:g} s of a send")
-    finally:
-        reader.close()
-    assert [(i.message.id, i.message.text) for i in result.items] == [(message_id, "wake up")]
-    assert result.unread == 0
+def test_a_long_poll_wakes_on_a_send_and_returns_it_well_before_its_wait_ends(make_hub) -> None:
+    hub = make_hub(args=ONE_STREAM)  # its waiting read is seen by the place it holds
+    token = hub.issue(kind="user", workspace="team")["token"]
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(waiting_read, hub, token, "bob", LONG_WAIT, LONG_WAIT + 10)
+        until_read_waits(hub, token)  # the request is there, with nothing to return
+        assert not waiting.done(), "an empty mailbox answered before its wait ended"
+        message_id = _send(hub, token, "alice", "bob", "wake up")
+        try:
+            answer = waiting.result(timeout=WAKE_DEADLINE)
+        except FutureTimeout:
+            pytest.fail(f"the long-poll did not wake within {WAKE_DEADLINE:g} s of a send")
+    assert answer.status_code == 200, answer.text
+    result = answer.json()
+    assert [(i["message"]["id"], i["message"]["parts"]) for i in result["items"]] == [
+        (message_id, [{"text": "wake up"}])
+    ]
+    assert result["unread"] == 0
 
 
 def test_a_waiting_cli_reader_wakes_on_a_send_through_the_hub(tenant: Tenant, cli: CLI) -> None:

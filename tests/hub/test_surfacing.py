@@ -30,8 +30,8 @@ def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
     else:
         tenant: Tenant = request.getfixturevalue("tenant")
         clients = [tenant.client(n) for n in (alice_name, bob_name)]
-    for client in clients:
-        client.whoami()  # both exist before anything is sent
+    for client, name in zip(clients, (alice_name, bob_name), strict=True):
+        client.create_agent(name)  # both exist before anything is sent
     try:
         yield clients[0], clients[1]
     finally:

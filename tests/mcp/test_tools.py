@@ -136,7 +136,7 @@ async def test_a_read_takes_at_most_its_limit_oldest_first_and_says_how_many_wai
 
 
 async def test_an_unknown_session_address_fails_with_its_code_a_guess_and_the_next_step(agents, tools):
-    agents("backend").who()
+    agents("alice").create_agent("backend")
     async with tools("alice") as alice:
         text = failed(
             await alice.call_tool("send_message", {"to": "bakend@nowhere#1", "message": "x", "require_live": True}),
@@ -146,7 +146,7 @@ async def test_an_unknown_session_address_fails_with_its_code_a_guess_and_the_ne
 
 
 async def test_a_new_name_close_to_an_existing_agent_is_sent_with_a_note_that_asks_about_it(agents, tools):
-    agents("backend").who()
+    agents("alice").create_agent("backend")
     async with tools("alice") as alice:
         sent = ok(await alice.call_tool("send_message", {"to": "bakend", "message": "x"}))
     (recipient,) = sent["recipients"]

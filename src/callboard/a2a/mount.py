@@ -147,9 +147,8 @@ class A2ADoor:
         if credential.workspace is not None and credential.workspace != workspace:
             raise _no_agent(workspace, agent)  # another workspace's: as if nothing were there
         caller = credential.caller(headers.get(AGENT_HEADER), workspace)
-        service = self._hub.service
-        if not service.has_entered(caller):
-            await blocking(service.enter, caller)
+        # Nothing is created here: a call that acts (a message sent) creates the caller's agent
+        # in its own step; one that only looks (a task got, listed) writes nothing.
         await self._agent(caller, workspace, agent)
         return caller
 

@@ -11,6 +11,7 @@ from callboard.address import parse_machine, parse_name
 from callboard.config import Settings
 from callboard.delivery.remotes import CardSource
 from callboard.delivery.runner_reports import RunnerReport
+from callboard.errors import NoIdentity
 from callboard.identity import SessionHint, acting_pid, machine_name, resolve_agent
 from callboard.model import (
     AckResult,
@@ -68,21 +69,28 @@ class LocalClient:
         cwd: Path | None = None,
         card_source: CardSource | None = None,
     ) -> LocalClient:
-        """Open the embedded store and act as ``agent`` (default: the identity rule's answer);
+        """Open the embedded store and act as ``agent`` (default: the identity rule's answer; when
+        it names none, as the person at this machine, who may look but not act: no_identity then);
         ``card_source``: how outside A2A agents' cards are fetched (a face that speaks A2A gives it)."""
         settings = settings or Settings.load(env)
+        source = "given"
         if agent is None:
-            identity = resolve_agent(env, cwd or Path.cwd(), settings.agent)
-            agent, source = identity.name, identity.source
+            try:
+                identity = resolve_agent(env, cwd or Path.cwd(), settings.agent)
+            except NoIdentity:  # the person at this machine: looking needs no agent
+                source = "none"
+            else:
+                agent, source = identity.name, identity.source
         else:
-            agent, source = parse_name(agent, "agent name"), "given"
+            agent = parse_name(agent, "agent name")
         workspace = settings.workspace_in(env)
         service = Service(open_store(settings.store_location), machine=machine_name(env), card_source=card_source)
         return cls(service, Caller(workspace=workspace, agent=agent), source, SessionHint.from_env(env))
 
     def _as(self) -> Caller:
+        # Nothing is created here: an operation that acts as the agent creates it in its own
+        # step (the service's rule); one that only looks, or fails, writes nothing.
         self._counted = None  # a new call: what the last one counted is past
-        self.service.enter(self.caller)  # the identity's agent exists from its first call on
         if self.session is None:
             return self.caller
         # Asked at each call: the session may be registered after the client opened (an MCP

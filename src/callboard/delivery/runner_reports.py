@@ -73,16 +73,25 @@ class RunnerReports:
     """Runner reports through the service: a caller writes only its own agent's, reads its
     workspace's; a report gone quiet past the liveness window is shown not live."""
 
-    def __init__(self, store: Store, liveness: Liveness, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        liveness: Liveness,
+        clock: Callable[[], datetime],
+        enter: Callable[[Caller], None],
+    ) -> None:
+        """``enter``: creates the caller's agent when it does not exist yet (``Directory.enter``)."""
         self.store = store
         self.liveness = liveness
         self.clock = clock
+        self.enter = enter
 
     def report(self, caller: Caller, report: RunnerReport) -> RunnerReport:
         """Keep ``report`` as the newest of its runner (agent, machine); what was kept."""
         checked = checked_report(report).model_copy(update={"live": True})
         if checked.agent != caller.agent:
             raise Forbidden(f"{caller.agent} may report only its own runner, not {shown(report.agent)}'s.")
+        self.enter(caller)  # a runner's agent exists once its report is kept
         self.store.put_runner_report(caller.workspace, checked)
         return checked
 

@@ -153,7 +153,9 @@ class Sending:
         )
         write = task(message) if task is not None else None
         decided = _Decided(caller, request, message, targets, result, write)
-        # 4. store, in one commit; 5. publish once committed (``_committed``)
+        # 4. store, in one commit (the sender exists from its first send that passed every
+        # check; a refused send creates nobody); 5. publish once committed (``_committed``)
+        self.directory.enter(caller)
         stored = self.store.submit_message(
             message, _deliveries(targets, holds), result, request.idempotency_key, request.fingerprint, write
         )

@@ -1,7 +1,9 @@
 """What happened to a message, per recipient, as its sender or a recipient may see it.
 
-A message is visible to its sender and its recipients only: to anyone else it does not exist
-(unknown_message), so an id cannot be used to learn who wrote to whom.
+A message is visible to its sender and its recipients only: to any other agent it does not exist
+(unknown_message), so an id cannot be used to learn who wrote to whom. A person who names no
+agent (the embedded store on one's own machine, a user or admin token) sees any message of the
+workspace as its sender does: that credential may act as any of its agents anyway.
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ from callboard.store.base import Store
 
 
 def visible_message(store: Store, caller: Caller, message_id: str) -> Message:
-    """The message, when the caller sent or received it."""
+    """The message, when the caller sent or received it (a person who names no agent: any)."""
     check_message_id(message_id)
     message = store.get_message(caller.workspace, message_id)
     if message is not None and (
-        message.sender == caller.agent
+        (caller.agent is None and caller.person)
+        or message.sender == caller.agent
         or any(s.agent == caller.agent for s in store.delivery_statuses(caller.workspace, message_id))
     ):
         return message
+    if caller.agent is None:
+        raise UnknownMessage(f"no message {message_id} in workspace {caller.workspace}.")
     raise UnknownMessage(f"no message {message_id} sent by or to {caller.agent}.")
 
 
@@ -42,10 +47,11 @@ class Statuses:
     def message_status(self, caller: Caller, message_id: str) -> MessageStatus:
         """Per recipient, the state reached and when each state was reached.
 
-        The sender sees every recipient; a recipient sees only its own row."""
+        The sender sees every recipient (and so does a person who names no agent); a recipient
+        sees only its own row."""
         message = visible_message(self.store, caller, message_id)
         statuses = self._delivered(caller, message_id)
-        if message.sender == caller.agent:
+        if caller.agent is None or message.sender == caller.agent:
             statuses = self._as_addressed(caller, message_id, statuses)
         else:
             statuses = [s for s in statuses if s.agent == caller.agent]

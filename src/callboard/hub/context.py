@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from callboard import headers
-from callboard.credentials import Credential, Credentials, hash_secret
-from callboard.errors import BadName, BadRequest, TooLarge, Unauthorized
+from callboard.credentials import NAME_THE_AGENT, Credential, Credentials, hash_secret
+from callboard.errors import BadName, BadRequest, TooLarge, Unauthorized, UnknownAgent
 from callboard.headers import parse_process_header
 from callboard.hub.open_streams import DEFAULT_MAX_STREAMS, OpenStreams
 from callboard.hub.ratelimit import RateLimiter, bad_token_limiter
@@ -130,25 +130,31 @@ class HubContext:
         return credential
 
     async def identify_by(self, headers: Headers, client: str | None = None) -> tuple[Credential, Caller]:
-        """``acting``, then in the session the request's headers name (on a worker thread)."""
+        """``acting`` (an agent named), then in the session the request's headers name (on a
+        worker thread)."""
         credential, caller = await self.acting(headers, client)
         if headers.get(SESSION_HEADER) or headers.get(PROCESS_HEADER):
             caller = await blocking(self.in_session, caller, headers)
         return credential, caller
 
-    async def acting(self, headers: Headers, client: str | None = None) -> tuple[Credential, Caller]:
-        """Authenticate, rate-limit, and name the agent this request acts as (creating it on first
-        use), not yet in the session its headers may name (``in_session``); ``client``: the
-        address it comes from."""
+    async def acting(
+        self, headers: Headers, client: str | None = None, *, agent_needed: bool = True
+    ) -> tuple[Credential, Caller]:
+        """Authenticate, rate-limit, and name the agent this request acts as, not yet in the
+        session its headers may name (``in_session``); ``client``: the address it comes from.
+
+        Nothing is created here: an operation that acts as the agent creates it in its own step
+        (the service's rule), so a request that only looks, or fails, writes nothing. Without
+        ``agent_needed``, a person's credential that names no agent acts as none (it may look)."""
         credential = await self.credential_of(headers, client)
         asked = (credential.token_id, headers.get(AGENT_HEADER), headers.get(WORKSPACE_HEADER))
         caller = self._callers.get(asked)
         if caller is None:  # first request of this credential as this agent: check the names
-            caller = credential.caller(asked[1], asked[2])
+            caller = credential.caller(asked[1], asked[2], agent_needed=False)
             if len(self._callers) < 100_000:
                 self._callers[asked] = caller
-        if not self.service.has_entered(caller):  # created on first use (again, once deleted)
-            await blocking(self.service.enter, caller)
+        if caller.agent is None and agent_needed:
+            raise UnknownAgent(NAME_THE_AGENT)
         return credential, caller
 
     def in_session(self, caller: Caller, headers: Headers) -> Caller:

@@ -85,9 +85,11 @@ class Call:
 
     async def identify(self) -> tuple[Credential, Caller]:
         """The credential and the agent the request acts as: its answer carries that agent's
-        unread count from now on. The session the request names is looked up by ``run_as``, in
-        its worker call (a lookup may read the store: a hop of its own would cost as much)."""
-        credential, self.caller = await self.hub.acting(self.headers, client_of(self.scope))
+        unread count from now on. A person's credential may name no agent: the service then
+        lets it only look (no_identity for anything else). The session the request names is
+        looked up by ``run_as``, in its worker call (a lookup may read the store: a hop of its
+        own would cost as much)."""
+        credential, self.caller = await self.hub.acting(self.headers, client_of(self.scope), agent_needed=False)
         return credential, self.caller
 
     # --- what it brings -----------------------------------------------------------------
@@ -140,11 +142,13 @@ class Call:
         hub, caller, in_session = self.hub, self.caller, self._in_session
         assert caller is not None, "identify() first"
 
-        def work() -> tuple[Caller, T, int]:
+        def work() -> tuple[Caller, T, int | None]:
             acting = caller if in_session else hub.in_session(caller, self.headers)
             result = operation(acting, *args, **kwargs)
-            unread = result.unread if isinstance(result, ReadResult) else hub.service.unread_count(acting)
-            return acting, result, unread
+            if isinstance(result, ReadResult):
+                return acting, result, result.unread
+            # A person who names no agent has no mailbox to count.
+            return acting, result, None if acting.agent is None else hub.service.unread_count(acting)
 
         self.caller, result, self.unread = await blocking(work)
         self._in_session = True
@@ -152,7 +156,7 @@ class Call:
 
     async def recount(self) -> None:
         """Count the agent's unread mail again (after a send to itself has committed)."""
-        if self.caller is not None:
+        if self.caller is not None and self.caller.agent is not None:
             self.unread = await blocking(self.hub.service.unread_count, self.caller)
 
     def answer_headers(self) -> dict[str, str]:

@@ -30,6 +30,7 @@ async def read(call: Call) -> ReadResult:
     """POST /v1/read?wait=&peek=&after=&limit= — drain (or peek) the caller's mail, waiting up to ``wait``."""
     service = call.hub.service
     credential, caller = await call.identify()
+    service.as_agent(caller)  # a mailbox is an agent's: no_identity before any wait
     await call.no_body()
     peek, wait = call.query_bool("peek"), call.query_float("wait", 0.0, 0.0, WAIT_SECONDS_MAX)
     after = call.query_int("after", None, 0, SEQ_MAX)
@@ -46,6 +47,7 @@ async def surface(call: Call) -> ReadResult:
     put before the agent, marked surfaced by ``via`` (see Service.surface), waiting up to ``wait``."""
     service = call.hub.service
     credential, caller = await call.identify()
+    service.as_agent(caller)  # a mailbox is an agent's: no_identity before any wait
     await call.no_body()
     via, urgent, peek = call.query("via") or "", call.query_bool("urgent"), call.query_bool("peek")
     wait = call.query_float("wait", 0.0, 0.0, WAIT_SECONDS_MAX)
@@ -97,6 +99,7 @@ async def events(call: Call) -> None:
     member's stream, and each event should cost little."""
     hub, reply = call.hub, call.reply
     credential, caller = await call.identify()
+    hub.service.as_agent(caller)  # a mailbox is an agent's: no_identity before the stream begins
     after = _resume_point(call.headers, call.query("after"))
     # One worker call at the start, which also counts the agent's unread mail for the header.
     cursor = await call.run_as(lambda acting: after if after is not None else hub.service.mailbox_position(acting))

@@ -24,7 +24,7 @@ WS = "acme"
 def clients(tmp_path: Path) -> tuple[LocalClient, LocalClient]:
     service = Service(open_store(str(tmp_path / "callboard.db")), machine="farhost")
     bob = LocalClient(service, Caller(workspace=WS, agent="bob"))
-    bob.whoami()
+    bob.create_agent("bob")
     alice = LocalClient(service, Caller(workspace=WS, agent="alice"))
     session = alice.register_session(runtime="claude-code", machine="farhost", pid=4242)
     return bob, LocalClient(service, Caller(workspace=WS, agent="alice", session_id=session.id))
