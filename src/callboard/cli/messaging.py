@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -13,6 +13,9 @@ from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.cli.following import follow_mail
 from callboard.errors import BadRequest
 from callboard.model import MailItem, SendResult
+
+if TYPE_CHECKING:
+    from callboard.client.base import Client
 
 
 def _parts(data: list[str], urls: list[str]) -> list[dict]:
@@ -35,6 +38,14 @@ def _stdin_text() -> str:
         ) from None
 
 
+SubjectOption = Annotated[Optional[str], typer.Option("--subject", "-s", help="A short subject line.")]
+DataOption = Annotated[list[str], typer.Option("--data", metavar="JSON", help="Attach a JSON data part (repeatable).")]
+UrlOption = Annotated[list[str], typer.Option("--url", help="Attach a file/URL part (repeatable).")]
+UrgentOption = Annotated[
+    bool, typer.Option("--urgent", help="Let it reach a busy coding agent between tool calls, not only at its turn.")
+]
+
+
 @app.command()
 def send(
     to: Annotated[
@@ -44,7 +55,7 @@ def send(
         ),
     ],
     message: Annotated[str, typer.Argument(help="The message text; '-' reads it from standard input.")],
-    subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="A short subject line.")] = None,
+    subject: SubjectOption = None,
     reply_to: Annotated[
         Optional[str],
         typer.Option("--reply-to", metavar="ID", help="The id of the message this answers; joins its thread."),
@@ -52,10 +63,8 @@ def send(
     thread: Annotated[
         Optional[str], typer.Option("--thread", metavar="ID", help="Put the message in this thread id.")
     ] = None,
-    data: Annotated[
-        list[str], typer.Option("--data", metavar="JSON", help="Attach a JSON data part (repeatable).")
-    ] = [],  # noqa: B006
-    url: Annotated[list[str], typer.Option("--url", help="Attach a file/URL part (repeatable).")] = [],  # noqa: B006
+    data: DataOption = [],  # noqa: B006
+    url: UrlOption = [],  # noqa: B006
     require_live: Annotated[
         bool, typer.Option("--require-live", help="Fail, storing nothing, unless every recipient has a live session.")
     ] = False,
@@ -65,10 +74,7 @@ def send(
             "--idempotency-key", metavar="KEY", help="Resending with the same key returns the first send, never a copy."
         ),
     ] = None,
-    urgent: Annotated[
-        bool,
-        typer.Option("--urgent", help="Let it reach a busy coding agent between tool calls, not only at its turn."),
-    ] = False,
+    urgent: UrgentOption = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -86,10 +92,7 @@ def send(
             idempotency_key=idempotency_key,
             urgent=urgent,
         )
-        if any(o.remote for o in result.recipients):
-            from callboard.cli.remotes import SEND_PUMP_SECONDS, pump_inline
-
-            pump_inline(client, result.message_id, SEND_PUMP_SECONDS)
+        _pump_to_outside_agents(client, result)
     emit_sent(result, as_json)
 
 
@@ -99,15 +102,10 @@ def reply(
         str, typer.Argument(help="The message you answer: an id that read, inbox or a send printed.")
     ],
     message: Annotated[str, typer.Argument(help="Your answer; '-' reads it from standard input.")],
-    subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="A short subject line.")] = None,
-    data: Annotated[
-        list[str], typer.Option("--data", metavar="JSON", help="Attach a JSON data part (repeatable).")
-    ] = [],  # noqa: B006
-    url: Annotated[list[str], typer.Option("--url", help="Attach a file/URL part (repeatable).")] = [],  # noqa: B006
-    urgent: Annotated[
-        bool,
-        typer.Option("--urgent", help="Let it reach a busy coding agent between tool calls, not only at its turn."),
-    ] = False,
+    subject: SubjectOption = None,
+    data: DataOption = [],  # noqa: B006
+    url: UrlOption = [],  # noqa: B006
+    urgent: UrgentOption = False,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -121,11 +119,16 @@ def reply(
                 f"'callboard send NAME MESSAGE --reply-to {message_id}'."
             )
         result = client.send(sender, text, subject=subject, parts=_parts(data, url), reply_to=message_id, urgent=urgent)
-        if any(o.remote for o in result.recipients):
-            from callboard.cli.remotes import SEND_PUMP_SECONDS, pump_inline
-
-            pump_inline(client, result.message_id, SEND_PUMP_SECONDS)
+        _pump_to_outside_agents(client, result)
     emit_sent(result, as_json)
+
+
+def _pump_to_outside_agents(client: Client, result: SendResult) -> None:
+    """On the embedded store, mail to an outside A2A agent is sent on here, until its first answer."""
+    if any(o.remote for o in result.recipients):
+        from callboard.cli.remotes import SEND_PUMP_SECONDS, pump_inline
+
+        pump_inline(client, result.message_id, SEND_PUMP_SECONDS)
 
 
 def emit_sent(result: SendResult, as_json: bool) -> None:

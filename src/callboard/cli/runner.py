@@ -144,17 +144,22 @@ def wake(
     )
 
 
+FollowOption = Annotated[bool, typer.Option("--follow", "-f", help="Keep printing what is added.")]
+LinesOption = Annotated[int, typer.Option("-n", "--lines", metavar="N", help="How many of the last lines.")]
+LogJsonOption = Annotated[
+    bool,
+    typer.Option(
+        "--json", help="Print one JSON document: the lines, each {at, text} (with --follow, a JSON line each)."
+    ),
+]
+
+
 @runner_app.command("logs")
 def logs(
     name: Annotated[str, typer.Argument(help="The agent whose runner's log to show.")],
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing what is added.")] = False,
-    lines: Annotated[int, typer.Option("-n", "--lines", metavar="N", help="How many of the last lines.")] = 50,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="Print one JSON document: the lines, each {at, text} (with --follow, a JSON line each)."
-        ),
-    ] = False,
+    follow: FollowOption = False,
+    lines: LinesOption = 50,
+    as_json: LogJsonOption = False,
     db: DbOption = None,
 ) -> None:
     """This machine's log of an agent's runner."""

@@ -14,6 +14,7 @@ import typer
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.cli.render import peer
+from callboard.cli.runner import FollowOption, LinesOption, LogJsonOption
 from callboard.cli.waiting import saying_after
 from callboard.config import Settings
 from callboard.runner import team_run
@@ -133,14 +134,9 @@ def wake(
 def logs(
     role: Annotated[str, typer.Argument(help="The role whose runner's log to show.")],
     team: TeamOption = None,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing what is added.")] = False,
-    lines: Annotated[int, typer.Option("-n", "--lines", metavar="N", help="How many of the last lines.")] = 50,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="Print one JSON document: the lines, each {at, text} (with --follow, a JSON line each)."
-        ),
-    ] = False,
+    follow: FollowOption = False,
+    lines: LinesOption = 50,
+    as_json: LogJsonOption = False,
     db: DbOption = None,
 ) -> None:
     """This machine's log of a role's runner."""
