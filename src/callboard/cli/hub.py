@@ -85,8 +85,8 @@ def up(
     db: DbOption = None,
 ) -> None:
     """Serve this machine's store as a hub: REST /v1, SSE, long-poll; other machines log in to it."""
-    with saying_after("starting the hub…"):  # its imports take seconds on a slow machine
-        from callboard.hub.server import HubOptions, serve  # the hub's imports cost start-up time elsewhere
+    from callboard.hub.options import HubOptions, check_options, hub_url, listen
+    from callboard.hub.store_claim import claim_store
 
     if not 0 <= port <= 65535:
         raise BadRequest(f"port {port} is not a port number (0-65535).")
@@ -104,7 +104,15 @@ def up(
         allow_private_webhooks=allow_private_webhooks,
         allow_private_remotes=allow_private_remotes,
     )
-    serve(Settings.load(db=db, fall_back=False), options)
+    # Bad options, a taken port, a store another hub serves: said at once, before the hub loads.
+    check_options(options)
+    listener = listen(options.host, options.port)
+    settings = Settings.load(db=db, fall_back=False)
+    url = hub_url(listener.getsockname(), options.tls_cert is not None)
+    claim = claim_store(settings.db_path, url) if settings.db_url is None else None  # PostgreSQL takes replicas
+    with saying_after("starting the hub…"):  # its imports take seconds on a slow machine
+        from callboard.hub.server import serve  # the hub's imports cost start-up time elsewhere
+    serve(settings, options, listener, claim)
 
 
 @app.command()

@@ -18,14 +18,12 @@ from callboard.hub.context import HubContext, blocking
 from callboard.hub.endpoint import Call, Endpoint, served
 from callboard.hub.errors import encoded, on_http_error, on_unexpected
 from callboard.hub.mcp_endpoint import MCP_PATH, McpEndpoint
-from callboard.hub.open_streams import DEFAULT_MAX_STREAMS
 from callboard.hub.openapi import build_openapi
+from callboard.hub.options import DEFAULT_MAX_STREAMS, DEFAULT_RATE_LIMIT
 from callboard.hub.ratelimit import RateLimiter
 from callboard.hub.replicas import SHARED_STORE_RECHECK_SECONDS
 from callboard.hub.routes import ROUTES
 from callboard.service import Service
-
-DEFAULT_RATE_LIMIT = 2000.0  # requests per second per credential
 
 
 def create_app(

@@ -18,7 +18,8 @@ from callboard import headers
 from callboard.credentials import NAME_THE_AGENT, Credential, Credentials, hash_secret
 from callboard.errors import BadName, BadRequest, TooLarge, Unauthorized, UnknownAgent
 from callboard.headers import parse_process_header
-from callboard.hub.open_streams import DEFAULT_MAX_STREAMS, OpenStreams
+from callboard.hub.open_streams import OpenStreams
+from callboard.hub.options import DEFAULT_MAX_STREAMS
 from callboard.hub.ratelimit import RateLimiter, bad_token_limiter
 from callboard.model import Caller
 from callboard.pending import Pending

@@ -27,12 +27,6 @@ from callboard.logins import (
 )
 
 
-def hub_url(address: tuple[Any, ...], tls: bool) -> str:
-    """The URL of a listening socket's ``getsockname()``."""
-    host, port = address[0], address[1]
-    return f"{'https' if tls else 'http'}://{'[' + host + ']' if ':' in host else host}:{port}"
-
-
 @dataclass(frozen=True)
 class MachineLogin:
     """What ``up`` does to this machine's logins: the login the commands use while it runs

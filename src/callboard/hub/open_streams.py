@@ -17,10 +17,10 @@ from contextlib import asynccontextmanager, contextmanager
 
 from callboard.credentials import REVOKED, Credential, Credentials
 from callboard.errors import TooManyStreams, Unauthorized
+from callboard.hub.options import DEFAULT_MAX_STREAMS
 
 log = logging.getLogger("callboard.hub")
 
-DEFAULT_MAX_STREAMS = 4000  # per credential: the benchmarks hold 2,000 streams with one token
 _REMEMBERED_REVOCATIONS = 100_000
 
 

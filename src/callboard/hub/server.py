@@ -16,12 +16,8 @@ import logging
 import os
 import signal
 import socket
-import ssl
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import uvicorn
 
@@ -31,16 +27,14 @@ from callboard.a2a.remote_pump import PumpThread
 from callboard.address import is_loopback
 from callboard.config import Settings
 from callboard.credentials import Credentials
-from callboard.errors import BadRequest, HubUnavailable
 from callboard.events import MailboxEvents
-from callboard.hub.app import DEFAULT_RATE_LIMIT, A2AOptions, create_app
+from callboard.hub.app import A2AOptions, create_app
 from callboard.hub.http_limits import LimitedHttpProtocol
-from callboard.hub.machine_login import hub_url, machine_login
-from callboard.hub.open_streams import DEFAULT_MAX_STREAMS
+from callboard.hub.machine_login import machine_login
+from callboard.hub.options import HubOptions, hub_url
 from callboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
-from callboard.hub.store_claim import claim_store
+from callboard.hub.store_claim import StoreClaim
 from callboard.identity import machine_name
-from callboard.liveness import DEFAULT_WINDOW_SECONDS
 from callboard.logins import store_key
 from callboard.service import Service
 from callboard.store.opening import open_store
@@ -48,22 +42,6 @@ from callboard.store.opening import open_store
 log = logging.getLogger("callboard.hub")
 
 YOUNG_COLLECTION_OBJECTS = 50_000  # the collector's first threshold in the hub (Python's: 700)
-
-
-@dataclass(frozen=True)
-class HubOptions:
-    host: str = "127.0.0.1"
-    port: int = 8465
-    rate_limit: float = DEFAULT_RATE_LIMIT
-    tls_cert: Path | None = None  # with tls_key: serve HTTPS
-    tls_key: Path | None = None
-    insecure: bool = False  # serve plain HTTP beyond loopback, knowingly
-    liveness_seconds: float = DEFAULT_WINDOW_SECONDS
-    max_streams: int = DEFAULT_MAX_STREAMS  # per credential: SSE streams and waiting reads open at once
-    public_url: str | None = None  # the hub as A2A callers reach it (agent cards' URLs)
-    a2a_compat_0_3: bool = False  # A2A 0.3 clients answered too
-    allow_private_webhooks: bool = False  # A2A push notifications may go to loopback and private addresses
-    allow_private_remotes: bool = False  # outside A2A agents on private addresses (always on loopback)
 
 
 class _HubServer(uvicorn.Server):
@@ -85,10 +63,12 @@ class _HubServer(uvicorn.Server):
             self._on_listening(self.servers[0].sockets[0].getsockname())
 
 
-def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> None:
+def serve(
+    settings: Settings, options: HubOptions, listener: socket.socket, claim: StoreClaim | None, out: Any = sys.stdout
+) -> None:
     """Serve the store ``settings`` names (the embedded file, or PostgreSQL as one of several
-    replicas) until stopped."""
-    _check_transport(options)  # before anything listens or is written
+    replicas) on ``listener`` until stopped; ``options`` were checked (``options.check_options``)
+    and the embedded store ``claim``-ed before the hub's code loaded."""
     workspace = settings.workspace_in(os.environ)  # this machine's, logged in on the first start
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs a line per MCP session at INFO
@@ -97,11 +77,8 @@ def serve(settings: Settings, options: HubOptions, out: Any = sys.stdout) -> Non
         log.warning(
             "serving plain HTTP on %s (--insecure): tokens and mail cross the network unencrypted", options.host
         )
-    listener = _listen(options.host, options.port)  # first: a taken port fails before anything is written
     tls = options.tls_cert is not None
     url = hub_url(listener.getsockname(), tls)
-    # One hub per embedded file (store_claim.py); PostgreSQL takes replicas.
-    claim = claim_store(settings.db_path, url) if settings.db_url is None else None
     replica = new_replica_id()
     # SQLite group-commits on the server's loop once it runs; PostgreSQL commits on its own threads.
     store = open_store(settings.store_location, replica=replica)
@@ -199,60 +176,6 @@ def _settle_collector() -> None:
     # full collection of every stream's objects followed every few posts: 20-60 ms pauses.
     # Collections still happen, after 50,000 net new objects (see gc.set_threshold).
     gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *gc.get_threshold()[1:])
-
-
-def _check_transport(options: HubOptions) -> None:
-    """Refuse half a TLS pair, a pair that does not load, and plain HTTP beyond loopback unless
-    ``insecure`` asks for it."""
-    cert, key = options.tls_cert, options.tls_key
-    if not 1 <= options.liveness_seconds <= 86_400:
-        raise BadRequest("--liveness-seconds must be 1-86400: sessions heartbeat well inside it.")
-    if not 1 <= options.max_streams <= 1_000_000:
-        raise BadRequest("--max-streams must be 1-1000000 (SSE streams and waiting reads per credential).")
-    if options.public_url is not None:
-        public = urlsplit(options.public_url)
-        if public.scheme not in ("http", "https") or not public.hostname or public.query or public.fragment:
-            raise BadRequest(
-                f"--public-url {options.public_url!r} is not a URL like https://hub.example.com: "
-                "give the scheme and host (and port) callers reach this hub by."
-            )
-    if (cert is None) != (key is None):
-        raise BadRequest("--tls-cert and --tls-key go together: give both (a certificate and its key), or neither.")
-    if cert is not None and key is not None:
-        try:
-            # An empty password: an encrypted key fails here instead of prompting on the terminal.
-            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key, password="")
-        except ssl.SSLError as error:
-            raise BadRequest(
-                f"the TLS certificate {cert} and key {key} cannot be used ({error.reason or error}): "
-                "give a PEM certificate and its own unencrypted private key."
-            ) from None
-        except OSError as error:
-            raise BadRequest(
-                f"cannot read the TLS files {cert} and {key} ({error.strerror or error}); check --tls-cert and --tls-key."
-            ) from None
-    elif not is_loopback(options.host) and not options.insecure:
-        raise BadRequest(
-            f"refusing to serve plain HTTP on {options.host}, which other machines can reach: give "
-            "--tls-cert FILE --tls-key FILE to serve HTTPS, or --insecure to serve plain HTTP knowingly."
-        )
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """The hub's listening socket, bound here so that a taken port is a clear error (exit 2)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listener.bind((host, port))
-    except OSError as error:
-        listener.close()
-        raise HubUnavailable(
-            f"cannot listen on {host}:{port} ({error.strerror or error}); "
-            "choose another --port, or stop what is using it."
-        ) from None
-    listener.set_inheritable(True)
-    return listener
 
 
 def _stopped(sig: int, frame: Any) -> None:

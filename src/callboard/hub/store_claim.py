@@ -41,7 +41,7 @@ def claim_store(db_path: Path, url: str) -> StoreClaim:
     if fcntl is None:
         return StoreClaim(None)
     path = db_path.with_name(db_path.name + "-hub")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the home, made as config.private_folder would
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
