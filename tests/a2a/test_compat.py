@@ -119,13 +119,13 @@ async def test_without_the_flag_a_0_3_request_is_told_the_version_and_the_flag(h
 async def test_the_sdks_0_3_client_reading_the_card_is_told_the_version_and_the_flag(
     hub: InProcessHub, binding: str
 ) -> None:
-    """The a2a-sdk's 0.3 client, on the endpoints the card names in 0.3's fields."""
+    """The a2a-sdk's 0.3 client, on the endpoint the (1.0) card names for its binding."""
     bob = unique("bob")
     hub.describe(bob, "reviews", [])
     async with httpx.AsyncClient(timeout=10) as http:
         served = (await http.get(f"{hub.agent_url(bob)}/.well-known/agent-card.json")).json()
-    assert served["protocolVersion"] == "1.0" and served["url"] == f"{hub.agent_url(bob)}/jsonrpc"
-    [url] = [i["url"] for i in served["additionalInterfaces"] if i["transport"] == binding]
+    assert not {"url", "preferredTransport", "additionalInterfaces"} & set(served)  # a 1.0 card, nothing more
+    [url] = [i["url"] for i in served["supportedInterfaces"] if i["protocolBinding"] == binding]
     old = AgentCard()
     old.CopyFrom(await fetch_card(hub, bob))
     del old.supported_interfaces[:]

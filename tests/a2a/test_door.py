@@ -189,7 +189,7 @@ async def test_an_http_json_body_not_declared_json_is_content_type_not_supported
     headers = {**VERSION, "Authorization": f"Bearer {hub.token(unique('asker'))}", "Content-Type": "text/plain"}
     async with httpx.AsyncClient(timeout=10, headers=headers) as http:
         answer = await http.post(f"{hub.agent_url(bob)}/rest/message:send", content=json.dumps(SEND["params"]))
-    assert answer.status_code == 400, answer.text
+    assert answer.status_code == 415, answer.text  # A2A 1.0 §5.4: 415 Unsupported Media Type
     [info] = answer.json()["error"]["details"]
     assert info["reason"] == "CONTENT_TYPE_NOT_SUPPORTED", answer.text
     assert hub.service.inbox(hub.caller(bob)) == []

@@ -140,6 +140,8 @@ def _who(world: World) -> list[object]:
 
 
 def _card(world: World) -> None:
+    if "mallory" not in [a["name"] for a in world.ok("agent", "list")]:  # describing oneself creates no one
+        world.ok("agent", "create", "mallory")
     world.ok("agent", "describe", "mallory", "--description", hostile("helper"), "--skill", hostile("ops"))
 
 

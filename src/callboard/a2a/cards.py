@@ -122,23 +122,11 @@ def _skill_id(skill: str) -> str:
 
 
 def card_document(card: AgentCard) -> dict[str, Any]:
-    """The card's JSON as the SDK serves it (camelCase, with 0.3 clients' fields merged in).
-
-    Without a 0.3 interface (no ``--a2a-compat-0-3``) the SDK merges none, and an A2A 0.3 client
-    fails on the card ("no compatible transport") with no word of versions. So the card names its
-    endpoints in 0.3's fields too, with the version they speak (1.0): a 0.3 client then reaches
-    them and is told there what the hub speaks, and which flag lets 0.3 in (a2a/versions.py).
-    A 1.0 client reads ``supportedInterfaces`` and nothing else."""
-    document = agent_card_to_dict(card)
-    if "url" not in document and card.supported_interfaces:
-        first, *others = card.supported_interfaces
-        document |= {
-            "url": first.url,
-            "preferredTransport": first.protocol_binding,
-            "protocolVersion": first.protocol_version,
-            "additionalInterfaces": [{"url": i.url, "transport": i.protocol_binding} for i in (first, *others)],
-        }
-    return document
+    """The card's JSON as the SDK serves it (camelCase, with 0.3 clients' fields merged in when
+    the hub answers 0.3 too). Without ``--a2a-compat-0-3`` it is a 1.0 card and nothing more (the
+    1.0 schema takes no other field): a 0.3 client that reaches an endpoint is told there what the
+    hub speaks, and which flag lets 0.3 in (a2a/versions.py)."""
+    return agent_card_to_dict(card)
 
 
 def card_etag(document: dict[str, Any]) -> str:

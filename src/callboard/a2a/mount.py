@@ -49,6 +49,7 @@ CARD_CACHE_CONTROL = "public, max-age=60"
 JSON_MEDIA_TYPES = frozenset({"application/json", "application/a2a+json"})
 JSON_ONLY = "A2A's JSON-RPC binding takes a JSON body: send it as Content-Type application/json."
 REST_JSON_ONLY = "A2A's HTTP+JSON binding takes a JSON body: send it as Content-Type application/json."
+UNSUPPORTED_MEDIA_TYPE = 415  # what A2A 1.0 §5.4 maps ContentTypeNotSupported to over HTTP+JSON
 
 
 class A2ADoor:
@@ -106,14 +107,15 @@ class A2ADoor:
             await _refuse(reply, error)
             return
         if (body or rest[:1] == ("jsonrpc",)) and not _json_content(scope):
-            # A2A's ContentTypeNotSupported (JSON-RPC -32005; HTTP+JSON 400), rather than the
-            # SDK's parse error of the body.
+            # A2A's ContentTypeNotSupported (JSON-RPC -32005; HTTP+JSON 415, A2A 1.0 §5.4),
+            # rather than the SDK's parse error of the body.
             if rest[:1] == ("jsonrpc",):
                 answer = build_error_response(None, ContentTypeNotSupportedError(message=JSON_ONLY))
                 await reply.json(200, encoded(answer))
             else:
                 document = build_rest_error_payload(ContentTypeNotSupportedError(message=REST_JSON_ONLY))
-                await reply.json(document["error"]["code"], encoded(document))
+                document["error"]["code"] = UNSUPPORTED_MEDIA_TYPE  # the SDK's mapping says 400
+                await reply.json(UNSUPPORTED_MEDIA_TYPE, encoded(document))
             return
         if await self._other_version(scope, reply, rest, body):
             return
