@@ -342,7 +342,10 @@ class Machine:
             for key in os.environ
             if key.upper().startswith(FOREIGN_PREFIXES) or key.upper() in PROXY_VARIABLES
         }
-        return isolated_env(self.home, self.callboard_home, {**removed, "CALLBOARD_HOME": None, **extra})
+        # Callboard installed as a user has it: 'callboard' on the PATH the agent CLI starts with
+        # (project-scope settings name the bare command, README "A team's repository").
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        return isolated_env(self.home, self.callboard_home, {**removed, "CALLBOARD_HOME": None, "PATH": path, **extra})
 
     def agent_env(self, agent: str) -> dict[str, str]:
         """What a CLI's environment adds for settings written by ``callboard install`` (which

@@ -37,11 +37,12 @@ def test_a_cli_with_hooks_has_all_of_ours_and_reads_context_from_some() -> None:
     assert not BY_NAME["cursor"].has_hooks
 
 
-def test_every_cli_takes_an_mcp_server_and_the_installer_every_one_with_hooks() -> None:
+def test_every_cli_takes_an_mcp_server_and_the_installer_every_one_a_cli_without_hooks_its_server_alone() -> None:
     assert MCP_CLIENTS == ("claude", "codex", "copilot", "cursor", "gemini")
     assert [client_name(name.upper()) for name in MCP_CLIENTS] == list(MCP_CLIENTS)
-    with pytest.raises(ValueError, match="unknown client"):
-        install_plans.plan("cursor", "user", install_plans.Folders(Path("/h"), Path("/p"), {}), ["sb"], [])
+    cursor = install_plans.plan("cursor", "user", install_plans.Folders(Path("/h"), Path("/p"), {}), ["cb"], [])
+    [only] = cursor.files
+    assert only.path == Path("/h/.cursor/mcp.json") and [e.path for e in only.entries] == [("mcpServers", "callboard")]
 
 
 @pytest.mark.parametrize("name", HOOK_CLIENTS)
