@@ -43,7 +43,12 @@ def test_a_runner_on_another_machine_is_woken_through_the_hub_and_seen_from_the_
         return f"passed {token}" in texts(got)
 
     wait_until(answered, timeout=60, what="qa's answer from m2", interval=0.05)
-    [seen] = network.run_json("m1", "runner", "status", "qa", agent="product")
+
+    def turn_reported() -> dict | None:  # the answer is sent inside the turn; its end is reported after
+        [seen] = network.run_json("m1", "runner", "status", "qa", agent="product")
+        return seen if seen["turns"] >= 1 else None
+
+    seen = wait_until(turn_reported, timeout=60, what="qa's runner to report its turn done", interval=0.2)
     assert (seen["machine"], seen["pid"], seen["live"]) == ("m2", runner.pid, True), seen
     assert seen["turns"] >= 1 and seen["cli_session_id"].startswith("qa-") and seen["input_tokens"] >= 5, seen
 
