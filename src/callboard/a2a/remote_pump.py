@@ -66,9 +66,7 @@ class RemotePump:
                 round_ = asyncio.create_task(self.run_once())
                 await asyncio.wait({round_, stopping}, return_when=asyncio.FIRST_COMPLETED)
                 if not round_.done():
-                    round_.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await round_
+                    await _cancel(round_)
                     return
                 try:
                     worked = round_.result()
@@ -92,10 +90,12 @@ class RemotePump:
         ``wait`` seconds; what is left is the next pump's (its lease let go)."""
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            try:
-                await asyncio.wait_for(self.run_once(first_answer_only=True), deadline - time.monotonic())
-            except TimeoutError:
+            round_ = asyncio.create_task(self.run_once(first_answer_only=True))
+            await asyncio.wait({round_}, timeout=deadline - time.monotonic())
+            if not round_.done():
+                await _cancel(round_)
                 return
+            round_.result()
             row = await asyncio.to_thread(self.outbox.of_message, workspace, message_id)
             if row is None or row.attempts:  # tried (taken, failed, or to be tried again later)
                 return
@@ -236,6 +236,17 @@ class RemotePump:
 
     def _backoff(self, send: RemoteSend) -> float:
         return min(self.settings.retry_most, self.settings.retry_first * 2 ** max(0, send.attempts - 1))
+
+
+async def _cancel(task: asyncio.Task) -> None:
+    """Cancel ``task`` and wait for its end. Again and again: on Python 3.11 an
+    ``asyncio.wait_for`` whose inner call finishes as the cancel arrives swallows it (fixed in
+    3.12), and the round would then go on following its remote until the task's deadline."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=0.1)
+    with contextlib.suppress(asyncio.CancelledError):
+        task.result()
 
 
 def pump_until(service: Service, stopped: threading.Event, settings: PumpSettings = PumpSettings()) -> None:

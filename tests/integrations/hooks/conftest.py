@@ -24,6 +24,9 @@ from tests.support.cli_runner import CLI, describe, mark_e2e
 
 AGENT = "webapp"
 SENDER = "reviewer"
+# A hook's own deadline (3 s) is about a person's prompt, not a test machine running four
+# workers on two cores: here it is long, and only the tests of the deadline set it short.
+PATIENT = {"CALLBOARD_HOOK_SECONDS": "60"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -57,7 +60,7 @@ class Hooks:
         **kwargs: Any,
     ) -> subprocess.CompletedProcess[str]:
         payload = raw if raw is not None else self.stdin(event, client, session, **kwargs)
-        return self.cli.run("hook", event, "--client", client, input=payload, env=env)
+        return self.cli.run("hook", event, "--client", client, input=payload, env={**PATIENT, **(env or {})})
 
     def output(self, proc: subprocess.CompletedProcess[str]) -> dict[str, Any] | None:
         """The hook's JSON answer (None for an empty stdout); asserts a clean exit 0."""
@@ -74,7 +77,7 @@ class Hooks:
         proc = subprocess.run(
             [sys.executable, "-X", "importtime", "-m", "callboard", "hook", event],
             input=self.stdin(event),
-            env=self.cli.env(env=env),
+            env=self.cli.env(env={**PATIENT, **(env or {})}),
             cwd=self.cli.workdir,
             capture_output=True,
             text=True,

@@ -77,19 +77,27 @@ def test_mail_already_waiting_wakes_at_once(hooks: Hooks) -> None:
     assert waiter.wait(WAKE_TIMEOUT) == 2
 
 
-def test_one_waiter_per_session(hooks: Hooks) -> None:
+def test_one_waiter_per_agent_cli_process(hooks: Hooks) -> None:
     first = hooks.spawn_wake()
     wait_until(lambda: registered(hooks, os.getpid()), what="the first waiter to register the session")
-    started = time.monotonic()
-    second = hooks.spawn_wake()
-    assert second.wait(WAKE_TIMEOUT) == 0
-    assert time.monotonic() - started < 5.0  # at once: it does not wait for mail
-    assert second.stderr is not None and second.stderr.read() == ""
+    # Every Stop starts another waiter; and after /clear the same process has a new session id.
+    for session in ("sess-1", "sess-2"):
+        again = hooks.spawn_wake(session=session)
+        assert again.wait(WAKE_TIMEOUT) == 0  # at once: it does not wait for mail
+        assert again.stderr is not None and again.stderr.read() == ""
     assert first.poll() is None
-    other_session = hooks.spawn_wake(session="sess-2")  # another session has its own waiter
-    hooks.send("for whoever waits")
-    woken = wait_until(lambda: [p for p in (first, other_session) if p.poll() is not None], WAKE_TIMEOUT)
-    assert [p.returncode for p in woken] == [2]  # one message wakes one waiter, once
+    other_process = start_agent_cli(hooks)  # another agent CLI process of the agent has its own
+    assert other_process.stdout is not None
+    other_process.stdout.readline()  # its waiter's pid
+    wait_until(lambda: registered(hooks, other_process.pid), what="the other process's waiter to register")
+    try:
+        hooks.send("for whoever waits")
+        assert first.wait(WAKE_TIMEOUT) == 2  # this process is woken once
+        assert other_process.stdout.readline().strip() == "2"  # and so is the other
+    finally:
+        other_process.kill()
+        other_process.wait()
+        other_process.stdout.close()
 
 
 def start_agent_cli(hooks: Hooks, python: str = sys.executable, *args: str) -> subprocess.Popen[str]:

@@ -7,7 +7,8 @@ paths that need them.
 
 A hook never breaks its host. Whatever goes wrong — bad stdin, no identity, an unreachable hub,
 a bug — it exits 0 (the waiter: without waking) with exactly one line on stderr. A synchronous
-hook gives up after ``DEADLINE_SECONDS`` the same way.
+hook gives up after ``DEADLINE_SECONDS`` the same way (``CALLBOARD_HOOK_SECONDS`` sets another:
+for a hub far away, say; the agent CLI itself stops a hook after the timeout install wrote).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from callboard.errors import CallboardError
+from callboard.errors import BadRequest, CallboardError
 from callboard.fence import one_line
 from callboard.integrations.agent_clis import CLAUDE_CODE, HOOK_CLIENTS
 from callboard.integrations.hooks.context import HookContext
@@ -29,6 +30,8 @@ from callboard.runner.env import under_runner
 EVENTS = ("session-start", "prompt", "post-tool", "stop", "wake")
 USAGE = f"usage: callboard hook {{{'|'.join(EVENTS)}}} [--client {'|'.join(HOOK_CLIENTS)}]  (hook JSON on stdin)"
 DEADLINE_SECONDS = 3.0  # a synchronous hook's whole run; the agent CLI waits for it
+DEADLINE_VARIABLE = "CALLBOARD_HOOK_SECONDS"
+MOST_SECONDS = 60.0
 
 
 class UsageError(Exception):
@@ -75,7 +78,11 @@ def run(
         stdout.write(USAGE + "\n")
         return 0
     finish = threading.Lock()  # held by whoever writes this process's last words, then exits
-    watch = _watch_agent(finish) if event == "wake" else _arm_deadline(finish, stderr, event)
+    try:
+        seconds = deadline_seconds(env)
+    except BadRequest as error:
+        return _fail(finish, stderr, event, f"{error.code}: {error.message}")
+    watch = _watch_agent(finish) if event == "wake" else _arm_deadline(finish, stderr, event, seconds)
     ctx: HookContext | None = None
     result: dict[str, Any] | None = None
     try:
@@ -120,18 +127,32 @@ def _line(event: str, text: str) -> str:
     return f"callboard hook{' ' + event if event else ''}: {one_line(' '.join(text.split()))}\n"
 
 
-def _arm_deadline(finish: threading.Lock, stderr: TextIO, event: str) -> None:
-    """After DEADLINE_SECONDS, unless the run is writing its result: one line, exit 0."""
+def deadline_seconds(env: Mapping[str, str]) -> float:
+    """How long a synchronous hook may run: ``CALLBOARD_HOOK_SECONDS``, else DEADLINE_SECONDS."""
+    raw = env.get(DEADLINE_VARIABLE)
+    if raw is None or raw == "":
+        return DEADLINE_SECONDS
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= MOST_SECONDS:  # False for NaN too
+        raise BadRequest(f"{DEADLINE_VARIABLE} must be seconds, more than 0 and at most {MOST_SECONDS:g}, not {raw!r}.")
+    return seconds
+
+
+def _arm_deadline(finish: threading.Lock, stderr: TextIO, event: str, seconds: float) -> None:
+    """After ``seconds``, unless the run is writing its result: one line, exit 0."""
 
     def expire() -> None:
         if finish.acquire(blocking=False):
             stderr.write(
-                _line(event, f"timeout: no answer within {DEADLINE_SECONDS:g} s from the mailbox; going on without it.")
+                _line(event, f"timeout: no answer within {seconds:g} s from the mailbox; going on without it.")
             )
             stderr.flush()
             os._exit(0)
 
-    timer = threading.Timer(DEADLINE_SECONDS, expire)
+    timer = threading.Timer(seconds, expire)
     timer.daemon = True
     timer.start()
 

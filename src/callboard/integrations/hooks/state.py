@@ -1,9 +1,9 @@
 """One agent session's hook state: a small JSON file per session under the callboard home.
 
 ``<home>/hooks/<session key>/`` holds ``state.json`` (replaced whole on every write, so a reader
-never sees half of one), ``state.lock`` (held while a hook reads, changes and writes the state)
-and ``waiter.lock`` (held by the session's one waiter for as long as it runs). Beside them,
-``pushers/<pid>-<start>.lock`` is held by the ``callboard mcp`` of the agent CLI process ``pid``
+never sees half of one) and ``state.lock`` (held while a hook reads, changes and writes the
+state). ``waiters/<pid>-<start>.lock`` is held by the one waiter of agent CLI process ``pid`` for
+as long as it runs. ``pushers/<pid>-<start>.lock`` is held by the ``callboard mcp`` of the agent CLI process ``pid``
 while it pushes that session's mail into its messaging socket (see socket_delivery): its waiter
 then leaves the mail to it. ``pushers/<pid>-<start>.delivering`` is held while that server
 actually delivers every new message (the session takes peer messages): the per-turn hooks, which
@@ -30,6 +30,7 @@ from callboard.config import private_folder
 
 HOOKS_FOLDER = "hooks"
 PUSHERS_FOLDER = "pushers"
+WAITERS_FOLDER = "waiters"
 STALE_SECONDS = 7 * 24 * 3600.0  # a session folder untouched this long belongs to a session long gone
 _SAFE_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
@@ -96,20 +97,24 @@ class SessionFiles:
             yield state
             self.save(state)
 
-    def take_waiter_lock(self) -> int | None:
-        """Become the session's one waiter: an open descriptor holding ``waiter.lock`` (kept until
-        this process ends), or None at once when another waiter holds it."""
-        return self._take("waiter.lock")
-
-    def _take(self, name: str) -> int | None:
-        self._private_folder()
-        return _lock(self.folder / name)
-
     def _private_folder(self) -> None:
         private_folder(self.home, HOOKS_FOLDER, self.key)
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def waiter_lock_path(home: Path, pid: int, start: int | None) -> Path:
+    return home / WAITERS_FOLDER / f"{pid}-{start or 0}.lock"
+
+
+def take_waiter_lock(home: Path, pid: int, start: int | None) -> int | None:
+    """Become the one waiter of agent CLI process ``pid``: an open descriptor holding its lock
+    (kept until this process ends), or None at once when another waiter holds it. By process:
+    a session whose id changed (/clear) is the same process to wake, and two waiters would
+    wake it twice for one message."""
+    private_folder(home, WAITERS_FOLDER)
+    return _lock(waiter_lock_path(home, pid, start))
 
 
 def take_pusher_lock(home: Path, pid: int, start: int | None) -> int | None:
