@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BenchFailure, ms, percentile, report  # noqa: E402
+from common import BenchFailure, callboard_argv, ms, percentile, report  # noqa: E402
 
 RUN_TIMEOUT_S = 60.0
 WARM_TIMEOUT_S = 60.0
@@ -45,11 +45,6 @@ class Params:
 
 
 QUICK = Params(warmup=1, runs=5)
-
-
-def callboard_argv() -> list[str]:
-    script = Path(sys.executable).parent / "callboard"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "callboard"]
 
 
 class Machine:

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
+
+
+def callboard_argv() -> list[str]:
+    """The installed ``callboard`` command beside this Python, as a user runs it (else ``-m``)."""
+    script = Path(sys.executable).parent / "callboard"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "callboard"]
 
 
 class BenchFailure(Exception):

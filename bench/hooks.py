@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BenchFailure, ms, percentile, report  # noqa: E402
+from common import BenchFailure, callboard_argv, ms, percentile, report  # noqa: E402
 
 AGENT = "bench-agent"
 SESSION = "22222222-2222-2222-2222-222222222222"
@@ -55,11 +55,6 @@ class Params:
 
 
 QUICK = Params(warmup=1, runs=30)
-
-
-def callboard_argv() -> list[str]:
-    script = Path(sys.executable).parent / "callboard"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "callboard"]
 
 
 class Machine:

@@ -1,5 +1,5 @@
-"""Fixtures shared by every test folder: async tests on asyncio, the MCP protocol eras, and
-agents on one fresh embedded store."""
+"""Fixtures shared by every test folder: async tests on asyncio, the MCP protocol eras, a
+database on each store (``db``), and agents on one fresh embedded store."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from callboard.client.local import LocalClient
 from callboard.config import Settings
+from tests.support.postgres import db  # noqa: F401  (the fixture, offered to every test)
 
 # "legacy": the initialize handshake that current agent CLIs use; "2026-07-28": the sessionless era.
 MCP_ERAS = ["legacy", "2026-07-28"]

@@ -19,7 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,10 +55,9 @@ from callboard.model import (
 from callboard.procs import process_start_time
 from callboard.service import Service
 from callboard.store.opening import is_postgres, open_store
-from tests.support.postgres import fresh_schema, table_rows
+from tests.support.postgres import table_rows
 from tests.support.waiting import wait_until
 
-STORES = ["sqlite", "postgres"]
 WS = "acme"
 MACHINE = "testhost"
 LIVENESS = 60.0
@@ -178,17 +176,6 @@ def in_thread(target: Callable[[], object]) -> tuple[threading.Thread, dict[str,
 
 
 # --- fixtures ------------------------------------------------------------------------------
-
-
-@pytest.fixture(params=STORES)
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """The database of one test: an embedded file, or a fresh PostgreSQL schema (the whole
-    service suite runs on each store)."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "callboard.db")
-        return
-    with fresh_schema() as url:
-        yield url
 
 
 @pytest.fixture

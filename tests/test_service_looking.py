@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,6 @@ from callboard.errors import CallboardError, NoIdentity
 from callboard.model import Caller
 from callboard.service import Service
 from callboard.store.opening import open_store
-from tests.support.postgres import fresh_schema
 from tests.support.store_rows import changed, snapshot
 
 WS = "acme"
@@ -26,15 +24,6 @@ ALICE = Caller(workspace=WS, agent="alice")
 BOB = Caller(workspace=WS, agent="bob")
 NOBODY = Caller(workspace=WS, agent="zed")  # an agent no call of the setup names
 PERSON = Caller(workspace=WS, agent=None)  # the person at the machine, naming no agent
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield str(tmp_path / "callboard.db")
-        return
-    with fresh_schema() as url:
-        yield url
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,7 @@ from callboard.model import Caller, MailItem
 from callboard.service import Service
 from callboard.store.opening import is_postgres, open_store
 from callboard.store.rows import UNREADABLE_NOTE
-from tests.support.postgres import fresh_schema
-from tests.test_service import MACHINE, STORES, WS, Clock
+from tests.test_service import MACHINE, WS, Clock
 
 DAMAGE = {
     "a data part stored as null (how NaN was kept)": '[{"data":null}]',
@@ -28,15 +26,6 @@ DAMAGE = {
     "parts that are not JSON": "not json at all",
     "a part of an unknown shape": '[{"text":"t","colour":"red"}]',
 }
-
-
-@pytest.fixture(params=STORES)
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield str(tmp_path / "callboard.db")
-        return
-    with fresh_schema() as url:
-        yield url
 
 
 @pytest.fixture

@@ -20,6 +20,9 @@ from tests.support.cli_runner import CLI
 from tests.support.store_rows import changed, snapshot
 
 UNKNOWN_ID = "0190aaaa-0000-7000-8000-000000000000"  # well-formed, never issued
+# One command per fresh home: it runs in its own process whatever this says (a home's first
+# command starts the warm server for the next), so a server started for nothing is spared.
+COLD = {"CALLBOARD_WARM": "0"}
 NOBODY = "zed"  # an agent no command of the setup names
 
 # Commands that only look, each of which succeeds. "{message}" and "{task}" stand for the ids
@@ -101,7 +104,7 @@ def _args(args: tuple[str, ...], ids: dict[str, str]) -> list[str]:
 def _run(cli: CLI, args: list[str], agent: str | None, env: dict[str, str] | None = None) -> tuple[dict, Any]:
     """What ``callboard ARGS`` (as ``agent``; None: no identity at all) changed in the store, and its run."""
     before = snapshot(cli.default_db)
-    proc = cli.run(*args, agent=agent, env=env)
+    proc = cli.run(*args, agent=agent, env={**COLD, **(env or {})})
     assert "Traceback" not in proc.stderr, proc.stderr
     return changed(before, snapshot(cli.default_db)), proc
 
@@ -185,6 +188,6 @@ def test_an_agent_exists_once_it_acts(cli, store, live_process: subprocess.Popen
     """Sending, being sent to by a person, a session (started, or a waiting read), a channel
     created or joined, a task sent, an agent created: each makes its agent, in that step."""
     assert creates not in _agents(cli)
-    proc = cli.run(*_args(args, {**store, "live": str(live_process.pid)}), agent=agent)
+    proc = cli.run(*_args(args, {**store, "live": str(live_process.pid)}), agent=agent, env=COLD)
     assert proc.returncode == 0, proc.stderr
     assert creates in _agents(cli), f"{' '.join(args)} as {agent} did not create {creates}"

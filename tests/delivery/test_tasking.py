@@ -13,7 +13,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -34,7 +33,6 @@ from callboard.service import Service
 from callboard.store.base import TaskConflict, TaskWrite
 from callboard.store.opening import open_store
 from callboard.tasks import TaskArtifact, TaskState
-from tests.support.postgres import fresh_schema
 
 WS = "team"
 MACHINE = "box"
@@ -47,15 +45,6 @@ PUBLIC_HOOK = "https://93.184.216.34/hook"  # a public address, written as one: 
 
 def text(words: str) -> list[Part]:
     return [Part(text=words)]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield str(tmp_path / "callboard.db")
-        return
-    with fresh_schema() as url:
-        yield url
 
 
 @pytest.fixture

@@ -14,11 +14,24 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/test"
+STORES = ("sqlite", "postgres")
+
+
+@pytest.fixture(params=STORES)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The database of one test: an embedded file, or a fresh PostgreSQL schema (a test that
+    takes ``db`` runs on each store; tests/conftest.py offers it to every test)."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "callboard.db")
+        return
+    with fresh_schema() as url:
+        yield url
 
 
 def server_url() -> str:
