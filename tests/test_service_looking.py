@@ -103,6 +103,8 @@ def _own(service: Service, ids: dict[str, str]) -> dict[str, Callable[[Caller], 
         "end_session-unknown": lambda c: service.end_session(c, UNKNOWN_ID),
         "report-another-runner": lambda c: service.report_runner(c, _runner("bob")),
         "delete-unknown": lambda c: service.delete_agent(c, "nobody"),
+        "card-of-nobody": lambda c: service.update_agent(c, "nobody", description="made up"),
+        "own-card-refused": lambda c: service.update_agent(c, c.agent or "zed", skills=["x" * 101]),
         "task-to-bad-address": lambda c: service.open_task(c, "bad name!", [{"text": "x"}]),
     }
 
@@ -166,11 +168,12 @@ def _acts(service: Service) -> dict[str, Callable[[Caller], object]]:
         "join_channel": lambda c: service.join_channel(c, "team"),
         "open_task": lambda c: service.open_task(c, "bob", [{"text": "look at it"}]),
         "report_runner": lambda c: service.report_runner(c, _runner(c.agent or "nobody")),
+        "own_card": lambda c: service.update_agent(c, c.agent or "nobody", description="reviews", skills=["review"]),
     }
 
 
 @pytest.mark.parametrize(
-    "act", ["send", "register_session", "create_channel", "join_channel", "open_task", "report_runner"]
+    "act", ["send", "register_session", "create_channel", "join_channel", "open_task", "report_runner", "own_card"]
 )
 def test_an_agent_exists_once_it_acts_in_a_workspace_made_with_it(service, ids, act):
     newcomer = Caller(workspace="fresh", agent="newcomer")

@@ -139,6 +139,8 @@ class Directory:
     ) -> Agent:
         name = parse_name(name, "agent name")
         self._check_card(description, skills or ())
+        if name == caller.agent:
+            self.enter(caller)  # an agent that writes its own card declares itself: it exists from now
         if not self.store.update_agent(caller.workspace, name, description, None if skills is None else list(skills)):
             self.describe_agent(caller, name)  # raises unknown_agent
         return self.describe_agent(caller, name)

@@ -15,15 +15,15 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from pydantic import BaseModel, TypeAdapter
 
-from callboard.address import is_loopback
 from callboard.client.backoff import Backoff
+from callboard.client.hub_errors import answer_error, transport_error, unverified_certificate
 from callboard.config import hub_urls
 from callboard.delivery.runner_reports import RunnerReport
-from callboard.errors import BadRequest, CallboardError, HubUnavailable, error_class
+from callboard.errors import BadRequest, HubUnavailable
 from callboard.headers import (
     AGENT_HEADER,
     PROCESS_HEADER,
@@ -171,12 +171,12 @@ class HubClient:
             except httpx.HTTPError as error:
                 tried += 1
                 never_left = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-                if never_left and tried < len(self._urls) and _unverified_certificate(error) is None:
+                if never_left and tried < len(self._urls) and unverified_certificate(error) is None:
                     self._next_replica()  # this replica is not there and the request never left: the next
                     continue
-                raise self._unavailable(error) from None
+                raise transport_error(self.url, error) from None
             if response.status_code >= 400:
-                raise _error_from(response)
+                raise answer_error(response)
             counted = response.headers.get(UNREAD_HEADER)
             self._unread = int(counted) if counted is not None and counted.isascii() and counted.isdigit() else None
             return response.json()
@@ -211,35 +211,6 @@ class HubClient:
     def _next_replica(self) -> None:
         self.url = self._urls[(self._urls.index(self.url) + 1) % len(self._urls)]
         self._http.base_url = self.url
-
-    def _unavailable(self, error: BaseException) -> HubUnavailable:
-        """The error for a request that failed in transport."""
-        import httpx
-
-        if (refused := _unverified_certificate(error)) is not None:
-            return HubUnavailable(
-                f"cannot reach the hub at {self.url}: its certificate could not be verified "
-                f"({refused.verify_message or refused.reason}); if its CA is your own, log in with "
-                f"'callboard login {self.url} --ca-cert CA_FILE' (or set CALLBOARD_CA_CERT).",
-                reached=False,
-                lasting=True,  # no retry mends a certificate: say so at once
-            )
-        # A request that never connected certainly did nothing; one cut off later may have.
-        reached = not isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-        if isinstance(error, httpx.ReadTimeout):  # the hub is up: it took the request, and is slow
-            return HubUnavailable(
-                f"the hub at {self.url} took the request but did not answer it in time; it is up, and "
-                "busy or waiting on something: try again, or look at the hub's log.",
-                reached=True,
-            )
-        # Only a hub on this machine is this machine's to start; another one's address may be wrong.
-        here = is_loopback(urlsplit(self.url).hostname or "")
-        remedy = "start it with 'callboard up'" if here else "check that it runs and that the address is right"
-        return HubUnavailable(
-            f"cannot reach the hub at {self.url} ({error or type(error).__name__}); {remedy}, "
-            "or 'callboard logout' to use this machine's embedded store.",
-            reached=reached,
-        )
 
     def _model(self, model: type[M], method: str, path: str, **kwargs: Any) -> M:
         return model.model_validate(self._call(method, path, **kwargs))
@@ -583,28 +554,3 @@ def _verification(ca_cert: str | None) -> ssl.SSLContext | bool:
             f"the CA certificate {ca_cert} cannot be read ({error.strerror or error}); "
             "give a PEM file with --ca-cert or CALLBOARD_CA_CERT."
         ) from None
-
-
-def _unverified_certificate(error: BaseException) -> ssl.SSLCertVerificationError | None:
-    """The certificate check that failed under ``error`` (httpx wraps it), if that is what failed."""
-    import ssl
-
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, ssl.SSLCertVerificationError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
-def _error_from(response: httpx.Response) -> CallboardError:
-    try:
-        error = response.json()["error"]
-        code, message = str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
-        code, message = "hub_error", f"the hub answered {response.status_code}: {response.text[:200]}"
-    cls = error_class(code)
-    exception = cls(message)
-    if cls is CallboardError:
-        exception.code = code
-    return exception
