@@ -189,6 +189,8 @@ def serve_worker(hub_url: str, token: str) -> None:
         answering.submit(complete, item, task_id)
 
     threading.Thread(target=mark_answered, name="mark-read", daemon=True).start()
+    # Its card says what it does; writing it is also what makes the agent (looking writes nothing).
+    client.update_agent(WORKER, description="A scripted worker: completes each task it is given.")
     print("worker following", flush=True)
     follow(client, answer, stop=threading.Event(), mark_read=False)
 
