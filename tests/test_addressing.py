@@ -23,7 +23,6 @@ from tests.test_service import (  # noqa: F401 (fixtures)
     bob,
     carol,
     clock,
-    db,
     everything,
     outcome,
     row,

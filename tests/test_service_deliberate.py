@@ -29,7 +29,7 @@ from tests import test_service as suite
 from tests.test_service import WS, everything, outcome, writes_nothing
 
 # The service suite's fixtures (both stores, one Service, agents alice, bob and carol), used here.
-db, clock, service, alice, bob, carol = suite.db, suite.clock, suite.service, suite.alice, suite.bob, suite.carol
+clock, service, alice, bob, carol = suite.clock, suite.service, suite.alice, suite.bob, suite.carol
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from callboard.client.local import LocalClient
 from callboard.errors import BadRequest
 from callboard.model import Caller
 from callboard.service import Service
-from tests.test_service import WS, alice, bob, clock, db, row, service  # noqa: F401  (fixtures)
+from tests.test_service import WS, alice, bob, clock, row, service  # noqa: F401  (fixtures)
 
 
 def in_session(service: Service, agent: str, pid: int) -> tuple[LocalClient, str]:
