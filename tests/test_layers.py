@@ -5,6 +5,7 @@ under TYPE_CHECKING) and each import is judged by the parts of the house it join
 
 - the core (the root modules) and store/ import no client, no face;
 - client/ imports no face, and mcp/ (the tool set, bound to any Client) no other face;
+- a2a/ (cards, the request handler, outside agents) imports nothing of hub/, whose door it is served by;
 - delivery/ (the service's mail collaborators and delivery-state rules) imports no client, no face;
 - nothing outside integrations/ and cli/ imports what is particular to Claude Code.
 """
@@ -28,6 +29,7 @@ FORBIDDEN: Mapping[str, frozenset[str]] = {
     "delivery": frozenset({"client"}) | FACES,
     "client": FACES,
     "mcp": FACES - {"mcp"},  # the tool set is bound to any Client: it knows no other face, no coding CLI
+    "a2a": frozenset({"hub"}),  # A2A's own parts; its door into the hub is the hub's (hub/a2a_endpoint.py)
 }
 CLAUDE_CODE = "callboard.integrations.claude_code"
 KNOWS_CLAUDE_CODE = frozenset({"integrations", "cli", "runner"})  # runner: its adapters, when it comes

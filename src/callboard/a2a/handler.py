@@ -8,7 +8,7 @@ follows the task's events in the store, woken by ``Service.subscribe_task`` (in 
 other replicas through PostgreSQL, from other processes on SQLite).
 
 The caller and the agent addressed come from the call context (``context.py``); the hub's door
-(``mount.py``) has authenticated the caller and checked the agent exists in its workspace.
+(hub/a2a_endpoint.py) has authenticated the caller and checked the agent exists in its workspace.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ from starlette.requests import HTTPConnection
 
 from callboard import __version__
 from callboard.a2a.cards import build_card, card_document
-from callboard.a2a.mount import request_base_url
 from callboard.address import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
 from callboard.errors import BadRequest
+from callboard.hub.a2a_endpoint import request_base_url
 from callboard.hub.context import WORKSPACE_HEADER
 from callboard.hub.endpoint import Answer, Call
 from callboard.hub.schemas import (

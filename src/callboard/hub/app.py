@@ -12,8 +12,8 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Route as StarletteRoute
 
-from callboard.a2a.mount import A2A_PREFIX, A2ADoor
 from callboard.a2a.push import PushPoster
+from callboard.hub.a2a_endpoint import A2A_PREFIX, A2ADoor
 from callboard.hub.context import HubContext, blocking
 from callboard.hub.endpoint import Call, Endpoint, served
 from callboard.hub.errors import encoded, on_http_error, on_unexpected
