@@ -104,8 +104,14 @@ class SessionFiles:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def process_file(home: Path, folder: str, pid: int, start: int | None, suffix: str = ".lock") -> Path:
+    """The file under ``home/folder`` that stands for agent CLI process ``pid`` (started at
+    ``start``: a pid used again is another process)."""
+    return home / folder / f"{pid}-{start or 0}{suffix}"
+
+
 def waiter_lock_path(home: Path, pid: int, start: int | None) -> Path:
-    return home / WAITERS_FOLDER / f"{pid}-{start or 0}.lock"
+    return process_file(home, WAITERS_FOLDER, pid, start)
 
 
 def take_waiter_lock(home: Path, pid: int, start: int | None) -> int | None:
@@ -121,7 +127,8 @@ def take_pusher_lock(home: Path, pid: int, start: int | None) -> int | None:
     """Say that this process pushes the mail of agent CLI process ``pid`` into its messaging
     socket: an open descriptor holding the lock (kept until closed or this process ends), or
     None when another process holds it."""
-    return _lock(private_folder(home, PUSHERS_FOLDER) / f"{pid}-{start or 0}.lock")
+    private_folder(home, PUSHERS_FOLDER)
+    return _lock(process_file(home, PUSHERS_FOLDER, pid, start))
 
 
 DELIVERING_SUFFIX = ".delivering"
@@ -133,7 +140,7 @@ class DeliveryClaim:
     messages) or stops. Cheap to set again and again: it only takes or drops a lock."""
 
     def __init__(self, home: Path, pid: int, start: int | None) -> None:
-        self.path = home / PUSHERS_FOLDER / f"{pid}-{start or 0}{DELIVERING_SUFFIX}"
+        self.path = process_file(home, PUSHERS_FOLDER, pid, start, DELIVERING_SUFFIX)
         self._fd: int | None = None
 
     def hold(self, delivering: bool) -> None:
@@ -148,12 +155,12 @@ class DeliveryClaim:
 
 def delivering(home: Path, pid: int, start: int | None) -> bool:
     """Whether a process delivers every new message of agent CLI process ``pid`` (DeliveryClaim)."""
-    return _held_by_another(home / PUSHERS_FOLDER / f"{pid}-{start or 0}{DELIVERING_SUFFIX}")
+    return _held_by_another(process_file(home, PUSHERS_FOLDER, pid, start, DELIVERING_SUFFIX))
 
 
 def pusher_running(home: Path, pid: int, start: int | None) -> bool:
     """Whether a process pushes the mail of agent CLI process ``pid`` into its socket."""
-    return _held_by_another(home / PUSHERS_FOLDER / f"{pid}-{start or 0}.lock")
+    return _held_by_another(process_file(home, PUSHERS_FOLDER, pid, start))
 
 
 def _held_by_another(path: Path) -> bool:
