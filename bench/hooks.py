@@ -153,7 +153,11 @@ def measure_second_waiter(machine: Machine, params: Params) -> dict[str, float]:
         first.stdin.write(machine.stdin("session-start"))
         first.stdin.close()
         deadline = time.monotonic() + RUN_TIMEOUT_S
-        lock = machine.state.parent / "waiter.lock"
+        from callboard.integrations.hooks.state import waiter_lock_path
+        from callboard.procs import process_start_time
+
+        # One waiter per agent CLI process: here this process stands for the agent CLI.
+        lock = waiter_lock_path(Path(machine.env["CALLBOARD_HOME"]), os.getpid(), process_start_time(os.getpid()))
         while not _held(lock):
             if first.poll() is not None or time.monotonic() > deadline:
                 raise BenchFailure(f"the first waiter did not take its lock (exit {first.poll()})")
