@@ -14,7 +14,7 @@ Cases:
 - ``prompt_heartbeat_due``: the session's last heartbeat is older than 15 s (reset before each
   run), so the prompt hook loads the service and heartbeats: what a prompt after a pause costs.
 - ``session_start``: registers the session (again) and drains nothing.
-- ``wake_second``: a waiter already runs for the session; the one a Stop starts exits at once.
+- ``wake_second``: a waiter already runs for the agent CLI process; the one a Stop starts exits at once.
 - ``python_startup``: ``python -c pass``, for scale.
 
 Requirement: ``prompt`` median under 150 ms. Run from the project root:
