@@ -60,7 +60,7 @@ from common import BenchFailure, median_of, ms, percentile, report, summary  # n
 
 from callboard.client.local import LocalClient  # noqa: E402
 from callboard.config import Settings  # noqa: E402
-from callboard.events import POLL_INTERVAL_SECONDS  # noqa: E402
+from callboard.limits import POLL_INTERVAL_SECONDS  # noqa: E402
 from callboard.store.sqlite.store import SQLiteStore  # noqa: E402
 
 WORKSPACE = "bench"

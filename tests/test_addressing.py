@@ -14,7 +14,7 @@ import pytest
 from callboard.client.local import LocalClient
 from callboard.errors import NoLiveSession, UnknownSession
 from callboard.model import UNSERVED_RUNTIME, Caller, Session
-from callboard.service import Service
+from callboard.service.door import Service
 from tests.test_service import (  # noqa: F401 (fixtures)
     LIVENESS,
     WS,

@@ -12,10 +12,11 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from callboard.address import DATA_DEPTH_MAX, DATA_INT_DIGITS, json_problem
-from callboard.content import Limits, message_parts
+from callboard.address import json_problem
 from callboard.errors import CallboardError
+from callboard.limits import DATA_DEPTH_MAX, DATA_INT_DIGITS, Limits
 from callboard.model import parts_json
+from callboard.service.content import message_parts
 from callboard.store.rows import message_from_row
 
 JSON_SCALARS = st.one_of(

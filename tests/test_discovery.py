@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from callboard.client.local import LocalClient
-from callboard.directory import offers_skill
 from callboard.errors import BadRequest, TooLarge
+from callboard.service.directory import offers_skill
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from callboard import address
+from callboard import address, limits
 from callboard.address import AgentAddress, ChannelAddress, parse_address, parse_machine, parse_name
 from callboard.config import read_config, write_config
 from callboard.errors import BadAddress, BadName, BadRequest
@@ -35,7 +35,7 @@ def test_a_name_is_canonical_and_fits_its_pattern_or_is_refused(text: str) -> No
         name = parse_name(text)
     except BadName:
         return
-    assert re.fullmatch(address.NAME_PATTERN, name) and len(name) <= address.NAME_CHARS
+    assert re.fullmatch(address.NAME_PATTERN, name) and len(name) <= limits.NAME_CHARS
     assert parse_name(name) == name == text.strip().lower()
 
 
@@ -45,7 +45,7 @@ def test_a_machine_name_is_canonical_and_fits_its_pattern_or_is_refused(text: st
         machine = parse_machine(text)
     except BadName:
         return
-    assert re.fullmatch(address.MACHINE_PATTERN, machine) and len(machine) <= address.MACHINE_CHARS
+    assert re.fullmatch(address.MACHINE_PATTERN, machine) and len(machine) <= limits.MACHINE_CHARS
     assert parse_machine(machine) == machine
 
 
@@ -73,11 +73,11 @@ def test_an_address_round_trips_and_fits_the_documented_pattern_or_is_refused(te
     assert parse_address(str(parsed)) == parsed
     assert re.fullmatch(address.ADDRESS_PATTERN, str(parsed)), str(parsed)
     if isinstance(parsed, AgentAddress) and parsed.pid is not None:
-        assert 1 <= parsed.pid <= address.PID_MAX
+        assert 1 <= parsed.pid <= limits.PID_MAX
 
 
 @given(st.integers(min_value=1, max_value=10**12), st.integers(min_value=-10, max_value=10**13))
-@example(address.PID_MAX, address.PID_MAX + 1)
+@example(limits.PID_MAX, limits.PID_MAX + 1)
 def test_whole_numbers_up_to_matches_exactly_1_to_its_bound(most: int, number: int) -> None:
     matched = re.fullmatch(address.whole_numbers_up_to(most), str(number)) is not None
     assert matched == (1 <= number <= most)
@@ -85,15 +85,15 @@ def test_whole_numbers_up_to_matches_exactly_1_to_its_bound(most: int, number: i
 
 @given(DIGITS_LIKE)
 @example("9" * 5000)
-@example(str(address.SEQ_MAX + 1))
+@example(str(limits.SEQ_MAX + 1))
 @example("²")
 def test_a_resume_point_is_ascii_digits_up_to_the_largest_sequence_number(text: str) -> None:
     try:
         value = resume_point(text)
     except BadRequest:
-        assert not (text.isascii() and text.isdigit()) or len(text) > address.SEQ_DIGITS or int(text) > address.SEQ_MAX
+        assert not (text.isascii() and text.isdigit()) or len(text) > limits.SEQ_DIGITS or int(text) > limits.SEQ_MAX
         return
-    assert text.isascii() and text.isdigit() and 0 <= value <= address.SEQ_MAX == 2**63 - 1
+    assert text.isascii() and text.isdigit() and 0 <= value <= limits.SEQ_MAX == 2**63 - 1
 
 
 @given(DIGITS_LIKE, st.integers(min_value=-5, max_value=5), st.integers(min_value=0, max_value=2**64))
@@ -108,10 +108,10 @@ def test_a_whole_number_query_parameter_is_within_its_bounds_or_refused(text: st
 @given(st.one_of(DIGITS_LIKE, st.sampled_from(["nan", "inf", "-inf", "1e400", "NaN", "Infinity", "0x10", "1_0"])))
 def test_a_number_query_parameter_is_finite_and_within_its_bounds_or_refused(text: str) -> None:
     try:
-        value = decimal_number(text, "wait", 0.0, address.WAIT_SECONDS_MAX)
+        value = decimal_number(text, "wait", 0.0, limits.WAIT_SECONDS_MAX)
     except BadRequest:
         return
-    assert 0.0 <= value <= address.WAIT_SECONDS_MAX and text.isascii()
+    assert 0.0 <= value <= limits.WAIT_SECONDS_MAX and text.isascii()
 
 
 PAIRS = st.lists(
@@ -133,13 +133,13 @@ def test_the_process_header_names_pids_and_start_times_within_bounds_or_nothing(
     machine, lineage = named
     assert machine and len(lineage) <= 16
     for pid, start in lineage:
-        assert 0 <= pid <= address.PID_MAX
-        assert start is None or 0 <= start <= address.PROC_START_MAX
+        assert 0 <= pid <= limits.PID_MAX
+        assert start is None or 0 <= start <= limits.PROC_START_MAX
 
 
 @given(st.text(st.sampled_from(NAME_CHARS), min_size=1, max_size=20), PAIRS)
 def test_a_process_header_of_pids_in_bounds_reads_back_as_written(machine: str, pairs: list) -> None:
-    assume(all(pid <= address.PID_MAX and (start is None or start <= address.PROC_START_MAX) for pid, start in pairs))
+    assume(all(pid <= limits.PID_MAX and (start is None or start <= limits.PROC_START_MAX) for pid, start in pairs))
     assert parse_process_header(process_header(machine, pairs[:16])) == (machine, pairs[:16])
 
 

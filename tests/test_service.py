@@ -53,7 +53,7 @@ from callboard.model import (
     new_id,
 )
 from callboard.procs import process_start_time
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.opening import is_postgres, open_store
 from tests.support.postgres import table_rows
 from tests.support.waiting import wait_until
@@ -67,7 +67,7 @@ _CHILD_PRELUDE = f"""
 import json, sys
 from callboard.client.local import LocalClient
 from callboard.model import Caller
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.opening import open_store
 db, workspace, agent = sys.argv[1:4]
 client = LocalClient(Service(open_store(db), machine={MACHINE!r}), Caller(workspace=workspace, agent=agent))

@@ -24,7 +24,7 @@ from callboard.errors import (
 )
 from callboard.hub.errors import http_status
 from callboard.model import Caller, new_id
-from callboard.service import Service
+from callboard.service.door import Service
 from tests import test_service as suite
 from tests.test_service import WS, everything, outcome, writes_nothing
 

@@ -9,7 +9,7 @@ import pytest
 from callboard.client.local import LocalClient
 from callboard.errors import BadRequest
 from callboard.model import Caller
-from callboard.service import Service
+from callboard.service.door import Service
 from tests.test_service import WS, alice, bob, clock, row, service  # noqa: F401  (fixtures)
 
 

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from callboard.delivery.runner_reports import RunnerReport
 from callboard.errors import CallboardError, NoIdentity
 from callboard.model import Caller
-from callboard.service import Service
+from callboard.runners import RunnerReport
+from callboard.service.door import Service
 from callboard.store.opening import open_store
 from tests.support.store_rows import changed, snapshot
 

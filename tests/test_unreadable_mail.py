@@ -13,7 +13,7 @@ import pytest
 
 from callboard.client.local import LocalClient
 from callboard.model import Caller, MailItem
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.opening import is_postgres, open_store
 from callboard.store.rows import UNREADABLE_NOTE
 from tests.test_service import MACHINE, WS, Clock

@@ -11,10 +11,9 @@ The address grammar, who or what a message is sent to:
 
 Names are case-insensitive and stored in lower case; an a2a: URL keeps its case.
 
-The bounds (an address's, a request's, what JSON can carry) are named here once: the service's
-checks and the hub's request schemas (so /openapi.json states them) both read them, and a value
-past its bound is refused with a 4xx before anything is stored, whichever face it came through.
-Pure and light: stdlib and ``errors`` only, so the hooks' fast path may use it.
+The bounds themselves are named once, in ``limits``; here are the patterns built on them and what
+JSON can carry. Pure and light: stdlib, ``errors`` and ``limits`` only, so the hooks' fast path
+may use it.
 """
 
 from __future__ import annotations
@@ -27,14 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from callboard.errors import BadAddress, BadName
-
-# --- the bounds of an address ------------------------------------------------------------------
-
-PID_MAX = 2**31 - 1  # pid_t is a signed 32-bit integer (Linux's own pid_max is lower still)
-PROC_START_MAX = 2**63 - 1  # a process's start time in clock ticks since boot, as /proc has it
-ADDRESS_CHARS = 64 + 1 + 253 + 1 + 10  # name@machine#pid at its longest
-NAME_CHARS = 64  # an agent, channel, workspace or runtime name
-MACHINE_CHARS = 253  # a host name
+from callboard.limits import DATA_DEPTH_MAX, DATA_INT_DIGITS, MACHINE_CHARS, NAME_CHARS, PID_MAX, SEQ_DIGITS, URL_CHARS
 
 # --- address patterns --------------------------------------------------------------------------
 # Unanchored, for the grammar below to build on; the anchored ``*_PATTERN`` forms
@@ -126,7 +118,6 @@ class RemoteAddress:
 
 Address = AgentAddress | ChannelAddress | RemoteAddress
 REMOTE_PREFIX = "a2a:"
-URL_CHARS = 2000  # an outside agent's URL
 
 
 def shown(text: str, most: int = 80) -> str:
@@ -208,41 +199,6 @@ def parse_addresses(text_or_list: str | list[str]) -> list[Address]:
             addresses.append(address)
     return addresses
 
-
-# --- the bounds of what a request holds --------------------------------------------------------
-
-# --- numbers ----------------------------------------------------------------------------------
-
-SEQ_MAX = 2**63 - 1  # a delivery sequence number, and so every cursor (after=, Last-Event-ID)
-SEQ_DIGITS = len(str(SEQ_MAX))  # 19: a longer run of digits is no cursor
-READ_LIMIT_MAX = 1000  # messages one read, peek, surface or inbox call returns at most
-READ_LIMIT_DEFAULT = 100
-INBOX_LIMIT_DEFAULT = 50
-AUDIT_LIMIT_DEFAULT = 50
-WAIT_SECONDS_MAX = 3600.0  # how long one long-poll read may block
-
-# --- a message --------------------------------------------------------------------------------
-
-MESSAGE_BYTES = 256 * 1024  # all parts of one message, JSON-encoded
-PARTS_MAX = 32
-RECIPIENTS_MAX = 100
-SUBJECT_CHARS = 256
-IDEMPOTENCY_KEY_CHARS = 200
-MESSAGE_ID_CHARS = 36  # a UUID in its canonical text form
-MESSAGE_IDS_MAX = 1000  # ids one ack or mark-read names
-# What a data part (or a part's metadata) may nest: JSON parsers give up not far past this.
-DATA_DEPTH_MAX = 100
-DATA_INT_DIGITS = 4000  # a longer integer is refused by common JSON readers (Python's at 4300)
-
-# --- names and labels -------------------------------------------------------------------------
-
-DESCRIPTION_CHARS = 2000  # an agent card's or a channel's description
-SKILLS_MAX = 64
-SKILL_CHARS = 100
-TERMINAL_CHARS = 200  # the terminal a session runs in (tmux:%3, tty:/dev/pts/4)
-DELIVERY_ERROR_CHARS = 500  # what a session reports broken in its delivery path
-TOKEN_LABEL_CHARS = 200  # a note that tells tokens apart
-ID_CHARS = 36  # a session or token id (a UUID)
 
 # Free text a store keeps as it is: no NUL (PostgreSQL's text cannot hold one); where the service
 # refuses blank text, some character that is not white space.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from callboard.address import PID_MAX, PROC_START_MAX
+from callboard.limits import PID_MAX, PROC_START_MAX
 
 AGENT_HEADER = "X-Callboard-Agent"
 WORKSPACE_HEADER = "X-Callboard-Workspace"

@@ -231,7 +231,7 @@ class DeliveryState(StrEnum):
 _STATE_ORDER = list(DeliveryState)
 
 # unknown_recipient: only in the stored results of sends from before a refused address failed the
-# whole send (delivery/recipients.py); a send answered now reached every recipient it names.
+# whole send (service/recipients.py); a send answered now reached every recipient it names.
 SendState = Literal["unknown_recipient", "queued", "delivered"]
 
 # What can happen to a message with one recipient, as its history records it. delivered, read

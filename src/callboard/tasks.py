@@ -6,7 +6,7 @@ requester may cancel it, or answer a task that waits on it (input-required, auth
 which goes on with the same task. Completed, failed, canceled and rejected are final. Each
 accepted move counts the task's generation one up (as the A2A 1.1 draft's ``generation``), so a
 subscriber that reconnects knows exactly what it missed. Pure: no I/O. TaskState is the
-model's (mail carries it); the types of a task, its events and outside agents are here.
+model's (mail carries it); the types of a task and its events are here (outside agents: ``remotes``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ FINAL = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, Ta
 WAITING_ON_REQUESTER = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
 # Where a worker may move a task. Submitted is where a task starts; canceling is the requester's.
 WORKER_STATES = frozenset(TaskState) - {TaskState.SUBMITTED, TaskState.CANCELED}
+# A task's own key beside the mailboxes: (workspace, "task:" + its id) wakes its subscribers.
+TASK_KEY_PREFIX = "task:"
 
 
 def parse_state(text: str) -> TaskState:
@@ -159,32 +161,3 @@ class PushConfig(Model):
     auth_scheme: str | None = None
     auth_credentials: str | None = None
     created_at: datetime
-
-
-# --- outside A2A agents (a2a/remote_*: the client; delivery/remotes: the registry) --------------
-
-
-class OutsideCard(Model):
-    """An outside A2A agent's card as fetched and checked: where it was found, what it is
-    called, whether it streams, and the card's JSON as the agent served it."""
-
-    url: str
-    name: str
-    description: str = ""
-    streaming: bool = False
-    card: dict[str, Any]
-
-
-class RemoteAgent(Model):
-    """An outside A2A agent registered in a workspace: mail to its name becomes an A2A task,
-    and its answers come back as mail from it."""
-
-    workspace: str
-    name: str
-    url: str = Field(description="where its card was fetched (its a2a: address without the prefix)")
-    description: str | None = None
-    streaming: bool = Field(description="its card offers streaming (else its tasks are polled)")
-    has_token: bool = Field(description="a bearer token is sent to it (the token itself is never shown)")
-    card: dict[str, Any] = Field(description="its A2A agent card, as it served it")
-    added_at: datetime
-    card_fetched_at: datetime

@@ -17,7 +17,7 @@ from callboard.a2a.remote_card import RemoteTimeouts, card_source
 from callboard.a2a.remote_pump import PumpSettings, RemotePump
 from callboard.errors import AlreadyExists, BadRemoteAnswer, BadRequest, RemoteUnreachable, UnknownAgent
 from callboard.model import Caller, MailItem
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.opening import open_store
 from callboard.tasks import TaskState
 from tests.support.outside_agent import OutsideAgent

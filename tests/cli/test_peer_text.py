@@ -177,7 +177,7 @@ def _task_show(world: World) -> list[object]:
 def _runner_status(world: World) -> list[object]:
     reporting = """
 from datetime import datetime, UTC
-from callboard.delivery.runner_reports import RunnerReport
+from callboard.runners import RunnerReport
 now = datetime.now(UTC)
 client.report_runner(RunnerReport(agent='mallory', machine='box', pid=4321, cli=given['cli'],
     cli_session_id=given['cli'], state='working', detail=given['detail'], started_at=now, updated_at=now))

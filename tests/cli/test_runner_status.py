@@ -14,7 +14,7 @@ import sys
 from datetime import datetime, timedelta, UTC
 from callboard.client.opening import open_client
 from callboard.config import Settings
-from callboard.delivery.runner_reports import RunnerReport
+from callboard.runners import RunnerReport
 agent, state, age = sys.argv[1], sys.argv[2], float(sys.argv[3])
 at = datetime.now(UTC) - timedelta(seconds=age)
 client = open_client(Settings.load())

@@ -9,7 +9,7 @@ from pathlib import Path
 from callboard.client.following import follow
 from callboard.client.local import LocalClient
 from callboard.model import Caller, MailItem
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.support.waiting import wait_until
 from tests.test_service import Clock

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from callboard import address
+from callboard import address, limits
 from tests.hub.conftest import CLI, Tenant, expect_error, expect_http_error, unique
 
 NON_JSON_NUMBERS = {
@@ -159,12 +159,12 @@ def test_openapi_states_the_bounds_the_hub_keeps(tenant: Tenant) -> None:
     pid = schemas["SessionRequest"]["properties"]["pid"]
     assert (pid["minimum"], pid["maximum"]) == (1, 2**31 - 1)
     assert schemas["SessionRequest"]["properties"]["proc_start"]["anyOf"][0]["maximum"] == 2**63 - 1
-    assert schemas["TokenRequest"]["properties"]["label"]["anyOf"][0]["maxLength"] == address.TOKEN_LABEL_CHARS
+    assert schemas["TokenRequest"]["properties"]["label"]["anyOf"][0]["maxLength"] == limits.TOKEN_LABEL_CHARS
     assert schemas["AgentRequest"]["properties"]["name"]["pattern"] == address.NAME_PATTERN
     query = {p["name"]: p for p in paths["/v1/read"]["post"]["parameters"]}
-    assert query["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": address.READ_LIMIT_MAX}
+    assert query["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": limits.READ_LIMIT_MAX}
     assert query["after"]["schema"]["maximum"] == 2**63 - 1
-    assert query["wait"]["schema"]["maximum"] == address.WAIT_SECONDS_MAX
+    assert query["wait"]["schema"]["maximum"] == limits.WAIT_SECONDS_MAX
     events = {p["name"]: p for p in paths["/v1/events"]["get"]["parameters"]}
     assert re.fullmatch(events["Last-Event-ID"]["schema"]["pattern"], "42")
     assert not re.fullmatch(events["Last-Event-ID"]["schema"]["pattern"], "²")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from callboard.credentials import Credentials
 from callboard.errors import Unauthorized
 from callboard.hub.mcp_endpoint import CredentialBound
 from callboard.model import Caller
-from callboard.service import Service
+from callboard.service.credentials import Credentials
+from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.support.waiting import wait_until
 

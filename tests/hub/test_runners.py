@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from callboard.delivery.runner_reports import RunnerReport
 from callboard.errors import Forbidden
+from callboard.runners import RunnerReport
 from tests.hub.conftest import Tenant, new_tenant
 
 NOW = datetime.now(UTC)

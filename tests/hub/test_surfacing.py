@@ -13,7 +13,7 @@ from callboard.client.base import Client
 from callboard.client.local import LocalClient
 from callboard.errors import BadRequest, UnknownMessage
 from callboard.model import Caller, DeliveryState
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.hub.conftest import Tenant, unique
 

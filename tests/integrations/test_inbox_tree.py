@@ -21,7 +21,7 @@ from callboard.client.local import LocalClient
 from callboard.config import Settings
 from callboard.integrations.inbox_tree import InboxFile, import_plan, parse_message, plan, scan
 from callboard.model import Caller, MailItem
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 
 WS = "acme"

@@ -76,7 +76,7 @@ class RunnerMachine:
         """The workspace's runner reports, read from the machine's store as alice."""
         from callboard.client.local import LocalClient
         from callboard.model import Caller
-        from callboard.service import Service
+        from callboard.service.door import Service
         from callboard.store.sqlite.store import SQLiteStore
 
         store = SQLiteStore(self.cli.default_db)

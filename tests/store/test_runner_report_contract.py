@@ -4,7 +4,7 @@ store: see conftest)."""
 
 from __future__ import annotations
 
-from callboard.delivery.runner_reports import RunnerReport
+from callboard.runners import RunnerReport
 from callboard.store.base import Store
 from tests.store.test_store_contract import OTHER_WS, WS, agents, at
 

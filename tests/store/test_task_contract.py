@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from callboard.delivery.task_changes import move_write, new_task_write
 from callboard.model import DeliveryState, Message, Part, new_id
+from callboard.service.task_changes import move_write, new_task_write
 from callboard.store.base import NewDelivery, Store, TaskConflict, TaskQuery, TaskWrite
 from callboard.tasks import PushConfig, Task, TaskArtifact, TaskState
 from tests.store.test_store_contract import OTHER_WS, WS, agents, at, build, ids

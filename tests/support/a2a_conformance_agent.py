@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 
 from callboard.model import Caller, MailItem, Message, Part
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.tasks import FINAL, TaskArtifact, TaskState
 
 # How long test-resubscribe-message-id stays working: the TCK subscribes meanwhile (twice its

@@ -15,11 +15,11 @@ from typing import Any
 
 import uvicorn
 
-from callboard.events import MailboxEvents
 from callboard.hub.app import A2AOptions, create_app
 from callboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
 from callboard.model import Caller
-from callboard.service import Service
+from callboard.service.door import Service
+from callboard.service.events import MailboxEvents
 from callboard.store.opening import open_store
 from tests.support.waiting import wait_until
 

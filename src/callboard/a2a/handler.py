@@ -50,10 +50,10 @@ from callboard.a2a.context import CALLER_STATE, WORKER_STATE
 from callboard.a2a.convert import a2a_event, a2a_part, a2a_task, dict_of, our_parts, our_state
 from callboard.a2a.errors import a2a_errors
 from callboard.errors import UnknownTask
-from callboard.events import AsyncSubscription
 from callboard.model import Caller, new_id
 from callboard.model import Message as OurMessage
-from callboard.service import Service
+from callboard.service.door import Service
+from callboard.service.events import AsyncSubscription
 from callboard.tasks import FINAL, WAITING_ON_REQUESTER, PushConfig, Task, TaskSent
 
 Run = Callable[..., Awaitable[Any]]  # runs a blocking service call off the event loop

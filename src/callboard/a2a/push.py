@@ -34,7 +34,7 @@ from google.protobuf.json_format import MessageToDict
 
 from callboard.a2a.convert import a2a_event
 from callboard.errors import CallboardError
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.base import PushDelivery
 from callboard.tasks import TaskEvent
 

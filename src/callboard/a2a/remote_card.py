@@ -24,7 +24,7 @@ from google.protobuf.json_format import MessageToDict
 from callboard.a2a.remote_errors import card_problem, remote_problem
 from callboard.errors import BadAddress, BadRemoteAnswer
 from callboard.model import built
-from callboard.tasks import OutsideCard
+from callboard.remotes import OutsideCard
 
 # The bindings our client speaks (the SDK's JSON-RPC and HTTP+JSON transports; gRPC needs an extra).
 SPOKEN_BINDINGS = ("JSONRPC", "HTTP+JSON")

@@ -24,7 +24,7 @@ from callboard.a2a.remote_parts import user_message
 from callboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
 from callboard.errors import BadRemoteAnswer, RemoteTimedOut, RemoteUnreachable
 from callboard.model import Part
-from callboard.tasks import OutsideCard
+from callboard.remotes import OutsideCard
 
 
 class RemoteConnection:

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from callboard.a2a.remote_card import RemoteTimeouts, card_from_json
 from callboard.a2a.remote_client import RemoteConnection
 from callboard.a2a.remote_tracking import Answered, RemoteUpdate, TaskTracker
-from callboard.delivery.remote_outbox import Outgoing
 from callboard.errors import CallboardError, RemoteUnreachable, TaskFinished
 from callboard.model import Part, built, utcnow
-from callboard.service import Service
+from callboard.service.door import Service
+from callboard.service.remote_outbox import Outgoing
 from callboard.store.base import RemoteSend
 from callboard.tasks import FINAL, WORKER_STATES, TaskState
 

@@ -14,7 +14,7 @@ from callboard.client.base import Client
 from callboard.client.opening import admin_client
 from callboard.client.opening import open_client as client_for
 from callboard.config import Settings
-from callboard.tasks import OutsideCard
+from callboard.remotes import OutsideCard
 
 app = typer.Typer(
     name="callboard",

@@ -16,7 +16,7 @@ from callboard.client.local import LocalClient
 from callboard.errors import BadRequest
 from callboard.identity import machine_name
 from callboard.model import Caller
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 
 

@@ -21,7 +21,7 @@ from callboard.a2a.remote_pump import PumpThread
 from callboard.cli import render
 from callboard.client.base import Client
 from callboard.model import MailItem, Part
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.tasks import TaskArtifact, TaskState
 
 TRANSLATION = "Les commandes indiquent désormais leur devise."

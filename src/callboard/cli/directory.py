@@ -392,7 +392,3 @@ def agent_card(
     if note:
         render.err_console.print(render.peer(note))
     render.emit(document, as_json, lambda: print_card(document))
-
-
-# agent add-remote / remove-remote live in their own module; importing it registers them here.
-from callboard.cli import remotes as _remotes  # noqa: E402, F401

@@ -14,7 +14,7 @@ from callboard.client.session_keeper import HEARTBEAT_SECONDS, SessionKeeper
 from callboard.errors import HubUnavailable
 from callboard.fence import one_line
 from callboard.identity import terminal_of
-from callboard.liveness import DEFAULT_WINDOW_SECONDS
+from callboard.limits import DEFAULT_WINDOW_SECONDS
 from callboard.model import MailItem
 
 

@@ -25,7 +25,7 @@ COMMAND_MODULES = {
     "demo": "demo",
     "whoami": "directory",
     "who": "directory",
-    "agent": "directory",
+    "agent": ("directory", "remotes"),  # agent add-remote / remove-remote are remotes' commands
     "session": "directory",
     "workspace": "directory",
     "up": "hub",
@@ -43,7 +43,11 @@ COMMAND_MODULES = {
     "runner": "runner",
     "team": "team",
 }
-ALL_MODULES = tuple(dict.fromkeys(COMMAND_MODULES.values()))
+ALL_MODULES = tuple(
+    dict.fromkeys(
+        m for modules in COMMAND_MODULES.values() for m in ((modules,) if isinstance(modules, str) else modules)
+    )
+)
 
 
 def _report(code: str, message: str, as_json: bool) -> None:
@@ -101,7 +105,8 @@ def command_for(args: list[str]):  # type: ignore[no-untyped-def]
 
     from callboard.cli.app import app, plain_metavars
 
-    wanted = (COMMAND_MODULES[args[0]],) if args and args[0] in COMMAND_MODULES else ALL_MODULES
+    modules = COMMAND_MODULES.get(args[0]) if args else None
+    wanted = ALL_MODULES if modules is None else (modules,) if isinstance(modules, str) else modules
     for module in wanted:
         importlib.import_module(f"callboard.cli.{module}")
     loaded = frozenset(m for m in ALL_MODULES if f"callboard.cli.{m}" in sys.modules)

@@ -17,7 +17,7 @@ from callboard.cli.app import DbOption, JsonOption, open_client
 from callboard.cli.directory import agent_app
 from callboard.cli.waiting import saying_after
 from callboard.client.base import Client
-from callboard.tasks import RemoteAgent
+from callboard.remotes import RemoteAgent
 
 SEND_PUMP_SECONDS = 5.0  # a send waits this long at most for the remote's first answer
 STATUS_PUMP_SECONDS = 2.0

@@ -14,7 +14,7 @@ from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, open_client
 from callboard.cli.render import peer
 from callboard.cli.runner import runner_app
-from callboard.delivery.runner_reports import RunnerReport
+from callboard.runners import RunnerReport
 
 STATE_STYLE = {
     "starting": "yellow",

@@ -17,11 +17,11 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from callboard.address import MESSAGE_BYTES
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.errors import BadRequest, TooLarge
 from callboard.fence import one_line
+from callboard.limits import MESSAGE_BYTES
 from callboard.model import Part
 from callboard.tasks import Task
 

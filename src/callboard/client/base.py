@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from callboard.delivery.runner_reports import RunnerReport
 from callboard.model import (
     AckResult,
     Agent,
@@ -32,7 +31,9 @@ from callboard.model import (
     WhoReport,
     Workspace,
 )
-from callboard.tasks import RemoteAgent, Task, TaskArtifact, TaskPage, TaskSent, TaskState
+from callboard.remotes import RemoteAgent
+from callboard.runners import RunnerReport
+from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
 
 class Client(Protocol):

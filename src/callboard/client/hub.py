@@ -22,7 +22,6 @@ from pydantic import BaseModel, TypeAdapter
 from callboard.client.backoff import Backoff
 from callboard.client.hub_errors import answer_error, transport_error, unverified_certificate
 from callboard.config import hub_urls
-from callboard.delivery.runner_reports import RunnerReport
 from callboard.errors import BadRequest, HubUnavailable
 from callboard.headers import (
     AGENT_HEADER,
@@ -56,7 +55,9 @@ from callboard.model import (
     Workspace,
 )
 from callboard.procs import process_start_time
-from callboard.tasks import RemoteAgent, Task, TaskArtifact, TaskPage, TaskSent, TaskState
+from callboard.remotes import RemoteAgent
+from callboard.runners import RunnerReport
+from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
 if TYPE_CHECKING:
     import ssl

@@ -9,8 +9,6 @@ from typing import Any
 
 from callboard.address import parse_machine, parse_name
 from callboard.config import Settings
-from callboard.delivery.remotes import CardSource
-from callboard.delivery.runner_reports import RunnerReport
 from callboard.errors import NoIdentity
 from callboard.identity import SessionHint, acting_pid, machine_name, resolve_agent
 from callboard.model import (
@@ -35,9 +33,12 @@ from callboard.model import (
     Workspace,
 )
 from callboard.procs import process_start_time
-from callboard.service import Service
+from callboard.remotes import RemoteAgent
+from callboard.runners import RunnerReport
+from callboard.service.door import Service
+from callboard.service.remotes import CardSource
 from callboard.store.opening import open_store
-from callboard.tasks import RemoteAgent, Task, TaskArtifact, TaskPage, TaskSent, TaskState
+from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
 
 class LocalClient:

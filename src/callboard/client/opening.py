@@ -10,12 +10,12 @@ from callboard.client.base import Client
 from callboard.client.hub import HubClient
 from callboard.client.local import LocalClient
 from callboard.config import Settings, workspace_override
-from callboard.delivery.remotes import CardSource
 from callboard.errors import NoIdentity, Unauthorized
 from callboard.identity import (
     SessionHint,
     resolve_agent,
 )
+from callboard.service.remotes import CardSource
 
 
 def open_client(

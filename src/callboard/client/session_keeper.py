@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from callboard.address import DELIVERY_ERROR_CHARS
 from callboard.errors import CallboardError, UnknownSession
+from callboard.limits import DELIVERY_ERROR_CHARS
 from callboard.procs import process_alive, process_start_time
 
 if TYPE_CHECKING:  # annotations only: the hooks import this module and must stay light

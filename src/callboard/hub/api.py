@@ -9,7 +9,6 @@ from starlette.requests import HTTPConnection
 
 from callboard import __version__
 from callboard.a2a.cards import build_card, card_document
-from callboard.address import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
 from callboard.errors import BadRequest
 from callboard.hub.a2a_endpoint import request_base_url
 from callboard.hub.context import WORKSPACE_HEADER
@@ -28,6 +27,7 @@ from callboard.hub.schemas import (
     SessionRequest,
     TokenRequest,
 )
+from callboard.limits import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
 from callboard.model import (
     AckResult,
     Agent,
@@ -45,7 +45,7 @@ from callboard.model import (
     WhoReport,
     Workspace,
 )
-from callboard.tasks import RemoteAgent
+from callboard.remotes import RemoteAgent
 
 
 async def health(call: Call) -> dict[str, object]:

@@ -23,7 +23,7 @@ from callboard.hub.options import DEFAULT_MAX_STREAMS, DEFAULT_RATE_LIMIT
 from callboard.hub.ratelimit import RateLimiter
 from callboard.hub.replicas import SHARED_STORE_RECHECK_SECONDS
 from callboard.hub.routes import ROUTES
-from callboard.service import Service
+from callboard.service.door import Service
 
 
 def create_app(

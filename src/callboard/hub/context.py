@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from callboard import headers
-from callboard.credentials import NAME_THE_AGENT, Credential, Credentials, hash_secret
 from callboard.errors import BadName, BadRequest, TooLarge, Unauthorized, UnknownAgent
 from callboard.headers import parse_process_header
 from callboard.hub.open_streams import OpenStreams
@@ -23,7 +22,8 @@ from callboard.hub.options import DEFAULT_MAX_STREAMS
 from callboard.hub.ratelimit import RateLimiter, bad_token_limiter
 from callboard.model import Caller
 from callboard.pending import Pending
-from callboard.service import Service
+from callboard.service.credentials import NAME_THE_AGENT, Credential, Credentials, hash_secret
+from callboard.service.door import Service
 
 T = TypeVar("T")
 Headers = Mapping[str, str]  # by lower-case name: Starlette's headers, or a plain dict of ASGI's

@@ -28,7 +28,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from callboard.credentials import Credential
 from callboard.errors import BadRequest, CallboardError
 from callboard.headers import UNREAD_HEADER
 from callboard.hub.asgi import (
@@ -46,6 +45,7 @@ from callboard.hub.context import MAX_BODY_BYTES, HubContext, NoBody, blocking, 
 from callboard.hub.errors import INTERNAL_MESSAGE, encoded, error_document, error_headers, http_status
 from callboard.hub.query_numbers import decimal_number, whole_number
 from callboard.model import Caller, ReadResult
+from callboard.service.credentials import Credential
 
 log = logging.getLogger("callboard.hub")
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from callboard.config import CONFIG_FILE, Settings, read_config_document, write_config_document
-from callboard.credentials import Credentials
 from callboard.errors import Unauthorized
 from callboard.logins import (
     Login,
@@ -25,6 +24,7 @@ from callboard.logins import (
     switched_to,
     with_store_record,
 )
+from callboard.service.credentials import Credentials
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,14 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from callboard.client.base import Client
 from callboard.client.local import LocalClient
-from callboard.credentials import Credential
 from callboard.errors import CallboardError, Unauthorized
 from callboard.hub.asgi import Receive, Reply, Scope, Send, client_of, headers_of
 from callboard.hub.context import HubContext, bearer_token
 from callboard.hub.errors import encoded, error_document, error_headers, http_status
 from callboard.mcp.tools import call_in_thread, mailbox_server
 from callboard.model import Caller, ReadResult
-from callboard.service import Service
+from callboard.service.credentials import Credential
+from callboard.service.door import Service
 
 MCP_PATH = "/mcp"
 CALLER_KEY = "callboard.caller"  # in the ASGI scope: who the request acts as, once authenticated

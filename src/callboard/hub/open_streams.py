@@ -15,9 +15,9 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
-from callboard.credentials import REVOKED, Credential, Credentials
 from callboard.errors import TooManyStreams, Unauthorized
 from callboard.hub.options import DEFAULT_MAX_STREAMS
+from callboard.service.credentials import REVOKED, Credential, Credentials
 
 log = logging.getLogger("callboard.hub")
 

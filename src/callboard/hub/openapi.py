@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from callboard import __version__, address, headers
+from callboard import __version__, address, headers, limits
 from callboard.hub.routes import ROUTES, Route
 
 _ERROR = {
@@ -142,29 +142,29 @@ _UNREAD: dict[str, Any] = {
 }
 
 # What each path parameter looks like (its canonical form: names are also taken in upper case).
-_ID = {"type": "string", "pattern": address.UUID_PATTERN, "maxLength": address.ID_CHARS}
+_ID = {"type": "string", "pattern": address.UUID_PATTERN, "maxLength": limits.ID_CHARS}
 _PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "message_id": _ID,
     "session_id": _ID,
     "token_id": _ID,
     "task_id": _ID,
-    "name": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": address.NAME_CHARS},
-    "agent": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": address.NAME_CHARS},
+    "name": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": limits.NAME_CHARS},
+    "agent": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": limits.NAME_CHARS},
 }
-_PROCESS = rf"^{address.MACHINE_REGEX}(?: {address.PID_REGEX}:(?:[0-9]{{1,{address.SEQ_DIGITS}}}|-)){{0,16}}$"
+_PROCESS = rf"^{address.MACHINE_REGEX}(?: {address.PID_REGEX}:(?:[0-9]{{1,{limits.SEQ_DIGITS}}}|-)){{0,16}}$"
 # The headers with which a request names who it acts as (headers.py); a user or admin token needs the agent's.
 _ACTING_HEADERS: list[dict[str, Any]] = [
     {
         "name": headers.AGENT_HEADER,
         "in": "header",
         "description": "the agent this request acts as (a user or admin token names it; an agent token is its own)",
-        "schema": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": address.NAME_CHARS},
+        "schema": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": limits.NAME_CHARS},
     },
     {
         "name": headers.WORKSPACE_HEADER,
         "in": "header",
         "description": "the workspace (default: the token's own)",
-        "schema": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": address.NAME_CHARS},
+        "schema": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": limits.NAME_CHARS},
     },
     {
         "name": headers.SESSION_HEADER,

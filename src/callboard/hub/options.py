@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from callboard.address import is_loopback
 from callboard.errors import BadRequest, HubUnavailable
-from callboard.liveness import DEFAULT_WINDOW_SECONDS
+from callboard.limits import DEFAULT_WINDOW_SECONDS
 
 DEFAULT_RATE_LIMIT = 2000.0  # requests per second per credential
 DEFAULT_MAX_STREAMS = 4000  # per credential: the benchmarks hold 2,000 streams with one token

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import re
 
-from callboard.address import SEQ_MAX, shown
+from callboard.address import shown
 from callboard.errors import BadRequest
+from callboard.limits import SEQ_MAX
 
 _WHOLE = re.compile(r"-?[0-9]{1,30}", re.ASCII)
 _DECIMAL = re.compile(r"-?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][-+]?[0-9]{1,4})?", re.ASCII)

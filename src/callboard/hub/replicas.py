@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from callboard.events import MailboxEvents, PushedDelivery
+from callboard.service.events import MailboxEvents, PushedDelivery
 
 log = logging.getLogger("callboard.replicas")
 

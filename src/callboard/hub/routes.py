@@ -7,11 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from callboard import address
-from callboard.delivery.runner_reports import RunnerReport
-from callboard.delivery.tasking import HISTORY_MAX, PAGE_SIZE_MAX
+from callboard import address, limits
 from callboard.hub import api, runners, schemas, sending, streams, tasks
 from callboard.hub.endpoint import Endpoint
+from callboard.limits import HISTORY_MAX, PAGE_SIZE_MAX
 from callboard.model import (
     SURFACE_PATHS,
     AckResult,
@@ -33,7 +32,9 @@ from callboard.model import (
     WhoReport,
     Workspace,
 )
-from callboard.tasks import RemoteAgent, Task, TaskPage, TaskSent
+from callboard.remotes import RemoteAgent
+from callboard.runners import RunnerReport
+from callboard.tasks import Task, TaskPage, TaskSent
 
 
 @dataclass(frozen=True)
@@ -54,20 +55,20 @@ class Route:
 # Query parameters, with the bounds the hub keeps (content.py): ``required`` marks one that must be given.
 Param = dict[str, Any]
 BOOLEAN: Param = {"type": "boolean"}
-AFTER: Param = {"type": "integer", "minimum": 0, "maximum": address.SEQ_MAX}
-LIMIT: Param = {"type": "integer", "minimum": 1, "maximum": address.READ_LIMIT_MAX}
-WAIT: Param = {"type": "number", "minimum": 0, "maximum": address.WAIT_SECONDS_MAX}
+AFTER: Param = {"type": "integer", "minimum": 0, "maximum": limits.SEQ_MAX}
+LIMIT: Param = {"type": "integer", "minimum": 1, "maximum": limits.READ_LIMIT_MAX}
+WAIT: Param = {"type": "number", "minimum": 0, "maximum": limits.WAIT_SECONDS_MAX}
 VIA: Param = {"type": "string", "enum": list(SURFACE_PATHS), "required": True}
 ADDRESS: Param = {
     "type": "string",
     "pattern": address.AGENT_ADDRESS_PATTERN,
-    "maxLength": address.ADDRESS_CHARS,
+    "maxLength": limits.ADDRESS_CHARS,
     "required": True,
 }
-SKILL: Param = {"type": "string", "maxLength": address.SKILL_CHARS, "pattern": address.NON_BLANK_TEXT_PATTERN}
+SKILL: Param = {"type": "string", "maxLength": limits.SKILL_CHARS, "pattern": address.NON_BLANK_TEXT_PATTERN}
 TASK_STATE: Param = {"type": "string", "enum": schemas.TASK_STATES}
 TASK_QUERY = {
-    "context_id": {"type": "string", "pattern": address.UUID_PATTERN, "maxLength": address.ID_CHARS},
+    "context_id": {"type": "string", "pattern": address.UUID_PATTERN, "maxLength": limits.ID_CHARS},
     "state": TASK_STATE,
     "page_size": {"type": "integer", "minimum": 1, "maximum": PAGE_SIZE_MAX},
     "page_token": {"type": "string", "maxLength": 200},
@@ -316,7 +317,7 @@ ROUTES: list[Route] = [
         "Runners of your workspace as they last reported themselves, newest first; live=false: gone quiet.",
         answer=RunnerReport,
         many=True,
-        query={"agent": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": address.NAME_CHARS}},
+        query={"agent": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": limits.NAME_CHARS}},
     ),
     Route(
         "GET",

@@ -2,14 +2,14 @@
 
 A runner writes its report here on every change and with each heartbeat, so that ``callboard
 runner status`` on any machine of the workspace lists it. The rules (a caller reports only its
-own agent's runner; a report gone quiet is not live) are the service's (delivery/runner_reports.py)."""
+own agent's runner; a report gone quiet is not live) are the service's (service/runner_reports.py)."""
 
 from __future__ import annotations
 
 from callboard.address import parse_name
-from callboard.delivery.runner_reports import RunnerReport
 from callboard.errors import BadRequest
 from callboard.hub.endpoint import Call
+from callboard.runners import RunnerReport
 
 
 async def report_runner(call: Call) -> RunnerReport:

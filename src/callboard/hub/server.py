@@ -26,8 +26,6 @@ from callboard.a2a.remote_card import card_source
 from callboard.a2a.remote_pump import PumpThread
 from callboard.address import is_loopback
 from callboard.config import Settings
-from callboard.credentials import Credentials
-from callboard.events import MailboxEvents
 from callboard.hub.app import A2AOptions, create_app
 from callboard.hub.http_limits import LimitedHttpProtocol
 from callboard.hub.machine_login import machine_login
@@ -36,7 +34,9 @@ from callboard.hub.replicas import Notifying, new_replica_id, replica_wakeups
 from callboard.hub.store_claim import StoreClaim
 from callboard.identity import machine_name
 from callboard.logins import store_key
-from callboard.service import Service
+from callboard.service.credentials import Credentials
+from callboard.service.door import Service
+from callboard.service.events import MailboxEvents
 from callboard.store.opening import open_store
 
 log = logging.getLogger("callboard.hub")

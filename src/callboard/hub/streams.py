@@ -11,15 +11,15 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from callboard.address import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
-from callboard.credentials import Credential
-from callboard.events import AsyncSubscription, PushedDelivery
 from callboard.hub.asgi import Receive, Reply
 from callboard.hub.context import HubContext, blocking, secret_hash_of
 from callboard.hub.endpoint import Call
 from callboard.hub.open_streams import OpenStream
 from callboard.hub.query_numbers import resume_point
+from callboard.limits import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
 from callboard.model import Caller, ReadResult
+from callboard.service.credentials import Credential
+from callboard.service.events import AsyncSubscription, PushedDelivery
 
 KEEPALIVE_SECONDS = 15.0
 STREAM_BATCH = 100

@@ -6,9 +6,9 @@ service's, here only what the request brings and what to answer."""
 
 from __future__ import annotations
 
-from callboard.delivery.tasking import HISTORY_MAX, PAGE_SIZE_MAX
 from callboard.hub.endpoint import Answer, Call
 from callboard.hub.schemas import TaskRequest, TaskUpdateRequest
+from callboard.limits import HISTORY_MAX, PAGE_SIZE_MAX
 from callboard.model import Part
 from callboard.tasks import Task, TaskPage
 

@@ -28,7 +28,6 @@ from callboard.client.base import Client
 from callboard.client.local import LocalClient
 from callboard.client.opening import hub_client
 from callboard.config import Settings
-from callboard.content import Limits, check_idempotency_key, clean_subject, message_parts
 from callboard.errors import (
     BadAddress,
     BadName,
@@ -38,6 +37,8 @@ from callboard.errors import (
     UnknownMessage,
     UnknownRecipient,
 )
+from callboard.limits import Limits
+from callboard.service.content import check_idempotency_key, clean_subject, message_parts
 
 READ_FOLDER = ".read"
 REQUIRED_FIELDS = ("id", "from", "timestamp", "subject", "body")

@@ -30,7 +30,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from callboard.client.session_keeper import SessionKeeper
-from callboard.delivery.runner_reports import RunnerReport
 from callboard.errors import CallboardError
 from callboard.fence import visible
 from callboard.model import MailItem
@@ -43,6 +42,7 @@ from callboard.runner.respawn import CrashPolicy
 from callboard.runner.schedule import DEFAULT_IDLE_STEP, DEFAULT_MAX_SLEEP, ClearGate, TickBackoff
 from callboard.runner.turns import Turn, TurnResult
 from callboard.runner.wake import MailWatch, Wake, on_sigusr1
+from callboard.runners import RunnerReport
 
 EXIT_OK = 0
 EXIT_CRASH_LOOP = 3  # also a CLI that did not start: the runner gave up on its CLI

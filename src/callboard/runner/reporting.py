@@ -6,9 +6,9 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from callboard.delivery.runner_reports import RunnerReport, RunnerState
 from callboard.errors import CallboardError
 from callboard.runner.adapters.base import Usage
+from callboard.runners import RunnerReport, RunnerState
 
 REPORT_EVERY_SECONDS = 15.0
 

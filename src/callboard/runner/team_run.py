@@ -18,10 +18,10 @@ from pathlib import Path
 
 from callboard import procs
 from callboard.client.base import Client
-from callboard.delivery.runner_reports import RunnerReport
 from callboard.errors import AlreadyExists, CallboardError
 from callboard.runner.files import RunnerFiles
 from callboard.runner.team import Role, Team
+from callboard.runners import RunnerReport
 
 START_SECONDS = 60.0  # for a runner to start its CLI and report it up (a cold coding CLI takes seconds)
 UP_STATES = ("idle", "working", "sleeping")

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
-from callboard.delivery.guard import Exchange
-from callboard.delivery.runner_reports import RunnerReport
+from callboard.guards import Exchange
 from callboard.model import (
     Agent,
     AuditEntry,
@@ -32,7 +31,9 @@ from callboard.model import (
     Workspace,
 )
 from callboard.pending import Pending
-from callboard.tasks import PushConfig, RemoteAgent, Task, TaskArtifact, TaskEvent
+from callboard.remotes import RemoteAgent
+from callboard.runners import RunnerReport
+from callboard.tasks import PushConfig, Task, TaskArtifact, TaskEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -480,7 +481,7 @@ class Store(Protocol):
         """Record a failed attempt; it comes due again at ``retry_at`` (None: given up)."""
         ...
 
-    # outside A2A agents (delivery/remotes.py) and the outbox of mail to them (a2a/remote_pump.py)
+    # outside A2A agents (service/remotes.py) and the outbox of mail to them (a2a/remote_pump.py)
     def add_remote_agent(self, remote: RemoteAgent, token: str | None) -> None:
         """Register (or replace) the outside agent, creating its workspace and agent row."""
         ...
@@ -519,7 +520,7 @@ class Store(Protocol):
         """The outbox rows of a task (oldest first) or of one message."""
         ...
 
-    # runners' reports of themselves (delivery/runner_reports.py), one row per (workspace, agent, machine)
+    # runners' reports of themselves (service/runner_reports.py), one row per (workspace, agent, machine)
     def put_runner_report(self, workspace: str, report: RunnerReport) -> None:
         """Keep ``report`` as its runner's newest, replacing the one of the same agent and machine."""
         ...

@@ -21,8 +21,7 @@ from datetime import datetime
 from types import ModuleType
 from typing import ClassVar, Generic, Protocol, TypeVar
 
-from callboard.delivery.guard import Exchange
-from callboard.delivery.runner_reports import RunnerReport
+from callboard.guards import Exchange
 from callboard.model import (
     Agent,
     AuditEntry,
@@ -38,6 +37,8 @@ from callboard.model import (
     TokenInfo,
     Workspace,
 )
+from callboard.remotes import RemoteAgent
+from callboard.runners import RunnerReport
 from callboard.store.base import (
     IdempotentSend,
     NewSession,
@@ -48,7 +49,7 @@ from callboard.store.base import (
     StoredMachine,
     TaskQuery,
 )
-from callboard.tasks import PushConfig, RemoteAgent, Task, TaskEvent
+from callboard.tasks import PushConfig, Task, TaskEvent
 
 
 class Database(Protocol):

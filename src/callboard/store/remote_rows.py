@@ -7,9 +7,9 @@ import json
 from collections.abc import Sequence
 
 from callboard.model import built
+from callboard.remotes import RemoteAgent
 from callboard.store.base import RemoteSend
 from callboard.store.rows import from_ts, to_ts
-from callboard.tasks import RemoteAgent
 
 REMOTE_COLUMNS = "r.workspace, r.name, r.url, r.card, r.token, r.added_at, r.card_fetched_at"
 OUTBOX_COLUMNS = (

@@ -12,7 +12,7 @@ from typing import Any
 import pydantic_core
 
 from callboard.address import json_problem
-from callboard.delivery.guard import Exchange
+from callboard.guards import Exchange
 from callboard.model import (
     Agent,
     AuditEntry,

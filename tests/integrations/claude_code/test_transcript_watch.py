@@ -15,7 +15,7 @@ from callboard.integrations.claude_code.transcript_watch import (
     transcript_of,
 )
 from callboard.model import Caller, MailItem
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.opening import open_store
 
 WS = "acme"

@@ -126,7 +126,7 @@ def test_an_empty_mailbox_loads_neither_the_service_nor_the_cli(hooks: Hooks) ->
             "rich",
             "pydantic",
             "httpx",
-            "callboard.service",
+            "callboard.service.door",
             "callboard.client.base",
             "callboard.model",
         }

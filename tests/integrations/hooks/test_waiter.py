@@ -16,7 +16,7 @@ from callboard.identity import DEFAULT_WORKSPACE
 from callboard.integrations.hooks.state import take_pusher_lock
 from callboard.model import Caller
 from callboard.procs import process_start_time
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.integrations.hooks.conftest import AGENT, Hooks
 from tests.support.waiting import wait_until

@@ -13,11 +13,11 @@ from contextlib import contextmanager
 
 import pytest
 
+from callboard import guards as guard
 from callboard.client.local import LocalClient
-from callboard.delivery import guard
 from callboard.identity import DEFAULT_WORKSPACE
 from callboard.model import Caller
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
 from tests.integrations.hooks.test_waiter import WAKE_TIMEOUT, ended, registered, start_agent_cli

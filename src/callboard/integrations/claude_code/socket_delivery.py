@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from callboard.address import DELIVERY_ERROR_CHARS
 from callboard.client.base import Client
 from callboard.config import Settings
 from callboard.errors import CallboardError
@@ -36,6 +35,7 @@ from callboard.integrations.claude_code import sessions as claude_sessions
 from callboard.integrations.claude_code.sessions import MessagingSocketUnavailable
 from callboard.integrations.claude_code.socket_receipts import ReceiptListener
 from callboard.integrations.hooks.state import DeliveryClaim, take_pusher_lock
+from callboard.limits import DELIVERY_ERROR_CHARS
 from callboard.model import DeliveryState, MailItem
 from callboard.procs import process_start_time
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from callboard.delivery.waiting import waiting_to_surface
+from callboard.store.waiting import waiting_to_surface
 
 _ANY = (
     "SELECT EXISTS (SELECT 1 FROM fanout_parts) OR EXISTS ("

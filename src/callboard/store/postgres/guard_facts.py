@@ -1,4 +1,4 @@
-"""The facts the loop and flood guards decide on (``delivery/guard.py``), from the PostgreSQL
+"""The facts the loop and flood guards decide on (``guards.py``), from the PostgreSQL
 schema: a pair's recent traffic, and the mail a guard holds. Functions on the database, called
 by ``PostgresStore``."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from callboard.delivery.guard import Exchange
-from callboard.delivery.waiting import held
+from callboard.guards import Exchange
 from callboard.model import HeldMail
 from callboard.store.postgres.connection import PostgresDatabase
 from callboard.store.rows import HELD_COLUMNS, exchange_from_row, held_mail_from_row, to_ts
+from callboard.store.waiting import held
 
 # The newest messages one way; the columns are what exchange_from_row reads, and the message's
 # id to order messages of the same instant.

@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from callboard.delivery.waiting import waiting_to_surface
 from callboard.model import DeliveryState, MailItem
 from callboard.store.postgres.connection import PostgresDatabase
 from callboard.store.postgres.handing import EVENTS
 from callboard.store.postgres.notices import NOTIFY
 from callboard.store.rows import MESSAGE_COLUMNS, mail_item_from_row, to_ts
+from callboard.store.waiting import waiting_to_surface
 
 MAIL_COLUMNS = f"d.seq, d.state, {MESSAGE_COLUMNS}"
 MAILBOX = (

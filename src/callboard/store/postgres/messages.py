@@ -11,7 +11,6 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import errors as pg_errors
 
-from callboard.events import TASK_KEY_PREFIX
 from callboard.model import Message, SendResult, parts_json
 from callboard.pending import Pending
 from callboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, TaskWrite
@@ -19,6 +18,7 @@ from callboard.store.postgres import tasks
 from callboard.store.postgres.connection import PostgresDatabase
 from callboard.store.postgres.notices import NOTIFY, payload
 from callboard.store.rows import to_ts
+from callboard.tasks import TASK_KEY_PREFIX
 
 PREPARED_UP_TO = 16  # recipients: a send to more is planned anew each time (see _store)
 

@@ -9,6 +9,7 @@ from datetime import datetime
 
 import psycopg
 
+from callboard.remotes import RemoteAgent
 from callboard.store.base import NewRemoteSend, RemoteSend
 from callboard.store.postgres.connection import PostgresDatabase
 from callboard.store.remote_rows import (
@@ -20,7 +21,6 @@ from callboard.store.remote_rows import (
     remote_values,
 )
 from callboard.store.rows import to_ts
-from callboard.tasks import RemoteAgent
 
 _OPEN = "('pending', 'following')"
 

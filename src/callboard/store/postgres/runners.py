@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from callboard.delivery.runner_reports import RunnerReport
+from callboard.runners import RunnerReport
 from callboard.store.postgres.connection import PostgresDatabase
 from callboard.store.rows import to_ts
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
-from callboard.events import POLL_INTERVAL_SECONDS
+from callboard.limits import POLL_INTERVAL_SECONDS
 from callboard.model import Message, SendResult
 from callboard.pending import Pending
 from callboard.store.base import NewDelivery, TaskWrite

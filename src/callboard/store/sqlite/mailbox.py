@@ -9,12 +9,12 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from callboard.delivery.waiting import waiting_to_surface
 from callboard.model import DeliveryState, MailItem
 from callboard.store.rows import MAIL_QUERY, mail_item_from_row, message_from_row, to_ts
 from callboard.store.sqlite import handing
 from callboard.store.sqlite.connection import SQLiteDatabase
 from callboard.store.sqlite.messages import deliveries_written
+from callboard.store.waiting import waiting_to_surface
 
 _IN_MAILBOX = "d.workspace = ? AND d.recipient = ?"
 ACK = (

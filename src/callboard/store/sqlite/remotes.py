@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
+from callboard.remotes import RemoteAgent
 from callboard.store.base import NewRemoteSend, RemoteSend
 from callboard.store.remote_rows import (
     OUTBOX_COLUMNS,
@@ -18,7 +19,6 @@ from callboard.store.remote_rows import (
 )
 from callboard.store.rows import to_ts
 from callboard.store.sqlite.connection import SQLiteDatabase
-from callboard.tasks import RemoteAgent
 
 _OPEN = "('pending', 'following')"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from callboard.delivery.runner_reports import RunnerReport
+from callboard.runners import RunnerReport
 from callboard.store.rows import to_ts
 from callboard.store.sqlite.connection import SQLiteDatabase
 

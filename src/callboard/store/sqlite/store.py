@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Literal
 
-from callboard.events import POLL_INTERVAL_SECONDS
+from callboard.limits import POLL_INTERVAL_SECONDS
 from callboard.model import Message, SendResult
 from callboard.pending import Pending
 from callboard.store.base import NewDelivery, TaskWrite

@@ -14,13 +14,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from callboard.delivery import guard
+from callboard import guards as guard
+from callboard.limits import GUARD_MAX_RECIPIENTS
 from callboard.model import DeliveryState, Held, HeldMail, RecipientStatus
 from callboard.store.base import Store
 
 # A send to more recipients than this is a broadcast, not a pair's exchange: the guards, which
 # look at each pair's traffic (a query per recipient), leave it be.
-GUARD_MAX_RECIPIENTS = 16
 
 
 # How long a pair's traffic read from the store is reused, with this service's own sends added

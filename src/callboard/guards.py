@@ -16,7 +16,7 @@ Why these numbers: an ordinary exchange — a few (at most three) messages a min
 many senders, a conversation of ten — is never held. Three gaps under 20 s span under a minute,
 so a pair that exchanges at most three messages in any minute cannot make a run of even four;
 a burst from ten senders is ten pairs of one message each; and a run needs twelve. The
-statements are property tests (tests/delivery/test_guard.py).
+statements are property tests (tests/test_guards.py).
 
 Pure: the service gives ``decide`` the facts (the pair's recent traffic, from the store) and
 stores its answer with the delivery. Times are Unix seconds.

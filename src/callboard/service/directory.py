@@ -10,19 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from callboard.address import (
-    AUDIT_LIMIT_DEFAULT,
-    DELIVERY_ERROR_CHARS,
-    PID_MAX,
-    PROC_START_MAX,
-    SKILL_CHARS,
-    TERMINAL_CHARS,
-    parse_channel_name,
-    parse_machine,
-    parse_name,
-    shown,
-)
-from callboard.content import Limits, check_text, is_id
+from callboard.address import parse_channel_name, parse_machine, parse_name, shown
 from callboard.errors import (
     AlreadyExists,
     BadRequest,
@@ -34,7 +22,15 @@ from callboard.errors import (
     UnknownChannel,
     UnknownSession,
 )
-from callboard.liveness import Liveness, OpenSessions
+from callboard.limits import (
+    AUDIT_LIMIT_DEFAULT,
+    DELIVERY_ERROR_CHARS,
+    PID_MAX,
+    PROC_START_MAX,
+    SKILL_CHARS,
+    TERMINAL_CHARS,
+    Limits,
+)
 from callboard.model import (
     Agent,
     AuditEntry,
@@ -45,7 +41,9 @@ from callboard.model import (
     Session,
     new_id,
 )
-from callboard.reach import AgentNames
+from callboard.service.agent_names import AgentNames
+from callboard.service.content import check_text, is_id
+from callboard.service.liveness import Liveness, OpenSessions
 from callboard.store.base import NewSession, Store
 
 

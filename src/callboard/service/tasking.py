@@ -25,21 +25,23 @@ from datetime import datetime
 from typing import Any
 
 from callboard.address import AgentAddress, json_problem, parse_addresses
-from callboard.content import Limits, check_idempotency_key, check_text
-from callboard.delivery.push_targets import check_webhook
-from callboard.delivery.sending import Sending
-from callboard.delivery.task_changes import (
+from callboard.errors import BadRequest, Forbidden, TaskBusy, TooLarge, UnknownTask
+from callboard.limits import HISTORY_MAX, PAGE_SIZE_MAX, PUSH_CONFIGS_MAX, Limits
+from callboard.model import Caller, Message, Part, SendResult, built, new_id
+from callboard.service.content import check_idempotency_key, check_text
+from callboard.service.events import AsyncSubscription, MailboxEvents
+from callboard.service.push_targets import check_webhook
+from callboard.service.sending import Sending
+from callboard.service.task_changes import (
     checked_artifacts,
     checked_parts,
     mail_words,
     move_write,
     new_task_write,
 )
-from callboard.errors import BadRequest, Forbidden, TaskBusy, TooLarge, UnknownTask
-from callboard.events import TASK_KEY_PREFIX, AsyncSubscription, MailboxEvents
-from callboard.model import Caller, Message, Part, SendResult, built, new_id
 from callboard.store.base import Store, TaskConflict, TaskQuery, TaskWrite
 from callboard.tasks import (
+    TASK_KEY_PREFIX,
     PushConfig,
     Task,
     TaskArtifact,
@@ -57,9 +59,6 @@ from callboard.tasks import (
 
 # A move that lost the race to another reads the task again and tries again, this many times.
 MOVE_ATTEMPTS = 8
-PAGE_SIZE_MAX = 100
-HISTORY_MAX = 1000
-PUSH_CONFIGS_MAX = 10  # per task
 # An A2A client's message id is its retries' idempotency key, under this prefix.
 A2A_KEY_PREFIX = "a2a:"
 

@@ -24,16 +24,16 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from callboard.address import DELIVERY_ERROR_CHARS
-from callboard.content import check_message_ids, check_text
 from callboard.errors import BadRequest
+from callboard.limits import DELIVERY_ERROR_CHARS
 from callboard.model import SURFACE_PATHS, Caller, DeliveryEvent, DeliveryState, MarkResult, RecipientStatus
 from callboard.procs import process_alive
+from callboard.service.content import check_message_ids, check_text
 
 if TYPE_CHECKING:
-    from callboard.directory import Directory
-    from callboard.events import MailboxEvents
-    from callboard.liveness import Liveness
+    from callboard.service.directory import Directory
+    from callboard.service.events import MailboxEvents
+    from callboard.service.liveness import Liveness
     from callboard.store.base import Store
 
 # Paths whose success hands mail to a session rather than putting it before the model.

@@ -27,24 +27,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any
 
-from callboard.address import AUDIT_LIMIT_DEFAULT
-from callboard.content import Limits
-from callboard.credentials import Credentials
-from callboard.delivery.handing import Handover
-from callboard.delivery.holds import Guards
-from callboard.delivery.push_targets import check_webhook
-from callboard.delivery.reading import Mailbox
-from callboard.delivery.recipients import Recipients
-from callboard.delivery.remote_outbox import RemoteOutbox
-from callboard.delivery.remotes import CardSource, Remotes
-from callboard.delivery.runner_reports import RunnerReport, RunnerReports
-from callboard.delivery.sending import Sending
-from callboard.delivery.status import Statuses
-from callboard.delivery.tasking import Tasking
-from callboard.directory import Directory
 from callboard.errors import NoIdentity
-from callboard.events import AsyncSubscription, MailboxEvents
-from callboard.liveness import DEFAULT_WINDOW_SECONDS, Liveness
+from callboard.limits import AUDIT_LIMIT_DEFAULT, DEFAULT_WINDOW_SECONDS, Limits
 from callboard.model import (
     AckResult,
     Agent,
@@ -68,10 +52,27 @@ from callboard.model import (
     utcnow,
 )
 from callboard.pending import Pending
-from callboard.reach import Presence
+from callboard.remotes import RemoteAgent
+from callboard.runners import RunnerReport
+from callboard.service.credentials import Credentials
+from callboard.service.directory import Directory
+from callboard.service.events import AsyncSubscription, MailboxEvents
+from callboard.service.handing import Handover
+from callboard.service.holds import Guards
+from callboard.service.liveness import Liveness
+from callboard.service.presence import Presence
+from callboard.service.push_targets import check_webhook
+from callboard.service.reading import Mailbox
+from callboard.service.recipients import Recipients
+from callboard.service.remote_outbox import RemoteOutbox
+from callboard.service.remotes import CardSource, Remotes
+from callboard.service.runner_reports import RunnerReports
+from callboard.service.sending import Sending
+from callboard.service.status import Statuses
+from callboard.service.tasking import Tasking
 from callboard.store.base import PushDelivery, Store
 from callboard.store.opening import store_kind
-from callboard.tasks import PushConfig, RemoteAgent, Task, TaskArtifact, TaskEvent, TaskPage, TaskSent, TaskState
+from callboard.tasks import PushConfig, Task, TaskArtifact, TaskEvent, TaskPage, TaskSent, TaskState
 
 # What a person who names no agent is told when it asks for more than a look.
 NO_AGENT = (

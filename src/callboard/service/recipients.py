@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from callboard.address import AgentAddress, ChannelAddress, RemoteAddress
-from callboard.delivery.remotes import Remotes
-from callboard.directory import Directory
 from callboard.errors import (
     BadAddress,
     CallboardError,
@@ -31,7 +29,9 @@ from callboard.errors import (
     UnknownRecipient,
 )
 from callboard.model import UNSERVED_RUNTIME, Caller, DeliveryState, Reach, Session
-from callboard.reach import Presence
+from callboard.service.directory import Directory
+from callboard.service.presence import Presence
+from callboard.service.remotes import Remotes
 from callboard.store.base import Store
 
 

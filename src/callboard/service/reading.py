@@ -12,14 +12,14 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from callboard.address import SEQ_MAX
-from callboard.content import Limits, check_message_ids
-from callboard.delivery import holds
-from callboard.delivery.handing import Handover, hands
-from callboard.directory import Directory
 from callboard.errors import BadRequest, UnknownMessage
-from callboard.events import MailboxEvents
+from callboard.limits import SEQ_MAX, Limits
 from callboard.model import SURFACE_PATHS, AckResult, Caller, HeldMail, MailItem, MarkResult, ReadResult
+from callboard.service import holds
+from callboard.service.content import check_message_ids
+from callboard.service.directory import Directory
+from callboard.service.events import MailboxEvents
+from callboard.service.handing import Handover, hands
 from callboard.store.base import Store
 
 

@@ -9,9 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from callboard.address import json_problem
-from callboard.content import Limits, check_part_values, message_parts
 from callboard.errors import BadRequest, TooLarge
+from callboard.limits import Limits
 from callboard.model import Message, Part, built, new_id
+from callboard.service.content import check_part_values, message_parts
 from callboard.store.base import TaskWrite
 from callboard.tasks import Task, TaskArtifact, TaskEvent, TaskState
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from callboard import credentials as credentials_module
-from callboard.credentials import Credential, Credentials
 from callboard.errors import AlreadyExists, Forbidden
+from callboard.service import credentials as credentials_module
+from callboard.service.credentials import Credential, Credentials
 from callboard.store.sqlite.store import SQLiteStore
 
 

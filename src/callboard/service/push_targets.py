@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 
 from callboard.address import shown
 from callboard.errors import BadWebhook
+from callboard.limits import WEBHOOK_URL_CHARS
 
-URL_CHARS = 2048
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
@@ -25,8 +25,8 @@ def check_webhook(url: str, *, allow_private: bool = False) -> str:
     """The URL, when a push may be posted to it; else BadWebhook saying why."""
     if not isinstance(url, str) or not url.strip():
         raise BadWebhook("give the webhook URL to post the task's updates to (http:// or https://).")
-    if len(url) > URL_CHARS:
-        raise BadWebhook(f"the webhook URL has {len(url)} characters; the limit is {URL_CHARS}.")
+    if len(url) > WEBHOOK_URL_CHARS:
+        raise BadWebhook(f"the webhook URL has {len(url)} characters; the limit is {WEBHOOK_URL_CHARS}.")
     try:
         parts = urlsplit(url.strip())
         port = parts.port

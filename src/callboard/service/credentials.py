@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from callboard.address import TOKEN_LABEL_CHARS, parse_name
-from callboard.content import check_text
+from callboard.address import parse_name
 from callboard.errors import AlreadyExists, BadRequest, Forbidden, Unauthorized, UnknownAgent, UnknownToken
 from callboard.identity import DEFAULT_WORKSPACE
+from callboard.limits import TOKEN_LABEL_CHARS
 from callboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspace, new_id, utcnow
+from callboard.service.content import check_text
 from callboard.store.base import NewToken, Store, TokenTaken
 
 TOKEN_PREFIX = "cb_"

@@ -1,27 +1,31 @@
-"""What each runner reports of itself, kept where every machine can see it.
+"""A runner's report of itself: its record and the rule for what a report may say.
 
-A runner (``callboard run``) writes its state here on every change and with each heartbeat:
+A runner (``callboard run``) writes its state on every change and with each heartbeat:
 starting, idle, working on what, sleeping until when, crashed and why, its CLI's session id and
-the tokens and cost its CLI reported. ``callboard runner status`` lists them for the whole
-workspace, so a runner on another machine shows through the hub like a local one. A report
-whose runner stopped writing (killed, machine down) is shown as gone, not as its last word.
+the tokens and cost its CLI reported. The service keeps the newest per runner
+(``service.runner_reports``); the store stores it; both read this record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from callboard.address import ID_CHARS, PID_MAX, parse_machine, parse_name, shown
-from callboard.errors import BadRequest, CallboardError, Forbidden
-from callboard.liveness import Liveness
-from callboard.model import Caller, Model
-
-if TYPE_CHECKING:  # the store's interface names RunnerReport: imported for types only
-    from callboard.store.base import Store
+from callboard.address import parse_machine, parse_name
+from callboard.errors import BadRequest, CallboardError
+from callboard.limits import (
+    CLI_CHARS,
+    CLI_SESSION_ID_CHARS,
+    COST_MAX,
+    COUNT_MAX,
+    CWD_CHARS,
+    DETAIL_CHARS,
+    ID_CHARS,
+    PID_MAX,
+)
+from callboard.model import Model
 
 RunnerState = Literal["starting", "idle", "working", "sleeping", "crashed", "stopping", "stopped"]
 RUNNER_STATES: tuple[RunnerState, ...] = ("starting", "idle", "working", "sleeping", "crashed", "stopping", "stopped")
@@ -57,58 +61,13 @@ class RunnerReport(Model):
     )
 
 
-# --- the service's rule: who may report, what a report may say, when one is still live -----
-
-COUNT_MAX = 2**63 - 1  # every counter fits a signed 64-bit column in both stores
-COST_MAX = 1e12  # dollars: past this a figure is a bug, not a bill
-DETAIL_CHARS = 2000
-CLI_CHARS = 1000  # generic:CMD carries its command line
-CLI_SESSION_ID_CHARS = 200
-CWD_CHARS = 4096
 # Stopped and crashed are last words: true however old; every other state must be kept current.
 FINAL_STATES = frozenset({"stopped", "crashed"})
 
 
-class RunnerReports:
-    """Runner reports through the service: a caller writes only its own agent's, reads its
-    workspace's; a report gone quiet past the liveness window is shown not live."""
-
-    def __init__(
-        self,
-        store: Store,
-        liveness: Liveness,
-        clock: Callable[[], datetime],
-        enter: Callable[[Caller], None],
-    ) -> None:
-        """``enter``: creates the caller's agent when it does not exist yet (``Directory.enter``)."""
-        self.store = store
-        self.liveness = liveness
-        self.clock = clock
-        self.enter = enter
-
-    def report(self, caller: Caller, report: RunnerReport) -> RunnerReport:
-        """Keep ``report`` as the newest of its runner (agent, machine); what was kept."""
-        checked = checked_report(report).model_copy(update={"live": True})
-        if checked.agent != caller.agent:
-            raise Forbidden(f"{caller.agent} may report only its own runner, not {shown(report.agent)}'s.")
-        self.enter(caller)  # a runner's agent exists once its report is kept
-        self.store.put_runner_report(caller.workspace, checked)
-        return checked
-
-    def listed(self, caller: Caller, agent: str | None = None) -> list[RunnerReport]:
-        """The workspace's runners (of ``agent`` only, when given), newest update first."""
-        name = _name(agent) if agent is not None else None
-        now = self.clock()
-        return [self.marked(r, now) for r in self.store.runner_reports(caller.workspace, name)]
-
-    def marked(self, report: RunnerReport, now: datetime) -> RunnerReport:
-        live = report.state in FINAL_STATES or self.liveness.recent(report.updated_at, now)
-        return report.model_copy(update={"live": live})
-
-
 def checked_report(report: RunnerReport) -> RunnerReport:
     """The report with its names folded, or BadRequest with a sentence saying what is wrong."""
-    agent = _name(report.agent)
+    agent = checked_name(report.agent)
     try:
         machine = parse_machine(report.machine)
     except CallboardError as error:
@@ -126,7 +85,7 @@ def checked_report(report: RunnerReport) -> RunnerReport:
     return report.model_copy(update={"agent": agent, "machine": machine})
 
 
-def _name(agent: str) -> str:
+def checked_name(agent: str) -> str:
     try:
         return parse_name(agent, "agent")
     except CallboardError as error:

@@ -8,7 +8,7 @@ import difflib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from callboard.reach import NameIndex
+from callboard.service.agent_names import NameIndex
 
 NAME = st.text(alphabet="abcdefghij-0123", min_size=1, max_size=14)
 

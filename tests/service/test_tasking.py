@@ -16,7 +16,6 @@ from datetime import timedelta
 
 import pytest
 
-from callboard.delivery.task_changes import move_write
 from callboard.errors import (
     BadRequest,
     BadTaskState,
@@ -26,10 +25,11 @@ from callboard.errors import (
     TaskFinished,
     UnknownTask,
 )
-from callboard.events import MailboxEvents
 from callboard.hub.replicas import Notifying, replica_wakeups
 from callboard.model import Caller, Message, Part, utcnow
-from callboard.service import Service
+from callboard.service.door import Service
+from callboard.service.events import MailboxEvents
+from callboard.service.task_changes import move_write
 from callboard.store.base import TaskConflict, TaskWrite
 from callboard.store.opening import open_store
 from callboard.tasks import TaskArtifact, TaskState
@@ -352,7 +352,7 @@ def test_a_stale_task_write_stores_nothing_of_its_mail(service: Service) -> None
 CRASH = """
 import os, sys
 from callboard.model import Caller, Part
-from callboard.service import Service
+from callboard.service.door import Service
 from callboard.store.opening import open_store
 from callboard.store.{kind} import tasks
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from callboard.content import check_message_id
-from callboard.delivery import holds
-from callboard.delivery.handing import Handover
 from callboard.errors import UnknownMessage
 from callboard.model import Caller, DeliveryState, Message, MessageStatus, RecipientStatus
-from callboard.reach import Presence
+from callboard.service import holds
+from callboard.service.content import check_message_id
+from callboard.service.handing import Handover
+from callboard.service.presence import Presence
 from callboard.store.base import Store
 
 

@@ -19,13 +19,12 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
-POLL_INTERVAL_SECONDS = 0.005
+from callboard.limits import POLL_INTERVAL_SECONDS
+
 WATCH_SECONDS = 0.5  # with a store's watch: how long the poller sleeps when nothing is written
 HOT_SECONDS = 0.25  # after a write is heard: polled until the commit shows, at most this long
 PUSH_BACKLOG = 256  # deliveries a stream may fall behind by before it reads the store instead
 MailboxKey = tuple[str, str]  # (workspace, agent)
-# A task's own key beside the mailboxes: (workspace, "task:" + its id) wakes its subscribers.
-TASK_KEY_PREFIX = "task:"
 W = TypeVar("W", "Subscription", "AsyncSubscription")
 
 

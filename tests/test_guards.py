@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from callboard.delivery import guard
-from callboard.delivery.guard import Exchange, Hold
-from callboard.delivery.holds import TRAFFIC_REUSE_SECONDS, Guards
+from callboard import guards as guard
+from callboard.guards import Exchange, Hold
+from callboard.service.holds import TRAFFIC_REUSE_SECONDS, Guards
 
 Send = tuple[str, str, float]  # sender, recipient, when
 

@@ -17,9 +17,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from callboard.address import parse_name, parse_remote_address
-from callboard.delivery.push_targets import check_webhook
-from callboard.delivery.task_changes import move_write, new_task_write
-from callboard.directory import Directory
 from callboard.errors import (
     AlreadyExists,
     BadAddress,
@@ -29,16 +26,19 @@ from callboard.errors import (
     UnknownAgent,
     UnknownRecipient,
 )
+from callboard.limits import REMOTE_TOKEN_CHARS, THREAD_TASKS
 from callboard.model import Caller, Message, RecipientOutcome, built, new_id
+from callboard.remotes import OutsideCard, RemoteAgent
+from callboard.service.directory import Directory
+from callboard.service.push_targets import check_webhook
+from callboard.service.task_changes import move_write, new_task_write
 from callboard.store.base import NewRemoteSend, Store, TaskQuery, TaskWrite
-from callboard.tasks import WAITING_ON_REQUESTER, OutsideCard, RemoteAgent, Task, requester_answers
+from callboard.tasks import WAITING_ON_REQUESTER, Task, requester_answers
 
 # Fetches and checks the card at a URL, with a bearer token or none; raises a CallboardError
 # (RemoteUnreachable, BadRemoteAnswer, ...) with one clear sentence. Given by the faces.
 CardSource = Callable[[str, str | None], OutsideCard]
 # How many tasks of a thread are looked through for one that waits on its sender.
-THREAD_TASKS = 50
-TOKEN_CHARS = 4096
 
 
 class Remotes:
@@ -67,8 +67,8 @@ class Remotes:
         """Register the agent whose card is at ``url`` as ``name`` (again: its card fetched anew)."""
         name = parse_name(name, "agent name")
         url = self._checked_url(url)
-        if token is not None and (not token.strip() or len(token) > TOKEN_CHARS or "\n" in token):
-            raise BadRequest(f"the remote's token must be one line of 1-{TOKEN_CHARS} characters.")
+        if token is not None and (not token.strip() or len(token) > REMOTE_TOKEN_CHARS or "\n" in token):
+            raise BadRequest(f"the remote's token must be one line of 1-{REMOTE_TOKEN_CHARS} characters.")
         known = self.store.get_remote_agent(caller.workspace, name)
         if known is None and self.directory.agent_exists(caller.workspace, name):
             raise AlreadyExists(

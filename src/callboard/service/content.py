@@ -10,41 +10,14 @@ import hashlib
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from callboard.address import (
-    DESCRIPTION_CHARS,
-    IDEMPOTENCY_KEY_CHARS,
-    MESSAGE_BYTES,
-    MESSAGE_IDS_MAX,
-    PARTS_MAX,
-    READ_LIMIT_MAX,
-    RECIPIENTS_MAX,
-    SKILLS_MAX,
-    SUBJECT_CHARS,
-    WAIT_SECONDS_MAX,
-    Address,
-    is_utf8,
-    json_problem,
-    shown,
-)
+from callboard.address import Address, is_utf8, json_problem, shown
 from callboard.errors import BadRequest, TooLarge, UnknownMessage
+from callboard.limits import (
+    MESSAGE_IDS_MAX,
+    Limits,
+)
 from callboard.model import Part, built, parts_json
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Bounds on what one request may carry; past them a request fails with ``too_large``."""
-
-    message_bytes: int = MESSAGE_BYTES  # all parts, JSON-encoded
-    parts: int = PARTS_MAX
-    recipients: int = RECIPIENTS_MAX
-    subject_chars: int = SUBJECT_CHARS
-    description_chars: int = DESCRIPTION_CHARS
-    skills: int = SKILLS_MAX
-    idempotency_key_chars: int = IDEMPOTENCY_KEY_CHARS
-    read_limit: int = READ_LIMIT_MAX
-    wait_seconds: float = WAIT_SECONDS_MAX
 
 
 def message_parts(text: str | None, parts: Sequence[Part | dict], limits: Limits) -> list[Part]:

@@ -22,19 +22,6 @@ from datetime import datetime
 from typing import TypeVar
 
 from callboard.address import Address, ChannelAddress, parse_addresses
-from callboard.content import (
-    Limits,
-    check_idempotency_key,
-    check_message_id,
-    clean_subject,
-    message_parts,
-    request_hash,
-)
-from callboard.delivery.holds import Guards
-from callboard.delivery.recipients import Recipients, Target
-from callboard.delivery.remotes import Remotes
-from callboard.delivery.status import visible_message
-from callboard.directory import Directory
 from callboard.errors import (
     BadRequest,
     IdempotencyConflict,
@@ -44,11 +31,25 @@ from callboard.errors import (
     UnknownRecipient,
     listed,
 )
-from callboard.events import TASK_KEY_PREFIX, MailboxEvents, PushedDelivery
+from callboard.limits import Limits
 from callboard.model import Caller, Held, Message, Part, RecipientOutcome, SendResult, built, new_id
 from callboard.pending import Pending, completed
+from callboard.remotes import RemoteAgent
+from callboard.service.content import (
+    check_idempotency_key,
+    check_message_id,
+    clean_subject,
+    message_parts,
+    request_hash,
+)
+from callboard.service.directory import Directory
+from callboard.service.events import MailboxEvents, PushedDelivery
+from callboard.service.holds import Guards
+from callboard.service.recipients import Recipients, Target
+from callboard.service.remotes import Remotes
+from callboard.service.status import visible_message
 from callboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, Store, TaskWrite
-from callboard.tasks import RemoteAgent
+from callboard.tasks import TASK_KEY_PREFIX
 
 T = TypeVar("T")
 

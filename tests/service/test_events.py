@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 
-from callboard.events import MailboxEvents
+from callboard.service.events import MailboxEvents
 from callboard.store.sqlite.store import SQLiteStore
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -63,8 +63,8 @@ def test_the_poller_runs_only_while_someone_waits(tmp_path):
 def test_a_pushed_delivery_is_the_json_of_its_mailbox_item_task_mail_too():
     from datetime import UTC, datetime
 
-    from callboard.events import PushedDelivery
     from callboard.model import DeliveryState, Message, Part, mail_item
+    from callboard.service.events import PushedDelivery
     from callboard.tasks import TaskState
 
     at = datetime(2026, 12, 2, tzinfo=UTC)

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from callboard.delivery.remotes import Remotes
+from callboard.limits import REMOTE_ERROR_CHARS
 from callboard.model import Caller, Message, MessageStatus, RemoteSendStatus, built
+from callboard.remotes import RemoteAgent
+from callboard.service.remotes import Remotes
 from callboard.store.base import RemoteSend, Store
-from callboard.tasks import WAITING_ON_REQUESTER, RemoteAgent, Task, TaskEvent
-
-ERROR_CHARS = 500
+from callboard.tasks import WAITING_ON_REQUESTER, Task, TaskEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +103,17 @@ class RemoteOutbox:
         """Let the row go, due again after ``after_seconds``; ``error``: why the try failed
         (None: it did not, another pump goes on with it)."""
         retry_at = self.clock() + timedelta(seconds=after_seconds)
-        self.store.remote_send_retry(send.workspace, send.message_id, error[:ERROR_CHARS] if error else None, retry_at)
+        self.store.remote_send_retry(
+            send.workspace, send.message_id, error[:REMOTE_ERROR_CHARS] if error else None, retry_at
+        )
 
     def settle(self, send: RemoteSend, error: str | None = None) -> None:
         """Done (no error) or failed: never claimed again; its delivery is acknowledged, so the
         outside agent's mailbox holds nothing unread."""
         state = "failed" if error else "done"
-        self.store.remote_send_finished(send.workspace, send.message_id, state, error[:ERROR_CHARS] if error else None)
+        self.store.remote_send_finished(
+            send.workspace, send.message_id, state, error[:REMOTE_ERROR_CHARS] if error else None
+        )
         self.store.ack(send.workspace, send.remote, [send.message_id], self.clock())
 
     def status(self, caller: Caller, status: MessageStatus) -> MessageStatus:

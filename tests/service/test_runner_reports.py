@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from callboard.delivery.runner_reports import RunnerReport
 from callboard.errors import BadRequest, Forbidden
 from callboard.model import Caller
-from callboard.service import Service
+from callboard.runners import RunnerReport
+from callboard.service.door import Service
 from callboard.store.opening import open_store
 
 WS = "team"

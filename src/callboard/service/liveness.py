@@ -12,10 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from callboard.limits import DEFAULT_WINDOW_SECONDS
 from callboard.model import Session
 from callboard.procs import process_alive
-
-DEFAULT_WINDOW_SECONDS = 60.0
 
 
 @dataclass(frozen=True, slots=True)
