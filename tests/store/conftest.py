@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import sqlite3
-import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -24,45 +23,12 @@ from callboard.store.base import Store
 from callboard.store.sqlite import messages as sqlite_messages
 from callboard.store.sqlite.connection import SQLiteDatabase
 from callboard.store.sqlite.store import SQLiteStore
+from tests.support.loop_thread import LOOP_DEADLINE, LoopThread
 from tests.support.postgres import schema_url, server_url
-
-try:  # the hub runs on uvloop where it is installed: test on the loop it uses
-    import uvloop
-except ImportError:  # pragma: no cover - uvloop is not built for every platform
-    uvloop = None
 
 T = TypeVar("T")
 
 IMPLEMENTATIONS = ["sqlite", "sqlite-group-commit", "sqlite-loop-commit", "postgres"]
-LOOP_DEADLINE = 60.0  # for the loop thread to do what it was asked: it never takes this long
-
-
-class LoopThread:
-    """An event loop running on a thread of its own, as the hub's runs beside its worker threads.
-
-    The test's thread hands it coroutines (``run``) and callbacks; ``stop`` ends the loop and
-    joins its thread."""
-
-    def __init__(self) -> None:
-        self.loop = uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._run, name="test event loop", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-
-    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = LOOP_DEADLINE) -> T:
-        """Run ``coroutine`` on the loop and return what it returned; fail after ``timeout`` s."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
-
-    def stop(self) -> None:
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(LOOP_DEADLINE)
-        assert not self.thread.is_alive(), "the event loop never stopped"
-        self.loop.close()
 
 
 async def enter(manager: AbstractAsyncContextManager[None]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from callboard.model import AuditEntry, new_id
 from callboard.store.base import Store
-from tests.store.test_store_contract import OTHER_WS, T0, WS, agents, at, ids, send
+from tests.support.store_data import OTHER_WS, T0, WS, agents, at, ids, send
 
 
 def record(action: str, target: str, seconds: float = 0, workspace: str = WS, **detail: object) -> AuditEntry:

@@ -27,10 +27,10 @@ from callboard.store.sqlite import messages as sqlite_messages
 from callboard.store.sqlite.messages import FAN_OUT_LATER_FROM, NewMessage, insert_messages, write_out_step
 from callboard.store.sqlite.schema import MIGRATIONS
 from callboard.store.sqlite.store import SQLiteStore
-from tests.store.conftest import LoopThread, db, on_loop
-from tests.store.test_loop_commit import DEADLINE, STILL_PENDING, loop_held
-from tests.store.test_store_contract import T0, WS, agents, build, ids, send
-from tests.support.waiting import wait_until
+from tests.store.conftest import db, on_loop
+from tests.support.loop_thread import LoopThread, loop_held
+from tests.support.store_data import T0, WS, agents, build, ids, send
+from tests.support.waiting import DEADLINE, STILL_PENDING, wait_until
 
 MEMBERS = [f"m{i:02d}" for i in range(FAN_OUT_LATER_FROM)]  # just enough to be fanned out later
 

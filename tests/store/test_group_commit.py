@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from callboard.errors import StoreUnavailable
-from callboard.model import DeliveryState, Message, SendResult
-from callboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
+from callboard.store.base import DuplicateIdempotencyKey, RecipientsGone
 from callboard.store.sqlite import writer as sqlite_writer
 from callboard.store.sqlite.connection import SQLiteDatabase
 from callboard.store.sqlite.store import SQLiteStore
-from tests.store.test_store_contract import T0, WS, agents, at, build, ids, send
+from tests.support.mailbox_numbering import many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n
+from tests.support.store_data import T0, WS, agents, at, ids, outgoing, send
+from tests.support.threads import join_all, run_threads
 from tests.support.waiting import wait_until
 
 DEADLINE = 60.0
@@ -82,65 +82,11 @@ def writer_held(store: SQLiteStore) -> Iterator[Future]:
         release.set()
 
 
-def run_threads(count: int, target: Callable[[int], object]) -> tuple[list[object], list[threading.Thread]]:
-    """Start ``count`` threads that call ``target(i)`` together (after a barrier); each result
-    (or the exception raised) lands in ``outcomes[i]``. Join with ``join_all``."""
-    outcomes: list[object] = [None] * count
-    start = threading.Barrier(count)
-
-    def run(index: int) -> None:
-        try:
-            start.wait(DEADLINE)
-            outcomes[index] = target(index)
-        except BaseException as error:  # reported on the test's thread
-            outcomes[index] = error
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    return outcomes, threads
-
-
-def join_all(threads: list[threading.Thread]) -> None:
-    for thread in threads:
-        thread.join(DEADLINE)
-    assert not any(t.is_alive() for t in threads), "a thread never finished"
-
-
 # --- many writers at once -----------------------------------------------------------------------
 
 
 def test_many_threads_sending_at_once_number_every_mailbox_1_to_n_without_gaps(either):
     many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n(either)
-
-
-def many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n(store: SQLiteStore) -> int:
-    """32 threads send 25 messages each to a common mailbox and one of 4 others, reading as they
-    go; every mailbox must hold its messages numbered 1..N, no number skipped or given twice.
-    Returns how many sends were made."""
-    threads, sends, boxes = 32, 25, 4
-    agents(store, WS, "all", *(f"box-{b}" for b in range(boxes)), *(f"sender-{t}" for t in range(threads)))
-
-    def sender(index: int) -> list:
-        sent = []
-        for i in range(sends):
-            sent.append(send(store, WS, f"sender-{index}", ["all", f"box-{index % boxes}"], text=f"{index}/{i}"))
-            store.unread_count(WS, "all")  # and read meanwhile, on this thread's own connection
-        return sent
-
-    outcomes, running = run_threads(threads, sender)
-    join_all(running)
-    assert not [o for o in outcomes if isinstance(o, BaseException)]
-    sent = [s for outcome in outcomes for s in outcome]  # type: ignore[union-attr]
-
-    for box in ["all", *(f"box-{b}" for b in range(boxes))]:
-        given = sorted(s.seqs[box] for s in sent if box in s.seqs)
-        assert given == list(range(1, len(given) + 1)), f"{box}: numbers skipped or given twice"
-        stored = store.peek(WS, box, 0, 10_000)
-        assert [i.seq for i in stored] == given
-        assert sorted(ids(stored)) == sorted(s.id for s in sent if box in s.seqs)
-    assert len(given) == threads * sends // boxes
-    return threads * sends
 
 
 # --- a batch in which one request fails -------------------------------------------------------------
@@ -322,32 +268,6 @@ def test_the_read_connections_of_threads_that_ended_are_closed_when_another_thre
 # Consecutive sends of one batch are stored by one call of insert_messages (a few multi-row
 # statements for the lot). These tests submit from the test thread itself, so the order of the
 # queue is the order of the code, and check what each caller is answered and what is stored.
-
-
-@dataclass
-class Outgoing:
-    """A send prepared as the service prepares one (the recipients checked, deliveries decided),
-    not yet submitted."""
-
-    message: Message
-    result: SendResult
-    deliveries: list[NewDelivery]
-    key: str | None = None
-
-    @property
-    def id(self) -> str:
-        return self.message.id
-
-    def submit(self, store: SQLiteStore) -> Future[dict[str, int]]:
-        return store.submit_message(self.message, self.deliveries, self.result, self.key, None)
-
-
-def outgoing(
-    sender: str, recipients: list[str], *, key: str | None = None, create: Collection[str] = (), text: str = "hello"
-) -> Outgoing:
-    message, result = build(WS, sender, recipients, text=text)
-    deliveries = [NewDelivery(r, DeliveryState.queued, create_agent=r in create) for r in recipients]
-    return Outgoing(message, result, deliveries, key)
 
 
 def test_sends_queued_behind_the_writer_commit_as_one_batch_numbered_in_submission_order(group, insert_calls):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from callboard.model import DeliveryState
 from callboard.store.base import NewDelivery, Store
-from tests.store.test_store_contract import WS, agents, at, build, ids
+from tests.support.store_data import WS, agents, at, build, ids
 
 
 def send(store: Store, sender: str, recipient: str, seconds: float, held: tuple[float, str] | None = None) -> str:

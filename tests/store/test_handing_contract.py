@@ -4,7 +4,7 @@ it, receipts, and the history each step leaves (every store: see conftest)."""
 from __future__ import annotations
 
 from callboard.model import DeliveryState
-from tests.store.test_store_contract import WS, agents, at, ids, send, status_of
+from tests.support.store_data import WS, agents, at, ids, send, status_of
 
 
 def test_handing_marks_mail_handed_to_the_session_and_records_it(store):

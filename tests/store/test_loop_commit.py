@@ -27,43 +27,18 @@ from callboard.pending import Pending, PendingTimeout
 from callboard.store.base import DuplicateIdempotencyKey, RecipientsGone
 from callboard.store.sqlite.store import SQLiteStore
 from callboard.store.sqlite.writer import BUSY_TIMEOUT_SECONDS, GROUP_COMMIT_MAX_BATCH
-from tests.store.conftest import LoopThread, StoreFactory, db, on_loop
-from tests.store.test_group_commit import (
-    join_all,
-    many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n,
-    outgoing,
-    run_threads,
-)
-from tests.store.test_store_contract import OTHER_WS, T0, WS, agents, ids, send
-from tests.support.waiting import wait_until
+from tests.store.conftest import StoreFactory, db, on_loop
+from tests.support.loop_thread import loop_held
+from tests.support.mailbox_numbering import many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n
+from tests.support.store_data import OTHER_WS, T0, WS, agents, ids, outgoing, send
+from tests.support.threads import join_all, run_threads
+from tests.support.waiting import DEADLINE, STILL_PENDING, wait_until
 
 T = TypeVar("T")
 
-DEADLINE = 60.0
-# How long a test watches something that must not happen yet (a commit while the write lock is
-# held elsewhere): a bounded look, not a wait for something to happen.
-STILL_PENDING = 0.3
 # The loop must answer well within the time a write waits for the lock: a loop that waited for
 # the lock itself would only answer once that wait gave up.
 LOOP_ANSWERS_WITHIN = BUSY_TIMEOUT_SECONDS / 3
-
-
-@contextmanager
-def loop_held(loop_thread: LoopThread) -> Iterator[None]:
-    """Keep the event loop busy inside one callback until the block ends (or a test fails):
-    whatever is submitted meanwhile queues for the loop's next turn."""
-    entered, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        entered.set()
-        release.wait(DEADLINE)
-
-    loop_thread.loop.call_soon_threadsafe(hold)
-    try:
-        assert entered.wait(DEADLINE), "the loop never ran the holding callback"
-        yield
-    finally:
-        release.set()
 
 
 @contextmanager

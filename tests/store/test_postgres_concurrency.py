@@ -11,7 +11,7 @@ import pytest
 
 from callboard.model import DeliveryState
 from callboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
-from tests.store.test_store_contract import WS, agents, at, build, ids, send
+from tests.support.store_data import WS, agents, at, build, ids, send
 
 DEADLINE = 60.0
 

@@ -14,7 +14,7 @@ from callboard.store.base import NewDelivery
 from callboard.store.postgres.notices import MAX_PAYLOAD_BYTES, payload
 from callboard.store.postgres.store import PostgresStore
 from tests.store.conftest import PostgresSchema
-from tests.store.test_store_contract import OTHER_WS, T0, WS, agents, at, build, new_token, send
+from tests.support.store_data import OTHER_WS, T0, WS, agents, at, build, new_token, send
 from tests.support.waiting import wait_until
 
 DEADLINE = 20.0

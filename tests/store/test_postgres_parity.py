@@ -9,7 +9,7 @@ from collections.abc import Callable
 from callboard.model import DeliveryState, MailItem
 from callboard.store.base import NewDelivery, Store
 from callboard.store.sqlite.store import SQLiteStore
-from tests.store.test_store_contract import WS, agents, at, build
+from tests.support.store_data import WS, agents, at, build
 
 
 def scenario(store: Store) -> list[object]:

@@ -15,7 +15,7 @@ from callboard.store.base import NewDelivery
 from callboard.store.postgres.connection import channel_for, without_password
 from callboard.store.postgres.schema import MIGRATIONS, VERSION_TABLE
 from callboard.store.postgres.store import PostgresStore
-from tests.store.test_store_contract import WS, agents, build, send
+from tests.support.store_data import WS, agents, build, send
 
 
 def version_of(url: str) -> list[tuple]:

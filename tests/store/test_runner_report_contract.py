@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from callboard.runners import RunnerReport
 from callboard.store.base import Store
-from tests.store.test_store_contract import OTHER_WS, WS, agents, at
+from tests.support.store_data import OTHER_WS, WS, agents, at
 
 
 def report(agent: str, machine: str, seconds: float, **fields: object) -> RunnerReport:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from callboard.store.sqlite.loop_commit import SERVER_AUTOCHECKPOINT_PAGES
 from callboard.store.sqlite.store import SQLiteStore
-from tests.store.conftest import LOOP_DEADLINE, LoopThread, attach_here, db
-from tests.store.test_loop_commit import DEADLINE
-from tests.support.waiting import wait_until
+from tests.store.conftest import attach_here, db
+from tests.support.loop_thread import LOOP_DEADLINE, LoopThread
+from tests.support.waiting import DEADLINE, wait_until
 
 ROWS = 40
 ROW_BYTES = 8192  # ~80 pages in all: far below the limit at which a commit would checkpoint

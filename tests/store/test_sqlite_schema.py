@@ -11,7 +11,7 @@ from callboard.model import new_id
 from callboard.store.base import NewToken
 from callboard.store.sqlite.schema import MIGRATIONS
 from callboard.store.sqlite.store import SQLiteStore
-from tests.store.test_store_contract import T0, WS
+from tests.support.store_data import T0, WS
 
 
 def test_a_database_made_by_the_first_schema_step_is_brought_forward_with_its_data(tmp_path):

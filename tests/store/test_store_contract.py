@@ -7,23 +7,15 @@ unchanged. Times are whole seconds after ``T0`` so any store keeps them exactly.
 
 from __future__ import annotations
 
-import hashlib
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
 
 import pytest
 
 from callboard.model import (
     Agent,
     DeliveryState,
-    MailItem,
-    Message,
     Part,
-    RecipientOutcome,
-    RecipientStatus,
-    SendResult,
     TokenInfo,
     Workspace,
     new_id,
@@ -32,134 +24,26 @@ from callboard.store.base import (
     DuplicateIdempotencyKey,
     IdempotentSend,
     NewDelivery,
-    NewSession,
     NewToken,
     RecipientsGone,
-    Store,
     TokenTaken,
 )
+from tests.support.store_data import (
+    OTHER_WS,
+    T0,
+    WS,
+    agents,
+    at,
+    build,
+    ids,
+    new_token,
+    secret_hash,
+    send,
+    seqs,
+    session_spec,
+    status_of,
+)
 from tests.support.waiting import wait_until
-
-WS = "acme"
-OTHER_WS = "globex"
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-# --- helpers -------------------------------------------------------------------------------
-
-
-def at(seconds: float) -> datetime:
-    return T0 + timedelta(seconds=seconds)
-
-
-def agents(store: Store, workspace: str, *names: str) -> None:
-    store.ensure_workspace(workspace, T0)
-    for name in names:
-        store.ensure_agent(workspace, name, T0)
-
-
-@dataclass(frozen=True)
-class Sent:
-    message: Message
-    result: SendResult
-    seqs: dict[str, int]
-
-    @property
-    def id(self) -> str:
-        return self.message.id
-
-
-def build(
-    workspace: str,
-    sender: str,
-    recipients: Sequence[str],
-    *,
-    text: str = "hello",
-    parts: Sequence[Part] | None = None,
-    created_at: datetime = T0,
-    subject: str | None = None,
-    channel: str | None = None,
-    thread_id: str | None = None,
-    reply_to: str | None = None,
-    sender_session: str | None = None,
-) -> tuple[Message, SendResult]:
-    message_id = new_id()
-    message = Message(
-        id=message_id,
-        workspace=workspace,
-        sender=sender,
-        sender_session=sender_session,
-        recipients=[f"#{channel}"] if channel else list(recipients),
-        channel=channel,
-        subject=subject,
-        parts=list(parts) if parts is not None else [Part(text=text)],
-        thread_id=thread_id or message_id,
-        reply_to=reply_to,
-        created_at=created_at,
-    )
-    result = SendResult(
-        message_id=message_id,
-        thread_id=message.thread_id,
-        created_at=created_at,
-        recipients=[RecipientOutcome(address=r, state="queued", agent=r, channel=channel) for r in recipients],
-    )
-    return message, result
-
-
-def send(
-    store: Store,
-    workspace: str,
-    sender: str,
-    recipients: Sequence[str],
-    *,
-    key: str | None = None,
-    request_hash: str | None = None,
-    state: DeliveryState = DeliveryState.queued,
-    sessions: Sequence[str] = (),
-    create: Sequence[str] = (),
-    **fields: object,
-) -> Sent:
-    """Store one message with a delivery per recipient, as the service would."""
-    message, result = build(workspace, sender, recipients, **fields)  # type: ignore[arg-type]
-    deliveries = [
-        NewDelivery(
-            recipient=r,
-            state=state,
-            channel=message.channel,
-            sessions=list(sessions),
-            create_agent=r in create,
-        )
-        for r in recipients
-    ]
-    seqs = store.submit_message(message, deliveries, result, key, request_hash).result()
-    return Sent(message, result, seqs)
-
-
-def ids(items: Sequence[MailItem]) -> list[str]:
-    return [item.message.id for item in items]
-
-
-def seqs(items: Sequence[MailItem]) -> list[int]:
-    return [item.seq for item in items]
-
-
-def status_of(store: Store, workspace: str, message_id: str, agent: str) -> RecipientStatus:
-    (row,) = [s for s in store.delivery_statuses(workspace, message_id) if s.agent == agent]
-    return row
-
-
-def session_spec(
-    agent: str = "bob",
-    machine: str = "host-a",
-    pid: int = 100,
-    proc_start: int | None = 5000,
-    runtime: str = "claude-code",
-    workspace: str = WS,
-) -> NewSession:
-    return NewSession(
-        workspace=workspace, agent=agent, machine=machine, pid=pid, runtime=runtime, proc_start=proc_start
-    )
-
 
 # --- workspaces ------------------------------------------------------------------------------
 
@@ -823,15 +707,6 @@ def test_change_counter_moves_after_a_commit_made_through_another_connection(sto
 
 
 # --- hub credentials ------------------------------------------------------------------------------
-
-
-def secret_hash(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
-def new_token(kind: str = "user", workspace: str | None = WS, agent: str | None = None, **fields: str) -> NewToken:
-    fields = {"id": new_id(), "secret_hash": secret_hash(new_id()), **fields}
-    return NewToken(kind=kind, workspace=workspace, agent=agent, **fields)  # type: ignore[arg-type]
 
 
 def test_create_token_returns_what_it_stored_and_every_connection_finds_it_by_hash(store, reopen):

@@ -12,7 +12,7 @@ from callboard.model import DeliveryState, Message, Part, new_id
 from callboard.service.task_changes import move_write, new_task_write
 from callboard.store.base import NewDelivery, Store, TaskConflict, TaskQuery, TaskWrite
 from callboard.tasks import PushConfig, Task, TaskArtifact, TaskState
-from tests.store.test_store_contract import OTHER_WS, WS, agents, at, build, ids
+from tests.support.store_data import OTHER_WS, WS, agents, at, build, ids
 
 
 def mail(store: Store, sender: str, to: str, write, *, seconds: float = 0, thread_id: str | None = None, task_id: str):
