@@ -208,6 +208,7 @@ class Directory:
         self, caller: Caller, name: str, description: str | None = None, *, invite_only: bool = False
     ) -> Channel:
         """A new channel, the caller its first member. An invite-only one is recorded."""
+        assert caller.agent is not None, "Service.as_agent first"
         name = parse_channel_name(name)
         self._check_card(description, ())
         record = self._record(caller, "channel.create", f"#{name}", invite_only=True) if invite_only else None
@@ -220,6 +221,7 @@ class Directory:
 
     def join_channel(self, caller: Caller, name: str) -> Channel:
         """Join an open channel; an invite-only one only as one who may add members (recorded)."""
+        assert caller.agent is not None, "Service.as_agent first"
         name = parse_channel_name(name)
         channel = self._channel(caller, name)
         record = None
@@ -275,6 +277,7 @@ class Directory:
             )
 
     def leave_channel(self, caller: Caller, name: str) -> Channel:
+        assert caller.agent is not None, "Service.as_agent first"
         name = parse_channel_name(name)
         self._channel(caller, name)
         if not self.store.leave_channel(caller.workspace, name, caller.agent):
@@ -315,6 +318,7 @@ class Directory:
         """The caller's process ``pid`` on ``machine`` (this one by default) as a session of its
         agent; another agent's session of that pid ends with it, once no longer live (see
         ``_claimable``)."""
+        assert caller.agent is not None, "Service.as_agent first"
         if not 1 <= pid <= PID_MAX:
             raise BadRequest(f"pid {shown(str(pid), 30)} is not a process id: pids are 1-{PID_MAX}.")
         if proc_start is not None and not 0 <= proc_start <= PROC_START_MAX:
@@ -432,6 +436,7 @@ class Directory:
         """The sessions whose mail a read by ``caller`` skips: its agent's other live sessions.
         Mail pushed to one pane is that pane's while it lives; once it is gone, any pane's (and
         a read as the agent, in no session, sees the whole mailbox)."""
+        assert caller.agent is not None, "Service.as_agent first"
         if caller.session_id is None:
             return ()
         now = self.clock()

@@ -325,6 +325,7 @@ class Service:
         session = self.directory.register_session(
             caller, pid=pid, runtime=runtime, machine=machine, proc_start=proc_start, terminal=terminal
         )
+        assert caller.agent is not None, "as_agent saw to it"
         self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
         return session
 
@@ -337,6 +338,7 @@ class Service:
         """End the session; mail handed to it and not surfaced goes back to the mailbox."""
         caller = self.as_agent(caller)
         session = self.directory.end_session(caller, session_id)
+        assert caller.agent is not None, "as_agent saw to it"
         self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
         return session
 

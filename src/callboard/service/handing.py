@@ -79,7 +79,7 @@ def with_derived_history(status: RecipientStatus) -> RecipientStatus:
         ("acked", status.acked_at),
     ):
         if at is not None:
-            derived.append(DeliveryEvent(at=at, event=kind))  # type: ignore[arg-type]
+            derived.append(DeliveryEvent(at=at, event=kind))
     events = sorted([*derived, *status.history], key=lambda e: e.at)
     return status.model_copy(update={"history": events})
 
@@ -109,6 +109,7 @@ class Handover:
 
     def confirm_surfaced(self, caller: Caller, message_ids: Sequence[str], evidence: str) -> MarkResult:
         """See Service.confirm_surfaced."""
+        assert caller.agent is not None, "Service.as_agent first"
         if evidence not in EVIDENCE:
             raise BadRequest(f"evidence must be one of {', '.join(EVIDENCE)}.")
         check_message_ids(message_ids, "confirm")
@@ -121,6 +122,7 @@ class Handover:
         self, caller: Caller, message_ids: Sequence[str], status: str, reason: str | None = None
     ) -> MarkResult:
         """See Service.record_receipt."""
+        assert caller.agent is not None, "Service.as_agent first"
         if status not in RECEIPTS:
             raise BadRequest(f"status must be one of {', '.join(RECEIPTS)}.")
         check_message_ids(message_ids, "record")
@@ -148,7 +150,8 @@ class Handover:
         """The status with its whole history, and sessions named agent@machine#pid."""
         ids = {e.session for e in status.history if e.session} | ({status.handed_to} if status.handed_to else set())
         names = {i: s.address for i in ids if (s := self.directory.session_by_id(workspace, i)) is not None}
-        handed_to = names.get(status.handed_to, status.handed_to) if status.state == DeliveryState.handed else None
+        handed = status.handed_to if status.state == DeliveryState.handed else None
+        handed_to = names.get(handed, handed) if handed is not None else None
         status = status.model_copy(update={"handed_to": handed_to, "history": named_sessions(status.history, names)})
         return with_derived_history(status)
 

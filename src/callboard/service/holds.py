@@ -66,7 +66,8 @@ class Guards:
     def _pair_traffic(self, workspace: str, a: str, b: str, now: datetime) -> list[guard.Exchange]:
         """The pair's traffic, newest first: the one read less than ``TRAFFIC_REUSE_SECONDS`` ago
         (with the sends decided since), or a fresh read. Call with the lock held."""
-        key = (workspace, *sorted((a, b)))
+        first, second = sorted((a, b))
+        key = (workspace, first, second)
         kept = self._traffic.get(key)
         if kept is not None and 0 <= now.timestamp() - kept[0] < TRAFFIC_REUSE_SECONDS:
             self._traffic.move_to_end(key)

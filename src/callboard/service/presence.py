@@ -76,8 +76,11 @@ class Presence:
         (and if not, why): mail that waits should say what it waits for."""
 
         def waiting(row: RecipientStatus) -> bool:
+            # The store's states (a guard's "held" is only put on for people to read, after this).
             return (
-                row.agent is not None and row.state != "unknown_recipient" and row.state.rank < DeliveryState.read.rank
+                row.agent is not None
+                and isinstance(row.state, DeliveryState)
+                and row.state.rank < DeliveryState.read.rank
             )
 
         if not any(waiting(row) for row in statuses):

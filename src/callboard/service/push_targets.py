@@ -60,7 +60,7 @@ def _addresses(host: str, port: int) -> list[IPAddress]:
         infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError) as error:
         raise BadWebhook(f"the webhook host {shown(host)!r} cannot be resolved ({error}).") from None
-    return [_unmapped(ipaddress.ip_address(info[4][0].split("%")[0])) for info in infos]
+    return [_unmapped(ipaddress.ip_address(str(info[4][0]).split("%")[0])) for info in infos]
 
 
 def _unmapped(address: IPAddress) -> IPAddress:

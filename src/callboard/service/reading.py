@@ -56,6 +56,7 @@ class Mailbox:
         With ``after``, resume from a cursor: every delivery past that sequence number.
         With ``wait``, block up to that many seconds until something arrives.
         """
+        assert caller.agent is not None, "Service.as_agent first"
         self.check_read_options(limit=limit, after=after, wait=wait)
         # Where the mailbox stood before looking: mail that lands while we look is past it, so a
         # reader that resumes from an empty read's cursor still gets that mail.
@@ -68,6 +69,7 @@ class Mailbox:
 
     def held_mail(self, caller: Caller) -> list[HeldMail]:
         """The caller's mail a loop or flood guard holds now, and why (see holds)."""
+        assert caller.agent is not None, "Service.as_agent first"
         return holds.held_mail(self.store, caller.workspace, [caller.agent], self.clock())
 
     def surface(
@@ -89,19 +91,21 @@ class Mailbox:
         It stays unread, so ``read`` still returns it. With ``urgent_only``, only mail sent
         urgent; with ``wait``, block up to that many seconds until some arrives; with ``peek``,
         mark nothing (a look before deciding to surface)."""
+        agent = caller.agent  # a local: the take below (a lambda) sees it narrowed
+        assert agent is not None, "Service.as_agent first"
         if via not in SURFACE_PATHS:
             raise BadRequest(f"via must be one of {', '.join(SURFACE_PATHS)}.")
         self.check_read_options(limit=limit, after=None, wait=wait)
         # Mail a gone session held comes back first, so this take can have it (once).
-        self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
-        position = self.store.last_seq(caller.workspace, caller.agent)
+        self.handover.return_stranded(caller.workspace, agent, self.clock())
+        position = self.store.last_seq(caller.workspace, agent)
         hidden = self.directory.hidden_targets(caller)
         hand = hands(via)
         items = self._wait_for(
             caller,
             lambda: self.store.surface(
                 caller.workspace,
-                caller.agent,
+                agent,
                 via,
                 urgent_only,
                 limit,
@@ -115,11 +119,12 @@ class Mailbox:
             release=lambda: self._next_release(caller),
         )
         cursor = items[-1].seq if items else position
-        unread = self.store.unread_count(caller.workspace, caller.agent, hidden)
+        unread = self.store.unread_count(caller.workspace, agent, hidden)
         return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
 
     def _next_release(self, caller: Caller) -> float | None:
         """Seconds until the first of the caller's held mail is let through (None: none held)."""
+        assert caller.agent is not None, "Service.as_agent first"
         held = self.store.held_mail(caller.workspace, [caller.agent], self.clock())
         if not held:
             return None
@@ -141,6 +146,7 @@ class Mailbox:
     ) -> list[MailItem]:
         """The caller's deliveries past ``cursor`` in sequence order, marking nothing (streams).
         ``hidden``: ``hidden_targets(caller)`` when the caller already has it."""
+        assert caller.agent is not None, "Service.as_agent first"
         self.check_read_options(limit=limit, after=cursor, wait=0)
         if hidden is None:
             hidden = self.directory.hidden_targets(caller)
@@ -149,10 +155,12 @@ class Mailbox:
     def unread_count(self, caller: Caller) -> int:
         """How many of the caller's messages are unread (for a session: not counting another
         live session's)."""
+        assert caller.agent is not None, "Service.as_agent first"
         return self.store.unread_count(caller.workspace, caller.agent, self.directory.hidden_targets(caller))
 
     def mailbox_position(self, caller: Caller) -> int:
         """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
+        assert caller.agent is not None, "Service.as_agent first"
         return self.store.last_seq(caller.workspace, caller.agent)
 
     def _wait_for(
@@ -165,6 +173,7 @@ class Mailbox:
         """``take()`` now, or, with ``wait``, again each time the caller's mailbox changes until
         it finds something or the wait ends. ``release``: seconds until held mail is let through
         (no send marks that moment, so the wait looks again then by itself)."""
+        assert caller.agent is not None, "Service.as_agent first"
         if wait <= 0:
             return take()
         deadline = time.monotonic() + wait
@@ -179,12 +188,14 @@ class Mailbox:
                 subscription.wait(remaining if due is None else min(remaining, due + 0.01))
 
     def _take(self, caller: Caller, peek: bool, after: int | None, limit: int, hidden: Sequence[str]) -> list[MailItem]:
+        assert caller.agent is not None, "Service.as_agent first"
         if peek:
             return self.store.peek(caller.workspace, caller.agent, after, limit, hidden)
         return self.store.claim(caller.workspace, caller.agent, after, limit, self.clock(), hidden)
 
     def inbox(self, caller: Caller, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
         """The newest messages of the caller's mailbox (unacked unless asked), without marking."""
+        assert caller.agent is not None, "Service.as_agent first"
         self._check_limit(limit)
         return self.store.mailbox(caller.workspace, caller.agent, include_acked, limit)
 
@@ -205,6 +216,7 @@ class Mailbox:
         done: str,
     ) -> list[str]:
         """``mark`` these messages, all or (when any is not in the mailbox) none; the ids marked."""
+        assert caller.agent is not None, "Service.as_agent first"
         check_message_ids(message_ids, verb)
         missing = mark(caller.workspace, caller.agent, message_ids, self.clock())
         if missing:

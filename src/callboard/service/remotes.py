@@ -177,6 +177,7 @@ class Remotes:
     # --- helpers ---------------------------------------------------------------------------
 
     def _waiting_task(self, caller: Caller, remote: RemoteAgent, thread_id: str) -> Task | None:
+        assert caller.agent is not None, "Service.as_agent first"
         query = TaskQuery(workspace=caller.workspace, agent=caller.agent, limit=THREAD_TASKS, context_id=thread_id)
         tasks, _ = self.store.list_tasks(query)
         return next(

@@ -123,6 +123,7 @@ class Sending:
         """See ``Service.submit_send``. A task's mail (``delivery.tasking``) names its task
         (``task_id``), and ``task(message)`` gives the task's change to store in the same
         transaction; the answer then fails with TaskConflict when the task changed meanwhile."""
+        assert caller.agent is not None, "Service.as_agent first"
         # 1. check, and answer a repeated key with the original
         request = self._checked(to, text, subject, parts, thread_id, reply_to, require_live, idempotency_key, urgent)
         if request.idempotency_key is not None:
@@ -221,6 +222,7 @@ class Sending:
 
     def _thread(self, caller: Caller, thread_id: str | None, reply_to: str | None) -> str | None:
         """A reply joins its parent's thread; a new message starts its own (its id)."""
+        assert caller.agent is not None, "Service.as_agent first"
         if thread_id is not None:
             check_message_id(thread_id, "thread id")
             # A thread that exists is joined only by a party to it; a new id starts a new thread.
@@ -264,6 +266,7 @@ class Sending:
         send committed first, unknown_recipient for a recipient deleted meanwhile, or the
         store's error."""
         caller, request = decided.caller, decided.request
+        assert caller.agent is not None, "Service.as_agent first"
         try:
             seqs = done.result()
         except DuplicateIdempotencyKey:

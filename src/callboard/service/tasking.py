@@ -304,6 +304,7 @@ class Tasking:
     ) -> TaskPage:
         """The caller's tasks (as requester or worker; ``with_agent``: only those between it and
         that agent), newest updated first, a page at a time."""
+        assert caller.agent is not None, "Service.as_agent first"
         if not 1 <= page_size <= PAGE_SIZE_MAX:
             raise BadRequest(f"page size {page_size}: give 1-{PAGE_SIZE_MAX}.")
         _check_history_length(history_length)
