@@ -3,7 +3,7 @@ messages through a TLS hub on a third while one session is SIGKILLed and one lin
 
 It runs exactly the scenario of ``tests/machines/test_load.py`` (``run_scenario``: see that
 module's doc for the layout, the disturbances and every check) on a fresh ``Network``
-(``tests/machines/netns.py``), and prints its figures: sends per second acknowledged, the
+(``tests/support/netns.py``), and prints its figures: sends per second acknowledged, the
 delivery latency p50/p99/max from each send's acknowledgement and from its start to the intended
 session's follower handing the message on, the send call's own time, and the counts (refused by
 code, left in the killed session's mailbox, read by a sibling while its session was not live).
@@ -34,12 +34,12 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the tests package (netns.py, test_load.py)
+sys.path.insert(0, str(ROOT))  # the tests package (tests/support/netns.py, tests/machines/test_load.py)
 sys.path.insert(1, str(ROOT / "bench"))  # common.py
 from common import report  # noqa: E402
 
-from tests.machines.netns import Network, unavailable_reason  # noqa: E402
 from tests.machines.test_load import LoadParams, LoadRun, run_scenario  # noqa: E402
+from tests.support.netns import Network, unavailable_reason  # noqa: E402
 
 MEDIAN_KEYS = (
     ("acknowledged_per_second", None),

@@ -54,8 +54,8 @@ from common import BenchFailure, ms, percentile, report  # noqa: E402
 
 from callboard.integrations.claude_code import sessions as claude_sessions  # noqa: E402
 from tests.agent_clis_e2e.conftest import CLAUDE_CODE_CURRENT, LiveCli, Machine, claude_code_env, install  # noqa: E402
-from tests.agent_clis_e2e.runner_support import RunnerProcess  # noqa: E402
 from tests.support.mock_model import MockModel  # noqa: E402
+from tests.support.runner_process import RunnerProcess  # noqa: E402
 
 HEADLESS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
 WAKE_TIMEOUT_S = 60.0

@@ -14,6 +14,7 @@ from callboard.model import Part as OurPart
 from callboard.tasks import TaskArtifact
 from callboard.tasks import TaskState as OurState
 from tests.a2a.conftest import a2a_client, fetch_card, unique
+from tests.support.a2a_cards import only_0_3
 from tests.support.a2a_hub import InProcessHub
 
 pytestmark = pytest.mark.anyio
@@ -26,19 +27,6 @@ OLD_SEND = {
         "message": {"kind": "message", "role": "user", "messageId": "old-1", "parts": [{"kind": "text", "text": "hi"}]}
     },
 }
-
-
-def only_0_3(card: AgentCard) -> AgentCard:
-    """The card as a 0.3 client uses it: its 0.3 JSON-RPC interface alone."""
-    old = AgentCard()
-    old.CopyFrom(card)
-    del old.supported_interfaces[:]
-    old.supported_interfaces.extend(
-        AgentInterface(url=i.url, protocol_binding=i.protocol_binding, protocol_version=i.protocol_version)
-        for i in card.supported_interfaces
-        if i.protocol_version == "0.3"
-    )
-    return old
 
 
 async def test_a_0_3_client_tasks_an_agent_when_the_hub_allows_it(tmp_path) -> None:

@@ -27,8 +27,8 @@ from callboard.model import Part as OurPart
 from callboard.tasks import TaskArtifact
 from callboard.tasks import TaskState as OurState
 from tests.a2a.conftest import a2a_client, fetch_card, unique
-from tests.a2a.test_compat import only_0_3
 from tests.agent_clis_e2e.conftest import NpmCli, install
+from tests.support.a2a_cards import only_0_3
 from tests.support.a2a_hub import InProcessHub
 
 A2A_JS = NpmCli("a2a-js-sdk", "@a2a-js/sdk", "1.3.0", "a2a-db", answers_version=False)

@@ -23,9 +23,9 @@ from a2a.types import AgentCard, Message, Part, Role, SendMessageRequest, TaskSt
 from google.protobuf.json_format import ParseDict
 
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine
-from tests.agent_clis_e2e.test_claude_code_socket import SERVER
-from tests.agent_clis_e2e.test_claude_code_socket import start_session as socket_session
 from tests.support.a2a_hub import InProcessHub
+from tests.support.live_claude_code import SERVER
+from tests.support.live_claude_code import start_session as socket_session
 from tests.support.mock_model import MockModel, Recorded
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]

@@ -13,9 +13,9 @@ import pytest
 
 from callboard.store.sqlite.store import SQLiteStore
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, Machine
-from tests.agent_clis_e2e.test_claude_code_socket import start_session
-from tests.mcp.test_session import process_gone
+from tests.support.live_claude_code import start_session
 from tests.support.mock_model import MockModel
+from tests.support.processes import process_gone
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]

@@ -20,51 +20,10 @@ from callboard.integrations.claude_code import sessions as claude_sessions
 from callboard.model import RecipientStatus
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env
 from tests.support.cli_runner import CALL_TIMEOUT, isolated_env
+from tests.support.live_claude_code import SERVER, init_event, start_session
 from tests.support.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
-
-SERVER = "callboard"
-
-
-def start_session(
-    claude: Path,
-    machine: Machine,
-    model: MockModel,
-    tmp: Path,
-    extra: dict[str, str] | None = None,
-    *,
-    server_env: dict[str, str] | None = None,
-    args: tuple[str, ...] = (),
-) -> LiveCli:
-    """Claude Code headless with alice's server (``server_env`` added to its environment: a hub to
-    log in to, say), after its first turn: idle, stdin open."""
-    server = machine.mcp_server("alice")
-    server["env"] = {**server["env"], **(server_env or {})}  # type: ignore[dict-item]
-    config = {"mcpServers": {SERVER: {"type": "stdio", **server}}}
-    session = machine.start(
-        [
-            claude,
-            "-p",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--mcp-config",
-            json.dumps(config),
-            "--strict-mcp-config",
-            *args,
-        ],
-        claude_code_env(machine, model, {"TMPDIR": str(tmp), **(extra or {})}),
-    )
-    session.say("Hello. Nothing to do yet.")
-    session.wait_for(lambda: len(session.results()) == 1, "the first turn to finish")
-    return session
-
-
-def init_event(session: LiveCli) -> dict:
-    return next(e for e in session.events() if e.get("type") == "system" and e.get("subtype") == "init")
 
 
 def callboard_who(machine: Machine) -> dict:

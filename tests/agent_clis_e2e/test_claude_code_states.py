@@ -16,14 +16,11 @@ import pytest
 
 from callboard.model import RecipientStatus
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env
-from tests.agent_clis_e2e.test_claude_code_wake import start_waiting_session, waiters
+from tests.support.live_claude_code import HEADLESS, SERVER, start_waiting_session, waiters
 from tests.support.mock_model import MockModel
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
-
-SERVER = "callboard"
-HEADLESS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
 
 
 @pytest.fixture

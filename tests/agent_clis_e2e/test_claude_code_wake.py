@@ -26,17 +26,20 @@ from tests.agent_clis_e2e.conftest import (
     RUN_TIMEOUT,
     TEST_TIMEOUT,
     WAKE_TIMEOUT,
-    LiveCli,
     Machine,
     claude_code_env,
+)
+from tests.support.live_claude_code import (
+    HEADLESS,
+    SERVER,
+    init_event,
+    start_waiting_session,
+    waiters,
 )
 from tests.support.mock_model import MockModel
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
-
-SERVER = "callboard"
-HEADLESS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
 
 
 @pytest.fixture
@@ -44,10 +47,6 @@ def quiet_model() -> Iterator[MockModel]:
     """A mock model that never calls our tools: it answers text, or runs ``RUN_BASH:`` lines."""
     with MockModel(tool_input=None) as server:
         yield server
-
-
-def init_event(session: LiveCli) -> dict:
-    return next(e for e in session.events() if e.get("type") == "system" and e.get("subtype") == "init")
 
 
 def alice_status(machine: Machine, message_id: str) -> RecipientStatus:
@@ -59,18 +58,6 @@ def alice_status(machine: Machine, message_id: str) -> RecipientStatus:
 def assert_fenced_from_bob(text: str, body: str, message_id: str) -> None:
     assert body in text and "from: bob" in text and f"id: {message_id}" in text, text
     assert "BEGIN MESSAGE" in text and "END MESSAGE" in text, text
-
-
-def waiters(machine: Machine) -> set[int]:
-    """The running ``callboard hook wake`` hooks of this machine's sessions, by process group:
-    Claude Code runs each hook (its shell, and our process under it) in a group of its own."""
-    groups = set()
-    for pid in machine.processes("callboard hook wake"):
-        try:
-            groups.add(os.getpgid(pid))
-        except ProcessLookupError:
-            continue
-    return groups
 
 
 def in_group(pid: int, group: int) -> bool:
@@ -89,40 +76,7 @@ def gone(pid: int, *, group: bool = False) -> bool:
     return False
 
 
-def registry_says_idle(session_pid: int, env: dict[str, str]) -> bool:
-    entry = claude_sessions.session_of(session_pid, env)
-    return entry is not None and entry.status == "idle"
-
-
 # --- 1. no socket: the installed asyncRewake waiter wakes the idle session ----------------------
-
-
-def start_waiting_session(
-    claude: Path, machine: Machine, model: MockModel, tmp: Path, args: tuple[str, ...] = ()
-) -> tuple[LiveCli, int]:
-    """Claude Code headless, with no messaging socket, in a project where the real ``callboard
-    install claude --scope project`` ran; after its first turn: idle, its waiter running. The
-    session and its waiter's process group."""
-    machine.install("claude")  # hooks, the waiter, .mcp.json, permissions
-    settings = json.loads((machine.workdir / ".claude" / "settings.json").read_text())
-    assert [h["asyncRewake"] for g in settings["hooks"]["Stop"] for h in g["hooks"] if "asyncRewake" in h] == [True]
-
-    extra = {"TMPDIR": str(tmp), "CLAUDE_CODE_HARBOR_KITE": "0", **machine.agent_env("alice")}
-    # Claude Code's default. With MCP_CONNECTION_NONBLOCKING=false (the harness's, for tool tests)
-    # and any MCP server configured, 2.1.332 runs a SessionStart asyncRewake hook in the
-    # foreground: the first turn would wait on the waiter.
-    extra["MCP_CONNECTION_NONBLOCKING"] = "true"
-    env = claude_code_env(machine, model, extra)
-    session = machine.start([claude, *HEADLESS, *args], env)
-    session.say("Hello. Nothing to do yet.")
-    session.wait_for(lambda: len(session.results()) == 1, "the first turn to finish")
-    init = init_event(session)
-    assert init.get("messaging_socket_path") is None, session.transcript()  # the waiter is the only way in
-    assert [s["name"] for s in init["mcp_servers"]] == [SERVER], session.transcript()  # from .mcp.json
-    session.wait_for(lambda: registry_says_idle(session.pid, env), "the registry to say idle")
-    # One waiter, though SessionStart and Stop each started one (the second exits at once).
-    (waiter,) = session.wait_for(lambda: len(w := waiters(machine)) == 1 and w, "the session's one waiter")
-    return session, waiter
 
 
 def test_without_a_socket_the_installed_waiter_wakes_an_idle_session(

@@ -11,47 +11,13 @@ from pathlib import Path
 import pytest
 
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, Machine, assert_sent_through_our_server
+from tests.support.codex_config import offline_config, toml_string
 from tests.support.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
 SERVER = "callboard"
 TOOL = f"mcp__{SERVER}__send_message"  # Codex offers it as send_message in the namespace mcp__callboard
-
-
-def toml_string(value: object) -> str:
-    return json.dumps(str(value))  # a JSON string is a valid TOML basic string
-
-
-def offline_config(model: MockModel) -> str:
-    """Codex's config.toml for the mock model, with nothing that leaves the machine."""
-    return f"""\
-model = "mock-model"
-model_provider = "mock"
-check_for_update_on_startup = false
-
-[model_providers.mock]
-name = "mock"
-base_url = "{model.url}/v1"
-wire_api = "responses"
-env_key = "MOCK_MODEL_API_KEY"
-
-# Nothing leaves the machine: no plugin sync (git and HTTPS to public hosts), no analytics,
-# no metrics or traces.
-[features]
-plugins = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[otel]
-exporter = "none"
-trace_exporter = "none"
-metrics_exporter = "none"
-"""
 
 
 def codex_config(machine: Machine, model: MockModel) -> str:

@@ -18,7 +18,7 @@ import pytest
 from callboard.runner.adapters.base import CliExited, Launch, TurnEvent
 from callboard.runner.adapters.codex import CodexAdapter
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, Machine
-from tests.agent_clis_e2e.test_codex import offline_config
+from tests.support.codex_config import offline_config
 from tests.support.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]

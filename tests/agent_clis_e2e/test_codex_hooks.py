@@ -17,7 +17,7 @@ from callboard.client.local import LocalClient
 from callboard.config import Settings
 from callboard.model import DeliveryState
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, Machine
-from tests.agent_clis_e2e.test_codex import offline_config
+from tests.support.codex_config import offline_config
 from tests.support.mock_model import MockModel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, WAKE_TIMEOUT, Machine, claude_code_env
-from tests.agent_clis_e2e.runner_support import RunnerProcess, status_of
 from tests.support.mock_model import MockModel
+from tests.support.runner_process import RunnerProcess, status_of
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, Machine
-from tests.agent_clis_e2e.runner_support import RunnerProcess, answers_then_resumes
 from tests.support.mock_model import MockModel
+from tests.support.runner_process import RunnerProcess, answers_then_resumes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 

@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 
 from callboard.model import Message
-from tests.conformance.header_proxy import HeaderProxy
 from tests.support.a2a_conformance_agent import ConformanceAgent
 from tests.support.a2a_hub import InProcessHub
+from tests.support.header_proxy import HeaderProxy
 from tests.support.postgres import fresh_database
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]

@@ -2,7 +2,7 @@
 ``/mcp``, for the scenarios that apply to a server with our own tools, in both protocol eras.
 
 A real ``callboard up`` runs as a subprocess; the CLI (run by its pinned Node 22, see
-node_tools.py) speaks to it through ``HeaderProxy``, because the CLI cannot send the bearer
+tests/support/mcp_conformance_cli.py) speaks to it through ``HeaderProxy``, because the CLI cannot send the bearer
 token every hub request needs (it takes only ``--url``). Each scenario runs as one CLI call with
 ``--expected-failures baseline.yml``; a scenario passes when the CLI's verdict is a pass, which
 means every check either succeeded or is listed in the baseline (and no listed check succeeds).
@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conformance.header_proxy import HeaderProxy
-from tests.conformance.node_tools import ConformanceCli, ensure_conformance_cli
 from tests.hub.conftest import FAILURE_IN_LOG, Hub
+from tests.support.header_proxy import HeaderProxy
+from tests.support.mcp_conformance_cli import ConformanceCli, ensure_conformance_cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]  # the first run installs Node and the CLI
 

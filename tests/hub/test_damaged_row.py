@@ -11,9 +11,9 @@ import pytest
 
 from callboard.client.hub import HubClient
 from tests.hub.conftest import CLI, EventStream, Hub, unique
-from tests.hub.test_mcp import mcp_client
 from tests.integrations.hooks.conftest import AGENT, Hooks
-from tests.mcp.test_tools import ok, words
+from tests.support.hub_mcp_client import mcp_client
+from tests.support.tool_results import ok, words
 
 pytestmark = pytest.mark.anyio
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.hub.conftest import Tenant, expect_error, expect_http_error, unique
-from tests.hub.test_mcp import mcp_client
-from tests.mcp.test_tools import text_of
+from tests.support.hub_mcp_client import mcp_client
+from tests.support.tool_results import text_of
 
 
 def _ok(answer: Any, status: int = 200) -> Any:

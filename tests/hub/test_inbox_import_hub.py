@@ -17,7 +17,7 @@ from callboard.cli.main import main
 from callboard.client.hub import HubClient
 from callboard.integrations.inbox_tree import import_plan, scan
 from tests.hub.conftest import Tenant
-from tests.integrations.test_inbox_tree import write
+from tests.support.files import write
 
 FILES: dict[str, dict[str, Any]] = {
     "bob/.read/0001.json": {

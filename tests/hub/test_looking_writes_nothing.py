@@ -19,9 +19,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.hub.conftest import CLI, EventStream, Hub, auth_headers
-from tests.mcp.test_tools import ok
 from tests.support.postgres import fresh_schema
 from tests.support.store_rows import changed, snapshot
+from tests.support.tool_results import ok
 
 WS = "crew"
 UNKNOWN_ID = "0190aaaa-0000-7000-8000-000000000000"

@@ -8,25 +8,21 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 import httpx
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 
 from callboard.identity import machine_name
 from tests.hub.conftest import CLI, Hub, Tenant, auth_headers, expect_http_error, unique
-from tests.mcp.test_tools import TOOLS, ok, text_of, words
 from tests.support.forgery import assert_reads_as_from_only, assert_structured_is_plain, forged
+from tests.support.hub_mcp_client import LONG_WAIT, mcp_client
+from tests.support.tool_results import TOOLS, ok, text_of, words
 
 pytestmark = pytest.mark.anyio
 
-LONG_WAIT = 30.0
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -34,17 +30,6 @@ INITIALIZE = {
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
-
-
-@asynccontextmanager
-async def mcp_client(
-    hub: Hub, era: str, token: str, agent: str | None = None, hooks: dict[str, list[Any]] | None = None
-) -> AsyncIterator[Client]:
-    async with httpx2.AsyncClient(
-        headers=auth_headers(token, agent), timeout=LONG_WAIT * 2, event_hooks=hooks or {}
-    ) as http:
-        async with Client(streamable_http_client(f"{hub.url}/mcp", http_client=http), mode=era) as client:
-            yield client
 
 
 async def test_an_agent_token_and_a_user_token_with_an_agent_header_each_act_as_their_agent(tenant: Tenant, era: str):

@@ -13,7 +13,7 @@ from callboard.headers import UNREAD_HEADER
 from callboard.hub.routes import ROUTES
 from callboard.mcp.tools import mailbox_server, one_client
 from tests.hub.conftest import Hub, Tenant, unique
-from tests.mcp.test_tools import ok
+from tests.support.tool_results import ok
 
 
 def unread_of(answer: httpx.Response) -> int | None:

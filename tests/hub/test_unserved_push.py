@@ -1,6 +1,6 @@
 """Through a hub (a user token acting as each recipient): mail the sender pushes into a Claude
 Code session Callboard does not serve is handed to a session of the agent registered for that
-process, and comes back when the process dies. The machine of tests/integrations/claude_code/test_push.py."""
+process, and comes back when the process dies. The machine of tests/support/claude_code_machine.py."""
 
 # ruff: noqa: F811 (the machine fixture is imported, and named as the tests' argument)
 from __future__ import annotations
@@ -9,7 +9,7 @@ from contextlib import closing
 
 from callboard.integrations.claude_code.push import push_sent
 from tests.hub.conftest import Tenant
-from tests.integrations.claude_code.test_push import Machine, machine  # noqa: F401 (the fixture)
+from tests.support.claude_code_machine import Machine, machine  # noqa: F401 (the fixture)
 from tests.support.waiting import wait_until
 
 

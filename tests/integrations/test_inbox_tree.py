@@ -23,6 +23,7 @@ from callboard.integrations.inbox_tree import InboxFile, import_plan, parse_mess
 from callboard.model import Caller, MailItem
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
+from tests.support.files import write
 
 WS = "acme"
 
@@ -88,16 +89,6 @@ BAD: dict[str, str] = {
     "carol/elsewhere.json": "'to' is 'alice' but the file is in agent carol's folder",
     "Not An Agent/0001.json": "agent folder name 'Not An Agent' is not valid",
 }
-
-
-def write(root: Path, file: str, content: Any) -> Path:
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
-    return path
 
 
 def tree(root: Path) -> Path:

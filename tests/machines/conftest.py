@@ -1,4 +1,4 @@
-"""Fixtures of the multi-machine tests: a hub and two machines in network namespaces (netns.py).
+"""Fixtures of the multi-machine tests: a hub and two machines in network namespaces (tests/support/netns.py).
 
   network        one network for the whole module: tests on it keep to their own agent names
                  (``unique``), and any test that cuts a link restores it before it ends
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.machines.netns import Network
 from tests.support.cli_runner import mark_e2e
+from tests.support.netns import Network
 
 FAILURE_IN_LOG = ("Traceback", "unexpected error")
 

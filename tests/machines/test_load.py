@@ -1,5 +1,5 @@
 """The load test of issue 6: 50 agents on two machines (network namespaces m1 and m2, the hub on a
-third: netns.py) exchange 20,000 messages with random addressing while one session is SIGKILLed
+third: tests/support/netns.py) exchange 20,000 messages with random addressing while one session is SIGKILLed
 and m2's link flaps; every acknowledged message must reach its intended session (or, for the
 killed one, stay in the mailbox) exactly once, in order, and the run reports what it saw.
 
@@ -59,7 +59,7 @@ from typing import Any
 import pytest
 
 from callboard.client.hub import SEND_RETRY_SECONDS
-from tests.machines.netns import Network, unavailable_reason
+from tests.support.netns import Network, unavailable_reason
 from tests.support.waiting import wait_until
 
 UNAVAILABLE = unavailable_reason()

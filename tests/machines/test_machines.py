@@ -1,5 +1,5 @@
 """Across machines: a hub in one network namespace, agents on two others (m1 and m2), joined by
-veth links (tests/machines/netns.py). Every command is the ``callboard`` CLI run inside a
+veth links (tests/support/netns.py). Every command is the ``callboard`` CLI run inside a
 machine's namespace, with that machine's own config and data; mail crosses real TCP links with
 TLS, and links are cut and the hub killed while it does. Sessions on m1 and m2 are addressed by
 name, name@machine and name@machine#pid; they go not live when killed, and a machine whose
@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from tests.hub.conftest import unique
-from tests.machines.netns import CALL_TIMEOUT as CALL
-from tests.machines.netns import CALLBOARD, PORT, Network, unavailable_reason
-from tests.machines.netns import STOP_TIMEOUT as STOP
 from tests.support.cli_runner import expect_error, texts
+from tests.support.netns import CALL_TIMEOUT as CALL
+from tests.support.netns import CALLBOARD, PORT, Network, unavailable_reason
+from tests.support.netns import STOP_TIMEOUT as STOP
 from tests.support.waiting import wait_until
 
 UNAVAILABLE = unavailable_reason()

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.machines.netns import CALLBOARD, Network, unavailable_reason
 from tests.support.cli_runner import texts
+from tests.support.netns import CALLBOARD, Network, unavailable_reason
 from tests.support.waiting import wait_until
 
 UNAVAILABLE = unavailable_reason()

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp.test_session import live_sessions, process_gone, sessions
 from tests.support.cli_runner import CLI
+from tests.support.mcp_sessions import live_sessions, sessions
+from tests.support.processes import process_gone
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e

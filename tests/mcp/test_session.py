@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from callboard.integrations.agent_clis import runtime_of
-from callboard.model import Session
-from callboard.store.sqlite.store import SQLiteStore
 from tests.support.cli_runner import CLI
+from tests.support.mcp_sessions import live_sessions, sessions
+from tests.support.processes import process_gone
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -53,32 +53,6 @@ def start_parent(machine: CLI, **extra: str) -> tuple[subprocess.Popen[str], int
     )
     assert parent.stdout is not None
     return parent, int(parent.stdout.readline())
-
-
-def sessions(machine: CLI) -> list[Session]:
-    """Every session alice ever had on this machine's store, ended ones too."""
-    store = SQLiteStore(machine.default_db)
-    try:
-        return store.list_sessions("default", "alice", include_ended=True)
-    finally:
-        store.close()
-
-
-def live_sessions(machine: CLI) -> list[dict]:
-    (alice,) = [a for a in machine.run_json("who", agent="observer")["agents"] if a["name"] == "alice"] or [{}]
-    return [s for s in alice.get("sessions", []) if s["live"]]
-
-
-def process_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # a zombie still answers signal 0: it has exited when /proc says so
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except OSError:
-        return True
 
 
 def test_the_parent_is_a_live_session_while_the_server_runs_and_it_ends_when_the_server_stops(machine: CLI):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.mcp.test_tools import TOOLS, ok, text_of, words
 from tests.support.cli_runner import CLI, EXIT_USER_ERROR
+from tests.support.tool_results import TOOLS, ok, text_of, words
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -8,7 +8,7 @@ import base64
 
 import pytest
 
-from tests.mcp.test_tools import failed, ok, text_of
+from tests.support.tool_results import failed, ok, text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -9,50 +9,15 @@ import time
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult
 
 from callboard.client.local import LocalClient
 from callboard.mcp.tools import DEFAULT_READ_LIMIT, mailbox_server, one_client
+from tests.support.tool_results import TOOLS, failed, ok, text_of, words
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {
-    "send_message",
-    "read_messages",
-    "list_agents",
-    "list_channels",
-    "message_status",
-    "who",
-    "update_task",
-    "list_tasks",
-}
 LONG_WAIT = 30.0  # a read that waits this long and returns early was woken
-
-
-def text_of(result: CallToolResult) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)
-
-
-def words(mail: dict) -> str:
-    """The sender's words inside a structured message's fence (its subject line left out)."""
-    lines = mail["message"].splitlines()
-    assert lines[0].startswith("----- BEGIN MESSAGE ") and lines[-1].startswith("----- END MESSAGE "), lines
-    inside = lines[1:-1]
-    return "\n".join(inside[1:] if inside and inside[0].startswith("subject: ") else inside)
-
-
-def ok(result: CallToolResult) -> dict:
-    assert not result.is_error, text_of(result)
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-def failed(result: CallToolResult, code: str) -> str:
-    assert result.is_error, result
-    text = text_of(result)
-    assert f"{code}: " in text, text
-    return text
 
 
 async def test_the_tool_set_is_the_eight_named_tools_each_described_briefly_with_an_output_schema(tools):

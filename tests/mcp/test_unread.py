@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from callboard.client.local import LocalClient
-from tests.mcp.test_tools import ok
+from tests.support.tool_results import ok
 
 pytestmark = pytest.mark.anyio
 

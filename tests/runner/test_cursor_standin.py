@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, Machine
-from tests.agent_clis_e2e.runner_support import RunnerProcess, status_of
+from tests.support.runner_process import RunnerProcess, status_of
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e

@@ -1,7 +1,7 @@
 """Mail the sender pushes into a Claude Code session Callboard does not serve is handed to a
 session of the agent that the service can judge: it comes back to the mailbox when the
 session's process is gone, unless the session's transcript shows its model took it. The
-machine of tests/integrations/claude_code/test_push.py (registry, live processes, stand-in sockets); the
+machine of tests/support/claude_code_machine.py (registry, live processes, stand-in sockets); the
 transcripts are files as Claude Code writes them. With the real Claude Code:
 tests/agent_clis_e2e/test_claude_code_reach.py."""
 
@@ -19,7 +19,7 @@ from callboard.integrations.claude_code.socket_delivery import render
 from callboard.integrations.claude_code.unserved_sessions import Note
 from callboard.model import UNSERVED_RUNTIME, RecipientStatus
 from callboard.procs import process_start_time
-from tests.integrations.claude_code.test_push import FakeSession, Machine, machine  # noqa: F401 (the fixture)
+from tests.support.claude_code_machine import FakeSession, Machine, machine  # noqa: F401 (the fixture)
 from tests.support.waiting import wait_until
 
 

@@ -1,5 +1,5 @@
 """End-to-end tests of ``callboard hook``: every hook is a real subprocess fed the exact JSON
-an agent CLI writes (``shapes``), on an isolated machine (tests/support/cli_runner.py).
+an agent CLI writes (tests/support/hook_stdin.py), on an isolated machine (tests/support/cli_runner.py).
 
 The agent is named by a ``.callboard-agent`` file in a project folder that the hook's JSON
 gives as ``cwd``; the hook process itself runs elsewhere, so only the JSON can name the agent.
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.integrations.hooks.shapes import stdin_for
 from tests.support.cli_runner import CLI, describe, mark_e2e
+from tests.support.hook_stdin import stdin_for
 
 AGENT = "webapp"
 SENDER = "reviewer"

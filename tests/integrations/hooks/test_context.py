@@ -10,8 +10,8 @@ import pytest
 
 from callboard.fence import PREAMBLE
 from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
-from tests.integrations.hooks.shapes import CLIENTS, CONTEXT_EVENTS, EVENT_NAMES
 from tests.support.forgery import assert_reads_as_from_only, forged
+from tests.support.hook_stdin import CLIENTS, CONTEXT_EVENTS, EVENT_NAMES
 
 
 def context_text(client: str, event: str, answer: dict[str, Any] | None) -> str:

@@ -8,7 +8,7 @@ import pytest
 
 from callboard.integrations.hooks import budget
 from tests.integrations.hooks.conftest import Hooks
-from tests.integrations.hooks.shapes import CLIENTS
+from tests.support.hook_stdin import CLIENTS
 
 
 def block_reason(answer: dict[str, Any] | None) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,36 +18,9 @@ from callboard.procs import process_start_time
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.integrations.hooks.conftest import AGENT, Hooks
+from tests.support.processes import process_gone
+from tests.support.waiter_agent_cli import WAKE_TIMEOUT, registered, start_agent_cli
 from tests.support.waiting import wait_until
-
-WAKE_TIMEOUT = 20.0
-
-# Stands for the agent CLI: `python -c AGENT_CLI [its own args…] -- <waiter argv>` starts the
-# waiter as its child with $HOOK_STDIN on its stdin, prints the waiter's pid and exit status
-# (when it ends), then idles.
-AGENT_CLI = """
-import os, subprocess, sys, time
-argv = sys.argv[sys.argv.index("--") + 1:]
-child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-child.stdin.write(os.environ["HOOK_STDIN"].encode())
-child.stdin.close()
-print(child.pid, flush=True)
-print(child.wait(), flush=True)
-time.sleep(300)
-"""
-
-
-def registered(hooks: Hooks, pid: int) -> bool:
-    return any(s["pid"] == pid and s["live"] for s in hooks.sessions())
-
-
-def ended(pid: int) -> bool:
-    """The process has exited (gone, or a zombie nobody reaped yet)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rindex(")") + 2] == "Z"
 
 
 def test_mail_wakes_the_session(hooks: Hooks) -> None:
@@ -100,18 +72,6 @@ def test_one_waiter_per_agent_cli_process(hooks: Hooks) -> None:
         other_process.stdout.close()
 
 
-def start_agent_cli(hooks: Hooks, python: str = sys.executable, *args: str) -> subprocess.Popen[str]:
-    argv = [*hooks.cli.argv("hook", "wake"), "--client", "claude"]
-    return subprocess.Popen(
-        [python, "-c", AGENT_CLI, *args, "--", *argv],
-        env=hooks.cli.env(env={"HOOK_STDIN": hooks.stdin("session-start")}),
-        cwd=hooks.cli.workdir,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-
-
 def test_the_waiter_ends_with_its_agent_cli(hooks: Hooks) -> None:
     agent_cli = start_agent_cli(hooks)
     try:
@@ -119,11 +79,11 @@ def test_the_waiter_ends_with_its_agent_cli(hooks: Hooks) -> None:
         waiter_pid = int(agent_cli.stdout.readline())
         wait_until(lambda: registered(hooks, agent_cli.pid), what="the waiter to register its agent CLI's session")
         state_folder = hooks.cli.callboard_home / "hooks" / "sess-1"
-        assert state_folder.is_dir() and not ended(waiter_pid)
+        assert state_folder.is_dir() and not process_gone(waiter_pid)
         agent_cli.send_signal(signal.SIGKILL)
         agent_cli.wait()
         died = time.monotonic()
-        wait_until(lambda: ended(waiter_pid), 10.0, "the waiter to exit after its agent CLI")
+        wait_until(lambda: process_gone(waiter_pid), 10.0, "the waiter to exit after its agent CLI")
         assert time.monotonic() - died < 1.5  # within about a second of the session's end
         assert not state_folder.exists()  # its hook state went with it
     finally:

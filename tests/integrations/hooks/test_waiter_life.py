@@ -20,7 +20,8 @@ from callboard.model import Caller
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
-from tests.integrations.hooks.test_waiter import WAKE_TIMEOUT, ended, registered, start_agent_cli
+from tests.support.processes import process_gone
+from tests.support.waiter_agent_cli import WAKE_TIMEOUT, registered, start_agent_cli
 from tests.support.waiting import wait_until
 
 
@@ -105,7 +106,7 @@ def test_when_the_session_ends_the_waiter_leaves_and_the_mail_waits_for_the_next
         wait_until(lambda: registered(hooks, agent_cli.pid), what="the waiter to be armed for the agent CLI")
         agent_cli.kill()  # the session ends (the agent CLI is gone) while its waiter is armed
         agent_cli.wait()
-        wait_until(lambda: ended(waiter_pid), what="the waiter to leave with its session")
+        wait_until(lambda: process_gone(waiter_pid), what="the waiter to leave with its session")
     finally:
         if agent_cli.poll() is None:
             agent_cli.kill()

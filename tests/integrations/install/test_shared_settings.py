@@ -21,8 +21,8 @@ from mcp import Client, StdioServerParameters
 
 from callboard.integrations.install.install_plans import fast_hook_command, hook_command
 from callboard.integrations.install.json_text import JsonText
-from tests.integrations.hooks.shapes import stdin_for
 from tests.support.cli_runner import CLI, describe
+from tests.support.hook_stdin import stdin_for
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e

