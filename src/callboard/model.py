@@ -73,8 +73,8 @@ class Model(BaseModel):
 M = TypeVar("M", bound=BaseModel)
 _REQUIRED = object()
 # Per model class: every field with its default (in declaration order), and the fields whose
-# default comes from a factory (a fresh list each time).
-_templates: dict[type[BaseModel], tuple[dict[str, Any], list[tuple[str, Callable[[], Any]]]]] = {}
+# default comes from a factory (a fresh list each time; pydantic's may take the data, ours none).
+_templates: dict[type[BaseModel], tuple[dict[str, Any], list[tuple[str, Callable[..., Any]]]]] = {}
 
 
 def built(cls: type[M], **values: Any) -> M:
@@ -93,7 +93,7 @@ def built(cls: type[M], **values: Any) -> M:
         raise TypeError(f"{cls.__name__} has no field {sorted(ordered.keys() - template.keys())[0]}")
     for name, factory in factories:
         if name not in values:
-            ordered[name] = factory()  # type: ignore[call-arg]
+            ordered[name] = factory()
     if _REQUIRED in ordered.values():
         missing = next(name for name, value in ordered.items() if value is _REQUIRED)
         raise TypeError(f"{cls.__name__}.{missing} is required")

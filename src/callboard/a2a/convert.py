@@ -39,11 +39,11 @@ _STATES = {
 _OUR_STATES = {value: key for key, value in _STATES.items()}
 
 
-def a2a_state(state: TaskState) -> A2AState.ValueType:
+def a2a_state(state: TaskState) -> A2AState:
     return _STATES[state]
 
 
-def our_state(state: A2AState.ValueType) -> TaskState | None:
+def our_state(state: A2AState) -> TaskState | None:
     """An A2A state as ours; None for TASK_STATE_UNSPECIFIED (no filter)."""
     return _OUR_STATES.get(state)
 
@@ -62,9 +62,7 @@ def from_value(value: Any) -> Any:
     return value
 
 
-def struct_of(data: dict[str, Any] | None) -> struct_pb2.Struct | None:
-    if data is None:
-        return None
+def struct_of(data: dict[str, Any]) -> struct_pb2.Struct:
     struct = struct_pb2.Struct()
     struct.update(data)
     return struct

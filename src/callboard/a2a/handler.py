@@ -83,6 +83,7 @@ class CallboardRequestHandler(RequestHandler):
     @validate_request_params  # the proto's required fields, as the SDK's own handler checks them
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> A2ATask | Message:
         caller, worker = _parties(context)
+        assert caller.agent is not None, "the hub's door identifies an agent (identify_by)"
         config = params.configuration
         history = config.history_length if config.HasField("history_length") else DEFAULT_HISTORY
         if history < 0:

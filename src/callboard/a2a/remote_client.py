@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from types import TracebackType
 
 from a2a.client import Client, ClientCallContext, ClientConfig, ClientFactory
-from a2a.types import CancelTaskRequest, GetTaskRequest, SendMessageRequest
+from a2a.types import CancelTaskRequest, GetTaskRequest, SendMessageRequest, StreamResponse
 
 from callboard.a2a.remote_card import SPOKEN_BINDINGS, RemoteTimeouts, agent_card_of, remote_http
 from callboard.a2a.remote_errors import remote_problem
@@ -141,7 +141,7 @@ class RemoteConnection:
         remaining = max(0.05, until - time.monotonic())
         return ClientCallContext(timeout=min(self.timeouts.call, remaining))
 
-    async def _next(self, stream: AsyncIterator, until: float, doing: str) -> object | None:
+    async def _next(self, stream: AsyncIterator[StreamResponse], until: float, doing: str) -> StreamResponse | None:
         """The stream's next event, or None at its end; bounded by the task's deadline too (the
         call timeout bounds only the silence between two events)."""
         remaining = until - time.monotonic()

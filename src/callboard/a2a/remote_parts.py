@@ -8,6 +8,7 @@ bad value is: something an outside agent sent that is not A2A 1.0 is its broken 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -15,6 +16,7 @@ from a2a.types import Artifact as A2AArtifact
 from a2a.types import Message as A2AMessage
 from a2a.types import Part as A2APart
 from a2a.types import Role
+from a2a.types import TaskState as A2AState
 
 from callboard.a2a.convert import a2a_part, our_artifact, our_part, our_state
 from callboard.errors import BadRemoteAnswer, CallboardError
@@ -24,9 +26,9 @@ from callboard.tasks import TaskArtifact, TaskState
 T = TypeVar("T")
 
 
-def state_from_a2a(state: int, remote: str) -> TaskState:
+def state_from_a2a(state: A2AState, remote: str) -> TaskState:
     """Our state for the remote's; an unspecified or unknown state is a broken answer."""
-    ours = our_state(state)  # type: ignore[arg-type]
+    ours = our_state(state)
     if ours is None:
         raise BadRemoteAnswer(
             f"remote agent {remote} reported a task state A2A 1.0 does not have ({state}); "
@@ -36,7 +38,7 @@ def state_from_a2a(state: int, remote: str) -> TaskState:
 
 
 def parts_from_a2a(parts: Sequence[A2APart], remote: str) -> list[Part]:
-    return [_theirs(lambda p=part: our_part(p), remote) for part in parts]
+    return [_theirs(functools.partial(our_part, part), remote) for part in parts]
 
 
 def part_from_a2a(part: A2APart, remote: str) -> Part:

@@ -121,7 +121,7 @@ class RemotePump:
         if out is None:
             return
         known = await asyncio.to_thread(self.outbox.remote_task_of, send)
-        if send.remote_task_id and await asyncio.to_thread(self.outbox.superseded, send):
+        if bool(send.remote_task_id) and await asyncio.to_thread(self.outbox.superseded, send):
             await asyncio.to_thread(self.outbox.settle, send)  # a follow-up's row follows the task now
             return
         if out.task.state in FINAL:  # canceled by its requester (this row may be the cancel's mail)

@@ -48,6 +48,7 @@ def _translator_app(url: str):  # noqa: ANN202 — a2a's server parts are import
             if task is None:
                 status = TaskStatus(state=A2AState.TASK_STATE_SUBMITTED)
                 await queue.enqueue_event(Task(id=context.task_id, context_id=context_id, status=status))
+            assert context.task_id is not None and context_id is not None, "the SDK names both before it executes"
             updater = TaskUpdater(queue, context.task_id, context_id)
             if task is None or task.status.state != A2AState.TASK_STATE_INPUT_REQUIRED:
                 await updater.start_work()

@@ -375,7 +375,12 @@ def workspace_list(as_json: JsonOption = False, as_admin: AsAdminOption = False,
     """The workspaces you may see: the store's, or through a hub your token's (every one --as-admin)."""
     with open_client(db, as_admin=as_admin) as client:
         workspaces = client.list_workspaces()
-    render.emit(workspaces, as_json, lambda: [render.console.print(render.peer(w.name)) for w in workspaces])
+
+    def human() -> None:
+        for workspace in workspaces:
+            render.console.print(render.peer(workspace.name))
+
+    render.emit(workspaces, as_json, human)
 
 
 @agent_app.command("card")

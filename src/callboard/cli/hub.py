@@ -296,7 +296,12 @@ def token_list(as_json: JsonOption = False, as_admin: AsAdminOption = False, db:
     """Tokens this credential may see (never their secrets)."""
     with _hub_client(db, as_admin) as client:
         tokens = client.list_tokens()
-    render.emit(tokens, as_json, lambda: [_print_token(t) for t in tokens])
+
+    def human() -> None:
+        for token in tokens:
+            _print_token(token)
+
+    render.emit(tokens, as_json, human)
 
 
 @token_app.command("revoke")

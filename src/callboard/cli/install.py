@@ -24,7 +24,7 @@ from callboard.integrations.install import install_plans
 from callboard.integrations.install.installer import Report, install, uninstall
 
 # The CLIs ``install`` puts the mailbox into: every one that takes an MCP server (agent_clis, the one table).
-Client = StrEnum("Client", {name: name for name in install_plans.CLIENTS})
+Client = StrEnum("Client", {name: name for name in install_plans.CLIENTS})  # type: ignore[misc]  # members from the table: mypy cannot list them
 
 
 class Scope(StrEnum):

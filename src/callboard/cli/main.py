@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # typer loads only when a command needs it (tests/cli/test_warm.py)
+    from typer.core import TyperGroup
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL = 1
@@ -90,10 +94,10 @@ def run_command(args: list[str]) -> None:
     run_typer_command(args)
 
 
-_built: tuple[frozenset[str], object] | None = None  # the click group, and the modules it was built from
+_built: tuple[frozenset[str], TyperGroup] | None = None  # the click group, and the modules it was built from
 
 
-def command_for(args: list[str]):  # type: ignore[no-untyped-def]
+def command_for(args: list[str]) -> TyperGroup:
     """The click command that runs ``args``; importing a command module registers its commands on
     the app, so a known command loads only its own module (typer builds every registered one).
     Built once per set of loaded modules: the warm server builds it with all of them before it

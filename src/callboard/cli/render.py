@@ -54,7 +54,7 @@ def make_consoles() -> tuple[Console, Console]:
     """The consoles for standard output and error; they note the terminal when made (the warm
     server's forked command makes them anew on its caller's descriptors and environment). No
     emoji codes: ``:fire:`` in someone's text prints as typed."""
-    options = {"highlight": False, "soft_wrap": True, "emoji": False}
+    options: dict[str, Any] = {"highlight": False, "soft_wrap": True, "emoji": False}
     return _ShownConsole(**options), _ShownConsole(stderr=True, **options)
 
 

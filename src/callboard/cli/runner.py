@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -25,6 +25,9 @@ from callboard.config import Settings
 from callboard.errors import BadRequest
 from callboard.fence import visible
 from callboard.runner.env import RUNNER_ENV
+
+if TYPE_CHECKING:
+    from callboard.runner.files import RunnerFiles
 
 runner_app = typer.Typer(
     help="Runners: see, wake, read and clear the agents that `callboard run` keeps.", no_args_is_help=True
@@ -205,7 +208,7 @@ def clear(as_json: JsonOption = False, db: DbOption = None) -> None:
     )
 
 
-def _files(agent: str, db: str | None):  # type: ignore[no-untyped-def]
+def _files(agent: str, db: str | None) -> RunnerFiles:
     from callboard.runner.files import RunnerFiles
 
     settings = Settings.load(db=db)

@@ -6,7 +6,7 @@ and its words are also what ``team status`` prints (``runner_table``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -15,6 +15,9 @@ from callboard.cli.app import DbOption, JsonOption, open_client
 from callboard.cli.render import peer
 from callboard.cli.runner import runner_app
 from callboard.runners import RunnerReport
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 STATE_STYLE = {
     "starting": "yellow",
@@ -39,7 +42,7 @@ def status(
     render.emit(reports, as_json, lambda: render.console.print(runner_table(reports)))
 
 
-def runner_table(reports: Sequence[RunnerReport], local: Mapping[str, str] | None = None):  # type: ignore[no-untyped-def]
+def runner_table(reports: Sequence[RunnerReport], local: Mapping[str, str] | None = None) -> str | Table:
     """The reports as a table (or a line saying there are none); ``local``: a column of what this
     machine knows of each agent's process (team status)."""
     if not reports:

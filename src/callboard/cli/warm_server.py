@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from callboard.cli.warm_client import BEGAN, DECLINED, EXITED, LOCK_FILE, SOCKET_FILE
@@ -45,7 +46,7 @@ def fingerprint() -> tuple:
     """What the loaded code was made of: the package's files and the folders of the import path
     (a package installed or removed changes its folder's time). Cheap: a stat per file."""
     package = Path(__file__).resolve().parent.parent
-    files = []
+    files: list[tuple[str, int]] = []
     for folder, _dirs, names in os.walk(package):
         files.extend((name, os.stat(os.path.join(folder, name)).st_mtime_ns) for name in names if name.endswith(".py"))
     paths = []
@@ -257,7 +258,7 @@ def _interrupt_when_gone(conn: socket.socket) -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
 
-def _exit_code(main, args: list[str]) -> int:  # type: ignore[no-untyped-def]
+def _exit_code(main: Callable[[list[str]], None], args: list[str]) -> int:
     """What ``main(args)`` would exit the process with."""
     try:
         main(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -16,7 +16,9 @@ log = logging.getLogger("callboard.hub")
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+# ASGI's send takes any mutable mapping (Starlette's apps are handed ours). A server's send is a
+# coroutine function (uvicorn's, Starlette's test client's): run_now steps the coroutine it returns.
+Send = Callable[[MutableMapping[str, Any]], Coroutine[Any, Any, None]]
 
 
 class Disconnected(Exception):

@@ -45,7 +45,7 @@ class McpEndpoint:
             # The caller the door identified for this very request (see __call__).
             request = ctx.request_context.request
             caller = getattr(request, "scope", {}).get(CALLER_KEY)
-            if caller is None:  # never over HTTP: only a request that passed the door gets here
+            if caller is None or request is None:  # never over HTTP: only a request that passed the door gets here
                 raise Unauthorized("no credential came with this call.")
             secret = bearer_token(headers_of(request.scope))
             return CredentialBound(hub.service, caller, lambda: hub.credentials.authenticate(secret))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic.config import JsonDict
 
 from callboard import address, limits
 from callboard.model import Part
@@ -201,7 +202,7 @@ WorkerAddress = Annotated[
         )
     ),
 ]
-_ANY_CONTENT = {
+_ANY_CONTENT: JsonDict = {
     "anyOf": [
         {"required": ["text"], "properties": {"text": {"type": "string", "pattern": r"\S"}}},
         {"required": ["parts"], "properties": {"parts": {"minItems": 1}}},
@@ -236,7 +237,7 @@ class ArtifactBody(Body):
     metadata: dict[str, Any] | None = None
 
 
-TASK_STATES = [state.value for state in TaskState]
+TASK_STATES: list[JsonValue] = [state.value for state in TaskState]  # a JSON schema's enum
 
 
 class TaskUpdateRequest(Body):

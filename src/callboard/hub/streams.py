@@ -69,6 +69,7 @@ async def _long_poll(
     """``take(caller)`` on a worker thread, again at each signal of the caller's mailbox until it finds
     mail or ``wait`` seconds pass; the loop holds no thread while it waits. A read that waits
     counts against its credential's streams; any read ends (401) if its token is revoked."""
+    assert caller.agent is not None, "as_agent first (read, surface)"
     hub = call.hub
     deadline = time.monotonic() + wait
     with (
@@ -103,16 +104,16 @@ async def events(call: Call) -> None:
     after = _resume_point(call.headers, call.query("after"))
     # One worker call at the start, which also counts the agent's unread mail for the header.
     cursor = await call.run_as(lambda acting: after if after is not None else hub.service.mailbox_position(acting))
-    caller = call.caller  # in the session the request names, now
-    assert caller is not None
+    in_session = call.caller  # the caller in the session the request names, now
+    assert in_session is not None and in_session.agent is not None, "identified, as an agent"
     with (
-        hub.service.events.subscribe_async(caller.workspace, caller.agent) as subscription,
+        hub.service.events.subscribe_async(in_session.workspace, in_session.agent) as subscription,
         hub.streams.opened(credential, secret_hash_of(call.headers), lambda: subscription.receive(None)) as stream,
     ):
         gone = asyncio.get_running_loop().create_task(_disconnect(call.receive, subscription))
         try:
             await call.start_stream(b"text/event-stream", {"cache-control": "no-cache", "x-accel-buffering": "no"})
-            await _stream(hub, caller, cursor, subscription, gone, reply, stream)
+            await _stream(hub, in_session, cursor, subscription, gone, reply, stream)
             if stream.revoked:  # a comment, for whoever reads the stream by hand; clients see its end
                 await reply.body(b": this token was revoked\n\n", more=True)
             await reply.body(b"")

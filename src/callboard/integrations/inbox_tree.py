@@ -330,6 +330,9 @@ def _check_sendable(message: InboxMessage) -> None:
         raise BadFile(error.message.rstrip(".")) from None
 
 
+_JSON_TYPES: dict[type, str] = {str: "string", list: "list", dict: "object"}
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
@@ -337,7 +340,7 @@ def _json_type(value: Any) -> str:
         return "boolean"
     if isinstance(value, (int, float)):
         return "number"
-    return {str: "string", list: "list", dict: "object"}.get(type(value), type(value).__name__)
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 # --- importing --------------------------------------------------------------------------------

@@ -83,10 +83,10 @@ async def serve_stdio(server: MCPServer, on_input_end: Callable[[], None] | None
         asyncio.streams.FlowControlMixin, os.fdopen(protocol_out, "wb", 0)
     )
     try:
-        async with stdio_server(stdin=_LineReader(reader, on_input_end), stdout=_Writer(transport, protocol)) as (
-            incoming,
-            outgoing,
-        ):  # type: ignore[arg-type]
+        stdin, stdout = _LineReader(reader, on_input_end), _Writer(transport, protocol)
+        # The SDK types both as anyio's AsyncFile (a class), and only iterates one, writes and flushes the other.
+        streams = stdio_server(stdin=stdin, stdout=stdout)  # type: ignore[arg-type]  # ours: just those methods
+        async with streams as (incoming, outgoing):
             lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on these streams
             await lowlevel.run(incoming, outgoing, lowlevel.create_initialization_options())
     finally:

@@ -9,6 +9,7 @@ a spin.
 
 from __future__ import annotations
 
+import builtins
 import os
 import signal
 import threading
@@ -38,7 +39,7 @@ class Wake:
         """Wait up to ``timeout`` seconds (None: for ever) for a wake; whether one came."""
         return self._event.wait(timeout)
 
-    def take(self) -> set[str]:
+    def take(self) -> builtins.set[str]:  # builtins: in this class, "set" is the method above
         """The reasons since the last take (clearing them)."""
         with self._lock:
             reasons, self._reasons = self._reasons, set()

@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from callboard.errors import BadRequest, CallboardError
 from callboard.fence import one_line
@@ -26,6 +26,9 @@ from callboard.integrations.agent_clis import CLAUDE_CODE, HOOK_CLIENTS
 from callboard.integrations.hooks.context import HookContext
 from callboard.integrations.hooks.payload import parse, read_stdin
 from callboard.runner.env import under_runner
+
+if TYPE_CHECKING:  # the waiter is imported only by the one hook that waits
+    from callboard.integrations.claude_code.waiter import AgentWatch
 
 EVENTS = ("session-start", "prompt", "post-tool", "stop", "wake")
 USAGE = f"usage: callboard hook {{{'|'.join(EVENTS)}}} [--client {'|'.join(HOOK_CLIENTS)}]  (hook JSON on stdin)"
@@ -82,12 +85,16 @@ def run(
         seconds = deadline_seconds(env)
     except BadRequest as error:
         return _fail(finish, stderr, event, f"{error.code}: {error.message}")
-    watch = _watch_agent(finish) if event == "wake" else _arm_deadline(finish, stderr, event, seconds)
+    watch: AgentWatch | None = None
+    if event == "wake":
+        watch = _watch_agent(finish)
+    else:
+        _arm_deadline(finish, stderr, event, seconds)
     ctx: HookContext | None = None
     result: dict[str, Any] | None = None
     try:
         ctx = HookContext(event, client_name, parse(read_stdin(stdin)), env)
-        if event == "wake":
+        if watch is not None:  # the wake event's
             from callboard.integrations.claude_code.waiter import wait_for_mail
 
             return wait_for_mail(ctx, watch, stderr)
@@ -157,7 +164,7 @@ def _arm_deadline(finish: threading.Lock, stderr: TextIO, event: str, seconds: f
     timer.start()
 
 
-def _watch_agent(finish: threading.Lock) -> Any:
+def _watch_agent(finish: threading.Lock) -> AgentWatch:
     """For the waiter: end this process once the agent CLI it serves has ended (from now on,
     before stdin is even read)."""
     from callboard.integrations.agent_clis import agent_process

@@ -27,6 +27,14 @@ _STRING_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
 DEFAULT_UNIT = "  "
 
 
+def _match(pattern: re.Pattern[str], text: str, position: int) -> re.Match[str]:
+    """The pattern's match at ``position``, where it always matches: it may match nothing (space,
+    indentation), or the text parsed as JSON already (a string, a scalar)."""
+    match = pattern.match(text, position)
+    assert match is not None, f"{pattern.pattern!r} at {position}"
+    return match
+
+
 class JsonSyntaxError(ValueError):
     """The text is not JSON; ``line`` and ``column`` count from 1."""
 
@@ -87,7 +95,7 @@ class JsonText:
             raise JsonSyntaxError(error.msg, error.lineno, error.colno) from None
         except (ValueError, RecursionError) as error:
             raise JsonSyntaxError(str(error), 1, 1) from None
-        self._root, _ = _parse_value(self._clean, _SPACE.match(self._clean, 0).end())
+        self._root, _ = _parse_value(self._clean, _match(_SPACE, self._clean, 0).end())
         self._newline = "\r\n" if "\r\n" in text else "\n"
 
     def _new(self, text: str) -> JsonText:
@@ -213,7 +221,7 @@ class JsonText:
         if not self._multiline(container) or not container.children:
             return None
         gap = self.text[container.start + 1 : container.children[0].start]
-        return _INDENT.match(gap, gap.rindex("\n") + 1).group()
+        return _match(_INDENT, gap, gap.rindex("\n") + 1).group()
 
     def _unit(self) -> str:
         """One level of indentation, as the document's top level uses it."""
@@ -225,7 +233,7 @@ class JsonText:
         return DEFAULT_UNIT
 
     def _line_indent(self, position: int) -> str:
-        return _INDENT.match(self.text, self.text.rfind("\n", 0, position) + 1).group()
+        return _match(_INDENT, self.text, self.text.rfind("\n", 0, position) + 1).group()
 
     def _separator(self, container: _Node, indent: str | None) -> str:
         children = container.children
@@ -269,7 +277,7 @@ def _member(node: _Node, key: str) -> _Child | None:
 
 
 def _skip(text: str, position: int) -> int:
-    return _SPACE.match(text, position).end()
+    return _match(_SPACE, text, position).end()
 
 
 def _parse_value(text: str, position: int) -> tuple[_Node, int]:
@@ -282,7 +290,7 @@ def _parse_value(text: str, position: int) -> tuple[_Node, int]:
         while text[position] != closing:
             start, key, key_end = position, None, position
             if first == "{":
-                match = _STRING.match(text, position)
+                match = _match(_STRING, text, position)
                 key, key_end = json.loads(match.group()), match.end()
                 position = _skip(text, _skip(text, key_end) + 1)  # past the colon
             child, position = _parse_value(text, position)
@@ -292,5 +300,5 @@ def _parse_value(text: str, position: int) -> tuple[_Node, int]:
                 position = _skip(text, position + 1)
         node.end = position + 1
         return node, position + 1
-    match = (_STRING if first == '"' else _SCALAR).match(text, position)
+    match = _match(_STRING if first == '"' else _SCALAR, text, position)
     return _Node("value", position, match.end()), match.end()

@@ -110,11 +110,12 @@ def overrides(launch: Launch) -> list[str]:
     no approvals asked, the workspace-write sandbox with the Callboard home writable."""
     server = launch.mcp_server
     env = server.get("env") or {}
-    assert isinstance(env, dict)
+    args = server.get("args") or []
+    assert isinstance(env, dict) and isinstance(args, list)
     table = "{" + ", ".join(f"{key} = {json.dumps(str(value))}" for key, value in env.items()) + "}"
     settings = {
         "command": json.dumps(str(server["command"])),
-        "args": json.dumps([str(a) for a in server.get("args") or []]),  # type: ignore[union-attr]
+        "args": json.dumps([str(a) for a in args]),
         "env": table,
         "required": "true",
         "startup_timeout_sec": "60",

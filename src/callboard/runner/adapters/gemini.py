@@ -120,6 +120,7 @@ def own_home(home: Path, user_dir: Path, server: Any) -> None:
         settings = loaded if isinstance(loaded, dict) else {}
     except (OSError, ValueError):
         pass
-    servers = settings.get("mcpServers") if isinstance(settings.get("mcpServers"), dict) else {}
+    found = settings.get("mcpServers")
+    servers = found if isinstance(found, dict) else {}
     settings["mcpServers"] = {**servers, SERVER: {**dict(server), "trust": True}}
     (ours / SETTINGS).write_text(json.dumps(settings, indent=2), encoding="utf-8")
