@@ -43,7 +43,7 @@ def without_password(url: str) -> str:
     if "://" not in url:
         params = conninfo_to_dict(url)
         params.pop("password", None)
-        return make_conninfo(**params)
+        return make_conninfo("", **params)
     parts = urlsplit(url)
     netloc = parts.netloc
     if "@" in netloc:
@@ -141,16 +141,16 @@ class PostgresDatabase:
         return pending
 
     def all(self, query: str, args: Args = ()) -> list[tuple]:
-        return self.run(lambda conn: conn.execute(query, args).fetchall(), reads_only=True)  # type: ignore[arg-type]
+        return self.run(lambda conn: conn.execute(query, args).fetchall(), reads_only=True)
 
     def one(self, query: str, args: Args = ()) -> tuple | None:
-        return self.run(lambda conn: conn.execute(query, args).fetchone(), reads_only=True)  # type: ignore[arg-type]
+        return self.run(lambda conn: conn.execute(query, args).fetchone(), reads_only=True)
 
     def notifying(self, dml: str, args: dict[str, object], payload: str | None = None) -> list[tuple]:
         """Run ``dml`` (with RETURNING) as one transaction that notifies ``payload`` (default:
         "something changed") when it changed a row; the rows it returned."""
         args = {**args, "channel": self.channel, "payload": payload or notices.payload(self.replica)}
-        rows = self.run(lambda conn: conn.execute(notices.notifying(dml), args).fetchall())  # type: ignore[arg-type]
+        rows = self.run(lambda conn: conn.execute(notices.notifying(dml), args).fetchall())
         return [row[:-1] for row in rows]
 
     def changed_one(self, dml: str, args: dict[str, object]) -> bool:

@@ -19,6 +19,7 @@ import os
 import select
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -31,7 +32,7 @@ RECONNECT_DELAYS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0)  # then 5 s between att
 
 # Notice a silently dead peer within about half a minute, not the operating system's two hours,
 # and give up on a connection attempt that gets no answer as soon.
-_OPTIONS = {
+_OPTIONS: dict[str, Any] = {  # libpq connection parameters, passed through
     "connect_timeout": 10,
     "keepalives": 1,
     "keepalives_idle": 10,

@@ -344,7 +344,7 @@ def migrate(conn: psycopg.Connection, schema: str) -> int:
         for script in MIGRATIONS[version:]:
             for statement in script.split(";"):
                 if statement.strip():
-                    conn.execute(statement)  # type: ignore[call-overload]  # our own text, no parameters
+                    conn.execute(statement)  # our own text, no parameters
         conn.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (len(MIGRATIONS),))
         conn.commit()
         return version
