@@ -61,6 +61,7 @@ from common import BenchFailure, median_of, ms, percentile, report, summary  # n
 from callboard.client.local import LocalClient  # noqa: E402
 from callboard.config import Settings  # noqa: E402
 from callboard.limits import POLL_INTERVAL_SECONDS  # noqa: E402
+from callboard.requests import SendRequest
 from callboard.store.sqlite.store import SQLiteStore  # noqa: E402
 
 WORKSPACE = "bench"
@@ -191,11 +192,11 @@ def send_round(db_path: str, params: Params) -> tuple[list[float], dict[str, obj
     try:
         pragmas = store_pragmas(client)
         for _ in range(params.send_warmup):
-            client.send(RECIPIENT, TEXT)
+            client.send(SendRequest(to=RECIPIENT, text=TEXT))
         times = []
         for _ in range(params.sends):
             start = time.perf_counter_ns()
-            client.send(RECIPIENT, TEXT)
+            client.send(SendRequest(to=RECIPIENT, text=TEXT))
             times.append((time.perf_counter_ns() - start) / 1e6)
     finally:
         client.close()
@@ -252,7 +253,7 @@ def noise_sender(db_path: str, agent: str, stop, results) -> None:
         client = open_client(db_path, agent)
         sent = 0
         while not stop.is_set():
-            client.send(NOISE_SINK, "noise")
+            client.send(SendRequest(to=NOISE_SINK, text="noise"))
             sent += 1
         client.close()
         results.put(("ok", "noise", sent))
@@ -274,7 +275,7 @@ def latency_sender(db_path: str, count: int, gap_ms: tuple[float, float], pipe, 
         for n in range(count):
             time.sleep(rng.uniform(*gap_ms) / 1000)
             sent_ns = time.monotonic_ns()
-            client.send("reader", f"ping {n}", parts=[{"data": {"n": n, "sent_ns": sent_ns}}])
+            client.send(SendRequest(to="reader", text=f"ping {n}", parts=[{"data": {"n": n, "sent_ns": sent_ns}}]))
             committed_ns = time.monotonic_ns()  # send returned: the message is durable
             if not pipe.poll(READ_WAIT_SECONDS + 5):
                 raise BenchFailure(f"the reader did not report message {n}")
@@ -371,7 +372,7 @@ def throughput_worker(db_path: str, agent: str, count: int, barrier, results) ->
         times = []
         for _ in range(count):
             t0 = time.perf_counter_ns()
-            client.send(RECIPIENT, TEXT)
+            client.send(SendRequest(to=RECIPIENT, text=TEXT))
             times.append((time.perf_counter_ns() - t0) / 1e6)
         finish = time.monotonic_ns()
         client.close()

@@ -53,6 +53,7 @@ import pytest  # noqa: E402  (the client-test machinery reports its failures wit
 from common import BenchFailure, ms, percentile, report  # noqa: E402
 
 from callboard.integrations.claude_code import sessions as claude_sessions  # noqa: E402
+from callboard.requests import SendRequest  # noqa: E402
 from tests.agent_clis_e2e.conftest import CLAUDE_CODE_CURRENT, LiveCli, Machine, claude_code_env, install  # noqa: E402
 from tests.support.mock_model import MockModel  # noqa: E402
 from tests.support.runner_process import RunnerProcess  # noqa: E402
@@ -154,7 +155,7 @@ def measure_wakes(
             if path == "runner":
                 # Senders in turn: one sender's 20+ messages a minute is a flood the guard holds
                 # back (delivery/guard.py), and the bench measures delivery, not the guard.
-                senders[(i // 2) % len(senders)].send("alice", text)
+                senders[(i // 2) % len(senders)].send(SendRequest(to="alice", text=text))
                 runner.turns += 1
             else:
                 claude_sessions.write_frame(socket, text)
@@ -237,7 +238,7 @@ def measure_polling(params: Params, machine: Machine, claude: Path, tmp: Path) -
                     time.sleep(random.uniform(0, params.poll_period))  # a random phase of the loop
                     nonce = f"poll-{i}-{uuid.uuid4().hex[:8]}"
                     began = time.monotonic()
-                    bob.send("alice", f"Message {nonce} for you.")
+                    bob.send(SendRequest(to="alice", text=f"Message {nonce} for you."))
                     timeout = 2 * params.poll_period + WAKE_TIMEOUT_S
                     (request, *_) = wait(
                         lambda nonce=nonce: model.requests_mentioning(nonce), timeout, f"the tick that reads {nonce}"

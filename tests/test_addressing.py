@@ -14,6 +14,7 @@ import pytest
 from callboard.client.local import LocalClient
 from callboard.errors import NoLiveSession, UnknownSession
 from callboard.model import UNSERVED_RUNTIME, Caller, Session
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from tests.test_service import (  # noqa: F401 (fixtures)
     LIVENESS,
@@ -54,7 +55,7 @@ def read_ids(client: LocalClient) -> list[str]:
 def test_a_name_is_pushed_to_the_agents_newest_live_session(service, clock, alice, bob):
     pane(service, clock, "bob", "m1", 100)
     newest = pane(service, clock, "bob", "m2", 200)
-    sent = outcome(alice.send("bob", "hi"), "bob")
+    sent = outcome(alice.send(SendRequest(to="bob", text="hi")), "bob")
     assert (sent.state, sent.session) == ("delivered", newest.address)
     assert sorted(sent.sessions) == ["bob@m1#100", "bob@m2#200"]  # both can read the mailbox
 
@@ -67,25 +68,29 @@ def test_a_session_a_senders_push_registered_is_aimed_at_only_when_it_is_the_onl
     pushed = service.register_session(
         Caller(workspace=WS, agent="bob"), pid=200, runtime=UNSERVED_RUNTIME, machine="m1"
     )
-    assert outcome(alice.send("bob", "hi"), "bob").session == kept.address  # newer, but not kept by bob's client
+    assert (
+        outcome(alice.send(SendRequest(to="bob", text="hi")), "bob").session == kept.address
+    )  # newer, but not kept by bob's client
     service.end_session(Caller(workspace=WS, agent="bob"), kept.id)
-    assert outcome(alice.send("bob", "again"), "bob").session == pushed.address  # the only live one
+    assert (
+        outcome(alice.send(SendRequest(to="bob", text="again")), "bob").session == pushed.address
+    )  # the only live one
 
 
 def test_name_at_machine_is_pushed_to_the_newest_live_session_on_that_machine(service, clock, alice, bob):
     older_m1 = pane(service, clock, "bob", "m1", 100)
     newer_m1 = pane(service, clock, "bob", "m1", 101)
     pane(service, clock, "bob", "m2", 200)
-    assert outcome(alice.send("bob@m1", "hi"), "bob@m1").session == newer_m1.address
+    assert outcome(alice.send(SendRequest(to="bob@m1", text="hi")), "bob@m1").session == newer_m1.address
     service.end_session(Caller(workspace=WS, agent="bob"), newer_m1.id)
-    assert outcome(alice.send("bob@m1", "again"), "bob@m1").session == older_m1.address
+    assert outcome(alice.send(SendRequest(to="bob@m1", text="again")), "bob@m1").session == older_m1.address
 
 
 def test_each_pane_of_an_agent_is_addressable_exactly(service, clock, alice, bob):
     first = pane(service, clock, "bob", "m1", 100)
     second = pane(service, clock, "bob", "m1", 101)
-    to_first = alice.send("bob@m1#100", "for the first pane")
-    to_second = alice.send("bob@m1#101", "for the second pane")
+    to_first = alice.send(SendRequest(to="bob@m1#100", text="for the first pane"))
+    to_second = alice.send(SendRequest(to="bob@m1#101", text="for the second pane"))
     assert outcome(to_first, "bob@m1#100").session == first.address
     assert outcome(to_second, "bob@m1#101").session == second.address
     # Each pane's reads see its own mail, not the other live pane's; the mailbox holds both.
@@ -100,8 +105,8 @@ def test_a_stale_session_never_shadows_a_live_one(service, clock, alice, bob):
     clock.advance(LIVENESS * 0.75)
     service.heartbeat(Caller(workspace=WS, agent="bob"), live.id)
     clock.advance(LIVENESS * 0.5)  # past the window for the stale one only
-    assert outcome(alice.send("bob", "hi"), "bob").session == live.address
-    assert outcome(alice.send("bob@m1", "hi"), "bob@m1").session == live.address
+    assert outcome(alice.send(SendRequest(to="bob", text="hi")), "bob").session == live.address
+    assert outcome(alice.send(SendRequest(to="bob@m1", text="hi")), "bob@m1").session == live.address
     assert alice.reach(stale.address).state == "no_live_session"
 
 
@@ -110,7 +115,7 @@ def test_a_dead_exact_session_is_refused_and_nothing_is_stored(service, clock, d
     pane(service, clock, "bob", "m2", 200)
     service.end_session(Caller(workspace=WS, agent="bob"), gone.id)
     with writes_nothing(db), pytest.raises(NoLiveSession) as refused:
-        alice.send(["carol", "bob@m1#100"], "are you there?")
+        alice.send(SendRequest(to=["carol", "bob@m1#100"], text="are you there?"))
     assert "Session bob@m1#100 is not live: ended" in refused.value.message
     assert "Nothing was sent" in refused.value.message
     assert refused.value.details["reach"][0]["state"] == "no_live_session"
@@ -123,7 +128,7 @@ def test_a_machine_that_stopped_reporting_is_down_and_named_with_when(service, c
     service.register_session(Caller(workspace=WS, agent="carol"), pid=300, runtime="script", machine="m2")
     clock.advance(LIVENESS * 0.5)  # m1's only session is past the window; m2 reported since
     with pytest.raises(NoLiveSession) as refused:
-        alice.send("bob@m1", "hi")
+        alice.send(SendRequest(to="bob@m1", text="hi"))
     reach = refused.value.details["reach"][0]
     assert reach["state"] == "machine_down" and reach["machine"] == "m1"
     assert "machine m1 is down" in refused.value.message and "since" in refused.value.message
@@ -133,7 +138,7 @@ def test_a_machine_that_stopped_reporting_is_down_and_named_with_when(service, c
 def test_a_name_with_no_live_session_is_queued_in_its_mailbox(service, clock, alice, bob):
     gone = pane(service, clock, "bob", "m1", 100)
     service.end_session(Caller(workspace=WS, agent="bob"), gone.id)
-    sent = outcome(alice.send("bob", "later"), "bob")
+    sent = outcome(alice.send(SendRequest(to="bob", text="later")), "bob")
     assert (sent.state, sent.session) == ("queued", None)
 
 
@@ -144,7 +149,7 @@ def test_a_recycled_pid_is_a_new_session_that_never_inherits_the_dead_ones(servi
     assert service.store.get_session(WS, first.id).ended_at is not None  # the dead one ended for good
     (listed,) = next(a for a in bob.who().agents if a.name == "bob").sessions
     assert (listed.id, listed.live) == (again.id, True)
-    assert outcome(alice.send("bob@m1#4242", "hi"), "bob@m1#4242").session == again.address
+    assert outcome(alice.send(SendRequest(to="bob@m1#4242", text="hi")), "bob@m1#4242").session == again.address
 
 
 # --- what a session reads -------------------------------------------------------------------------
@@ -153,7 +158,7 @@ def test_a_recycled_pid_is_a_new_session_that_never_inherits_the_dead_ones(servi
 def test_mail_pushed_to_a_pane_that_died_becomes_any_panes(service, clock, alice, bob):
     first = pane(service, clock, "bob", "m1", 100)
     second = pane(service, clock, "bob", "m1", 101)
-    sent = alice.send("bob@m1#100", "for the first pane")
+    sent = alice.send(SendRequest(to="bob@m1#100", text="for the first pane"))
     assert read_ids(reader(service, second)) == []
     service.end_session(Caller(workspace=WS, agent="bob"), first.id)
     assert read_ids(reader(service, second)) == [sent.message_id]
@@ -162,8 +167,8 @@ def test_mail_pushed_to_a_pane_that_died_becomes_any_panes(service, clock, alice
 def test_a_sessions_unread_count_leaves_out_another_live_panes_mail(service, clock, alice, bob):
     first = pane(service, clock, "bob", "m1", 100)
     second = pane(service, clock, "bob", "m1", 101)
-    alice.send("bob@m1#100", "one")
-    alice.send("bob", "two")  # pushed to the newest: the second pane
+    alice.send(SendRequest(to="bob@m1#100", text="one"))
+    alice.send(SendRequest(to="bob", text="two"))  # pushed to the newest: the second pane
     assert reader(service, first).unread_count() == 1
     assert reader(service, second).unread_count() == 1
     assert bob.unread_count() == 2
@@ -175,13 +180,13 @@ def test_a_sessions_unread_count_leaves_out_another_live_panes_mail(service, clo
 def test_every_message_carries_the_sending_sessions_full_address(service, clock, alice, bob):
     mine = pane(service, clock, "alice", "m1", 77, terminal="tmux:%2")
     reader_of_bob = bob
-    sent = reader(service, mine).send("bob", "from my pane")
+    sent = reader(service, mine).send(SendRequest(to="bob", text="from my pane"))
     (item,) = reader_of_bob.read().items
     assert item.message.id == sent.message_id
     assert (item.message.sender_address, item.message.sender_terminal) == ("alice@m1#77", "tmux:%2")
     assert item.message.sender_session == mine.id
     # Answering that exact session reaches it.
-    answer = bob.send(item.message.sender_address, "answer")
+    answer = bob.send(SendRequest(to=item.message.sender_address, text="answer"))
     assert outcome(answer, "alice@m1#77").session == mine.address
 
 
@@ -217,7 +222,7 @@ def test_reach_tells_each_reason_apart(service, clock, alice, bob, carol):
 
 def test_status_says_why_mail_waits(service, clock, alice, bob, carol):
     pane(service, clock, "bob", "m1", 100)
-    sent = alice.send("bob,carol", "status?")
+    sent = alice.send(SendRequest(to="bob,carol", text="status?"))
     clock.advance(LIVENESS + 1)
     status = alice.message_status(sent.message_id)
     assert row(status, "bob").reach.state == "machine_down"

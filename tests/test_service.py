@@ -53,6 +53,7 @@ from callboard.model import (
     new_id,
 )
 from callboard.procs import process_start_time
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.store.opening import is_postgres, open_store
 from tests.support.postgres import table_rows
@@ -67,6 +68,7 @@ _CHILD_PRELUDE = f"""
 import json, sys
 from callboard.client.local import LocalClient
 from callboard.model import Caller
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.store.opening import open_store
 db, workspace, agent = sys.argv[1:4]
@@ -78,7 +80,7 @@ SEND_SCRIPT = (
     _CHILD_PRELUDE
     + """
 to, text = sys.argv[4:6]
-print(client.send(to, text).message_id, flush=True)
+print(client.send(SendRequest(to=to, text=text)).message_id, flush=True)
 """
 )
 
@@ -242,7 +244,7 @@ def test_whoami_says_who_where_and_in_which_session_from_the_service(service, db
 
 
 def test_two_agents_exchange_messages_and_a_reply_joins_the_parents_thread(alice, bob):
-    sent = alice.send("bob", "can you review #42?", subject="review")
+    sent = alice.send(SendRequest(to="bob", text="can you review #42?", subject="review"))
     assert sent.thread_id == sent.message_id  # a new message starts its own thread
 
     (item,) = bob.read().items
@@ -256,7 +258,7 @@ def test_two_agents_exchange_messages_and_a_reply_joins_the_parents_thread(alice
     )
     assert first.recipients == ["bob"]
 
-    reply = bob.send("alice", "on it", reply_to=first.id)
+    reply = bob.send(SendRequest(to="alice", text="on it", reply_to=first.id))
     assert reply.thread_id == sent.thread_id
     (item,) = alice.read().items
     assert (item.message.id, item.message.sender, item.message.reply_to, item.message.thread_id) == (
@@ -266,13 +268,15 @@ def test_two_agents_exchange_messages_and_a_reply_joins_the_parents_thread(alice
         sent.thread_id,
     )
 
-    again = alice.send("bob", "thanks", reply_to=reply.message_id)  # a reply to a reply stays in the thread
+    again = alice.send(
+        SendRequest(to="bob", text="thanks", reply_to=reply.message_id)
+    )  # a reply to a reply stays in the thread
     assert again.thread_id == sent.thread_id
     assert bob.read().items[0].message.reply_to == reply.message_id
 
 
 def test_a_send_to_a_comma_list_reaches_each_recipient_once(alice, bob, carol, dave):
-    sent = alice.send("bob, carol,BOB", "standup in 5")
+    sent = alice.send(SendRequest(to="bob, carol,BOB", text="standup in 5"))
     assert [o.address for o in sent.recipients] == ["bob", "carol"]
     assert all(o.state == "queued" for o in sent.recipients)
     for client in (bob, carol):
@@ -282,7 +286,7 @@ def test_a_send_to_a_comma_list_reaches_each_recipient_once(alice, bob, carol, d
 
 
 def test_a_send_to_a_list_of_addresses_reaches_each_recipient_once(alice, bob, carol, dave):
-    sent = alice.send(["bob", "carol,dave", "bob"], "release is out")
+    sent = alice.send(SendRequest(to=["bob", "carol,dave", "bob"], text="release is out"))
     assert [o.address for o in sent.recipients] == ["bob", "carol", "dave"]
     for client in (bob, carol, dave):
         (item,) = client.read().items
@@ -291,7 +295,7 @@ def test_a_send_to_a_list_of_addresses_reaches_each_recipient_once(alice, bob, c
 
 
 def test_a_channel_post_reaches_every_member_except_the_sender_exactly_once(alice, bob, carol, dave, team):
-    sent = alice.send(team, "deploy at noon")
+    sent = alice.send(SendRequest(to=team, text="deploy at noon"))
     assert sorted((o.agent, o.address, o.channel) for o in sent.recipients) == [
         ("bob", "#team", "team"),
         ("carol", "#team", "team"),
@@ -304,14 +308,14 @@ def test_a_channel_post_reaches_every_member_except_the_sender_exactly_once(alic
     assert everything(alice) == []
     assert everything(dave) == []
 
-    reply = bob.send(team, "noted")  # any member may post; the creator is a member
+    reply = bob.send(SendRequest(to=team, text="noted"))  # any member may post; the creator is a member
     assert sorted(o.agent for o in reply.recipients) == ["alice", "carol"]
     assert ids(alice.read()) == [reply.message_id]
 
 
 @pytest.mark.parametrize("to", ["bob,#team", "#team,bob", "#team,bob,#team"])
 def test_an_agent_addressed_directly_and_through_the_channel_gets_one_copy(alice, bob, carol, team, to):
-    sent = alice.send(to, "one copy each")
+    sent = alice.send(SendRequest(to=to, text="one copy each"))
     assert sorted(o.agent for o in sent.recipients) == ["bob", "carol"]
     assert everything(bob) == [sent.message_id]
     assert everything(carol) == [sent.message_id]
@@ -319,7 +323,7 @@ def test_an_agent_addressed_directly_and_through_the_channel_gets_one_copy(alice
 
 def test_posting_to_a_channel_you_did_not_join_raises_not_member_and_stores_nothing(db, alice, bob, dave, team):
     with writes_nothing(db), pytest.raises(NotMember) as raised:
-        dave.send(f"bob,{team}", "let me in")
+        dave.send(SendRequest(to=f"bob,{team}", text="let me in"))
     assert raised.value.code == "not_member"
     assert everything(bob) == []
 
@@ -327,7 +331,7 @@ def test_posting_to_a_channel_you_did_not_join_raises_not_member_and_stores_noth
 def test_a_member_who_left_no_longer_gets_the_channels_posts(alice, bob, carol, team):
     left = carol.leave_channel("team")
     assert (left.joined, left.members) == (False, 2)
-    sent = alice.send(team, "after carol left")
+    sent = alice.send(SendRequest(to=team, text="after carol left"))
     assert [o.agent for o in sent.recipients] == ["bob"]
     assert everything(carol) == []
 
@@ -336,7 +340,7 @@ def test_a_member_who_left_no_longer_gets_the_channels_posts(alice, bob, carol, 
 
 
 def test_drain_never_returns_a_message_twice(alice, bob):
-    sent = [alice.send("bob", f"m{i}").message_id for i in range(10)]
+    sent = [alice.send(SendRequest(to="bob", text=f"m{i}")).message_id for i in range(10)]
     assert ids(bob.read(peek=True)) == sent  # peeking marks nothing
     batches = [bob.read(limit=3) for _ in range(5)]
     assert [len(b.items) for b in batches] == [3, 3, 3, 1, 0]
@@ -344,13 +348,13 @@ def test_drain_never_returns_a_message_twice(alice, bob):
     assert [b.unread for b in batches] == [7, 4, 1, 0, 0]
     assert [b.cursor for b in batches] == [3, 6, 9, 10, 10]
 
-    late = alice.send("bob", "late").message_id
+    late = alice.send(SendRequest(to="bob", text="late")).message_id
     assert ids(bob.read()) == [late]
     assert bob.read().items == []
 
 
 def test_two_reader_processes_draining_one_mailbox_get_every_message_exactly_once(db, alice, bob):
-    sent = [alice.send("bob", f"m{i}").message_id for i in range(300)]
+    sent = [alice.send(SendRequest(to="bob", text=f"m{i}")).message_id for i in range(300)]
     readers = [python(DRAIN_SCRIPT, db, WS, "bob", stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(2)]
     try:
         for reader in readers:
@@ -375,12 +379,12 @@ def test_two_reader_processes_draining_one_mailbox_get_every_message_exactly_onc
 
 
 def test_read_after_a_cursor_resumes_without_loss(alice, bob):
-    sent = [alice.send("bob", f"m{i}").message_id for i in range(3)]
+    sent = [alice.send(SendRequest(to="bob", text=f"m{i}")).message_id for i in range(3)]
     first = bob.read(after=0, limit=2)
     assert (ids(first), first.cursor) == (sent[:2], 2)
 
     assert ids(bob.read()) == [sent[2]]  # another reader drains the rest in between
-    sent += [alice.send("bob", f"m{i}").message_id for i in range(3, 5)]
+    sent += [alice.send(SendRequest(to="bob", text=f"m{i}")).message_id for i in range(3, 5)]
 
     resumed = bob.read(after=first.cursor)
     assert (ids(resumed), resumed.cursor) == (sent[2:], 5)  # read or not, nothing past the cursor is skipped
@@ -400,7 +404,7 @@ def test_an_empty_reads_cursor_is_where_the_mailbox_stood_before_it_looked(servi
     def look_then_mail_lands(*args, **kwargs):
         found = look(*args, **kwargs)
         if not landed:
-            landed.append(alice.send("bob", "just now").message_id)
+            landed.append(alice.send(SendRequest(to="bob", text="just now")).message_id)
         return found
 
     monkeypatch.setattr(service.store, "peek" if peek else "claim", look_then_mail_lands)
@@ -416,7 +420,7 @@ def test_read_with_wait_returns_as_soon_as_another_thread_sends(alice, bob):
     wait = 20.0
     reader, box = in_thread(lambda: bob.read(wait=wait))
     assert wait_until(lambda: "started" in box)
-    sent = alice.send("bob", "wake up")
+    sent = alice.send(SendRequest(to="bob", text="wake up"))
     reader.join(timeout=wait + 10)
     assert not reader.is_alive()
     assert "error" not in box, box.get("error")
@@ -441,7 +445,7 @@ def test_read_with_wait_returns_as_soon_as_another_process_sends(db, bob):
 
 
 def test_read_with_wait_and_nothing_arriving_returns_empty_after_the_wait(alice, bob):
-    alice.send("carol", "not for bob")
+    alice.send(SendRequest(to="carol", text="not for bob"))
     started = time.monotonic()
     result = bob.read(wait=0.3)
     assert result.items == []
@@ -453,15 +457,15 @@ def test_read_with_wait_and_nothing_arriving_returns_empty_after_the_wait(alice,
 
 
 def test_an_idempotent_resend_returns_the_same_message_id_and_stores_no_copy(db, alice, bob):
-    first = alice.send("bob", "deploy v2", idempotency_key="deploy-v2")
+    first = alice.send(SendRequest(to="bob", text="deploy v2", idempotency_key="deploy-v2"))
     assert first.duplicate is False
     with writes_nothing(db):
-        again = alice.send("bob", "deploy v2", idempotency_key="deploy-v2")
+        again = alice.send(SendRequest(to="bob", text="deploy v2", idempotency_key="deploy-v2"))
     assert again.duplicate is True
     assert again.model_copy(update={"duplicate": False}) == first
     assert ids(bob.read()) == [first.message_id]
     assert (
-        alice.send("bob", "deploy v2", idempotency_key="deploy-v2").message_id == first.message_id
+        alice.send(SendRequest(to="bob", text="deploy v2", idempotency_key="deploy-v2")).message_id == first.message_id
     )  # after the read too
     assert everything(bob) == [first.message_id]
 
@@ -472,16 +476,16 @@ def test_an_idempotent_resend_returns_the_same_message_id_and_stores_no_copy(db,
     ids=["body", "recipients", "subject", "require_live"],
 )
 def test_the_same_idempotency_key_for_a_different_message_raises_idempotency_conflict(db, alice, bob, carol, change):
-    alice.send("bob", "deploy v2", idempotency_key="deploy-v2")
+    alice.send(SendRequest(to="bob", text="deploy v2", idempotency_key="deploy-v2"))
     request = {"to": "bob", "text": "deploy v2", **change}
     with writes_nothing(db), pytest.raises(IdempotencyConflict) as raised:
-        alice.send(request.pop("to"), request.pop("text"), idempotency_key="deploy-v2", **request)
+        alice.send(SendRequest(to=request.pop("to"), text=request.pop("text"), idempotency_key="deploy-v2", **request))
     assert raised.value.code == "idempotency_conflict"
 
 
 def test_the_same_idempotency_key_from_another_sender_is_another_message(alice, bob, carol):
-    a = alice.send("bob", "hi", idempotency_key="k")
-    c = carol.send("bob", "hi", idempotency_key="k")
+    a = alice.send(SendRequest(to="bob", text="hi", idempotency_key="k"))
+    c = carol.send(SendRequest(to="bob", text="hi", idempotency_key="k"))
     assert a.message_id != c.message_id and not c.duplicate
     assert everything(bob) == [a.message_id, c.message_id]
 
@@ -491,7 +495,7 @@ def test_racing_sends_with_one_idempotency_key_store_one_message(alice, bob):
 
     def send() -> object:
         start.wait(timeout=30)
-        return alice.send("bob", "exactly once", idempotency_key="race")
+        return alice.send(SendRequest(to="bob", text="exactly once", idempotency_key="race"))
 
     racers = [in_thread(send) for _ in range(6)]
     for thread, _ in racers:
@@ -511,7 +515,9 @@ def test_messages_from_one_sender_to_one_recipient_are_read_in_send_order(alice,
     sent: dict[str, list[str]] = {}
 
     def burst(client: LocalClient) -> None:
-        sent[client.caller.agent] = [client.send("bob", f"{client.caller.agent} {i}").message_id for i in range(40)]
+        sent[client.caller.agent] = [
+            client.send(SendRequest(to="bob", text=f"{client.caller.agent} {i}")).message_id for i in range(40)
+        ]
 
     senders = [in_thread(lambda c=c: burst(c)) for c in (alice, carol)]  # interleaved with each other
     for thread, box in senders:
@@ -528,7 +534,7 @@ def test_messages_from_one_sender_to_one_recipient_are_read_in_send_order(alice,
 
 
 def test_a_send_to_an_existing_agent_with_no_session_is_queued(alice, bob):
-    sent = alice.send("bob", "when you are back")
+    sent = alice.send(SendRequest(to="bob", text="when you are back"))
     bob_outcome = outcome(sent, "bob")
     assert (bob_outcome.state, bob_outcome.agent, bob_outcome.sessions, bob_outcome.new_agent) == (
         "queued",
@@ -542,7 +548,7 @@ def test_a_send_to_an_existing_agent_with_no_session_is_queued(alice, bob):
 
 def test_a_send_to_a_new_name_is_queued_and_creates_the_agent(service, alice):
     assert [a.name for a in alice.list_agents()] == ["alice"]
-    sent = alice.send("newbie", "welcome")
+    sent = alice.send(SendRequest(to="newbie", text="welcome"))
     newbie = outcome(sent, "newbie")
     assert (newbie.state, newbie.new_agent, newbie.sessions) == ("queued", True, [])
     assert alice.describe_agent("newbie").name == "newbie"
@@ -552,7 +558,7 @@ def test_a_send_to_a_new_name_is_queued_and_creates_the_agent(service, alice):
 def test_require_live_with_a_live_session_answers_delivered_naming_the_session(alice, bob):
     session = bob.register_session(runtime="claude-code")  # this test process: alive
     assert session.live
-    sent = alice.send("bob", "are you there?", require_live=True)
+    sent = alice.send(SendRequest(to="bob", text="are you there?", require_live=True))
     bob_outcome = outcome(sent, "bob")
     assert (bob_outcome.state, bob_outcome.sessions) == ("delivered", [f"bob@{MACHINE}#{os.getpid()}"])
     assert session.address == f"bob@{MACHINE}#{os.getpid()}"
@@ -562,14 +568,14 @@ def test_require_live_with_a_live_session_answers_delivered_naming_the_session(a
 
 def test_require_live_with_no_live_session_raises_and_stores_nothing(db, alice, bob):
     with writes_nothing(db), pytest.raises(NoLiveSession) as raised:
-        alice.send("bob", "urgent", require_live=True)
+        alice.send(SendRequest(to="bob", text="urgent", require_live=True))
     assert raised.value.code == "no_live_session"
     assert everything(bob) == []
 
 
 def test_require_live_to_a_new_name_raises_and_creates_no_agent(db, alice):
     with writes_nothing(db), pytest.raises(NoLiveSession) as raised:
-        alice.send("newbie", "urgent", require_live=True)
+        alice.send(SendRequest(to="newbie", text="urgent", require_live=True))
     assert raised.value.code == "no_live_session"
     assert [a.name for a in alice.list_agents()] == ["alice"]
 
@@ -577,7 +583,7 @@ def test_require_live_to_a_new_name_raises_and_creates_no_agent(db, alice):
 def test_require_live_to_a_channel_with_one_member_not_live_raises_and_stores_nothing(db, alice, bob, carol, team):
     bob.register_session(runtime="claude-code")
     with writes_nothing(db), pytest.raises(NoLiveSession) as raised:
-        alice.send(team, "all hands", require_live=True)
+        alice.send(SendRequest(to=team, text="all hands", require_live=True))
     assert raised.value.code == "no_live_session"
     assert raised.value.details["recipients"] == ["carol"]
     assert everything(bob) == [] and everything(carol) == []
@@ -590,7 +596,7 @@ def test_require_live_to_a_large_channel_names_a_few_members_in_its_message_and_
     for name in members:
         _agent(service, name).join_channel("team")
     with writes_nothing(db), pytest.raises(NoLiveSession) as raised:
-        alice.send(team, "all hands", require_live=True)
+        alice.send(SendRequest(to=team, text="all hands", require_live=True))
     assert "bob (in #team), carol (in #team), member-0 (in #team)" in raised.value.message
     assert "and 5 more;" in raised.value.message
     assert raised.value.details["recipients"] == ["bob", "carol", *members]
@@ -604,7 +610,7 @@ def test_a_send_with_an_address_that_names_nobody_fails_whole_naming_each_and_st
 ):
     bob.register_session(runtime="claude-code")  # bob is known on this machine, as this process
     with writes_nothing(db), pytest.raises(UnknownRecipient) as raised:
-        alice.send(["carol", "dave@nomachine", f"bob@{MACHINE}#99999999"], "hello?")
+        alice.send(SendRequest(to=["carol", "dave@nomachine", f"bob@{MACHINE}#99999999"], text="hello?"))
     assert raised.value.details["addresses"] == ["dave@nomachine", f"bob@{MACHINE}#99999999"]
     assert [r["address"] for r in raised.value.details["refused"]] == raised.value.details["addresses"]
     assert "dave" in raised.value.message and "99999999" in raised.value.message
@@ -615,7 +621,7 @@ def test_a_send_with_an_address_that_names_nobody_fails_whole_naming_each_and_st
 def test_a_send_with_refusals_of_several_kinds_fails_with_the_first_ones_code_and_lists_each(db, alice, carol, dave):
     dave.create_channel("closed")
     with writes_nothing(db), pytest.raises(UnknownChannel) as raised:
-        alice.send(["carol", "#ghost", "#closed", "dave@nomachine"], "hello?")
+        alice.send(SendRequest(to=["carol", "#ghost", "#closed", "dave@nomachine"], text="hello?"))
     assert [(r["address"], r["code"]) for r in raised.value.details["refused"]] == [
         ("#ghost", "unknown_channel"),
         ("#closed", "not_member"),
@@ -628,7 +634,7 @@ def test_a_send_with_refusals_of_several_kinds_fails_with_the_first_ones_code_an
 @pytest.mark.parametrize("to", ["#nochannel", "carol,#nochannel", "#nochannel,bob@nomachine"])
 def test_a_send_to_a_channel_that_does_not_exist_says_so_and_stores_nothing(db, alice, bob, carol, to):
     with writes_nothing(db), pytest.raises(UnknownChannel) as raised:
-        alice.send(to, "anyone?")
+        alice.send(SendRequest(to=to, text="anyone?"))
     assert raised.value.code == "unknown_channel"
     assert "no channel #nochannel" in raised.value.message and "channel create nochannel" in raised.value.message
     assert everything(bob) == [] and everything(carol) == []
@@ -640,7 +646,7 @@ def test_a_send_to_a_channel_that_does_not_exist_says_so_and_stores_nothing(db, 
 )
 def test_a_send_where_every_recipient_is_unknown_raises_unknown_recipient_and_stores_nothing(db, alice, bob, to):
     with writes_nothing(db), pytest.raises(UnknownRecipient) as raised:
-        alice.send(to, "anyone?")
+        alice.send(SendRequest(to=to, text="anyone?"))
     assert raised.value.code == "unknown_recipient"
     assert everything(bob) == []
 
@@ -654,7 +660,7 @@ def test_a_recipient_deleted_while_the_message_is_sent_is_an_unknown_recipient(s
 
     monkeypatch.setattr(service.store, "submit_message", deleted_meanwhile)
     with pytest.raises(UnknownRecipient) as raised:
-        alice.send("bob", "hi")
+        alice.send(SendRequest(to="bob", text="hi"))
     assert raised.value.code == "unknown_recipient"
     assert raised.value.message == "agent bob was deleted while this message was being sent; nothing was stored."
     assert raised.value.details == {"addresses": ["bob"]}
@@ -664,7 +670,7 @@ def test_a_recipient_deleted_while_the_message_is_sent_is_an_unknown_recipient(s
 def test_a_channel_with_no_member_but_the_sender_is_an_unknown_recipient(db, alice):
     alice.create_channel("lonely")
     with writes_nothing(db), pytest.raises(UnknownRecipient):
-        alice.send("#lonely", "echo")
+        alice.send(SendRequest(to="#lonely", text="echo"))
 
 
 # --- liveness --------------------------------------------------------------------------------------
@@ -677,22 +683,22 @@ def test_a_session_whose_process_has_exited_is_not_live(service, alice, bob):
             bob.caller, pid=child.pid, runtime="codex", proc_start=process_start_time(child.pid)
         )
         assert session.live
-        assert outcome(alice.send("bob", "while it runs"), "bob").state == "delivered"
+        assert outcome(alice.send(SendRequest(to="bob", text="while it runs")), "bob").state == "delivered"
     finally:
         child.stdin.close()
         child.wait(timeout=30)
 
     assert presence(bob.who(), "bob").live is False
     assert [s.live for s in presence(bob.who(), "bob").sessions] == [False]
-    assert outcome(alice.send("bob", "after it exited"), "bob").state == "queued"
+    assert outcome(alice.send(SendRequest(to="bob", text="after it exited")), "bob").state == "queued"
     with pytest.raises(NoLiveSession):
-        alice.send("bob", "urgent", require_live=True)
+        alice.send(SendRequest(to="bob", text="urgent", require_live=True))
 
 
 def test_a_session_on_another_machine_goes_stale_after_the_liveness_window(alice, bob, clock):
     session = bob.register_session(runtime="codex", machine="farhost", pid=4242)
     assert session.live
-    assert outcome(alice.send("bob", "now"), "bob").sessions == ["bob@farhost#4242"]
+    assert outcome(alice.send(SendRequest(to="bob", text="now")), "bob").sessions == ["bob@farhost#4242"]
 
     clock.advance(LIVENESS - 1)
     assert presence(alice.who(), "bob").live is True
@@ -701,10 +707,10 @@ def test_a_session_on_another_machine_goes_stale_after_the_liveness_window(alice
     report = alice.who()
     assert presence(report, "bob").live is False
     assert [(m.name, m.up) for m in report.machines] == [("farhost", False)]
-    assert outcome(alice.send("bob", "later"), "bob").state == "queued"
+    assert outcome(alice.send(SendRequest(to="bob", text="later")), "bob").state == "queued"
 
     assert bob.heartbeat(session.id).live is True  # a report brings it back
-    assert outcome(alice.send("bob", "again"), "bob").state == "delivered"
+    assert outcome(alice.send(SendRequest(to="bob", text="again")), "bob").state == "delivered"
 
 
 def test_an_ended_session_is_not_live(alice, bob):
@@ -713,7 +719,7 @@ def test_an_ended_session_is_not_live(alice, bob):
     assert (ended.id, ended.live) == (session.id, False)
     assert ended.ended_at is not None
     assert presence(alice.who(), "bob").live is False
-    assert outcome(alice.send("bob", "bye?"), "bob").state == "queued"
+    assert outcome(alice.send(SendRequest(to="bob", text="bye?")), "bob").state == "queued"
 
 
 def test_registering_the_same_process_again_returns_the_same_session(bob, clock):
@@ -737,9 +743,9 @@ def test_who_reports_agents_sessions_unread_counts_and_machines(alice, bob, caro
     carol.register_session(runtime="codex", machine="farhost", pid=7)
     clock.advance(LIVENESS + 10)  # farhost has not reported since
     bob.register_session(runtime="claude-code")
-    alice.send("bob", "one")
-    alice.send("bob", "two")
-    alice.send("carol", "three")
+    alice.send(SendRequest(to="bob", text="one"))
+    alice.send(SendRequest(to="bob", text="two"))
+    alice.send(SendRequest(to="carol", text="three"))
     bob.read(limit=1)
 
     report = alice.who()
@@ -759,7 +765,7 @@ def test_who_reports_agents_sessions_unread_counts_and_machines(alice, bob, caro
 def test_message_status_shows_each_recipients_states_and_times_as_they_happen(alice, bob, carol, clock):
     bob.register_session(runtime="claude-code")
     sent_at = clock.now
-    sent = alice.send("bob,carol", "status check", subject="s")
+    sent = alice.send(SendRequest(to="bob,carol", text="status check", subject="s"))
 
     def status_rows() -> dict[str, tuple]:
         status = alice.message_status(sent.message_id)
@@ -798,7 +804,7 @@ def test_message_status_shows_each_recipients_states_and_times_as_they_happen(al
 
 
 def test_the_sender_sees_channel_recipients_under_the_address_it_used(alice, bob, carol, team):
-    sent = alice.send(team, "hi all")
+    sent = alice.send(SendRequest(to=team, text="hi all"))
     status = alice.message_status(sent.message_id)
     assert sorted((r.address, r.agent, r.channel) for r in status.recipients) == [
         ("#team", "bob", "team"),
@@ -807,14 +813,14 @@ def test_the_sender_sees_channel_recipients_under_the_address_it_used(alice, bob
 
 
 def test_a_recipient_sees_only_its_own_status_row(alice, bob, carol):
-    sent = alice.send("bob,carol", "hi")
+    sent = alice.send(SendRequest(to="bob,carol", text="hi"))
     for client in (bob, carol):
         status = client.message_status(sent.message_id)
         assert [(r.agent, r.state) for r in status.recipients] == [(client.caller.agent, DeliveryState.queued)]
 
 
 def test_a_third_agent_cannot_see_a_messages_status(alice, bob, dave):
-    sent = alice.send("bob", "private")
+    sent = alice.send(SendRequest(to="bob", text="private"))
     with pytest.raises(UnknownMessage) as raised:
         dave.message_status(sent.message_id)
     assert raised.value.code == "unknown_message"
@@ -824,7 +830,7 @@ def test_a_third_agent_cannot_see_a_messages_status(alice, bob, dave):
 
 
 def test_ack_takes_messages_out_of_the_inbox(alice, bob):
-    first, second = (alice.send("bob", text).message_id for text in ("one", "two"))
+    first, second = (alice.send(SendRequest(to="bob", text=text)).message_id for text in ("one", "two"))
     assert [i.message.id for i in bob.inbox()] == [first, second]
     assert bob.ack([first, first]).acked == [first]
     assert [i.message.id for i in bob.inbox()] == [second]
@@ -833,8 +839,8 @@ def test_ack_takes_messages_out_of_the_inbox(alice, bob):
 
 
 def test_ack_of_a_message_not_in_your_mailbox_raises_unknown_message_and_acks_nothing(db, alice, bob, carol):
-    mine = alice.send("bob", "for bob").message_id
-    not_mine = alice.send("carol", "for carol").message_id
+    mine = alice.send(SendRequest(to="bob", text="for bob")).message_id
+    not_mine = alice.send(SendRequest(to="carol", text="for carol")).message_id
     with writes_nothing(db), pytest.raises(UnknownMessage) as raised:
         bob.ack([mine, not_mine])
     assert raised.value.code == "unknown_message"
@@ -858,7 +864,7 @@ class World:
 
 @pytest.fixture
 def world(alice, bob, carol, dave, team) -> World:
-    message_id = alice.send("bob", "hello").message_id
+    message_id = alice.send(SendRequest(to="bob", text="hello")).message_id
     session = bob.register_session(runtime="claude-code")
     return World(alice, bob, carol, dave, message_id, session.id)
 
@@ -868,11 +874,21 @@ def _case(label: str, call: Callable[[World], object], error: type[CallboardErro
 
 
 BAD_INPUTS = [
-    _case("malformed address", lambda w: w.alice.send("not an address!", "hi"), BadAddress, "bad_address"),
-    _case("empty address", lambda w: w.alice.send("", "hi"), BadAddress, "bad_address"),
-    _case("no recipients", lambda w: w.alice.send([], "hi"), BadAddress, "bad_address"),
-    _case("stray comma", lambda w: w.alice.send("bob,,carol", "hi"), BadAddress, "bad_address"),
-    _case("a2a address", lambda w: w.alice.send("a2a:ftp://x.test/agent", "hi"), BadAddress, "bad_address"),
+    _case(
+        "malformed address",
+        lambda w: w.alice.send(SendRequest(to="not an address!", text="hi")),
+        BadAddress,
+        "bad_address",
+    ),
+    _case("empty address", lambda w: w.alice.send(SendRequest(to="", text="hi")), BadAddress, "bad_address"),
+    _case("no recipients", lambda w: w.alice.send(SendRequest(to=[], text="hi")), BadAddress, "bad_address"),
+    _case("stray comma", lambda w: w.alice.send(SendRequest(to="bob,,carol", text="hi")), BadAddress, "bad_address"),
+    _case(
+        "a2a address",
+        lambda w: w.alice.send(SendRequest(to="a2a:ftp://x.test/agent", text="hi")),
+        BadAddress,
+        "bad_address",
+    ),
     _case("agent name", lambda w: w.alice.create_agent("Bad Name!"), BadName, "bad_name"),
     _case("channel name", lambda w: w.alice.create_channel("no spaces"), BadName, "bad_name"),
     _case("describe name", lambda w: w.alice.describe_agent("-bob"), BadName, "bad_name"),
@@ -883,24 +899,32 @@ BAD_INPUTS = [
         BadName,
         "bad_name",
     ),
-    _case("empty text", lambda w: w.alice.send("newbie", ""), BadRequest, "bad_request"),
-    _case("blank text", lambda w: w.alice.send("newbie", "  \n "), BadRequest, "bad_request"),
-    _case("no content", lambda w: w.alice.send("newbie"), BadRequest, "bad_request"),
+    _case("empty text", lambda w: w.alice.send(SendRequest(to="newbie", text="")), BadRequest, "bad_request"),
+    _case("blank text", lambda w: w.alice.send(SendRequest(to="newbie", text="  \n ")), BadRequest, "bad_request"),
+    _case("no content", lambda w: w.alice.send(SendRequest(to="newbie")), BadRequest, "bad_request"),
     _case(
         "part with two contents",
-        lambda w: w.alice.send("newbie", parts=[{"text": "a", "url": "https://x.test"}]),
+        lambda w: w.alice.send(SendRequest(to="newbie", parts=[{"text": "a", "url": "https://x.test"}])),
         BadRequest,
         "bad_request",
     ),
     _case(
         "part with no content",
-        lambda w: w.alice.send("newbie", "hi", parts=[{"filename": "a.txt"}]),
+        lambda w: w.alice.send(SendRequest(to="newbie", text="hi", parts=[{"filename": "a.txt"}])),
         BadRequest,
         "bad_request",
     ),
-    _case("part with unknown field", lambda w: w.alice.send("newbie", parts=[{"txt": "a"}]), BadRequest, "bad_request"),
     _case(
-        "empty idempotency key", lambda w: w.alice.send("newbie", "hi", idempotency_key=""), BadRequest, "bad_request"
+        "part with unknown field",
+        lambda w: w.alice.send(SendRequest(to="newbie", parts=[{"txt": "a"}])),
+        BadRequest,
+        "bad_request",
+    ),
+    _case(
+        "empty idempotency key",
+        lambda w: w.alice.send(SendRequest(to="newbie", text="hi", idempotency_key="")),
+        BadRequest,
+        "bad_request",
     ),
     _case("read limit 0", lambda w: w.bob.read(limit=0), BadRequest, "bad_request"),
     _case("read after -1", lambda w: w.bob.read(after=-1), BadRequest, "bad_request"),
@@ -911,10 +935,30 @@ BAD_INPUTS = [
         "pid 0", lambda w: w.bob.register_session(runtime="codex", machine="farhost", pid=0), BadRequest, "bad_request"
     ),
     _case("empty skill", lambda w: w.alice.create_agent("helper", skills=[""]), BadRequest, "bad_request"),
-    _case("oversized body", lambda w: w.alice.send("newbie", "x" * (256 * 1024)), TooLarge, "too_large"),
-    _case("too many parts", lambda w: w.alice.send("newbie", parts=[{"text": "x"}] * 33), TooLarge, "too_large"),
-    _case("too long subject", lambda w: w.alice.send("newbie", "hi", subject="s" * 257), TooLarge, "too_large"),
-    _case("too many recipients", lambda w: w.alice.send([f"r{i}" for i in range(101)], "hi"), TooLarge, "too_large"),
+    _case(
+        "oversized body",
+        lambda w: w.alice.send(SendRequest(to="newbie", text="x" * (256 * 1024))),
+        TooLarge,
+        "too_large",
+    ),
+    _case(
+        "too many parts",
+        lambda w: w.alice.send(SendRequest(to="newbie", parts=[{"text": "x"}] * 33)),
+        TooLarge,
+        "too_large",
+    ),
+    _case(
+        "too long subject",
+        lambda w: w.alice.send(SendRequest(to="newbie", text="hi", subject="s" * 257)),
+        TooLarge,
+        "too_large",
+    ),
+    _case(
+        "too many recipients",
+        lambda w: w.alice.send(SendRequest(to=[f"r{i}" for i in range(101)], text="hi")),
+        TooLarge,
+        "too_large",
+    ),
     _case("too long description", lambda w: w.alice.create_agent("helper", "d" * 2001), TooLarge, "too_large"),
     _case(
         "too many skills",
@@ -924,7 +968,9 @@ BAD_INPUTS = [
     ),
     # Values JSON cannot carry: stored, they came back as null, and the mailbox stopped reading.
     *(
-        _case(label, lambda w, part=part: w.alice.send("newbie", parts=[part]), BadRequest, "bad_request")
+        _case(
+            label, lambda w, part=part: w.alice.send(SendRequest(to="newbie", parts=[part])), BadRequest, "bad_request"
+        )
         for label, part in [
             ("NaN in a data part", {"data": {"x": float("nan")}}),
             ("Infinity in a data part", {"data": [float("inf")]}),
@@ -966,7 +1012,12 @@ BAD_INPUTS = [
     _case("too long delivery error", lambda w: w.bob.heartbeat(w.bob_session, "e" * 501), TooLarge, "too_large"),
     _case("read after past 2**63-1", lambda w: w.bob.read(after=2**63), BadRequest, "bad_request"),
     _case("ack of 1001 ids", lambda w: w.bob.ack([new_id() for _ in range(1001)]), TooLarge, "too_large"),
-    _case("subject with a NUL", lambda w: w.alice.send("newbie", "hi", subject="a\x00b"), BadRequest, "bad_request"),
+    _case(
+        "subject with a NUL",
+        lambda w: w.alice.send(SendRequest(to="newbie", text="hi", subject="a\x00b")),
+        BadRequest,
+        "bad_request",
+    ),
     _case("too long skill", lambda w: w.alice.create_agent("helper", skills=["s" * 101]), TooLarge, "too_large"),
     _case("malformed id to ack", lambda w: w.bob.ack(["not-an-id"]), UnknownMessage, "unknown_message"),
     _case("unknown id to ack", lambda w: w.bob.ack([new_id()]), UnknownMessage, "unknown_message"),
@@ -974,24 +1025,27 @@ BAD_INPUTS = [
     _case("unknown id for status", lambda w: w.alice.message_status(new_id()), UnknownMessage, "unknown_message"),
     _case(
         "reply to a malformed id",
-        lambda w: w.alice.send("bob", "re", reply_to="nope"),
+        lambda w: w.alice.send(SendRequest(to="bob", text="re", reply_to="nope")),
         UnknownMessage,
         "unknown_message",
     ),
     _case(
         "reply to an unknown id",
-        lambda w: w.alice.send("bob", "re", reply_to=new_id()),
+        lambda w: w.alice.send(SendRequest(to="bob", text="re", reply_to=new_id())),
         UnknownMessage,
         "unknown_message",
     ),
     _case(
         "reply to a message not yours",
-        lambda w: w.carol.send("alice", "re", reply_to=w.to_bob),
+        lambda w: w.carol.send(SendRequest(to="alice", text="re", reply_to=w.to_bob)),
         UnknownMessage,
         "unknown_message",
     ),
     _case(
-        "malformed thread id", lambda w: w.alice.send("bob", "hi", thread_id="t-1"), UnknownMessage, "unknown_message"
+        "malformed thread id",
+        lambda w: w.alice.send(SendRequest(to="bob", text="hi", thread_id="t-1")),
+        UnknownMessage,
+        "unknown_message",
     ),
     _case("describe", lambda w: w.alice.describe_agent("ghost"), UnknownAgent, "unknown_agent"),
     _case("update", lambda w: w.alice.update_agent("ghost", "boo"), UnknownAgent, "unknown_agent"),
@@ -1006,10 +1060,23 @@ BAD_INPUTS = [
     _case("heartbeat another agent's", lambda w: w.alice.heartbeat(w.bob_session), UnknownSession, "unknown_session"),
     _case("end another agent's", lambda w: w.alice.end_session(w.bob_session), UnknownSession, "unknown_session"),
     _case("leave a channel not joined", lambda w: w.dave.leave_channel("team"), NotMember, "not_member"),
-    _case("post to a channel not joined", lambda w: w.dave.send("#team", "hi"), NotMember, "not_member"),
-    _case("post to no channel", lambda w: w.alice.send("#nochannel", "hi"), UnknownChannel, "unknown_channel"),
     _case(
-        "one of two unknown", lambda w: w.alice.send("bob,carol@nomachine", "hi"), UnknownRecipient, "unknown_recipient"
+        "post to a channel not joined",
+        lambda w: w.dave.send(SendRequest(to="#team", text="hi")),
+        NotMember,
+        "not_member",
+    ),
+    _case(
+        "post to no channel",
+        lambda w: w.alice.send(SendRequest(to="#nochannel", text="hi")),
+        UnknownChannel,
+        "unknown_channel",
+    ),
+    _case(
+        "one of two unknown",
+        lambda w: w.alice.send(SendRequest(to="bob,carol@nomachine", text="hi")),
+        UnknownRecipient,
+        "unknown_recipient",
     ),
 ]
 
@@ -1079,10 +1146,10 @@ def test_closing_the_events_ends_a_waiting_read_with_nothing_instead_of_waiting_
 
 def test_a_name_close_to_an_existing_agent_is_met_with_a_guess_whatever_face_sends(alice, bob):
     bob.who()
-    reason = outcome(alice.send("bobb", "typo"), "bobb").reason
+    reason = outcome(alice.send(SendRequest(to="bobb", text="typo")), "bobb").reason
     assert reason is not None and "was created" in reason and "Did you mean 'bob'?" in reason
     with pytest.raises(UnknownRecipient) as raised:
-        alice.send("bobx@nowhere#1", "x")
+        alice.send(SendRequest(to="bobx@nowhere#1", text="x"))
     assert "Did you mean 'bob' or 'bobb'?" in raised.value.message
-    known = outcome(alice.send("bob", "right"), "bob").reason
+    known = outcome(alice.send(SendRequest(to="bob", text="right")), "bob").reason
     assert known is not None and "Did you mean" not in known  # a known name gets no guess

@@ -24,6 +24,7 @@ from callboard.errors import (
 )
 from callboard.hub.errors import http_status
 from callboard.model import Caller, new_id
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from tests import test_service as suite
 from tests.test_service import WS, everything, outcome, writes_nothing
@@ -53,8 +54,8 @@ def trail(client: LocalClient) -> list[tuple[str, str, str]]:
 
 
 def test_deleting_an_agent_with_unread_mail_is_refused_unless_forced_and_the_forced_delete_is_recorded(db, alice, bob):
-    alice.send("bob", "one")
-    alice.send("bob", "two")
+    alice.send(SendRequest(to="bob", text="one"))
+    alice.send(SendRequest(to="bob", text="two"))
     with writes_nothing(db), pytest.raises(HasUnreadMail) as refused:
         alice.delete_agent("bob")
     assert refused.value.code == "has_unread_mail" and http_status(refused.value) == 409
@@ -75,7 +76,7 @@ def test_deleting_an_agent_with_unread_mail_is_refused_unless_forced_and_the_for
 
 
 def test_an_agent_whose_mail_is_all_read_is_deleted_without_force_and_recorded(alice, bob):
-    alice.send("bob", "read me")
+    alice.send(SendRequest(to="bob", text="read me"))
     bob.read()
     assert alice.delete_agent("bob").unread_dropped == 0
     assert trail(alice) == [("alice", "agent.delete", "bob")]
@@ -89,7 +90,7 @@ def test_an_agent_token_sending_to_a_new_name_gets_unknown_recipient_with_a_gues
 ):
     eve = agent_token("eve")
     with writes_nothing(db), pytest.raises(UnknownRecipient) as refused:
-        eve.send("bobb", "typo")
+        eve.send(SendRequest(to="bobb", text="typo"))
     assert "no agent named bobb exists" in refused.value.message
     assert "Did you mean 'bob'?" in refused.value.message
     assert [a.name for a in eve.list_agents()] == ["bob", "eve"]
@@ -98,7 +99,7 @@ def test_an_agent_token_sending_to_a_new_name_gets_unknown_recipient_with_a_gues
 def test_an_agent_tokens_send_to_one_that_exists_and_one_that_does_not_fails_whole(db, bob, agent_token):
     eve = agent_token("eve")
     with writes_nothing(db), pytest.raises(UnknownRecipient) as refused:
-        eve.send(["bob", "nobody-here"], "hello")
+        eve.send(SendRequest(to=["bob", "nobody-here"], text="hello"))
     assert refused.value.details["addresses"] == ["nobody-here"] and "Nothing was sent" in refused.value.message
     assert bob.read(peek=True).items == []
     assert [a.name for a in bob.list_agents()] == ["bob", "eve"]
@@ -106,7 +107,7 @@ def test_an_agent_tokens_send_to_one_that_exists_and_one_that_does_not_fails_who
 
 def test_an_agent_token_still_makes_its_own_agent_and_a_person_still_creates_one_by_sending(alice, agent_token):
     agent_token("eve")
-    assert outcome(alice.send("newbie", "welcome"), "newbie").new_agent is True
+    assert outcome(alice.send(SendRequest(to="newbie", text="welcome")), "newbie").new_agent is True
     assert [a.name for a in alice.list_agents()] == ["alice", "eve", "newbie"]
 
 
@@ -114,15 +115,19 @@ def test_an_agent_token_still_makes_its_own_agent_and_a_person_still_creates_one
 
 
 def test_a_thread_is_joined_only_by_a_party_to_it_and_is_refused_as_an_unknown_message(db, alice, bob, carol):
-    thread = alice.send("bob", "just us").thread_id
+    thread = alice.send(SendRequest(to="bob", text="just us")).thread_id
     with writes_nothing(db), pytest.raises(UnknownMessage) as refused:
-        carol.send("bob", "me too", thread_id=thread)
+        carol.send(SendRequest(to="bob", text="me too", thread_id=thread))
     assert refused.value.code == "unknown_message"
 
-    assert bob.send("alice", "still us", thread_id=thread).thread_id == thread  # a recipient is a party
-    assert alice.send("bob", "and me", thread_id=thread).thread_id == thread  # so is the sender
+    assert (
+        bob.send(SendRequest(to="alice", text="still us", thread_id=thread)).thread_id == thread
+    )  # a recipient is a party
+    assert alice.send(SendRequest(to="bob", text="and me", thread_id=thread)).thread_id == thread  # so is the sender
     fresh = new_id()
-    assert carol.send("bob", "a thread of my own", thread_id=fresh).thread_id == fresh  # a new id: allowed
+    assert (
+        carol.send(SendRequest(to="bob", text="a thread of my own", thread_id=fresh)).thread_id == fresh
+    )  # a new id: allowed
 
 
 # --- invite-only channels ------------------------------------------------------------------------------------
@@ -137,7 +142,7 @@ def test_an_invite_only_channel_is_joined_only_by_invitation_and_says_who_can_ad
     assert "invite-only" in refused.value.message and "alice" in refused.value.message
     assert "channel invite inner" in refused.value.message
     with writes_nothing(db), pytest.raises(NotMember):
-        eve.send("#inner", "let me in")
+        eve.send(SendRequest(to="#inner", text="let me in"))
 
 
 def test_the_creator_and_a_person_add_and_remove_members_and_every_change_is_recorded(alice, bob, agent_token):
@@ -148,7 +153,7 @@ def test_the_creator_and_a_person_add_and_remove_members_and_every_change_is_rec
     assert [m.agent for m in bob.channel_members("inner")] == ["alice", "bob", "owner"]
     owner.remove_from_channel("inner", "bob")
     with pytest.raises(NotMember):
-        bob.send("#inner", "still here?")
+        bob.send(SendRequest(to="#inner", text="still here?"))
     assert trail(alice) == [
         ("owner", "channel.remove", "bob"),
         ("alice", "channel.invite", "alice"),

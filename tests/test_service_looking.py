@@ -13,6 +13,7 @@ import pytest
 
 from callboard.errors import CallboardError, NoIdentity
 from callboard.model import Caller
+from callboard.requests import SendRequest
 from callboard.runners import RunnerReport
 from callboard.service.door import Service
 from callboard.store.opening import open_store
@@ -38,7 +39,7 @@ def service(db: str) -> Iterator[Service]:
 @pytest.fixture
 def ids(service: Service) -> dict[str, str]:
     """alice, bob, #team (alice's), a message from alice to bob, a task bob was asked."""
-    sent = service.send(ALICE, "bob", "the build is green")
+    sent = service.sending.send(ALICE, SendRequest(to="bob", text="the build is green"))
     service.create_channel(ALICE, "team")
     task = service.open_task(ALICE, "bob", [{"text": "review it"}])
     return {"message": sent.message_id, "task": task.task.id}
@@ -83,12 +84,14 @@ def _own(service: Service, ids: dict[str, str]) -> dict[str, Callable[[Caller], 
         "list_tasks": lambda c: service.list_tasks(c),
         "status-not-its-own": lambda c: service.message_status(c, ids["message"]),
         "status-unknown": lambda c: service.message_status(c, UNKNOWN_ID),
-        "send-bad-address": lambda c: service.send(c, "bad name!", "hi"),
-        "send-empty": lambda c: service.send(c, "bob", ""),
-        "send-unknown-reply": lambda c: service.send(c, "bob", "hi", reply_to=UNKNOWN_ID),
-        "send-require-live": lambda c: service.send(c, "bob,newcomer", "hi", require_live=True),
-        "post-not-member": lambda c: service.send(c, "#team", "hi"),
-        "send-unknown-channel": lambda c: service.send(c, "#nowhere", "hi"),
+        "send-bad-address": lambda c: service.sending.send(c, SendRequest(to="bad name!", text="hi")),
+        "send-empty": lambda c: service.sending.send(c, SendRequest(to="bob", text="")),
+        "send-unknown-reply": lambda c: service.sending.send(c, SendRequest(to="bob", text="hi", reply_to=UNKNOWN_ID)),
+        "send-require-live": lambda c: service.sending.send(
+            c, SendRequest(to="bob,newcomer", text="hi", require_live=True)
+        ),
+        "post-not-member": lambda c: service.sending.send(c, SendRequest(to="#team", text="hi")),
+        "send-unknown-channel": lambda c: service.sending.send(c, SendRequest(to="#nowhere", text="hi")),
         "ack-unknown": lambda c: service.ack(c, [UNKNOWN_ID]),
         "mark_read-unknown": lambda c: service.mark_read(c, [UNKNOWN_ID]),
         "confirm_surfaced": lambda c: service.confirm_surfaced(c, [UNKNOWN_ID], "transcript"),
@@ -162,7 +165,7 @@ def test_a_person_naming_no_agent_is_told_no_identity_for_the_rest_and_nothing_i
 def _acts(service: Service) -> dict[str, Callable[[Caller], object]]:
     """Operations that act as the caller's agent and keep something of it."""
     return {
-        "send": lambda c: service.send(c, "bob", "hi"),
+        "send": lambda c: service.sending.send(c, SendRequest(to="bob", text="hi")),
         "register_session": lambda c: service.register_session(c, pid=os.getpid(), runtime="script"),
         "create_channel": lambda c: service.create_channel(c, f"of-{c.agent}"),
         "join_channel": lambda c: service.join_channel(c, "team"),
@@ -186,5 +189,5 @@ def test_an_agent_exists_once_it_acts_in_a_workspace_made_with_it(service, ids, 
 
 
 def test_a_persons_send_creates_its_new_recipient(service, ids):
-    service.send(ALICE, "newcomer", "welcome")
+    service.sending.send(ALICE, SendRequest(to="newcomer", text="welcome"))
     assert "newcomer" in [a.name for a in service.list_agents(PERSON)]

@@ -13,6 +13,7 @@ import pytest
 
 from callboard.client.local import LocalClient
 from callboard.model import Caller, MailItem
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.store.opening import is_postgres, open_store
 from callboard.store.rows import UNREADABLE_NOTE
@@ -73,9 +74,9 @@ def test_a_message_that_cannot_be_rendered_is_shown_as_such_and_the_rest_reads(
     alice = LocalClient(service, Caller(workspace=WS, agent="alice"))
     bob = LocalClient(service, Caller(workspace=WS, agent="bob"))
     bob.create_agent("bob")
-    before = alice.send("bob", "before").message_id
-    bad = alice.send("bob", "to be damaged").message_id
-    after = alice.send("bob", "after").message_id
+    before = alice.send(SendRequest(to="bob", text="before")).message_id
+    bad = alice.send(SendRequest(to="bob", text="to be damaged")).message_id
+    after = alice.send(SendRequest(to="bob", text="after")).message_id
     plant(db, bad, parts)
 
     def check(items: list[MailItem]) -> None:

@@ -17,6 +17,7 @@ from callboard.a2a.remote_card import RemoteTimeouts, card_source
 from callboard.a2a.remote_pump import PumpSettings, RemotePump
 from callboard.errors import AlreadyExists, BadRemoteAnswer, BadRequest, RemoteUnreachable, UnknownAgent
 from callboard.model import Caller, MailItem
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.store.opening import open_store
 from callboard.tasks import TaskState
@@ -107,7 +108,7 @@ def test_a_send_becomes_a_remote_task_and_its_artifact_comes_back_as_mail(
 ) -> None:
     agent = outside if streamed else outside_polled
     service.add_remote(ALICE, "echo", agent.url)
-    sent = service.send(ALICE, "echo", "complete the review")
+    sent = service.sending.send(ALICE, SendRequest(to="echo", text="complete the review"))
     (outcome,) = sent.recipients
     assert outcome.state == "queued" and "outside A2A agent echo" in (outcome.reason or "")
     status = service.message_status(ALICE, sent.message_id)
@@ -135,7 +136,7 @@ def test_input_required_then_the_senders_reply_in_thread_continues_the_same_remo
     service: Service, outside: OutsideAgent
 ) -> None:
     service.add_remote(ALICE, "echo", outside.url)
-    sent = service.send(ALICE, "echo", "ask me something")
+    sent = service.sending.send(ALICE, SendRequest(to="echo", text="ask me something"))
     task_id = service.message_status(ALICE, sent.message_id).task_id
 
     def waiting() -> bool:
@@ -143,7 +144,7 @@ def test_input_required_then_the_senders_reply_in_thread_continues_the_same_remo
 
     pump_until(service, waiting, "the remote to ask for input")
     assert "which branch?" in texts(mail_from(service, ALICE, "echo"))
-    answer = service.send(ALICE, "echo", "main", thread_id=sent.thread_id)
+    answer = service.sending.send(ALICE, SendRequest(to="echo", text="main", thread_id=sent.thread_id))
     assert service.message_status(ALICE, answer.message_id).task_id == task_id  # a follow-up, same task
 
     def completed() -> bool:
@@ -164,7 +165,7 @@ def test_an_answer_the_remote_first_shows_the_question_for_still_completes_the_t
     up): the pump reads on until the task moves, and mails the question once."""
     agent = outside if streamed else outside_polled
     service.add_remote(ALICE, "echo", agent.url)
-    sent = service.send(ALICE, "echo", "restate the plan")
+    sent = service.sending.send(ALICE, SendRequest(to="echo", text="restate the plan"))
     task_id = service.message_status(ALICE, sent.message_id).task_id
     assert task_id is not None
 
@@ -172,7 +173,7 @@ def test_an_answer_the_remote_first_shows_the_question_for_still_completes_the_t
         return service.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED
 
     pump_until(service, waiting, "the remote to ask for input")
-    service.send(ALICE, "echo", "main", thread_id=sent.thread_id)
+    service.sending.send(ALICE, SendRequest(to="echo", text="main", thread_id=sent.thread_id))
 
     def settled() -> bool:
         return all(r.state in ("done", "failed") for r in service.store.remote_sends(WS, task_id=task_id))
@@ -192,11 +193,11 @@ def test_a_remote_that_asks_the_same_question_again_is_heard_asking_again(
     mailed again and the task waits on us, once the remote is done with the answer."""
     agent = outside if streamed else outside_polled
     service.add_remote(ALICE, "echo", agent.url)
-    sent = service.send(ALICE, "echo", "nag me")
+    sent = service.sending.send(ALICE, SendRequest(to="echo", text="nag me"))
     task_id = service.message_status(ALICE, sent.message_id).task_id
     assert task_id is not None
     pump_until(service, lambda: service.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED, "a question")
-    service.send(ALICE, "echo", "main", thread_id=sent.thread_id)
+    service.sending.send(ALICE, SendRequest(to="echo", text="main", thread_id=sent.thread_id))
 
     def asked_again() -> bool:
         rows = service.store.remote_sends(WS, task_id=task_id)
@@ -211,7 +212,7 @@ def test_a_remote_that_asks_the_same_question_again_is_heard_asking_again(
 def test_a_send_to_a_remote_and_others_together_is_refused_whole(service: Service, outside: OutsideAgent) -> None:
     service.add_remote(ALICE, "echo", outside.url)
     with pytest.raises(BadRequest, match="outside A2A agent: mail to it is a task of its own"):
-        service.send(ALICE, ["echo", "bob"], "hello both")
+        service.sending.send(ALICE, SendRequest(to=["echo", "bob"], text="hello both"))
     assert service.read(BOB, peek=True).items == []
 
 
@@ -229,7 +230,7 @@ def test_a_hanging_remote_fails_the_task_with_the_reason_after_its_deadline(
 ) -> None:
     service.add_remote(ALICE, "echo", outside.url)
     started = time.monotonic()
-    sent = service.send(ALICE, "echo", "hang around")
+    sent = service.sending.send(ALICE, SendRequest(to="echo", text="hang around"))
     pump_until(service, lambda: _state(service, sent.message_id) == "failed", "the hanging task to fail", 20)
     assert time.monotonic() - started < FAST.timeouts.deadline + 6  # the deadline, not forever
     status = service.message_status(ALICE, sent.message_id)
@@ -245,7 +246,7 @@ def test_a_remote_down_at_send_is_tried_again_with_the_same_message_id(service: 
     try:
         service.add_remote(ALICE, "late", late.url)
         late.stop()
-        sent = service.send(ALICE, "late", "complete when you can")
+        sent = service.sending.send(ALICE, SendRequest(to="late", text="complete when you can"))
         slow = PumpSettings(
             timeouts=RemoteTimeouts(connect=1.0, call=2.0, deadline=60.0, poll_first=0.05, poll_most=0.2),
             retry_first=0.1,
@@ -276,7 +277,7 @@ def test_garbage_fails_the_task_with_a_clear_reason(service: Service, tmp_path: 
             service.add_remote(ALICE, "nocard", junk_card.url)
         assert service.list_remotes(ALICE) == []  # nothing half-registered
         service.add_remote(ALICE, "junk", junk.url)
-        sent = service.send(ALICE, "junk", "complete this")
+        sent = service.sending.send(ALICE, SendRequest(to="junk", text="complete this"))
         pump_until(service, lambda: _state(service, sent.message_id) == "failed", "the garbage task to fail")
         status = service.message_status(ALICE, sent.message_id)
         assert status.task_state is TaskState.FAILED and "junk" in (status.remote.last_error or "")  # type: ignore[union-attr]
@@ -287,11 +288,11 @@ def test_garbage_fails_the_task_with_a_clear_reason(service: Service, tmp_path: 
 
 
 def test_an_a2a_address_registers_the_agent_on_first_use(service: Service, outside: OutsideAgent) -> None:
-    sent = service.send(ALICE, f"a2a:{outside.url}", "complete via address")
+    sent = service.sending.send(ALICE, SendRequest(to=f"a2a:{outside.url}", text="complete via address"))
     (outcome,) = sent.recipients
     assert outcome.agent == "outside-echo" and outcome.state == "queued"
     assert [r.url for r in service.list_remotes(ALICE)] == [outside.url]
-    again = service.send(ALICE, f"a2a:{outside.url}/", "complete again")
+    again = service.sending.send(ALICE, SendRequest(to=f"a2a:{outside.url}/", text="complete again"))
     assert again.recipients[0].agent == "outside-echo" and len(service.list_remotes(ALICE)) == 1
 
     def done() -> bool:
@@ -311,7 +312,7 @@ def test_without_a_card_source_an_unregistered_address_is_refused_and_nothing_st
     try:
         service.enter(ALICE)
         with pytest.raises(RemoteUnreachable, match="agent add-remote"):
-            service.send(ALICE, f"a2a:{outside.url}", "hi")
+            service.sending.send(ALICE, SendRequest(to=f"a2a:{outside.url}", text="hi"))
         assert service.list_remotes(ALICE) == [] and service.store.remote_sends(WS, task_id="x") == []
     finally:
         service.store.close()
@@ -348,7 +349,7 @@ def test_a_row_is_leased_to_one_claimer_and_comes_due_again_when_its_lease_ends(
     service: Service, outside: OutsideAgent
 ) -> None:
     service.add_remote(ALICE, "echo", outside.url)
-    sent = service.send(ALICE, "echo", "complete once")
+    sent = service.sending.send(ALICE, SendRequest(to="echo", text="complete once"))
     outbox = service.remote_outbox
     (first,) = outbox.claim(lease_seconds=0.5, limit=10)
     assert (first.message_id, first.attempts, first.state) == (sent.message_id, 1, "pending")
@@ -371,11 +372,11 @@ def test_a_remote_that_wants_a_token_gets_the_one_registered_and_refuses_without
     guarded = OutsideAgent(tmp_path, token="let-me-in").start()
     try:
         service.add_remote(ALICE, "locked", guarded.url)  # no token: its card is public, its endpoint not
-        refused = service.send(ALICE, "locked", "complete this")
+        refused = service.sending.send(ALICE, SendRequest(to="locked", text="complete this"))
         pump_until(service, lambda: _state(service, refused.message_id) == "failed", "the refused task to fail")
         assert "check its token" in (service.message_status(ALICE, refused.message_id).remote.last_error or "")  # type: ignore[union-attr]
         service.add_remote(ALICE, "locked", guarded.url, token="let-me-in")  # again, with its token
-        sent = service.send(ALICE, "locked", "complete with the token")
+        sent = service.sending.send(ALICE, SendRequest(to="locked", text="complete with the token"))
         done = lambda: service.message_status(ALICE, sent.message_id).task_state is TaskState.COMPLETED  # noqa: E731
         pump_until(service, done, "the task sent with the token to complete")
         assert [s["message_id"] for s in guarded.seen()] == [sent.message_id]  # the refused one never got in

@@ -18,6 +18,7 @@ import pytest
 
 from callboard.integrations.claude_code import sessions as claude_sessions
 from callboard.model import RecipientStatus
+from callboard.requests import SendRequest
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env
 from tests.support.cli_runner import CALL_TIMEOUT, isolated_env
 from tests.support.live_claude_code import SERVER, init_event, start_session
@@ -67,7 +68,7 @@ def test_an_idle_session_starts_a_turn_with_mail_written_into_its_socket(
 
     turns = len(model.model_requests())
     with machine.client("bob") as bob:
-        sent = bob.send("alice", "Please rebase PR 12 onto main.", subject="rebase")
+        sent = bob.send(SendRequest(to="alice", text="Please rebase PR 12 onto main.", subject="rebase"))
 
     # Nothing is written on stdin: the session wakes because the mail came through its socket.
     (request,) = session.wait_for(
@@ -98,11 +99,11 @@ def leaves_mail_to_the_hooks(
     sent while it is idle: neither reaches the model nor is marked surfaced; the session ends.
     Returns it, and the registry as it was while the session ran."""
     with machine.client("bob") as bob:
-        before = bob.send("alice", "Sent before the session started.")
+        before = bob.send(SendRequest(to="alice", text="Sent before the session started."))
     session = start_session(claude, machine, model, tmp, extra)
     registered = claude_sessions.live_sessions(claude_code_env(machine, model))
     with machine.client("bob") as bob:
-        after = bob.send("alice", "Sent while the session is idle.")
+        after = bob.send(SendRequest(to="alice", text="Sent while the session is idle."))
     assert session.close() == 0  # our server has ended too
 
     assert len(session.results()) == 1, session.transcript()  # no turn but the one asked for on stdin

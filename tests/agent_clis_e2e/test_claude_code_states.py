@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from callboard.model import RecipientStatus
+from callboard.requests import SendRequest
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, WAKE_TIMEOUT, LiveCli, Machine, claude_code_env
 from tests.support.live_claude_code import HEADLESS, SERVER, start_waiting_session, waiters
 from tests.support.mock_model import MockModel
@@ -56,7 +57,7 @@ def test_busy_session_mail_is_handed_during_the_tool_and_surfaced_after_the_requ
     session = start_busy(claude_code_current, machine, quiet_model, socket_tmp, marks, 60)
     body = "The release branch is frozen; hold your merge."
     with machine.client("bob") as bob:
-        sent = bob.send("alice", body, subject="freeze")
+        sent = bob.send(SendRequest(to="alice", text=body, subject="freeze"))
     handed = session.wait_for(
         lambda: (s := alice_status(machine, sent.message_id)).state == "handed" and s,
         "the mail to be handed",
@@ -86,7 +87,7 @@ def test_mail_handed_to_a_session_stopped_mid_tool_returns_and_reaches_the_next_
     first = start_busy(claude_code_current, machine, quiet_model, socket_tmp, marks, 120)
     body = "Stop the deploy; the schema changed."
     with machine.client("bob") as bob:
-        sent = bob.send("alice", body)
+        sent = bob.send(SendRequest(to="alice", text=body))
     first.wait_for(lambda: alice_status(machine, sent.message_id).state == "handed", "handed", WAKE_TIMEOUT)
     os.killpg(first.pid, signal.SIGKILL)  # stopped in the middle of its tool call, its server with it
     first.process.wait()
@@ -137,7 +138,7 @@ def test_through_the_waiter_a_busy_sessions_mail_stays_delivered_until_a_hook_ca
     session.wait_for(started.exists, "the Bash call to start")
     body = "The nightly build is red; look before you merge."
     with machine.client("bob") as bob:
-        sent = bob.send("alice", body)
+        sent = bob.send(SendRequest(to="alice", text=body))
     # The waiter sees the mail and asks for a turn (exit 2), taking nothing: while the tool runs
     # the mail is delivered (a live session can take it), and no state claims the model has it.
     session.wait_for(lambda: not waiters(machine), "the waiter's wake", WAKE_TIMEOUT)
@@ -167,7 +168,7 @@ def test_a_session_that_refuses_or_holds_the_frame_says_so_and_refused_mail_come
     session.say("Hello. Nothing to do yet.")
     session.wait_for(lambda: len(session.results()) == 1, "the first turn to finish")
     with machine.client("bob") as bob:
-        sent = bob.send("alice", "Is the release tagged?")
+        sent = bob.send(SendRequest(to="alice", text="Is the release tagged?"))
     event = "refused" if policy == "refuse" else "held"
     status = session.wait_for(
         lambda: (

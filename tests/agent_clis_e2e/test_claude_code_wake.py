@@ -21,6 +21,7 @@ import pytest
 
 from callboard.integrations.claude_code import sessions as claude_sessions
 from callboard.model import RecipientStatus
+from callboard.requests import SendRequest
 from tests.agent_clis_e2e.conftest import (
     LEFTOVER_TIMEOUT,
     RUN_TIMEOUT,
@@ -89,7 +90,7 @@ def test_without_a_socket_the_installed_waiter_wakes_an_idle_session(
     turns = len(quiet_model.model_requests())
     body = "Please rerun the flaky integration test."
     with machine.client("bob") as bob:
-        sent = bob.send("alice", body, subject="ci")
+        sent = bob.send(SendRequest(to="alice", text=body, subject="ci"))
 
     # Nothing is written on stdin: the waiter exits 2 (printing nothing) and Claude Code starts a
     # turn with the installed rewakeMessage; the turn's UserPromptSubmit hook brings the mail (as
@@ -164,7 +165,7 @@ def test_mail_for_a_busy_session_comes_with_the_tool_result_not_mid_tool(
 
     body = "The release branch is frozen; hold your merge."
     with machine.client("bob") as bob:
-        sent = bob.send("alice", body, subject="freeze")
+        sent = bob.send(SendRequest(to="alice", text=body, subject="freeze"))
     session.wait_for(lambda: alice_status(machine, sent.message_id).handed_at, "the mail to be written", WAKE_TIMEOUT)
     assert not finished.exists(), "the mail was written only after the tool: the test shows nothing"
     session.wait_for(lambda: len(session.results()) == 1, "the turn to finish")
@@ -288,7 +289,7 @@ def test_an_idle_interactive_session_is_woken_through_its_socket(
 
     body = "Please look at the failing deploy."
     with machine.client("bob") as bob:
-        sent = bob.send("alice", body, subject="deploy")
+        sent = bob.send(SendRequest(to="alice", text=body, subject="deploy"))
     (request,) = until(lambda: quiet_model.requests_saying(body), WAKE_TIMEOUT, "the model request with the mail")
     assert_fenced_from_bob(request.last_user_text(), body, sent.message_id)
     alice = until(

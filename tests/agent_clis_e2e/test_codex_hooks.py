@@ -16,6 +16,7 @@ import pytest
 from callboard.client.local import LocalClient
 from callboard.config import Settings
 from callboard.model import DeliveryState
+from callboard.requests import SendRequest
 from tests.agent_clis_e2e.conftest import TEST_TIMEOUT, Machine
 from tests.support.codex_config import offline_config
 from tests.support.mock_model import MockModel
@@ -50,7 +51,7 @@ def test_codex_gets_waiting_mail_into_its_context_through_its_session_start_hook
 ):
     bob = client_of(machine, "bob")
     try:
-        sent = bob.send("alice", "codex-hook-check: please rebase on main", subject="heads up")
+        sent = bob.send(SendRequest(to="alice", text="codex-hook-check: please rebase on main", subject="heads up"))
         env = machine.env({"CODEX_HOME": str(codex_home_for(machine, model)), "MOCK_MODEL_API_KEY": "mock-key"})
         env.update(model.proxy_env())
         proc = machine.run(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from callboard.requests import SendRequest
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, WAKE_TIMEOUT, Machine, claude_code_env
 from tests.support.mock_model import MockModel
 from tests.support.runner_process import RunnerProcess, status_of
@@ -52,7 +53,7 @@ def test_a_claude_code_runner_takes_mail_in_its_next_model_request_and_answers_t
 ):
     assert model.model_requests() == []  # an idle runner asks the model nothing
     with machine.client("bob") as bob:
-        sent = bob.send("alice", "Please say hello back.", subject="hello")
+        sent = bob.send(SendRequest(to="alice", text="Please say hello back.", subject="hello"))
     (request, *_) = wait_until(
         lambda: model.requests_mentioning("Please say hello back."), timeout=WAKE_TIMEOUT, what="the model request"
     )
@@ -74,11 +75,11 @@ def test_a_killed_claude_code_is_respawned_on_its_session_and_loses_no_mail(
     machine: Machine, model: MockModel, runner: RunnerProcess
 ):
     with machine.client("bob") as bob:
-        bob.send("alice", "First: remember PELICAN.")
+        bob.send(SendRequest(to="alice", text="First: remember PELICAN."))
         first = runner.wait_state("idle", "the first turn to end", turns=1)
         (cli,) = runner.cli_pids()
         os.kill(cli, signal.SIGKILL)
-        sent = bob.send("alice", "Second: what was the word?")
+        sent = bob.send(SendRequest(to="alice", text="Second: what was the word?"))
     (request, *_) = wait_until(
         lambda: model.requests_mentioning("Second: what was the word?"), timeout=RUN_TIMEOUT, what="the second mail"
     )
@@ -97,9 +98,9 @@ def test_a_busy_claude_code_runner_takes_three_messages_in_one_batch_and_clears_
     # The model runs the Bash lines it is given, nothing else.
     with MockModel(tool_input=None) as model, claude_runner(claude_code_current, machine, model) as runner:
         with machine.client("bob") as bob:
-            bob.send("alice", f"RUN_BASH: while [ ! -e {release} ]; do sleep 0.05; done")
+            bob.send(SendRequest(to="alice", text=f"RUN_BASH: while [ ! -e {release} ]; do sleep 0.05; done"))
             runner.wait_state("working", "the held turn")
-            sent = [bob.send("alice", f"Batch item BATCH-{n}.").message_id for n in (1, 2, 3)]
+            sent = [bob.send(SendRequest(to="alice", text=f"Batch item BATCH-{n}.")).message_id for n in (1, 2, 3)]
         assert [status_of(machine, "bob", m, "alice").state for m in sent] == ["delivered"] * 3
         release.touch()
         (request, *_) = wait_until(
@@ -109,9 +110,9 @@ def test_a_busy_claude_code_runner_takes_three_messages_in_one_batch_and_clears_
         before = runner.wait_state("idle", "the batch's turn to end", turns=2)
 
         with machine.client("bob") as bob:  # the agent says it finished its unit of work
-            bob.send("alice", f"RUN_BASH: {callboard} runner clear")
+            bob.send(SendRequest(to="alice", text=f"RUN_BASH: {callboard} runner clear"))
             runner.wait_state("idle", "the clearing turn to end", turns=3)
-            bob.send("alice", "A new task: FRESH-1.")
+            bob.send(SendRequest(to="alice", text="A new task: FRESH-1."))
         (fresh, *_) = wait_until(
             lambda: model.requests_mentioning("FRESH-1"), timeout=RUN_TIMEOUT, what="the new task's request"
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from callboard.requests import SendRequest
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, WAKE_TIMEOUT, Machine
 from tests.support.codex_config import offline_config
 from tests.support.mock_model import MockModel
@@ -35,7 +36,7 @@ def test_a_codex_runner_answers_mail_through_our_tools(codex: Path, machine: Mac
         runner.wait_state("idle", "the runner to be idle")
         assert model.model_requests() == [] and runner.cli_pids() == []  # idle: no Codex process at all
         with machine.client("bob") as bob:
-            sent = bob.send("alice", "Please say hello back.")
+            sent = bob.send(SendRequest(to="alice", text="Please say hello back."))
         wait_until(
             lambda: [r for r in model.model_requests() if "Please say hello back." in str(r.body)],
             timeout=WAKE_TIMEOUT,

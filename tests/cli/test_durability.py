@@ -27,8 +27,9 @@ DRIVERS = {
     "open-client": (
         "import sys, time\n"
         "from callboard.client.local import LocalClient\n"
+        "from callboard.requests import SendRequest\n"
         "client = LocalClient.open()\n"
-        "result = client.send('bob', sys.argv[1], subject='durable')\n"
+        "result = client.send(SendRequest(to='bob', text=sys.argv[1], subject='durable'))\n"
         "print('SENT', result.message_id, flush=True)\n"
         "time.sleep(300)\n"
     ),

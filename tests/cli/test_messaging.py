@@ -218,9 +218,10 @@ def test_concurrent_readers_never_get_the_same_message(cli, run_json):
     # One process sends them all (cheaper than 30 CLI starts), through the same client the CLI uses.
     sender = (
         "from callboard.client.local import LocalClient\n"
+        "from callboard.requests import SendRequest\n"
         "client = LocalClient.open()\n"
         f"for i in range({count}):\n"
-        "    client.send('bob', f'message {i}')\n"
+        "    client.send(SendRequest(to='bob', text=f'message {i}'))\n"
         "client.close()\n"
     )
     subprocess.run([sys.executable, "-c", sender], env=cli.env("alice"), cwd=cli.workdir, check=True, timeout=60)

@@ -9,6 +9,7 @@ from pathlib import Path
 from callboard.client.following import follow
 from callboard.client.local import LocalClient
 from callboard.model import Caller, MailItem
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.support.waiting import wait_until
@@ -31,9 +32,9 @@ def test_a_follower_hands_on_each_message_once_in_order_and_marks_it_read(tmp_pa
     service = Service(SQLiteStore(tmp_path / "db"), machine="here")
     alice = LocalClient(service, Caller(workspace=WS, agent="alice"))
     bob = LocalClient(service, Caller(workspace=WS, agent="bob"))
-    early = alice.send("bob", "before following").message_id
+    early = alice.send(SendRequest(to="bob", text="before following")).message_id
     got, stop, thread = _follower(bob)
-    later = [alice.send("bob", f"message {i}").message_id for i in range(5)]
+    later = [alice.send(SendRequest(to="bob", text=f"message {i}")).message_id for i in range(5)]
     wait_until(lambda: len(got) >= 6, what="six messages")
     stop.set()
     thread.join(timeout=5)
@@ -50,8 +51,8 @@ def test_mail_of_a_sibling_session_that_died_unread_is_handed_on_late_once(tmp_p
     clock.advance(1)
     second = service.register_session(bob, pid=200, runtime="script", machine="m1")
     alice = LocalClient(service, Caller(workspace=WS, agent="alice"))
-    for_first = alice.send("bob@m1#100", "for the first pane").message_id
-    for_second = alice.send("bob@m1#200", "for the second pane").message_id
+    for_first = alice.send(SendRequest(to="bob@m1#100", text="for the first pane")).message_id
+    for_second = alice.send(SendRequest(to="bob@m1#200", text="for the second pane")).message_id
 
     in_second = LocalClient(service, bob.model_copy(update={"session_id": second.id}))
     got, stop, thread = _follower(in_second, after=0, sweep=0.1)
@@ -60,7 +61,7 @@ def test_mail_of_a_sibling_session_that_died_unread_is_handed_on_late_once(tmp_p
     service.heartbeat(bob, second.id)
     clock.advance(30)  # the first pane went quiet past the window: its unread mail is anyone's
     wait_until(lambda: len(got) >= 2, what="the first pane's mail, late")
-    newer = alice.send("bob", "after").message_id
+    newer = alice.send(SendRequest(to="bob", text="after")).message_id
     wait_until(lambda: len(got) >= 3, what="new mail after that")
     stop.set()
     thread.join(timeout=5)

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from callboard.hub.routes import ROUTES, Route
+from callboard.requests import SendRequest
 from tests.hub.conftest import EventStream, Hub, Tenant, auth_headers, expect_http_error, new_tenant, unique
 from tests.support.outside_agent import OutsideAgent
 from tests.support.waiting import wait_until
@@ -615,7 +616,7 @@ def test_a_revoked_token_is_refused_by_hubclient(hub: Hub) -> None:
         with hub.admin() as http:
             _ok(http.delete(f"/v1/tokens/{issued['id']}"), 200)
         with pytest.raises(Unauthorized):
-            client.send("anyone", "after revocation")
+            client.send(SendRequest(to="anyone", text="after revocation"))
         with pytest.raises(Unauthorized):
             client.read()
     finally:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from callboard.client.hub import HubClient
+from callboard.requests import SendRequest
 from tests.hub.conftest import CLI, EventStream, Hub, unique
 from tests.integrations.hooks.conftest import AGENT, Hooks
 from tests.support.hub_mcp_client import mcp_client
@@ -40,9 +41,9 @@ async def test_a_damaged_message_is_shown_as_such_by_every_reader_and_the_rest_r
     token = hub.issue(kind="user", workspace=workspace)["token"]
     alice = HubClient(hub.url, token, sender)
     try:
-        before = alice.send(AGENT, "before").message_id
-        bad = alice.send(AGENT, "to be damaged").message_id
-        after = alice.send(AGENT, "after").message_id
+        before = alice.send(SendRequest(to=AGENT, text="before")).message_id
+        bad = alice.send(SendRequest(to=AGENT, text="to be damaged")).message_id
+        after = alice.send(SendRequest(to=AGENT, text="after")).message_id
     finally:
         alice.close()
     plant(hub, bad)

@@ -16,6 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from callboard.identity import machine_name
+from callboard.requests import SendRequest
 from tests.hub.conftest import CLI, Hub, Tenant, auth_headers, expect_http_error, unique
 from tests.support.forgery import assert_reads_as_from_only, assert_structured_is_plain, forged
 from tests.support.hub_mcp_client import LONG_WAIT, mcp_client
@@ -56,7 +57,7 @@ async def test_a_waiting_read_over_http_is_woken_by_a_rest_send(tenant: Tenant, 
     alice, bob = unique("alice"), unique("bob")
     async with mcp_client(tenant.hub, era, tenant.token, bob) as as_bob:
         await as_bob.call_tool("who", {})
-        timer = threading.Timer(0.3, lambda: tenant.client(alice).send(bob, "wake up"))
+        timer = threading.Timer(0.3, lambda: tenant.client(alice).send(SendRequest(to=bob, text="wake up")))
         timer.start()
         try:
             got = ok(await as_bob.call_tool("read_messages", {"wait_seconds": LONG_WAIT}))

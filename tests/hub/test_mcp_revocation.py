@@ -13,6 +13,7 @@ import pytest
 from callboard.errors import Unauthorized
 from callboard.hub.mcp_endpoint import CredentialBound
 from callboard.model import Caller
+from callboard.requests import SendRequest
 from callboard.service.credentials import Credentials
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
@@ -37,7 +38,9 @@ def test_a_waiting_tool_read_ends_at_the_revocation_and_later_mail_stays_unread(
     reader.start()
     wait_until(lambda: service.events._waiters.get(("team", "bob")), 10, "the read to wait for bob's mail")
     credentials.revoke(credentials.authenticate(issued.token), issued.id)
-    sent = service.send(Caller(workspace="team", agent="alice"), "bob", "after the revocation")
+    sent = service.sending.send(
+        Caller(workspace="team", agent="alice"), SendRequest(to="bob", text="after the revocation")
+    )
     reader.join(10)
     assert not reader.is_alive(), "the read went on waiting after its token was revoked"
     (ended,) = outcome
@@ -51,7 +54,7 @@ def test_a_waiting_tool_read_ends_at_the_revocation_and_later_mail_stays_unread(
 def test_a_tool_read_with_a_valid_token_takes_mail_as_before(tmp_path: Path, wait: float) -> None:
     service = Service(SQLiteStore(tmp_path / "hub.db"), machine="hub")
     bob = Caller(workspace="team", agent="bob")
-    service.send(Caller(workspace="team", agent="alice"), "bob", "hello")
+    service.sending.send(Caller(workspace="team", agent="alice"), SendRequest(to="bob", text="hello"))
     got = CredentialBound(service, bob, lambda: None).read(wait=wait)
     assert [item.message.text for item in got.items] == ["hello"] and got.unread == 0
     service.store.close()

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from callboard.errors import UnknownAgent
+from callboard.requests import SendRequest
 from callboard.store.sqlite.messages import FAN_OUT_LATER_FROM
 from tests.hub.conftest import CLI, Hub, Tenant, expect_http_error, unique
 from tests.support.cli_runner import texts
@@ -49,8 +50,8 @@ def test_two_agents_exchange_messages_through_the_hub_by_hubclient(tenant: Tenan
     alice = tenant.hub.client(tenant.agent_token(alice_name)["token"])
     bob = tenant.hub.client(tenant.agent_token(bob_name)["token"])
     try:
-        sent = alice.send(bob_name, "first", subject="s1")
-        alice.send(bob_name, "second")
+        sent = alice.send(SendRequest(to=bob_name, text="first", subject="s1"))
+        alice.send(SendRequest(to=bob_name, text="second"))
         got = bob.read()
         assert [i.message.text for i in got.items] == ["first", "second"]
         assert {i.message.sender for i in got.items} == {alice_name}
@@ -61,7 +62,7 @@ def test_two_agents_exchange_messages_through_the_hub_by_hubclient(tenant: Tenan
         status = alice.message_status(sent.message_id)
         assert [(r.agent, r.state) for r in status.recipients] == [(bob_name, "acked")]
 
-        reply = bob.send(alice_name, "got it", reply_to=sent.message_id)
+        reply = bob.send(SendRequest(to=alice_name, text="got it", reply_to=sent.message_id))
         assert reply.thread_id == sent.thread_id
         back = alice.read(wait=10)
         assert [(i.message.sender, i.message.text, i.message.thread_id) for i in back.items] == [
@@ -138,8 +139,8 @@ def test_deleting_an_agent_by_hubclient_erases_its_mailbox_and_its_next_act_crea
     keeper = tenant.client(keeper_name)
     try:
         assert bob.whoami().agent == bob_name  # the hub now knows this credential as bob
-        alice.send(bob_name, "unread one")
-        alice.send(bob_name, "unread two")
+        alice.send(SendRequest(to=bob_name, text="unread one"))
+        alice.send(SendRequest(to=bob_name, text="unread two"))
         assert [i.message.text for i in bob.read(peek=True).items] == ["unread one", "unread two"]
 
         assert keeper.delete_agent(bob_name, force=True).unread_dropped == 2  # unread: only when forced
@@ -150,9 +151,9 @@ def test_deleting_an_agent_by_hubclient_erases_its_mailbox_and_its_next_act_crea
         again = bob.read(peek=True, after=0)  # the same credential's next request, as bob
         assert again.items == [] and again.unread == 0
         assert bob_name not in {a.name for a in keeper.list_agents()}  # a read creates nobody
-        bob.send(alice_name, "back")  # its next act
+        bob.send(SendRequest(to=alice_name, text="back"))  # its next act
         assert bob_name in {a.name for a in keeper.list_agents()}  # created again by that act
-        fresh = alice.send(bob_name, "after the delete")
+        fresh = alice.send(SendRequest(to=bob_name, text="after the delete"))
         assert [r.new_agent for r in fresh.recipients] == [False]
         assert [(i.seq, i.message.text) for i in bob.read().items] == [(1, "after the delete")]  # numbered anew
     finally:
@@ -224,7 +225,7 @@ def test_a_post_to_a_channel_large_enough_to_fan_out_later_reaches_every_member_
             client.join_channel(channel)
         with ThreadPoolExecutor(1) as pool:  # a long-poll, woken by the post or finding it
             waiting = pool.submit(clients[members[0]].read, wait=30)
-            sent = poster.send(f"#{channel}", "to everyone")
+            sent = poster.send(SendRequest(to=f"#{channel}", text="to everyone"))
             assert [i.message.id for i in waiting.result(timeout=60).items] == [sent.message_id]
         for name in members[1:]:
             got = clients[name].read()

@@ -22,6 +22,7 @@ from callboard.client.following import follow
 from callboard.client.hub import HubClient
 from callboard.errors import HubUnavailable
 from callboard.model import MailItem
+from callboard.requests import SendRequest
 from tests.hub.conftest import CLI, EventStream, Hub
 from tests.support.postgres import fresh_database
 from tests.support.waiting import wait_until
@@ -79,11 +80,11 @@ def test_a_message_sent_through_one_replica_reaches_stream_and_long_poll_readers
         poller = threading.Thread(target=long_poll)
         poller.start()
         wait_until(lambda: poller.is_alive(), what="the long-poll to start")
-        to_bob = sender.send("bob", "across replicas").message_id
+        to_bob = sender.send(SendRequest(to="bob", text="across replicas")).message_id
         # The stream was subscribed before the send: only replica 1's notification could wake it
         # before its 15 s keepalive (the stream's read timeout is 10 s).
         assert stream.next_event().message_id == to_bob
-        to_carol = sender.send("carol", "across replicas too").message_id
+        to_carol = sender.send(SendRequest(to="carol", text="across replicas too")).message_id
         poller.join(timeout=40)
         assert [i.message.id for i in waiting["result"].items] == [to_carol]  # type: ignore[attr-defined]
         assert waiting["seconds"] < 30  # woken by the send, not by its wait running out
@@ -92,8 +93,8 @@ def test_a_message_sent_through_one_replica_reaches_stream_and_long_poll_readers
 
 
 def test_cursors_idempotency_and_states_are_the_stores_not_a_replicas(replicas: list[Hub]) -> None:
-    first = _client(replicas[0], "alice").send("dave", "once", idempotency_key="k-once")
-    again = _client(replicas[1], "alice").send("dave", "once", idempotency_key="k-once")
+    first = _client(replicas[0], "alice").send(SendRequest(to="dave", text="once", idempotency_key="k-once"))
+    again = _client(replicas[1], "alice").send(SendRequest(to="dave", text="once", idempotency_key="k-once"))
     assert again.message_id == first.message_id and again.duplicate
     page = _client(replicas[2], "dave").read(peek=True, after=0)
     assert [i.message.id for i in page.items] == [first.message_id]
@@ -184,7 +185,7 @@ def test_every_acknowledged_message_is_delivered_once_in_order_while_a_replica_i
                     if n == 50:
                         halfway.set()
                     try:
-                        sent = client.send(recipient, f"{name} #{n}")
+                        sent = client.send(SendRequest(to=recipient, text=f"{name} #{n}"))
                     except HubUnavailable:
                         break  # its replica is gone: what it had acknowledged must still arrive
                     with lock:
@@ -273,10 +274,10 @@ def test_a_follower_logged_in_to_every_replica_rides_out_the_loss_of_its_own(tmp
             try:
                 sender = _client(hubs[1], "alice")
                 wait_until(lambda: sender.reach("bob").state == "live", what="the follower's session")
-                sent = [sender.send("bob", f"before {i}").message_id for i in range(3)]
+                sent = [sender.send(SendRequest(to="bob", text=f"before {i}")).message_id for i in range(3)]
                 wait_until(lambda: len(lines) >= 3, what="the first three")
                 hubs[0].kill()  # the follower's replica (the first of its list)
-                sent += [sender.send("bob", f"after {i}").message_id for i in range(3)]
+                sent += [sender.send(SendRequest(to="bob", text=f"after {i}")).message_id for i in range(3)]
                 wait_until(lambda: len(lines) >= 6, timeout=40, what="the three sent after the loss")
                 assert [line["message"]["id"] for line in lines] == sent  # once each, in order
             finally:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from callboard.headers import SESSION_HEADER
+from callboard.requests import SendRequest
 from tests.hub.conftest import CLI, EventStream, Hub, Tenant, expect_error
 from tests.support.waiting import wait_until
 
@@ -70,10 +71,10 @@ def test_each_panes_stream_carries_its_own_mail(tenant: Tenant) -> None:
         for stream in streams:
             stream.ready()
         alice = tenant.client("alice")
-        to_first = alice.send("bob@m1#100", "first pane").message_id
-        to_newest = alice.send("bob", "the newest pane").message_id  # pushed to the second
-        to_second = alice.send("bob@m1#101", "second pane").message_id
-        last_first = alice.send("bob@m1#100", "first pane again").message_id
+        to_first = alice.send(SendRequest(to="bob@m1#100", text="first pane")).message_id
+        to_newest = alice.send(SendRequest(to="bob", text="the newest pane")).message_id  # pushed to the second
+        to_second = alice.send(SendRequest(to="bob@m1#101", text="second pane")).message_id
+        last_first = alice.send(SendRequest(to="bob@m1#100", text="first pane again")).message_id
         assert [e.message_id for e in streams[0].events_until(last_first)] == [to_first, last_first]
         assert [e.message_id for e in streams[1].events_until(to_second)] == [to_newest, to_second]
     finally:

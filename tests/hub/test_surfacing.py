@@ -13,6 +13,7 @@ from callboard.client.base import Client
 from callboard.client.local import LocalClient
 from callboard.errors import BadRequest, UnknownMessage
 from callboard.model import Caller, DeliveryState
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.hub.conftest import Tenant, unique
@@ -43,7 +44,7 @@ def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
 
 def send(pair: Pair, text: str, **options) -> str:
     alice, bob = pair
-    return alice.send(bob.whoami().agent, text, **options).message_id
+    return alice.send(SendRequest(to=bob.whoami().agent, text=text, **options)).message_id
 
 
 def status_of(pair: Pair, message_id: str):

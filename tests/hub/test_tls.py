@@ -16,6 +16,7 @@ import pytest
 from callboard.client.hub import HubClient
 from callboard.errors import BadRequest, HubUnavailable
 from callboard.integrations.hooks import hub_probe
+from callboard.requests import SendRequest
 from tests.hub.conftest import CLI, Hub, expect_error, unique
 from tests.integrations.hooks.conftest import AGENT, Hooks
 from tests.support.cli_runner import texts
@@ -179,7 +180,7 @@ def test_hubclient_verifies_the_certificate(tls_hub: Hub, certificates: Certific
     trusting = HubClient(tls_hub.url, tls_hub.admin_token, agent, workspace, ca_cert=str(certificates.ca))
     doubting = HubClient(tls_hub.url, tls_hub.admin_token, agent, workspace)
     try:
-        trusting.send(agent, "to myself")
+        trusting.send(SendRequest(to=agent, text="to myself"))
         assert [i.message.text for i in trusting.read().items] == ["to myself"]
         with pytest.raises(HubUnavailable, match=UNVERIFIED):
             doubting.read()
@@ -197,7 +198,7 @@ def test_the_hooks_probe_verifies_the_certificate(tls_hub: Hub, certificates: Ce
     assert hub_probe.may_have_mail(tls_hub.url, tls_hub.admin_token, agent, workspace) is True  # "maybe"
     sender = HubClient(tls_hub.url, tls_hub.admin_token, unique("sender"), workspace, ca_cert=ca)
     try:
-        sender.send(agent, "for the probe")
+        sender.send(SendRequest(to=agent, text="for the probe"))
     finally:
         sender.close()
     assert hub_probe.may_have_mail(tls_hub.url, tls_hub.admin_token, agent, workspace, ca_cert=ca) is True
@@ -213,7 +214,7 @@ def test_the_hooks_probe_verifies_the_certificate(tls_hub: Hub, certificates: Ce
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
         sender = HubClient(tls_hub.url, tls_hub.admin_token, unique("sender"), workspace, ca_cert=ca)
         try:
-            sender.send(AGENT, "urgent for the hook", urgent=True)
+            sender.send(SendRequest(to=AGENT, text="urgent for the hook", urgent=True))
         finally:
             sender.close()
         answer = hooks.context("prompt", env={**env, "CALLBOARD_CA_CERT": ca})

@@ -8,6 +8,7 @@ from __future__ import annotations
 from contextlib import closing
 
 from callboard.integrations.claude_code.push import push_sent
+from callboard.requests import SendRequest
 from tests.hub.conftest import Tenant
 from tests.support.claude_code_machine import Machine, machine  # noqa: F401 (the fixture)
 from tests.support.waiting import wait_until
@@ -23,7 +24,7 @@ def test_pushed_mail_is_handed_to_the_registered_session_and_returns_when_it_die
     session = machine.session(machine.project("alice"), environ={"CALLBOARD_WORKSPACE": tenant.workspace})
     env = {**machine.env, "CALLBOARD_WORKSPACE": tenant.workspace}
     with closing(tenant.client("bob")) as bob:
-        sent = bob.send("alice", "through the hub")
+        sent = bob.send(SendRequest(to="alice", text="through the hub"))
         report = push_sent(bob, sent, env)
     assert [p.pid for p in report.pushed] == [session.pid], report
     wait_until(session.frames, what="a frame")

@@ -44,6 +44,7 @@ from callboard.config import Settings
 from callboard.errors import CallboardError
 from callboard.identity import SessionHint
 from callboard.model import MailItem, ReadResult
+from callboard.requests import SendRequest
 
 FORMS = ("name", "machine", "session")  # name, name@machine, name@machine#pid
 FOLLOW_WAIT_SECONDS = 0.5  # one waiting read of the follower: an empty one after the stop ends the drain
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             record: dict[str, Any] = {"key": key, "to": to, "form": form, "pick": pick["label"]}
             record["t0"] = time.time()
             try:
-                result = client.send(to, f"{args.label} #{n}", idempotency_key=key)
+                result = client.send(SendRequest(to=to, text=f"{args.label} #{n}", idempotency_key=key))
             except CallboardError as error:
                 record.update(t1=time.time(), error=error.code, message=error.message[:300])
             else:

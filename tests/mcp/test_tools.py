@@ -12,6 +12,7 @@ from mcp import Client
 
 from callboard.client.local import LocalClient
 from callboard.mcp.tools import DEFAULT_READ_LIMIT, mailbox_server, one_client
+from callboard.requests import SendRequest
 from tests.support.tool_results import TOOLS, failed, ok, text_of, words
 from tests.support.waiting import wait_until
 
@@ -78,7 +79,7 @@ async def test_a_waiting_read_is_woken_by_a_send_and_returns_it_before_its_wait_
 
         def send_once_bob_waits() -> None:
             wait_until(lambda: events.waiting(workspace, "bob"), what="bob's read to wait")
-            agents("alice").send("bob", "wake up")
+            agents("alice").send(SendRequest(to="bob", text="wake up"))
 
         sender = threading.Thread(target=send_once_bob_waits)
         started = time.monotonic()
@@ -93,7 +94,7 @@ async def test_a_waiting_read_is_woken_by_a_send_and_returns_it_before_its_wait_
 async def test_a_read_takes_at_most_its_limit_oldest_first_and_says_how_many_wait(agents, tools):
     alice = agents("alice")
     for i in range(DEFAULT_READ_LIMIT + 2):
-        alice.send("bob", f"m{i}")
+        alice.send(SendRequest(to="bob", text=f"m{i}"))
     async with tools("bob") as bob:
         first = ok(await bob.call_tool("read_messages", {}))
         assert [words(m) for m in first["messages"]] == [f"m{i}" for i in range(DEFAULT_READ_LIMIT)]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from callboard.client.local import LocalClient
+from callboard.requests import SendRequest
 from tests.support.tool_results import ok
 
 pytestmark = pytest.mark.anyio
@@ -16,8 +17,8 @@ pytestmark = pytest.mark.anyio
 async def test_a_read_brings_its_own_count_and_other_tools_count_once(
     agents: Callable[[str], LocalClient], tools, monkeypatch: pytest.MonkeyPatch
 ):
-    agents("alice").send("bob", "one")
-    agents("alice").send("bob", "two")
+    agents("alice").send(SendRequest(to="bob", text="one"))
+    agents("alice").send(SendRequest(to="bob", text="two"))
     bob = agents("bob")
     counted: list[str] = []
     count = bob.service.unread_count

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from callboard.requests import SendRequest
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, Machine
 from tests.support.runner_process import RunnerProcess, status_of
 from tests.support.waiting import wait_until
@@ -43,7 +44,7 @@ def test_a_cursor_runner_answers_by_command_and_resumes_its_chat(machine: Machin
     try:
         runner.wait_state("idle", "the runner to be idle")
         with machine.client("bob") as bob:
-            sent = bob.send("alice", "REPLY bob: hello from cursor")
+            sent = bob.send(SendRequest(to="alice", text="REPLY bob: hello from cursor"))
         (answer,) = wait_until(lambda: machine.mailbox("bob"), timeout=RUN_TIMEOUT, what="alice's answer")
         assert (answer.message.sender, answer.message.text) == ("alice", "hello from cursor")
         first = runner.wait_state("idle", "the first turn to end", turns=1)
@@ -52,7 +53,7 @@ def test_a_cursor_runner_answers_by_command_and_resumes_its_chat(machine: Machin
         assert status.via == "runner" and status.state in ("surfaced", "read", "acked"), status
 
         with machine.client("bob") as bob:
-            bob.send("alice", "REPLY bob: second")
+            bob.send(SendRequest(to="alice", text="REPLY bob: second"))
         wait_until(lambda: len(runs()) == 2, timeout=RUN_TIMEOUT, what="the second run")
         second = runs()[1]
         assert second["resumed"] and second["chat"] == first.cli_session_id

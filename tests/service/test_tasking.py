@@ -27,6 +27,7 @@ from callboard.errors import (
 )
 from callboard.hub.replicas import Notifying, replica_wakeups
 from callboard.model import Caller, Message, Part, utcnow
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.service.events import MailboxEvents
 from callboard.service.task_changes import move_write
@@ -73,7 +74,7 @@ def test_a_task_is_mail_to_its_worker_naming_the_task(service: Service) -> None:
     assert (item.message.task_id, item.task_id, item.task_state) == (task.id, task.id, TaskState.SUBMITTED)
     shown = json.loads(item.model_dump_json())
     assert (shown["task_id"], shown["task_state"], shown["message"]["task_id"]) == (task.id, "submitted", task.id)
-    plain = service.send(BOSS, "worker", "not a task")
+    plain = service.sending.send(BOSS, SendRequest(to="worker", text="not a task"))
     (other,) = [i for i in service.read(WORKER).items if i.message.id == plain.message_id]
     assert "task_id" not in json.loads(other.model_dump_json())  # other mail's JSON is as before
 
@@ -340,9 +341,8 @@ def test_a_stale_task_write_stores_nothing_of_its_mail(service: Service) -> None
     def write(message: Message) -> TaskWrite:
         return move_write(stale, message, TaskState.WORKING, status_parts=[])
 
-    pending = service.sending.submit(
-        WORKER, "boss", "lost words", thread_id=stale.context_id, task=write, task_id=task_id
-    )
+    mail = SendRequest(to="boss", text="lost words", thread_id=stale.context_id)
+    pending = service.sending.submit(WORKER, mail, task=write, task_id=task_id)
     with pytest.raises(TaskConflict):
         pending.result()
     assert service.read(BOSS).items == []

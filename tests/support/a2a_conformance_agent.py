@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 
 from callboard.model import Caller, MailItem, Message, Part
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.tasks import FINAL, TaskArtifact, TaskState
 
@@ -129,12 +130,14 @@ class ConformanceAgent:
         message_id = self.a2a_id_of(message) or ""
         self.handled.append(message_id)
         if message_id.startswith("tck-message-response"):  # answered by a plain reply, not a task move
-            self.service.send(
+            self.service.sending.send(
                 self.caller,
-                task.requester,
-                parts=_text("Direct message response"),
-                thread_id=task.context_id,
-                reply_to=message.id,
+                SendRequest(
+                    to=task.requester,
+                    parts=_text("Direct message response"),
+                    thread_id=task.context_id,
+                    reply_to=message.id,
+                ),
             )
             return
         if message_id.startswith("test-resubscribe-message-id"):

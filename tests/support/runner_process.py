@@ -11,6 +11,7 @@ from typing import Any
 
 from callboard import procs
 from callboard.model import RecipientStatus
+from callboard.requests import SendRequest
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, Machine
 from tests.support.waiting import wait_until
 
@@ -96,7 +97,7 @@ def answers_then_resumes(runner: RunnerProcess, machine: Machine, model: Any) ->
     runner.wait_state("idle", "the runner to be idle")
     assert model.model_requests() == [] and runner.cli_pids() == []  # idle: no CLI process at all
     with machine.client("bob") as bob:
-        sent = bob.send("alice", "Please say hello back.")
+        sent = bob.send(SendRequest(to="alice", text="Please say hello back."))
     wait_until(lambda: model.requests_mentioning("Please say hello back."), timeout=RUN_TIMEOUT, what="the request")
     (answer,) = wait_until(lambda: machine.mailbox("bob"), timeout=RUN_TIMEOUT, what="alice's answer")
     assert answer.message.sender == "alice" and answer.message.text == model.tool_input["message"]
@@ -106,7 +107,7 @@ def answers_then_resumes(runner: RunnerProcess, machine: Machine, model: Any) ->
     assert status.via == "runner" and status.state in ("surfaced", "read", "acked"), status
 
     with machine.client("bob") as bob:
-        bob.send("alice", "And a second word, please.")
+        bob.send(SendRequest(to="alice", text="And a second word, please."))
     second_request = wait_until(
         lambda: model.requests_mentioning("And a second word, please."), timeout=RUN_TIMEOUT, what="turn two"
     )

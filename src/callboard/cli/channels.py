@@ -10,6 +10,7 @@ from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.cli.messaging import emit_sent
 from callboard.model import Channel
+from callboard.requests import SendRequest
 
 channel_app = typer.Typer(help="Channels: #name with members; a post reaches every member once.", no_args_is_help=True)
 app.add_typer(channel_app, name="channel")
@@ -126,5 +127,5 @@ def channel_post(
 ) -> None:
     """Post to a channel you are in (the same as 'send #NAME MESSAGE')."""
     with open_client(db) as client:
-        result = client.send(f"#{name.lstrip('#')}", message, subject=subject)
+        result = client.send(SendRequest(to=f"#{name.lstrip('#')}", text=message, subject=subject))
     emit_sent(result, as_json)

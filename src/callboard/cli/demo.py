@@ -16,6 +16,7 @@ from callboard.client.local import LocalClient
 from callboard.errors import BadRequest
 from callboard.identity import machine_name
 from callboard.model import Caller
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 
@@ -76,17 +77,21 @@ def _mailbox_scene(service: Service, location: str) -> None:
     render.console.print(f"session {session.address} is live")
 
     _step("backend asks reviewer for a review (a DM) — delivered, because reviewer has a live session")
-    ask = backend.send("reviewer", "Can you review the new /v1/orders endpoint?", subject="review request")
+    ask = backend.send(
+        SendRequest(to="reviewer", text="Can you review the new /v1/orders endpoint?", subject="review request")
+    )
     render.send_result(ask)
 
     _step("backend tells frontend about the change — queued: frontend has never run")
-    render.send_result(backend.send("frontend", "Heads up: orders now carry a currency field."))
+    render.send_result(backend.send(SendRequest(to="frontend", text="Heads up: orders now carry a currency field.")))
 
     _step("reviewer reads its mail (read once: a second read finds nothing) and replies in the thread")
     for item in reviewer.read().items:
         render.mail_item(item)
     render.console.print(f"[dim]reading again: {len(reviewer.read().items)} new messages[/]")
-    reply = reviewer.send("backend", "Looks good; one nit on error codes.", reply_to=ask.message_id)
+    reply = reviewer.send(
+        SendRequest(to="backend", text="Looks good; one nit on error codes.", reply_to=ask.message_id)
+    )
     render.console.print(f"reply {reply.message_id} joins thread {reply.thread_id}")
 
     _step("backend reads the reply")
@@ -97,7 +102,9 @@ def _mailbox_scene(service: Service, location: str) -> None:
     backend.create_channel("release", "release coordination")
     frontend.join_channel("release")
     reviewer.join_channel("release")
-    render.send_result(backend.send("#release", "Shipping 1.4 at 17:00 — shout if anything blocks."))
+    render.send_result(
+        backend.send(SendRequest(to="#release", text="Shipping 1.4 at 17:00 — shout if anything blocks."))
+    )
 
     _step("frontend starts and reads everything waiting for it")
     for item in frontend.read().items:

@@ -21,6 +21,7 @@ from callboard.a2a.remote_pump import PumpThread
 from callboard.cli import render
 from callboard.client.base import Client
 from callboard.model import MailItem, Part
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.tasks import TaskArtifact, TaskState
 
@@ -131,11 +132,11 @@ def run(service: Service, lead: Client, writer: Client, step: Callable[[str], No
         writer.update_task(asked.task.id, state=TaskState.WORKING, parts=[Part(text="On it.")])
 
         step("writer tasks the translator like any agent: callboard send translator '…' — an A2A task")
-        render.send_result(writer.send("translator", "Orders now carry a currency field."))
+        render.send_result(writer.send(SendRequest(to="translator", text="Orders now carry a currency field.")))
         step("the translator asks a question back (input-required): it arrives as mail in writer's thread")
         question = _mail_from(writer, "translator", until=TaskState.INPUT_REQUIRED)[-1]
         step("writer answers in the thread: the same remote task goes on; the artifact comes back as mail")
-        writer.send("translator", "Formal, please.", thread_id=question.message.thread_id)
+        writer.send(SendRequest(to="translator", text="Formal, please.", thread_id=question.message.thread_id))
         answers = _mail_from(writer, "translator", until=TaskState.COMPLETED)
         translation = next(p.text for item in answers for p in item.message.parts if p.text == TRANSLATION)
 

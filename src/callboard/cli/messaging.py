@@ -13,6 +13,7 @@ from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.cli.following import follow_mail
 from callboard.errors import BadRequest
 from callboard.model import MailItem, SendResult
+from callboard.requests import SendRequest
 
 if TYPE_CHECKING:
     from callboard.client.base import Client
@@ -82,15 +83,17 @@ def send(
     text = _stdin_text() if message == "-" else message
     with open_client(db) as client:
         result = client.send(
-            to,
-            text,
-            subject=subject,
-            parts=_parts(data, url),
-            thread_id=thread,
-            reply_to=reply_to,
-            require_live=require_live,
-            idempotency_key=idempotency_key,
-            urgent=urgent,
+            SendRequest(
+                to=to,
+                text=text,
+                subject=subject,
+                parts=_parts(data, url),
+                thread_id=thread,
+                reply_to=reply_to,
+                require_live=require_live,
+                idempotency_key=idempotency_key,
+                urgent=urgent,
+            ),
         )
         _pump_to_outside_agents(client, result)
     emit_sent(result, as_json)
@@ -118,7 +121,11 @@ def reply(
                 f"{message_id} is a message you sent: answer its recipients with "
                 f"'callboard send NAME MESSAGE --reply-to {message_id}'."
             )
-        result = client.send(sender, text, subject=subject, parts=_parts(data, url), reply_to=message_id, urgent=urgent)
+        result = client.send(
+            SendRequest(
+                to=sender, text=text, subject=subject, parts=_parts(data, url), reply_to=message_id, urgent=urgent
+            )
+        )
         _pump_to_outside_agents(client, result)
     emit_sent(result, as_json)
 

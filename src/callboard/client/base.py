@@ -32,6 +32,7 @@ from callboard.model import (
     Workspace,
 )
 from callboard.remotes import RemoteAgent
+from callboard.requests import SendRequest
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
@@ -47,19 +48,10 @@ class Client(Protocol):
         ...
 
     # messaging
-    def send(
-        self,
-        to: str | Sequence[str],
-        text: str | None = None,
-        *,
-        subject: str | None = None,
-        parts: Sequence[Part | dict] = (),
-        thread_id: str | None = None,
-        reply_to: str | None = None,
-        require_live: bool = False,
-        idempotency_key: str | None = None,
-        urgent: bool = False,
-    ) -> SendResult: ...
+    def send(self, request: SendRequest) -> SendResult:
+        """Mail to agents or a channel; per recipient, what really happened (Sending.submit)."""
+        ...
+
     def read(
         self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0
     ) -> ReadResult: ...

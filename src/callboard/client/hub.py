@@ -56,6 +56,7 @@ from callboard.model import (
 )
 from callboard.procs import process_start_time
 from callboard.remotes import RemoteAgent
+from callboard.requests import SendRequest
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
@@ -225,39 +226,17 @@ class HubClient:
         me = self._model(WhoAmI, "GET", "/v1/whoami")
         return me.model_copy(update={"source": f"{self.identity_source} via {me.source}", "store": self.url})
 
-    def send(
-        self,
-        to: str | Sequence[str],
-        text: str | None = None,
-        *,
-        subject: str | None = None,
-        parts: Sequence[Part | dict] = (),
-        thread_id: str | None = None,
-        reply_to: str | None = None,
-        require_live: bool = False,
-        idempotency_key: str | None = None,
-        urgent: bool = False,
-    ) -> SendResult:
+    def send(self, request: SendRequest) -> SendResult:
         # A key of our own when the caller gave none: a send tried again after the hub was cut
         # off mid-request (a restart, a link flapping, a stale pooled connection) then returns
         # the first send instead of storing a second copy.
-        key = idempotency_key or f"retry-{uuid.uuid4().hex}"
-        body = {
-            "to": to if isinstance(to, str) else list(to),
-            "text": text,
-            "subject": subject,
-            "parts": _parts(parts),
-            "thread_id": thread_id,
-            "reply_to": reply_to,
-            "require_live": require_live,
-            "idempotency_key": key,
-            "urgent": urgent,
-        }
+        key = request.idempotency_key or f"retry-{uuid.uuid4().hex}"
+        body = request.model_copy(update={"idempotency_key": key}).model_dump(mode="json")
         result = self._retried(
             lambda: self._model(SendResult, "POST", "/v1/messages", json=body), key, "--idempotency-key"
         )
         # A repeat of our own first try is not the caller's "earlier send with this key".
-        return result if idempotency_key else result.model_copy(update={"duplicate": False})
+        return result if request.idempotency_key else result.model_copy(update={"duplicate": False})
 
     def _retried(self, attempt: Callable[[], T], key: str, option: str) -> T:
         """``attempt()`` (a request carrying ``key``, so that a repeat stores nothing twice), tried

@@ -34,6 +34,7 @@ from callboard.model import (
 )
 from callboard.procs import process_start_time
 from callboard.remotes import RemoteAgent
+from callboard.requests import SendRequest
 from callboard.runners import RunnerReport
 from callboard.service.door import Service
 from callboard.service.remotes import CardSource
@@ -108,31 +109,8 @@ class LocalClient:
     def whoami(self) -> WhoAmI:
         return self.service.whoami(self._as(), self.identity_source)
 
-    def send(
-        self,
-        to: str | Sequence[str],
-        text: str | None = None,
-        *,
-        subject: str | None = None,
-        parts: Sequence[Part | dict] = (),
-        thread_id: str | None = None,
-        reply_to: str | None = None,
-        require_live: bool = False,
-        idempotency_key: str | None = None,
-        urgent: bool = False,
-    ) -> SendResult:
-        return self.service.send(
-            self._as(),
-            to,
-            text,
-            subject=subject,
-            parts=parts,
-            thread_id=thread_id,
-            reply_to=reply_to,
-            require_live=require_live,
-            idempotency_key=idempotency_key,
-            urgent=urgent,
-        )
+    def send(self, request: SendRequest) -> SendResult:
+        return self.service.sending.send(self._as(), request)
 
     def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
         result = self.service.read(self._as(), peek=peek, after=after, limit=limit, wait=wait)

@@ -15,13 +15,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from callboard import headers
-from callboard.errors import BadName, BadRequest, TooLarge, Unauthorized, UnknownAgent
+from callboard.errors import BadName, TooLarge, Unauthorized, UnknownAgent
 from callboard.headers import parse_process_header
 from callboard.hub.open_streams import OpenStreams
 from callboard.hub.options import DEFAULT_MAX_STREAMS
 from callboard.hub.ratelimit import RateLimiter, bad_token_limiter
 from callboard.model import Caller
 from callboard.pending import Pending
+from callboard.requests import refusal
 from callboard.service.credentials import NAME_THE_AGENT, Credential, Credentials, hash_secret
 from callboard.service.door import Service
 
@@ -200,13 +201,5 @@ def parse_body(raw: bytes, model: type[M]) -> M:
     try:  # pydantic parses and checks the JSON in one pass
         return model.model_validate_json(raw if raw.strip() else b"{}")
     except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        if first.get("type") == "json_invalid":
-            raise BadRequest(f"the request body is not JSON ({first.get('msg')}).") from None
-        where = ".".join(str(x) for x in first.get("loc", ())) or "body"
         # Text or a list past its bound is too large, as the service says of it (content.py).
-        refusal = TooLarge if first.get("type") in _TOO_LARGE else BadRequest
-        raise refusal(f"{where}: {first.get('msg')}.") from None
-
-
-_TOO_LARGE = frozenset({"string_too_long", "too_long"})
+        raise refusal(error) from None

@@ -33,6 +33,7 @@ from callboard.model import (
     Workspace,
 )
 from callboard.remotes import RemoteAgent
+from callboard.requests import SendRequest
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskPage, TaskSent
 
@@ -83,7 +84,7 @@ ROUTES: list[Route] = [
         "/v1/messages",
         sending.send_message,
         "Send a message; answers per recipient.",
-        schemas.SendRequest,
+        SendRequest,
         SendResult,
     ),
     Route(

@@ -1,124 +1,48 @@
-"""Request bodies of the REST API. Unknown fields are refused, so a typo is an error, not ignored.
-
-Every bound comes from ``callboard.address`` and ``callboard.service.content``, as the service's own checks do, so /openapi.json
-states the limits the hub keeps. Numbers and lengths are checked here too (a request past them
-fails before it reaches the service); names and addresses are only described here — the service
-parses them, and also takes upper case and surrounding blanks, which it folds.
+"""Request bodies of the REST API that are the hub's own shape of an operation (the ones the
+service takes as they come are the core's ``callboard.requests``, written as those are: unknown
+fields refused, bounds from ``callboard.limits`` checked, names and addresses only described).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import ConfigDict, Field, JsonValue
 from pydantic.config import JsonDict
 
 from callboard import address, limits
 from callboard.model import Part
+from callboard.requests import (
+    Description,
+    MachineName,
+    MessageId,
+    Name,
+    Request,
+    Subject,
+    described,
+    text_field,
+)
 from callboard.tasks import TaskState
-
-
-class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def _described(pattern: str, most: int, description: str | None = None) -> dict[str, object]:
-    """A string field's pattern and length as the schema states them (the service checks them)."""
-    stated: dict[str, object] = {"pattern": pattern, "maxLength": most}
-    return stated if description is None else {**stated, "description": description}
-
-
-def _text(most: int, *, blank: bool = True) -> object:
-    """Free text of at most ``most`` characters (checked here), with no NUL and — unless ``blank``
-    — not blank (stated here; the service checks it, as for every face)."""
-    pattern = address.TEXT_PATTERN if blank else address.NON_BLANK_TEXT_PATTERN
-    return Field(max_length=most, json_schema_extra={"pattern": pattern})
-
-
-Subject = Annotated[str, _text(limits.SUBJECT_CHARS)]
-Description = Annotated[str, _text(limits.DESCRIPTION_CHARS)]
-Name = Annotated[str, Field(json_schema_extra=_described(address.NAME_PATTERN, limits.NAME_CHARS))]
-MachineName = Annotated[str, Field(json_schema_extra=_described(address.MACHINE_PATTERN, limits.MACHINE_CHARS))]
-MessageId = Annotated[
-    str, Field(json_schema_extra=_described(address.UUID_PATTERN, limits.MESSAGE_ID_CHARS, "a message id"))
-]
-Address = Annotated[
-    str,
-    Field(
-        json_schema_extra=_described(
-            address.ADDRESS_PATTERN, limits.ADDRESS_CHARS, "name, name@machine, name@machine#pid or #channel"
-        )
-    ),
-]
-# No maxLength: the bound is the number of recipients, which the service counts (a schema
-# length of tens of thousands would also be more than property-based fuzzers can generate past).
-AddressList = Annotated[
-    str,
-    Field(
-        json_schema_extra={
-            "pattern": address.ADDRESS_LIST_PATTERN,
-            "description": f"one address, or up to {limits.RECIPIENTS_MAX} separated by commas",
-        }
-    ),
-]
-
-
-class SendRequest(Body):
-    # Some text, or a part that is not blank text: the service refuses an empty message.
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "anyOf": [
-                {"required": ["text"], "properties": {"text": {"type": "string", "pattern": r"\S"}}},
-                {
-                    "required": ["parts"],
-                    "properties": {
-                        "parts": {
-                            "contains": {"not": {"required": ["text"], "properties": {"text": {"pattern": r"^\s*$"}}}}
-                        }
-                    },
-                },
-            ]
-        },
-    )
-
-    # The service counts the recipients (too_large past the bound); the schema states the bound.
-    to: (
-        AddressList
-        | Annotated[list[Address], Field(json_schema_extra={"minItems": 1, "maxItems": limits.RECIPIENTS_MAX})]
-    ) = Field(description="name, name@machine, name@machine#pid or #channel; several as a list")
-    text: str | None = Field(
-        default=None,
-        description=f"the message's text; with its parts at most {limits.MESSAGE_BYTES} bytes as JSON (else too_large)",
-    )
-    subject: Subject | None = None
-    parts: list[Part] = Field(default_factory=list, max_length=limits.PARTS_MAX)
-    thread_id: MessageId | None = None
-    reply_to: MessageId | None = None
-    require_live: bool = False
-    idempotency_key: Annotated[str, _text(limits.IDEMPOTENCY_KEY_CHARS, blank=False)] | None = None
-    urgent: bool = Field(default=False, description="may reach a busy agent between tool calls")
-
 
 MessageIds = Annotated[list[MessageId], Field(min_length=1, max_length=limits.MESSAGE_IDS_MAX)]
 
 
-class AckRequest(Body):
+class AckRequest(Request):
     message_ids: MessageIds
 
 
-class MarkReadRequest(Body):
+class MarkReadRequest(Request):
     message_ids: MessageIds
 
 
-class ConfirmSurfacedRequest(Body):
+class ConfirmSurfacedRequest(Request):
     message_ids: MessageIds
     evidence: Literal["transcript", "hook", "turn"] = Field(
         default="transcript", description="how the model's context is known to hold them"
     )
 
 
-class ReceiptRequest(Body):
+class ReceiptRequest(Request):
     message_ids: MessageIds
     status: Literal["held", "delivered", "expired", "refused", "denied", "dropped"] = Field(
         description="what the session's client reported about the frame that carried them"
@@ -126,7 +50,7 @@ class ReceiptRequest(Body):
     reason: str | None = Field(default=None, max_length=limits.DELIVERY_ERROR_CHARS)
 
 
-class SessionRequest(Body):
+class SessionRequest(Request):
     pid: int = Field(ge=1, le=limits.PID_MAX, description="the session's process id")
     runtime: Name = "script"
     machine: MachineName | None = Field(default=None, description="default: the hub's machine")
@@ -136,68 +60,70 @@ class SessionRequest(Body):
         le=limits.PROC_START_MAX,
         description="the process's start time (clock ticks since boot), to tell a recycled pid apart",
     )
-    terminal: Annotated[str, _text(limits.TERMINAL_CHARS, blank=False)] | None = Field(
+    terminal: Annotated[str, text_field(limits.TERMINAL_CHARS, blank=False)] | None = Field(
         default=None, description="the terminal window or pane, e.g. tmux:%3"
     )
 
 
-class HeartbeatRequest(Body):
-    delivery_error: Annotated[str, _text(limits.DELIVERY_ERROR_CHARS)] | None = Field(
+class HeartbeatRequest(Request):
+    delivery_error: Annotated[str, text_field(limits.DELIVERY_ERROR_CHARS)] | None = Field(
         default=None, description="what the session's delivery path reports broken"
     )
 
 
-Skills = Annotated[list[Annotated[str, _text(limits.SKILL_CHARS, blank=False)]], Field(max_length=limits.SKILLS_MAX)]
+Skills = Annotated[
+    list[Annotated[str, text_field(limits.SKILL_CHARS, blank=False)]], Field(max_length=limits.SKILLS_MAX)
+]
 
 
-class AgentRequest(Body):
+class AgentRequest(Request):
     name: Name
     description: Description | None = None
     skills: Skills = Field(default_factory=list)
 
 
-class RemoteRequest(Body):
+class RemoteRequest(Request):
     name: Name
     url: Annotated[str, Field(max_length=limits.URL_CHARS, description="where the outside agent's card is")]
     token: Annotated[str, Field(max_length=4096, description="a bearer token to send it")] | None = None
 
 
-class AgentUpdate(Body):
+class AgentUpdate(Request):
     description: Description | None = None
     skills: Skills | None = None
 
 
-class ChannelRequest(Body):
-    name: Annotated[str, Field(json_schema_extra=_described(address.CHANNEL_PATTERN, limits.NAME_CHARS + 1))]
+class ChannelRequest(Request):
+    name: Annotated[str, Field(json_schema_extra=described(address.CHANNEL_PATTERN, limits.NAME_CHARS + 1))]
     description: Description | None = None
     invite_only: bool = Field(default=False, description="members are added by its creator or a person's token")
 
 
-class InviteRequest(Body):
+class InviteRequest(Request):
     agents: list[Name] = Field(
         min_length=1, max_length=limits.RECIPIENTS_MAX, description="existing agents to add to the channel"
     )
 
 
-class TokenRequest(Body):
+class TokenRequest(Request):
     kind: Literal["admin", "user", "agent"] | None = Field(
         default=None, description="default: agent if agent is given, else user"
     )
     agent: Name | None = None
     workspace: Name | None = None
-    label: Annotated[str, _text(limits.TOKEN_LABEL_CHARS, blank=False)] | None = None
+    label: Annotated[str, text_field(limits.TOKEN_LABEL_CHARS, blank=False)] | None = None
 
 
 # --- tasks -------------------------------------------------------------------------------------
 
-TaskId = Annotated[str, Field(json_schema_extra=_described(address.UUID_PATTERN, limits.ID_CHARS, "a task id"))]
+TaskId = Annotated[str, Field(json_schema_extra=described(address.UUID_PATTERN, limits.ID_CHARS, "a task id"))]
 ContextId = Annotated[
-    str, Field(json_schema_extra=_described(address.UUID_PATTERN, limits.ID_CHARS, "a task's context (mail thread)"))
+    str, Field(json_schema_extra=described(address.UUID_PATTERN, limits.ID_CHARS, "a task's context (mail thread)"))
 ]
 WorkerAddress = Annotated[
     str,
     Field(
-        json_schema_extra=_described(
+        json_schema_extra=described(
             address.AGENT_ADDRESS_PATTERN, limits.ADDRESS_CHARS, "the agent that works on it: name, name@machine#pid"
         )
     ),
@@ -210,7 +136,7 @@ _ANY_CONTENT: JsonDict = {
 }
 
 
-class TaskRequest(Body):
+class TaskRequest(Request):
     """Open a task to an agent, or (with task_id) answer a task of yours that waits on you."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_ANY_CONTENT)
@@ -222,16 +148,16 @@ class TaskRequest(Body):
     context_id: ContextId | None = Field(default=None, description="the thread to open it in (default: a new one)")
     subject: Subject | None = None
     metadata: dict[str, Any] | None = None
-    message_id: Annotated[str, _text(limits.IDEMPOTENCY_KEY_CHARS - 4, blank=False)] | None = Field(
+    message_id: Annotated[str, text_field(limits.IDEMPOTENCY_KEY_CHARS - 4, blank=False)] | None = Field(
         default=None, description="your id for this message: a repeat with it returns the first task, never a second"
     )
 
 
-class ArtifactBody(Body):
-    artifact_id: Annotated[str, _text(limits.SUBJECT_CHARS, blank=False)] | None = Field(
+class ArtifactBody(Request):
+    artifact_id: Annotated[str, text_field(limits.SUBJECT_CHARS, blank=False)] | None = Field(
         default=None, description="default: a new id; give an earlier one's to replace it"
     )
-    name: Annotated[str, _text(limits.SUBJECT_CHARS, blank=False)] | None = None
+    name: Annotated[str, text_field(limits.SUBJECT_CHARS, blank=False)] | None = None
     description: Description | None = None
     parts: list[Part] = Field(min_length=1, max_length=limits.PARTS_MAX)
     metadata: dict[str, Any] | None = None
@@ -240,7 +166,7 @@ class ArtifactBody(Body):
 TASK_STATES: list[JsonValue] = [state.value for state in TaskState]  # a JSON schema's enum
 
 
-class TaskUpdateRequest(Body):
+class TaskUpdateRequest(Request):
     """The worker's move: a new state, a status message, artifacts (at least one of them)."""
 
     model_config = ConfigDict(

@@ -9,25 +9,14 @@ from __future__ import annotations
 
 from callboard.hub.context import settled
 from callboard.hub.endpoint import Answer, Call
-from callboard.hub.schemas import SendRequest
+from callboard.requests import SendRequest
 
 
 async def send_message(call: Call) -> Answer:
     service = call.hub.service
     caller = (await call.identify())[1]
     body = await call.body(SendRequest)
-    pending = await call.run_as(
-        service.submit_send,
-        body.to,
-        body.text,
-        subject=body.subject,
-        parts=body.parts,
-        thread_id=body.thread_id,
-        reply_to=body.reply_to,
-        require_live=body.require_live,
-        idempotency_key=body.idempotency_key,
-        urgent=body.urgent,
-    )
+    pending = await call.run_as(service.sending.submit, body)
     result = await settled(pending)
     if any(r.agent == caller.agent for r in result.recipients):
         await call.recount()  # a send to itself: its count was taken before the commit

@@ -38,6 +38,7 @@ from callboard.errors import (
     UnknownRecipient,
 )
 from callboard.limits import Limits
+from callboard.requests import SendRequest
 from callboard.service.content import check_idempotency_key, clean_subject, message_parts
 
 READ_FOLDER = ".read"
@@ -357,11 +358,13 @@ def import_plan(planned: Plan, client_for: AgentClient) -> ImportReport:
     for message in planned.messages:
         try:
             result = client_for(message.sender).send(
-                message.recipient,
-                message.body,
-                subject=message.subject,
-                parts=message.parts,
-                idempotency_key=message.idempotency_key,
+                SendRequest(
+                    to=message.recipient,
+                    text=message.body,
+                    subject=message.subject,
+                    parts=message.parts,
+                    idempotency_key=message.idempotency_key,
+                ),
             )
         except IdempotencyConflict:
             report.skipped.append(

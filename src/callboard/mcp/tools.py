@@ -47,6 +47,7 @@ from callboard.mcp.results import (
 )
 from callboard.mcp.task_tools import add_task_tools
 from callboard.model import DeliveryEvent, HeldMail, MailItem
+from callboard.requests import SendRequest
 
 log = logging.getLogger("callboard.push")
 
@@ -170,7 +171,11 @@ def _send(
     urgent: bool,
 ) -> CallToolResult:
     sent = acted(
-        lambda: client.send(to, message, subject=subject, reply_to=reply_to, require_live=require_live, urgent=urgent)
+        lambda: client.send(
+            SendRequest(
+                to=to, text=message, subject=subject, reply_to=reply_to, require_live=require_live, urgent=urgent
+            )
+        )
     )
     if sent.push_problem:
         log.warning("%s", sent.push_problem)

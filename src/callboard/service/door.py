@@ -44,14 +44,12 @@ from callboard.model import (
     Part,
     Reach,
     ReadResult,
-    SendResult,
     Session,
     WhoAmI,
     WhoReport,
     Workspace,
     utcnow,
 )
-from callboard.pending import Pending
 from callboard.remotes import RemoteAgent
 from callboard.runners import RunnerReport
 from callboard.service.credentials import Credentials
@@ -182,42 +180,6 @@ class Service:
         """The tokens kept in this service's store, checked against it (a hub's door);
         ``recheck_seconds``: how long a token checked is trusted before the store is asked again."""
         return Credentials(self.store, self.clock, recheck_seconds=recheck_seconds)
-
-    # --- sending (``delivery.sending``) ----------------------------------------------------
-
-    def send(self, caller: Caller, to: str | Sequence[str], text: str | None = None, **options: Any) -> SendResult:
-        """Store a message for each recipient and say, per recipient, what really happened
-        (``options`` as for ``submit_send``), once it is durable."""
-        return self.submit_send(caller, to, text, **options).result()
-
-    def submit_send(
-        self,
-        caller: Caller,
-        to: str | Sequence[str],
-        text: str | None = None,
-        *,
-        subject: str | None = None,
-        parts: Sequence[Part | dict] = (),
-        thread_id: str | None = None,
-        reply_to: str | None = None,
-        require_live: bool = False,
-        idempotency_key: str | None = None,
-        urgent: bool = False,
-    ) -> Pending[SendResult]:
-        """``send`` for a server: checks and decides now (bad input raises at once), and returns
-        a future that resolves once the message is durable, so no thread waits on the commit."""
-        return self.sending.submit(
-            self.as_agent(caller),
-            to,
-            text,
-            subject=subject,
-            parts=parts,
-            thread_id=thread_id,
-            reply_to=reply_to,
-            require_live=require_live,
-            idempotency_key=idempotency_key,
-            urgent=urgent,
-        )
 
     # --- reading (``delivery.reading``) ----------------------------------------------------
 

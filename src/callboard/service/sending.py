@@ -16,7 +16,7 @@ message is durable.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -35,6 +35,7 @@ from callboard.limits import Limits
 from callboard.model import Caller, Held, Message, Part, RecipientOutcome, SendResult, built, new_id
 from callboard.pending import Pending, completed
 from callboard.remotes import RemoteAgent
+from callboard.requests import SendRequest
 from callboard.service.content import (
     check_idempotency_key,
     check_message_id,
@@ -45,6 +46,7 @@ from callboard.service.content import (
 from callboard.service.directory import Directory
 from callboard.service.events import MailboxEvents, PushedDelivery
 from callboard.service.holds import Guards
+from callboard.service.identity_gate import as_agent
 from callboard.service.recipients import Recipients, Target
 from callboard.service.remotes import Remotes
 from callboard.service.status import visible_message
@@ -55,17 +57,13 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
-class SendRequest:
-    """A send's input, checked."""
+class CheckedSend:
+    """A send's request, checked: its addresses parsed, its text and parts one list of parts."""
 
     addresses: list[Address]
     parts: list[Part]
     subject: str | None
-    thread_id: str | None
-    reply_to: str | None
-    require_live: bool
-    urgent: bool
-    idempotency_key: str | None
+    request: SendRequest
     fingerprint: str | None  # only a keyed send can be repeated, so only it needs its fingerprint
 
 
@@ -74,7 +72,7 @@ class _Decided:
     """What a send was decided to be, before it is stored."""
 
     caller: Caller
-    request: SendRequest
+    request: CheckedSend
     message: Message
     targets: list[Target]
     result: SendResult
@@ -104,44 +102,44 @@ class Sending:
         self.limits = limits
         self.clock = clock
 
+    def send(self, caller: Caller, request: SendRequest) -> SendResult:
+        """Store a message for each recipient and say, per recipient, what really happened, once
+        it is durable (``submit``, waited for)."""
+        return self.submit(caller, request).result()
+
     def submit(
         self,
         caller: Caller,
-        to: str | Sequence[str],
-        text: str | None = None,
+        request: SendRequest,
         *,
-        subject: str | None = None,
-        parts: Sequence[Part | dict] = (),
-        thread_id: str | None = None,
-        reply_to: str | None = None,
-        require_live: bool = False,
-        idempotency_key: str | None = None,
-        urgent: bool = False,
         task: Callable[[Message], TaskWrite] | None = None,
         task_id: str | None = None,
     ) -> Pending[SendResult]:
-        """See ``Service.submit_send``. A task's mail (``delivery.tasking``) names its task
-        (``task_id``), and ``task(message)`` gives the task's change to store in the same
-        transaction; the answer then fails with TaskConflict when the task changed meanwhile."""
-        assert caller.agent is not None, "Service.as_agent first"
+        """``send`` for a server: checks and decides now (bad input raises at once), and returns
+        a future that resolves once the message is durable, so no thread waits on the commit.
+        A task's mail (``tasking``) names its task (``task_id``), and ``task(message)`` gives
+        the task's change to store in the same transaction; the answer then fails with
+        TaskConflict when the task changed meanwhile."""
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
         # 1. check, and answer a repeated key with the original
-        request = self._checked(to, text, subject, parts, thread_id, reply_to, require_live, idempotency_key, urgent)
-        if request.idempotency_key is not None:
-            earlier = self.store.find_idempotent(caller.workspace, caller.agent, request.idempotency_key)
+        checked = self._checked(request)
+        if checked.request.idempotency_key is not None:
+            earlier = self.store.find_idempotent(caller.workspace, caller.agent, checked.request.idempotency_key)
             if earlier is not None:
-                return completed(_repeat(earlier.request_hash, earlier.result, request))
-        thread = self._thread(caller, request.thread_id, request.reply_to)
+                return completed(_repeat(earlier.request_hash, earlier.result, checked))
+        thread = self._thread(caller, checked.request.thread_id, checked.request.reply_to)
         now = self.clock()
         # 2. resolve the recipients, and refuse a send that cannot reach them all as asked
-        targets = self.recipients.resolve(caller, request.addresses, now)
-        _check_live(request, targets)
+        targets = self.recipients.resolve(caller, checked.addresses, now)
+        _check_live(checked, targets)
         # Mail to an outside A2A agent is a task, sent by a pump (``remotes``).
         remote = self._remote(caller, targets)
         if remote is not None:
             task_id, task = self._remote_task(caller, remote, thread, task_id, task)
         # 3. hold what a loop or a flood would surface, and 6. say what happened to each
         holds = self.guards.decide(caller.workspace, caller.agent, [t.agent for t in targets], now)
-        message = self._message(caller, request, thread, now, task_id)
+        message = self._message(caller, checked, thread, now, task_id)
         outcomes = [_outcome(t, holds.get(t.agent)) for t in targets]
         if remote is not None:
             outcomes = [Remotes.outcome(o, remote) for o in outcomes]
@@ -154,12 +152,12 @@ class Sending:
             duplicate=False,
         )
         write = task(message) if task is not None else None
-        decided = _Decided(caller, request, message, targets, result, write)
+        decided = _Decided(caller, checked, message, targets, result, write)
         # 4. store, in one commit (the sender exists from its first send that passed every
         # check; a refused send creates nobody); 5. publish once committed (``_committed``)
         self.directory.enter(caller)
         stored = self.store.submit_message(
-            message, _deliveries(targets, holds), result, request.idempotency_key, request.fingerprint, write
+            message, _deliveries(targets, holds), result, checked.request.idempotency_key, checked.fingerprint, write
         )
         answer: Pending[SendResult] = Pending()
         answer.set_running_or_notify_cancel()
@@ -194,35 +192,25 @@ class Sending:
             return self.remotes.task_for(caller, remote, thread)  # type: ignore[union-attr]
         return task_id, Remotes.sent_out(task, remote)
 
-    def _checked(
-        self,
-        to: str | Sequence[str],
-        text: str | None,
-        subject: str | None,
-        parts: Sequence[Part | dict],
-        thread_id: str | None,
-        reply_to: str | None,
-        require_live: bool,
-        idempotency_key: str | None,
-        urgent: bool,
-    ) -> SendRequest:
+    def _checked(self, request: SendRequest) -> CheckedSend:
         """The request checked against the limits (too_large, bad_request), nothing looked up."""
-        addresses = parse_addresses(to if isinstance(to, str) else list(to))
+        addresses = parse_addresses(request.to if isinstance(request.to, str) else list(request.to))
         if len(addresses) > self.limits.recipients:
             raise TooLarge(f"{len(addresses)} recipients; the limit is {self.limits.recipients}.")
-        content = message_parts(text, parts, self.limits)
-        subject = clean_subject(subject, self.limits)
-        check_idempotency_key(idempotency_key, self.limits)
+        content = message_parts(request.text, request.parts, self.limits)
+        subject = clean_subject(request.subject, self.limits)
+        key = request.idempotency_key
+        check_idempotency_key(key, self.limits)
         fingerprint = None
-        if idempotency_key is not None:
-            fingerprint = request_hash(addresses, subject, content, thread_id, reply_to, require_live, urgent)
-        return SendRequest(
-            addresses, content, subject, thread_id, reply_to, require_live, urgent, idempotency_key, fingerprint
-        )
+        if key is not None:
+            fingerprint = request_hash(
+                addresses, subject, content, request.thread_id, request.reply_to, request.require_live, request.urgent
+            )
+        return CheckedSend(addresses, content, subject, request, fingerprint)
 
     def _thread(self, caller: Caller, thread_id: str | None, reply_to: str | None) -> str | None:
         """A reply joins its parent's thread; a new message starts its own (its id)."""
-        assert caller.agent is not None, "Service.as_agent first"
+        assert caller.agent is not None, "as_agent first"
         if thread_id is not None:
             check_message_id(thread_id, "thread id")
             # A thread that exists is joined only by a party to it; a new id starts a new thread.
@@ -237,7 +225,7 @@ class Sending:
         return thread_id or parent.thread_id
 
     def _message(
-        self, caller: Caller, request: SendRequest, thread_id: str | None, now: datetime, task_id: str | None
+        self, caller: Caller, checked: CheckedSend, thread_id: str | None, now: datetime, task_id: str | None
     ) -> Message:
         message_id = new_id()
         sender = self.directory.session_by_id(caller.workspace, caller.session_id) if caller.session_id else None
@@ -250,14 +238,14 @@ class Sending:
             sender_session=caller.session_id,
             sender_address=sender.address if sender else None,
             sender_terminal=sender.terminal if sender else None,
-            recipients=[str(a) for a in request.addresses],
-            channel=next((a.name for a in request.addresses if isinstance(a, ChannelAddress)), None),
-            subject=request.subject,
-            parts=request.parts,
+            recipients=[str(a) for a in checked.addresses],
+            channel=next((a.name for a in checked.addresses if isinstance(a, ChannelAddress)), None),
+            subject=checked.subject,
+            parts=checked.parts,
             thread_id=thread_id or message_id,
-            reply_to=request.reply_to,
+            reply_to=checked.request.reply_to,
             created_at=now,
-            urgent=request.urgent,
+            urgent=checked.request.urgent,
             task_id=task_id,
         )
 
@@ -265,14 +253,14 @@ class Sending:
         """The store's answer: the result once committed, the original's for a key a racing
         send committed first, unknown_recipient for a recipient deleted meanwhile, or the
         store's error."""
-        caller, request = decided.caller, decided.request
-        assert caller.agent is not None, "Service.as_agent first"
+        caller, checked = decided.caller, decided.request
+        assert caller.agent is not None, "as_agent first"
         try:
             seqs = done.result()
         except DuplicateIdempotencyKey:
-            earlier = self.store.find_idempotent(caller.workspace, caller.agent, request.idempotency_key or "")
+            earlier = self.store.find_idempotent(caller.workspace, caller.agent, checked.request.idempotency_key or "")
             assert earlier is not None
-            _settle(answer, lambda: _repeat(earlier.request_hash, earlier.result, request))
+            _settle(answer, lambda: _repeat(earlier.request_hash, earlier.result, checked))
         except RecipientsGone as gone:  # deleted since the recipients were resolved
             answer.set_exception(
                 UnknownRecipient(
@@ -317,20 +305,20 @@ class Sending:
         self.events.publish_many(workspace, pushed + woken)
 
 
-def _repeat(stored_hash: str, result: SendResult, request: SendRequest) -> SendResult:
+def _repeat(stored_hash: str, result: SendResult, checked: CheckedSend) -> SendResult:
     """The original result for a repeated idempotency key, or idempotency_conflict."""
-    if stored_hash != request.fingerprint:
+    if stored_hash != checked.fingerprint:
         raise IdempotencyConflict(
-            f"idempotency key {request.idempotency_key!r} was used for a different message; "
+            f"idempotency key {checked.request.idempotency_key!r} was used for a different message; "
             "use a new key for a new message."
         )
     return result.model_copy(update={"duplicate": True})
 
 
-def _check_live(request: SendRequest, targets: list[Target]) -> None:
+def _check_live(checked: CheckedSend, targets: list[Target]) -> None:
     """Refuse the send, storing nothing, when a recipient has no live session and
     ``require_live`` asks for one."""
-    if not request.require_live:
+    if not checked.request.require_live:
         return
     unreachable = [t for t in targets if not t.sessions]
     if unreachable:

@@ -28,6 +28,7 @@ from callboard.address import AgentAddress, json_problem, parse_addresses
 from callboard.errors import BadRequest, Forbidden, TaskBusy, TooLarge, UnknownTask
 from callboard.limits import HISTORY_MAX, PAGE_SIZE_MAX, PUSH_CONFIGS_MAX, Limits
 from callboard.model import Caller, Message, Part, SendResult, built, new_id
+from callboard.requests import SendRequest
 from callboard.service.content import check_idempotency_key, check_text
 from callboard.service.events import AsyncSubscription, MailboxEvents
 from callboard.service.push_targets import check_webhook
@@ -113,16 +114,8 @@ class Tasking:
             written.append(change)
             return change
 
-        sent = self.sending.submit(
-            caller,
-            worker,
-            parts=parts,
-            subject=subject,
-            thread_id=context_id,
-            idempotency_key=key,
-            task=write,
-            task_id=new_task,
-        ).result()
+        mail = SendRequest(to=worker, parts=list(parts), subject=subject, thread_id=context_id, idempotency_key=key)
+        sent = self.sending.submit(caller, mail, task=write, task_id=new_task).result()
         return self._task_sent(caller, sent, new_task, written)
 
     def _follow_up(
@@ -153,16 +146,10 @@ class Tasking:
                 return change
 
             try:
-                sent = self.sending.submit(
-                    caller,
-                    task.worker,
-                    parts=parts,
-                    subject=subject,
-                    thread_id=task.context_id,
-                    idempotency_key=key,
-                    task=write,
-                    task_id=task_id,
-                ).result()
+                mail = SendRequest(
+                    to=task.worker, parts=list(parts), subject=subject, thread_id=task.context_id, idempotency_key=key
+                )
+                sent = self.sending.submit(caller, mail, task=write, task_id=task_id).result()
             except TaskConflict:
                 continue
             return self._task_sent(caller, sent, task_id, written)
@@ -274,9 +261,8 @@ class Tasking:
             return change
 
         try:
-            self.sending.submit(
-                caller, to, parts=words, thread_id=task.context_id, task=write, task_id=task.id
-            ).result()
+            mail = SendRequest(to=to, parts=list(words), thread_id=task.context_id)
+            self.sending.submit(caller, mail, task=write, task_id=task.id).result()
         except TaskConflict:
             return None
         return written[0].task

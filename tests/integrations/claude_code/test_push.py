@@ -20,6 +20,7 @@ from callboard.integrations.claude_code.socket_delivery import render
 from callboard.mcp.tools import mailbox_server, one_client
 from callboard.model import AgentPresence, PushedInto, Session, WhoReport
 from callboard.procs import process_start_time
+from callboard.requests import SendRequest
 from tests.support.claude_code_machine import FakeSession, Machine, machine  # noqa: F401 (the fixture)
 from tests.support.cli_runner import CLI, describe
 from tests.support.waiting import wait_until
@@ -45,7 +46,7 @@ def test_mail_is_pushed_into_the_recipients_session_fenced_and_marked_handed_by_
     bob = machine.client("bob")
     alice = machine.client("alice")
 
-    sent = bob.send("alice", "Can you review PR 12?", subject="review")
+    sent = bob.send(SendRequest(to="alice", text="Can you review PR 12?", subject="review"))
     report = push_sent(bob, sent, machine.env)
 
     assert report.pushed == (
@@ -69,7 +70,7 @@ def test_a_message_goes_into_one_session_of_the_agent_once(machine):
     first, second = machine.session(project), machine.session(project)
     bob = machine.client("bob")
 
-    sent = bob.send("alice", "once")
+    sent = bob.send(SendRequest(to="alice", text="once"))
     report = push_sent(bob, sent, machine.env)
     again = push_sent(bob, sent, machine.env)
 
@@ -86,7 +87,7 @@ def test_a_channel_post_reaches_each_members_session(machine):
     alice.join_channel("ops")
     carol.join_channel("ops")
 
-    sent = bob.send("#ops", "deploying")
+    sent = bob.send(SendRequest(to="#ops", text="deploying"))
     report = push_sent(bob, sent, machine.env)
 
     assert sorted((p.agent, p.pid) for p in report.pushed) == [
@@ -102,7 +103,7 @@ def test_the_sessions_own_callboard_agent_names_its_agent(machine):
     session = machine.session(machine.project("carol"), environ={"CALLBOARD_AGENT": "alice"})
     bob = machine.client("bob")
 
-    report = push_sent(bob, bob.send("alice", "hi"), machine.env)
+    report = push_sent(bob, bob.send(SendRequest(to="alice", text="hi")), machine.env)
 
     assert [p.pid for p in report.pushed] == [session.pid]
 
@@ -114,7 +115,7 @@ def test_another_agents_session_is_not_touched(machine):
     carol = machine.session(machine.project("carol"))
     bob = machine.client("bob")
 
-    sent = bob.send("alice", "for alice only")
+    sent = bob.send(SendRequest(to="alice", text="for alice only"))
     report = push_sent(bob, sent, machine.env)
 
     assert report.pushed == () and report.problem is None
@@ -126,7 +127,7 @@ def test_a_session_of_another_workspace_is_not_touched(machine):
     session = machine.session(machine.project("alice"), environ={"CALLBOARD_WORKSPACE": "elsewhere"})
     bob = machine.client("bob")
 
-    sent = bob.send("alice", "hi")
+    sent = bob.send(SendRequest(to="alice", text="hi"))
     nothing_pushed(session, bob, sent.message_id, push_sent(bob, sent, machine.env))
 
 
@@ -135,7 +136,7 @@ def test_a_session_served_by_callboard_is_left_to_its_server_or_hooks(machine):
     alice, bob = machine.client("alice"), machine.client("bob")
     alice.register_session(runtime="claude-code", pid=session.pid)  # what our server or hooks do
 
-    sent = bob.send("alice", "hi")
+    sent = bob.send(SendRequest(to="alice", text="hi"))
     nothing_pushed(session, bob, sent.message_id, push_sent(bob, sent, machine.env))
     assert status(bob, sent.message_id, "alice") == ("delivered", None)
 
@@ -201,7 +202,7 @@ def test_a_session_that_would_hold_or_refuse_a_frame_from_us_is_left_alone(machi
     session = machine.session(project, *args)
     bob = machine.client("bob")
 
-    sent = bob.send("alice", "hi")
+    sent = bob.send(SendRequest(to="alice", text="hi"))
     nothing_pushed(session, bob, sent.message_id, push_sent(bob, sent, machine.env))
 
 
@@ -212,14 +213,16 @@ def test_a_session_whose_setting_accepts_and_that_prompts_is_pushed_into(machine
     session = machine.session(project, "--permission-mode", "default")
     bob = machine.client("bob")
 
-    assert [p.pid for p in push_sent(bob, bob.send("alice", "hi"), machine.env).pushed] == [session.pid]
+    assert [p.pid for p in push_sent(bob, bob.send(SendRequest(to="alice", text="hi")), machine.env).pushed] == [
+        session.pid
+    ]
 
 
 def test_a_dead_socket_surfaces_nothing_and_the_send_stands(machine):
     session = machine.session(machine.project("alice"), socket=False)
     bob = machine.client("bob")
 
-    sent = bob.send("alice", "anyone there?")
+    sent = bob.send(SendRequest(to="alice", text="anyone there?"))
     report = push_sent(bob, sent, machine.env)
 
     assert report.pushed == ()
@@ -232,7 +235,7 @@ def test_a_dead_socket_surfaces_nothing_and_the_send_stands(machine):
 def test_a_failing_mailbox_is_a_problem_reported_never_raised(machine):
     machine.session(machine.project("alice"))
     bob = machine.client("bob")
-    sent = bob.send("alice", "hi")
+    sent = bob.send(SendRequest(to="alice", text="hi"))
 
     class Broken:
         def who(self):

@@ -20,6 +20,7 @@ from callboard.integrations.claude_code.socket_delivery import SessionSocket, So
 from callboard.integrations.hooks.state import pusher_running
 from callboard.model import Message
 from callboard.procs import process_start_time
+from callboard.requests import SendRequest
 from tests.support.forgery import assert_reads_as_from_only, forged
 from tests.support.frame_listener import FrameListener
 from tests.support.waiting import wait_until
@@ -83,7 +84,7 @@ def test_new_mail_is_written_into_the_session_fenced_once_and_marked_handed_by_s
     alice, bob = agents("alice"), agents("bob")
     pushers(alice, target)
 
-    sent = bob.send("alice", "Can you review PR 12?", subject="review")
+    sent = bob.send(SendRequest(to="alice", text="Can you review PR 12?", subject="review"))
     (frame,) = wait_until(listener.frames, what="a frame")
 
     assert frame[0] == {"type": "auth", "token": "child-token"}
@@ -96,7 +97,7 @@ def test_new_mail_is_written_into_the_session_fenced_once_and_marked_handed_by_s
     assert alice.surface(via="hook").items == []  # the hooks will not put it before the agent again
     assert alice.read(peek=True).items[0].message.id == sent.message_id  # still unread
 
-    second = bob.send("alice", "and PR 13")
+    second = bob.send(SendRequest(to="alice", text="and PR 13"))
     wait_until(lambda: len(listener.received()) == 2, what="a second frame")
     assert "and PR 13" in contents(listener)[1] and "PR 12" not in contents(listener)[1]
     assert status_of(bob, second.message_id, "alice")[1] == "socket"
@@ -105,8 +106,8 @@ def test_new_mail_is_written_into_the_session_fenced_once_and_marked_handed_by_s
 def test_mail_that_waited_before_the_pusher_started_is_written_at_once(agents, session, pushers):
     listener, target = session
     alice, bob = agents("alice"), agents("bob")
-    first = bob.send("alice", "one")
-    bob.send("alice", "two")
+    first = bob.send(SendRequest(to="alice", text="one"))
+    bob.send(SendRequest(to="alice", text="two"))
     alice.read(limit=1)  # the first is read already: only the second is new to the agent
 
     pushers(alice, target)
@@ -123,7 +124,7 @@ def test_a_socket_that_is_gone_stops_the_pusher_and_leaves_the_mail_to_the_hooks
     listener.close()  # the session ended
 
     with caplog.at_level(logging.WARNING, logger="callboard.socket"):
-        sent = bob.send("alice", "anyone there?")
+        sent = bob.send(SendRequest(to="alice", text="anyone there?"))
         wait_until(lambda: not pusher.running, what="the pusher to stop")
 
     assert [r.getMessage() for r in caplog.records if r.name == "callboard.socket"] == [
@@ -143,12 +144,12 @@ def test_a_session_that_holds_peer_messages_gets_its_mail_through_the_hooks(agen
     settings.write_text(json.dumps({"crossSessionInbound": "hold"}))
     pusher = pushers(alice, target)
 
-    held = bob.send("alice", "held back")
+    held = bob.send(SendRequest(to="alice", text="held back"))
     wait_until(lambda: pusher.left_to_hooks == 1, what="the pusher to see it")
     # The user lets peer messages in again: the next mail is pushed, with what was held back.
     assert status_of(bob, held.message_id, "alice") == ("queued", None, False)
     settings.write_text(json.dumps({"crossSessionInbound": "accept"}))
-    bob.send("alice", "let in")
+    bob.send(SendRequest(to="alice", text="let in"))
 
     (frame,) = wait_until(listener.frames, what="a frame")
     assert "held back" in frame[-1]["message"]["content"] and "let in" in frame[-1]["message"]["content"]
@@ -166,7 +167,7 @@ def test_the_registry_s_session_id_pins_the_frame_when_the_session_is_registered
         target = SessionSocket(path=listener.path, parent=pid, token=None, session_id="sess-old", project_dir=project)
         alice, bob = agents("alice"), agents("bob")
         pushers(alice, target)
-        bob.send("alice", "hi")
+        bob.send(SendRequest(to="alice", text="hi"))
         (frame,) = wait_until(listener.frames, what="a frame")
 
     assert frame == [
@@ -264,7 +265,7 @@ def test_a_forged_terminal_label_or_subject_reaches_the_session_on_its_own_line(
     in_pane = LocalClient(bob.service, bob.caller.model_copy(update={"session_id": pane.id}))
     pushers(alice, target)
 
-    in_pane.send("alice", "hi", subject=forged("plan"))
+    in_pane.send(SendRequest(to="alice", text="hi", subject=forged("plan")))
     wait_until(listener.frames, what="a frame")
     (text,) = contents(listener)
     assert "in tmux:%1\\n----- END MESSAGE 0123456789ab" in text
@@ -277,7 +278,7 @@ def test_a_refusing_receipt_returns_the_mail_and_the_pusher_leaves_that_session_
     registered = plain.register_session(runtime="claude-code", machine="farhost", pid=4242)
     alice = LocalClient(plain.service, plain.caller.model_copy(update={"session_id": registered.id}))
     pusher = pushers(alice, target)
-    sent = bob.send("alice", "Can you review PR 12?")
+    sent = bob.send(SendRequest(to="alice", text="Can you review PR 12?"))
     (frame,) = wait_until(listener.frames, what="a frame")
     user = frame[1]
     assert user["msgV"] == 1 and user["from"] == f"uds:{Path(target.path).parent / f'{os.getpid()}.sock'}"
@@ -298,6 +299,6 @@ def test_a_refusing_receipt_returns_the_mail_and_the_pusher_leaves_that_session_
     )
     assert returned.state == "delivered"  # the session lives: its hooks can take it
     assert [e.event for e in returned.history][-3:] == ["handed", "refused", "returned"]
-    bob.send("alice", "and PR 13")
+    bob.send(SendRequest(to="alice", text="and PR 13"))
     wait_until(lambda: pusher.left_to_hooks >= 1, what="the pusher to leave the new mail to the hooks")
     assert len(listener.received()) == 1  # nothing more written into a session that refuses

@@ -15,6 +15,7 @@ from callboard.integrations.claude_code.transcript_watch import (
     transcript_of,
 )
 from callboard.model import Caller, MailItem
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.store.opening import open_store
 
@@ -36,7 +37,7 @@ def shown(items: list[MailItem]) -> str:
 
 def test_only_records_that_take_text_to_the_model_are_evidence(tmp_path: Path):
     bob, alice = clients(tmp_path)
-    bob.send("alice", "hello")
+    bob.send(SendRequest(to="alice", text="hello"))
     (item,) = alice.surface(via="socket").items
     text = shown([item])
     assert fenced_ids({"type": "attachment", "attachment": {"type": "queued_command", "prompt": text}}) == [
@@ -53,7 +54,7 @@ def test_only_records_that_take_text_to_the_model_are_evidence(tmp_path: Path):
 
 def test_the_watcher_confirms_handed_mail_once_its_turn_is_recorded(tmp_path: Path):
     bob, alice = clients(tmp_path)
-    sent = bob.send("alice", "hello")
+    sent = bob.send(SendRequest(to="alice", text="hello"))
     (item,) = alice.surface(via="socket").items
     text = shown([item])
     home = tmp_path / "home"

@@ -19,6 +19,7 @@ from callboard.integrations.claude_code.socket_delivery import render
 from callboard.integrations.claude_code.unserved_sessions import Note
 from callboard.model import UNSERVED_RUNTIME, RecipientStatus
 from callboard.procs import process_start_time
+from callboard.requests import SendRequest
 from tests.support.claude_code_machine import FakeSession, Machine, machine  # noqa: F401 (the fixture)
 from tests.support.waiting import wait_until
 
@@ -50,7 +51,7 @@ def test_pushed_mail_is_handed_to_a_session_of_the_agent_at_that_process(machine
     session = machine.session(machine.project("alice"))
     bob = machine.client("bob")
 
-    sent = bob.send("alice", "Can you review PR 12?")
+    sent = bob.send(SendRequest(to="alice", text="Can you review PR 12?"))
     push_sent(bob, sent, machine.env)
 
     row = alice_row(machine, sent.message_id)
@@ -79,8 +80,8 @@ def test_a_session_the_push_registered_is_still_pushed_into(machine):
     session = machine.session(machine.project("alice"))
     bob = machine.client("bob")
 
-    push_sent(bob, bob.send("alice", "first"), machine.env)
-    second = bob.send("alice", "second")
+    push_sent(bob, bob.send(SendRequest(to="alice", text="first")), machine.env)
+    second = bob.send(SendRequest(to="alice", text="second"))
     report = push_sent(bob, second, machine.env)
 
     assert [p.messages for p in report.pushed] == [[second.message_id]]
@@ -90,7 +91,7 @@ def test_a_session_the_push_registered_is_still_pushed_into(machine):
 def test_mail_of_a_pushed_session_that_died_comes_back_and_the_next_reader_gets_it_once(machine):
     session = machine.session(machine.project("alice"))
     bob, alice = machine.client("bob"), machine.client("alice")
-    sent = bob.send("alice", "Stop the deploy.")
+    sent = bob.send(SendRequest(to="alice", text="Stop the deploy."))
     push_sent(bob, sent, machine.env)
     handed_to = alice_row(machine, sent.message_id).handed_to
 
@@ -109,12 +110,12 @@ def test_mail_of_a_pushed_session_that_died_comes_back_and_the_next_reader_gets_
 def test_the_next_push_confirms_what_the_transcript_shows_the_model_took(machine):
     session = machine.session(machine.project("alice"))
     bob, alice = machine.client("bob"), machine.client("alice")
-    sent = bob.send("alice", "Please rebase.")
+    sent = bob.send(SendRequest(to="alice", text="Please rebase."))
     push_sent(bob, sent, machine.env)
     (frame,) = wait_until(session.frames, what="a frame")
     write_transcript(machine, session, frame[-1]["message"]["content"])
 
-    push_sent(bob, bob.send("carol", "unrelated"), machine.env)
+    push_sent(bob, bob.send(SendRequest(to="carol", text="unrelated")), machine.env)
 
     row = alice_row(machine, sent.message_id)
     assert (row.state, row.history[-1].event, row.history[-1].detail) == ("surfaced", "surfaced", "transcript")
@@ -125,11 +126,11 @@ def test_a_dead_sessions_transcript_is_read_before_its_mail_is_judged(machine):
     # The model took the mail, then the session ended: confirmed, not returned (no double delivery).
     session = machine.session(machine.project("alice"))
     bob, alice = machine.client("bob"), machine.client("alice")
-    took = bob.send("alice", "taken")
+    took = bob.send(SendRequest(to="alice", text="taken"))
     push_sent(bob, took, machine.env)
     (frame,) = wait_until(session.frames, what="a frame")
     write_transcript(machine, session, frame[-1]["message"]["content"])
-    missed = bob.send("alice", "never taken")
+    missed = bob.send(SendRequest(to="alice", text="never taken"))
     push_sent(bob, missed, machine.env)
     wait_until(lambda: len(session.frames()) == 2, what="two frames")
     kill(session)
@@ -146,7 +147,7 @@ def test_confirming_reads_only_evidence_records_and_goes_on_without_notes(machin
     session = machine.session(machine.project("alice"))
     bob = machine.client("bob")
     assert confirm_pushed(bob, machine.env) == []  # nothing pushed: nothing to read
-    sent = bob.send("alice", "queued only")
+    sent = bob.send(SendRequest(to="alice", text="queued only"))
     push_sent(bob, sent, machine.env)
     text = render(machine.client("alice").read(peek=True).items)
     write_transcript(machine, session, text, kind="queue-operation")  # queued, no model request yet

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from callboard.client.hub import HubClient
+from callboard.requests import SendRequest
 from tests.hub.conftest import Hub, unique
 from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
 
@@ -28,7 +29,7 @@ def test_hooks_through_a_hub(hub: Hub, hooks: Hooks, tmp_path: Path) -> None:
     sender = HubClient(hub.url, hub.admin_token, SENDER, workspace)
     webapp = HubClient(hub.url, hub.admin_token, AGENT, workspace)
     try:
-        first = sender.send(AGENT, "via the hub").message_id
+        first = sender.send(SendRequest(to=AGENT, text="via the hub")).message_id
         answer = hooks.context("session-start", env=env)
         assert answer is not None
         assert "-----\nvia the hub\n----- END MESSAGE" in answer["hookSpecificOutput"]["additionalContext"]
@@ -37,16 +38,16 @@ def test_hooks_through_a_hub(hub: Hub, hooks: Hooks, tmp_path: Path) -> None:
         assert [(s.pid, s.runtime) for s in sessions] == [(os.getpid(), "claude-code")]
         assert hooks.context("session-start", env=env) is None  # once
 
-        sender.send(AGENT, "urgent via the hub", urgent=True)
+        sender.send(SendRequest(to=AGENT, text="urgent via the hub", urgent=True))
         answer = hooks.context("post-tool", "codex", env=env)
         assert answer is not None and "urgent via the hub" in answer["hookSpecificOutput"]["additionalContext"]
 
-        sender.send(AGENT, "before you stop")
+        sender.send(SendRequest(to=AGENT, text="before you stop"))
         answer = hooks.context("stop", "gemini", env=env)
         assert answer is not None and answer["decision"] == "block" and "before you stop" in answer["reason"]
 
         waiter = hooks.spawn_wake(env=env)
-        sender.send(AGENT, "wake up")
+        sender.send(SendRequest(to=AGENT, text="wake up"))
         assert waiter.wait(20) == 2
         assert waiter.stderr is not None and waiter.stderr.read() == ""  # quiet: the prompt hook brings it
         answer = hooks.context("prompt", env=env)
@@ -68,7 +69,7 @@ def test_through_a_hub_an_empty_mailbox_is_answered_without_loading_the_client(h
         assert not heavy & loaded, f"{event} loaded {sorted(heavy & loaded)}"
     sender = HubClient(hub.url, hub.admin_token, SENDER, workspace)
     try:
-        urgent = sender.send(AGENT, "urgent after the looks", urgent=True).message_id
+        urgent = sender.send(SendRequest(to=AGENT, text="urgent after the looks", urgent=True)).message_id
         assert sender.message_status(urgent).recipients[0].surfaced_at is None, "a look marks nothing"
         answer = hooks.context("prompt", env=env)
         assert answer is not None and "urgent after the looks" in answer["hookSpecificOutput"]["additionalContext"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from callboard.client.local import LocalClient
 from callboard.config import Settings
 from callboard.integrations.hooks.probe import may_have_mail
+from callboard.requests import SendRequest
 
 
 def test_the_probe_agrees_with_surface(tmp_path: Path) -> None:
@@ -19,13 +20,13 @@ def test_the_probe_agrees_with_surface(tmp_path: Path) -> None:
     alice = LocalClient.open(settings, agent="alice", env=env)
     try:
         bob = alice.as_agent("bob")
-        alice.send("bob", "hello")
+        alice.send(SendRequest(to="bob", text="hello"))
         assert may_have_mail(db, "default", "bob")
         assert not may_have_mail(db, "default", "bob", urgent_only=True)
         assert not may_have_mail(db, "default", "carol") and not may_have_mail(db, "elsewhere", "bob")
         assert len(bob.surface(via="hook").items) == 1
         assert not may_have_mail(db, "default", "bob")  # surfaced: nothing new
-        alice.send("bob", "now!", urgent=True)
+        alice.send(SendRequest(to="bob", text="now!", urgent=True))
         assert may_have_mail(db, "default", "bob", urgent_only=True)
         bob.read()
         assert not may_have_mail(db, "default", "bob") and not may_have_mail(db, "default", "bob", urgent_only=True)

@@ -17,6 +17,7 @@ from callboard import guards as guard
 from callboard.client.local import LocalClient
 from callboard.identity import DEFAULT_WORKSPACE
 from callboard.model import Caller
+from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
@@ -81,7 +82,7 @@ def test_held_mail_wakes_the_waiter_when_its_hold_ends_without_another_send(
     hooks.send("before the flood")
     assert woken_with(hooks, hooks.spawn_wake()) == ["before the flood"]
     with sender_service(hooks, monkeypatch) as sender:
-        sent = sender.send(AGENT, "held back")
+        sent = sender.send(SendRequest(to=AGENT, text="held back"))
     (outcome,) = sent.recipients
     assert outcome.held is not None and outcome.held.reason == "flood"
     status = hooks.status(sent.message_id)

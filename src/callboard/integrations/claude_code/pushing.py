@@ -17,6 +17,7 @@ from callboard.client.base import Client
 from callboard.config import Settings
 from callboard.integrations.claude_code.push import confirm_pushed, push_sent
 from callboard.model import MessageStatus, Part, SendResult
+from callboard.requests import SendRequest
 from callboard.tasks import TaskSent
 
 
@@ -32,8 +33,8 @@ class PushingClient:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)  # every call but these three is the client's own
 
-    def send(self, to: str | Sequence[str], text: str | None = None, **options: Any) -> SendResult:
-        return self._pushed(self._client.send(to, text, **options))
+    def send(self, request: SendRequest) -> SendResult:
+        return self._pushed(self._client.send(request))
 
     def open_task(self, worker: str, parts: Sequence[Part | dict], **options: Any) -> TaskSent:
         opened = self._client.open_task(worker, parts, **options)
