@@ -23,7 +23,7 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).parents[1]
 # One test on each path to the server: a service on a fresh schema, and a store contract's schema.
 SELECTED = [
-    "tests/test_unreadable_mail.py::test_a_message_that_cannot_be_rendered_is_shown_as_such_and_the_rest_reads",
+    "tests/service/test_unreadable_mail.py::test_a_message_that_cannot_be_rendered_is_shown_as_such_and_the_rest_reads",
     "tests/store/test_store_contract.py",
 ]
 INNER = """

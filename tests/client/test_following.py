@@ -12,8 +12,8 @@ from callboard.model import Caller, MailItem
 from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
+from tests.support.service_setup import Clock
 from tests.support.waiting import wait_until
-from tests.test_service import Clock
 
 WS = "acme"
 

@@ -106,23 +106,3 @@ def fresh_database() -> Iterator[str]:
     finally:
         with psycopg.connect(server, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def table_rows(url: str) -> list[str]:
-    """Every row of every table of the schema ``url`` uses, as text in a stable order: a
-    snapshot that shows whether a call wrote anything."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        tables = [
-            r[0]
-            for r in conn.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                "ORDER BY table_name"
-            )
-        ]
-        rows: list[str] = []
-        for table in tables:
-            for row in conn.execute(f'SELECT t::text FROM "{table}" t ORDER BY 1'):
-                rows.append(f"{table}: {row[0]}")
-    return rows

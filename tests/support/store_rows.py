@@ -1,10 +1,12 @@
 """Every table of a store and its rows, read through a connection of their own: a snapshot that
-shows whether a command wrote anything (``changed``), on the embedded SQLite file or a
-PostgreSQL schema."""
+shows whether a command wrote anything (``changed``; ``writes_nothing`` for a call that must
+fail), on the embedded SQLite file or a PostgreSQL schema."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 Snapshot = dict[str, list[str]]  # table -> its rows as text, in a stable order
@@ -50,3 +52,12 @@ def changed(before: Snapshot, after: Snapshot) -> dict[str, str]:
                 + (f"; gone {went}" if went else "")
             )
     return found
+
+
+@contextmanager
+def writes_nothing(db: str | Path) -> Iterator[None]:
+    """The block (a call that must fail) leaves every table of the store as it found it."""
+    before = snapshot(db)
+    yield
+    after = snapshot(db)
+    assert after == before, f"the failed call changed the database: {changed(before, after)}"

@@ -17,7 +17,7 @@ from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.store.opening import is_postgres, open_store
 from callboard.store.rows import UNREADABLE_NOTE
-from tests.test_service import MACHINE, WS, Clock
+from tests.support.service_setup import MACHINE, WS, Clock
 
 DAMAGE = {
     "a data part stored as null (how NaN was kept)": '[{"data":null}]',

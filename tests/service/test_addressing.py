@@ -1,4 +1,3 @@
-# ruff: noqa: F811 (the fixtures imported from test_service are parameters here)
 """Reaching the session meant: ``name`` → the agent's newest live session, ``name@machine`` → its
 newest live session there, ``name@machine#pid`` → exactly that session; what a session's reads
 see; the sender's full address on every message; and ``reach``, which says plainly why an
@@ -16,20 +15,9 @@ from callboard.errors import NoLiveSession, UnknownSession
 from callboard.model import UNSERVED_RUNTIME, Caller, Session
 from callboard.requests import SendRequest
 from callboard.service.door import Service
-from tests.test_service import (  # noqa: F401 (fixtures)
-    LIVENESS,
-    WS,
-    Clock,
-    alice,
-    bob,
-    carol,
-    clock,
-    everything,
-    outcome,
-    row,
-    service,
-    writes_nothing,
-)
+from tests.support.answers import everything, outcome, row
+from tests.support.service_setup import LIVENESS, WS, Clock
+from tests.support.store_rows import writes_nothing
 
 
 def pane(service: Service, clock: Clock, agent: str, machine: str, pid: int, **extra: object) -> Session:

@@ -2,7 +2,7 @@
 holds unread mail, invite-only channels, the audit trail, and what an agent token (not a person's
 credential) may not do — create agents by sending, or write into a thread it is no party to.
 
-The fixtures are the service suite's (tests/test_service.py): clients of one Service on a fresh
+The fixtures are the service suite's (tests/service/conftest.py): clients of one Service on a fresh
 SQLite file or PostgreSQL schema. ``agent_token(name)`` acts as an agent token over the hub does.
 """
 
@@ -26,11 +26,9 @@ from callboard.hub.errors import http_status
 from callboard.model import Caller, new_id
 from callboard.requests import SendRequest
 from callboard.service.door import Service
-from tests import test_service as suite
-from tests.test_service import WS, everything, outcome, writes_nothing
-
-# The service suite's fixtures (both stores, one Service, agents alice, bob and carol), used here.
-clock, service, alice, bob, carol = suite.clock, suite.service, suite.alice, suite.bob, suite.carol
+from tests.support.answers import everything, outcome
+from tests.support.service_setup import WS
+from tests.support.store_rows import writes_nothing
 
 
 @pytest.fixture

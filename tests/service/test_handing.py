@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the fixtures imported from test_service are parameters of the tests)
 """The service's rule for handed mail (``handing``), on every store: which path hands and which
 surfaces, what confirms, and how mail a session held comes back when the session is gone."""
 
@@ -11,7 +10,8 @@ from callboard.errors import BadRequest
 from callboard.model import Caller
 from callboard.requests import SendRequest
 from callboard.service.door import Service
-from tests.test_service import WS, alice, bob, clock, row, service  # noqa: F401  (fixtures)
+from tests.support.answers import row
+from tests.support.service_setup import WS
 
 
 def in_session(service: Service, agent: str, pid: int) -> tuple[LocalClient, str]:
