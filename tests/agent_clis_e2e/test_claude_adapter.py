@@ -21,7 +21,7 @@ from callboard.runner.adapters.base import CliExited, Launch, TurnEvent
 from callboard.runner.adapters.claude import ClaudeAdapter
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, Machine, claude_code_env
 from tests.support.mock_model import MockModel
-from tests.support.waiting import wait_until
+from tests.support.waiting import scaled, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
@@ -139,6 +139,6 @@ def test_urgent_input_goes_in_mid_turn_and_an_interrupt_ends_a_turn(
         # The interrupt cuts the 60 s tool short. Claude Code ends the turn as an error, or, when
         # the interrupt lands while the tool is still being started (a loaded machine), gives the
         # model the cancelled tool's result and ends it normally: either way, at once.
-        assert events[-1].kind in ("failed", "done") and time.monotonic() - began < 30, f"{events}\n{lines}"
+        assert events[-1].kind in ("failed", "done") and time.monotonic() - began < scaled(30), f"{events}\n{lines}"
         assert adapter.alive()  # the process lives on for the next turn
         assert turn(adapter, "Still there?", "t3")[-1].kind == "done"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from callboard.store.sqlite.change_watch import FolderWatch
 from callboard.store.sqlite.store import SQLiteStore
+from tests.support.waiting import scaled
 
 
 def test_a_commit_by_another_connection_ends_the_wait_and_silence_times_out(tmp_path: Path) -> None:
@@ -19,10 +20,10 @@ def test_a_commit_by_another_connection_ends_the_wait_and_silence_times_out(tmp_
         assert watcher.wait_for_change(0.2) is False  # nothing written: the whole timeout, then no
         threading.Timer(0.3, lambda: writer.ensure_workspace("crew", datetime.now(UTC))).start()
         started = time.monotonic()
-        assert watcher.wait_for_change(10.0) is True
-        assert time.monotonic() - started < 5.0  # woken by the commit's write, not by the timeout
+        assert watcher.wait_for_change(scaled(60.0)) is True
+        assert time.monotonic() - started < scaled(30.0)  # woken by the commit's write, not by the timeout
         # The write is heard as it starts: the commit shows a moment later.
-        deadline = time.monotonic() + 5.0
+        deadline = time.monotonic() + scaled(5.0)
         while watcher.change_counter() == before and time.monotonic() < deadline:
             time.sleep(0.005)
         assert watcher.change_counter() != before

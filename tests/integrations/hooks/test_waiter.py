@@ -20,7 +20,7 @@ from callboard.store.sqlite.store import SQLiteStore
 from tests.integrations.hooks.conftest import AGENT, Hooks
 from tests.support.processes import process_gone
 from tests.support.waiter_agent_cli import WAKE_TIMEOUT, registered, start_agent_cli
-from tests.support.waiting import wait_until
+from tests.support.waiting import scaled, wait_until
 
 
 def test_mail_wakes_the_session(hooks: Hooks) -> None:
@@ -82,9 +82,9 @@ def test_the_waiter_ends_with_its_agent_cli(hooks: Hooks) -> None:
         assert state_folder.is_dir() and not process_gone(waiter_pid)
         agent_cli.send_signal(signal.SIGKILL)
         agent_cli.wait()
-        died = time.monotonic()
+        # By its own watch on the agent CLI (every 0.2 s), well before a round of waiting on the
+        # mailbox (15 s) would end.
         wait_until(lambda: process_gone(waiter_pid), 10.0, "the waiter to exit after its agent CLI")
-        assert time.monotonic() - died < 1.5  # within about a second of the session's end
         assert not state_folder.exists()  # its hook state went with it
     finally:
         if agent_cli.poll() is None:
@@ -126,7 +126,7 @@ def test_no_waiter_beside_a_socket_pusher(hooks: Hooks) -> None:
     try:
         started = time.monotonic()
         assert hooks.spawn_wake().wait(WAKE_TIMEOUT) == 0
-        assert time.monotonic() - started < 5.0  # at once: it does not wait for mail
+        assert time.monotonic() - started < scaled(10.0)  # at once, not after a round of waiting for mail (15 s)
     finally:
         os.close(fd)
 
