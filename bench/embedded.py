@@ -385,8 +385,8 @@ def check_mailbox(db_path: str, expected: int) -> None:
     """The recipient's mailbox must hold exactly the messages sent, numbered without gaps."""
     store = SQLiteStore(db_path)
     try:
-        unread = store.unread_count(WORKSPACE, RECIPIENT)
-        last_seq = store.last_seq(WORKSPACE, RECIPIENT)
+        unread = store.mailbox.unread_count(WORKSPACE, RECIPIENT)
+        last_seq = store.mailbox.last_seq(WORKSPACE, RECIPIENT)
     finally:
         store.close()
     if unread != expected or last_seq != expected:

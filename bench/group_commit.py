@@ -58,7 +58,7 @@ from common import BenchFailure  # noqa: E402
 from callboard.hub.context import settled
 from callboard.model import DeliveryState, Message, Part, RecipientOutcome, SendResult, new_id
 from callboard.pending import Pending
-from callboard.store.base import NewDelivery
+from callboard.store.records import NewDelivery
 from callboard.store.sqlite.store import SQLiteStore
 
 WORKSPACE = "bench"
@@ -187,15 +187,18 @@ def one_round(folder: Path, mode: str, senders_count: int, seconds: float) -> di
     store = SQLiteStore(path, group_commit=mode == "thread")
     try:
         now = datetime.now(UTC)  # setup writes inline, before the loop mode attaches the store
-        store.ensure_workspace(WORKSPACE, now)
+        store.directory.ensure_workspace(WORKSPACE, now)
         senders = [f"sender-{i}" for i in range(senders_count)]
         for agent in [RECIPIENT, *senders]:
-            store.ensure_agent(WORKSPACE, agent, now)
+            store.directory.ensure_agent(WORKSPACE, agent, now)
         commits_before = store._db.commits
         run = (run_coroutines if mode == "loop" else run_threads)(store, senders, seconds)
         sent = sum(run.counts)
         commits = store._db.commits - commits_before
-        if store.last_seq(WORKSPACE, RECIPIENT) != sent or store.unread_count(WORKSPACE, RECIPIENT) != sent:
+        if (
+            store.mailbox.last_seq(WORKSPACE, RECIPIENT) != sent
+            or store.mailbox.unread_count(WORKSPACE, RECIPIENT) != sent
+        ):
             raise BenchFailure(f"{mode}: the mailbox does not hold exactly the {sent} messages stored")
     finally:
         store.close()

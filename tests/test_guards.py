@@ -141,21 +141,21 @@ def test_guards_read_a_pairs_traffic_once_a_second_and_count_their_own_sends_mea
     """A flood decided from the traffic read once, plus the sends decided since: the store is not
     asked on every send (the hub decides sends on its event loop)."""
 
-    class CountingStore:
+    class CountingFacts:
         reads = 0
 
         def pair_traffic(self, workspace, a, b, since, limit):  # noqa: ANN001, ANN202 - the one method used
-            CountingStore.reads += 1
+            CountingFacts.reads += 1
             return []
 
-    guards = Guards(CountingStore())  # type: ignore[arg-type]
+    guards = Guards(CountingFacts())  # type: ignore[arg-type]
     start = datetime(2026, 12, 2, tzinfo=UTC)
     verdicts = [
         guards.decide("ws", "alice", ["bob"], start + timedelta(seconds=i * TRAFFIC_REUSE_SECONDS / 100))
         for i in range(guard.FLOOD_MESSAGES + 1)
     ]
-    assert CountingStore.reads == 1
+    assert CountingFacts.reads == 1
     assert [bool(v) for v in verdicts] == [False] * guard.FLOOD_MESSAGES + [True]  # the 21st is held
     assert verdicts[-1]["bob"].reason == "flood"
     guards.decide("ws", "alice", ["bob"], start + timedelta(seconds=2 * TRAFFIC_REUSE_SECONDS))
-    assert CountingStore.reads == 2  # read again once the reuse time is over
+    assert CountingFacts.reads == 2  # read again once the reuse time is over

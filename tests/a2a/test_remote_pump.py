@@ -176,7 +176,7 @@ def test_an_answer_the_remote_first_shows_the_question_for_still_completes_the_t
     service.sending.send(ALICE, SendRequest(to="echo", text="main", thread_id=sent.thread_id))
 
     def settled() -> bool:
-        return all(r.state in ("done", "failed") for r in service.store.remote_sends(WS, task_id=task_id))
+        return all(r.state in ("done", "failed") for r in service.store.remotes.remote_sends(WS, task_id=task_id))
 
     pump_until(service, settled, "the pump to be done with the answer")
     task = service.get_task(ALICE, task_id)
@@ -200,7 +200,7 @@ def test_a_remote_that_asks_the_same_question_again_is_heard_asking_again(
     service.sending.send(ALICE, SendRequest(to="echo", text="main", thread_id=sent.thread_id))
 
     def asked_again() -> bool:
-        rows = service.store.remote_sends(WS, task_id=task_id)
+        rows = service.store.remotes.remote_sends(WS, task_id=task_id)
         return all(r.state in ("done", "failed") for r in rows) and (
             texts(mail_from(service, ALICE, "echo")).count("which branch?") == 2
         )
@@ -238,7 +238,7 @@ def test_a_hanging_remote_fails_the_task_with_the_reason_after_its_deadline(
     assert "deadline" in (status.remote.last_error or "")  # type: ignore[union-attr]
     told = texts(mail_from(service, ALICE, "echo"))
     assert "failed" in told and "deadline" in told  # the sender is told why, by mail
-    assert service.store.get_message(WS, sent.message_id) is not None  # the message is kept
+    assert service.store.sent.get_message(WS, sent.message_id) is not None  # the message is kept
 
 
 def test_a_remote_down_at_send_is_tried_again_with_the_same_message_id(service: Service, tmp_path: Path) -> None:
@@ -313,7 +313,7 @@ def test_without_a_card_source_an_unregistered_address_is_refused_and_nothing_st
         service.enter(ALICE)
         with pytest.raises(RemoteUnreachable, match="agent add-remote"):
             service.sending.send(ALICE, SendRequest(to=f"a2a:{outside.url}", text="hi"))
-        assert service.list_remotes(ALICE) == [] and service.store.remote_sends(WS, task_id="x") == []
+        assert service.list_remotes(ALICE) == [] and service.store.remotes.remote_sends(WS, task_id="x") == []
     finally:
         service.store.close()
 

@@ -37,7 +37,7 @@ def test_when_the_claude_code_session_ends_its_server_exits_and_the_session_has_
 
     store = SQLiteStore(machine.callboard_home / "callboard.db")
     try:
-        sessions = store.list_sessions("default", "alice", include_ended=True)
+        sessions = store.sessions.list_sessions("default", "alice", include_ended=True)
     finally:
         store.close()
     assert [(s.pid, s.ended_at is not None) for s in sessions] == [(session.pid, True)]

@@ -134,7 +134,7 @@ def test_a_recycled_pid_is_a_new_session_that_never_inherits_the_dead_ones(servi
     first = pane(service, clock, "bob", "m1", 4242, proc_start=1000)
     again = pane(service, clock, "bob", "m1", 4242, proc_start=2000)  # the system handed the pid out again
     assert again.id != first.id and again.started_at > first.started_at
-    assert service.store.get_session(WS, first.id).ended_at is not None  # the dead one ended for good
+    assert service.store.sessions.get_session(WS, first.id).ended_at is not None  # the dead one ended for good
     (listed,) = next(a for a in bob.who().agents if a.name == "bob").sessions
     assert (listed.id, listed.live) == (again.id, True)
     assert outcome(alice.send(SendRequest(to="bob@m1#4242", text="hi")), "bob@m1#4242").session == again.address

@@ -31,7 +31,7 @@ def test_a_secret_issued_twice_is_refused_with_what_to_do(credentials, monkeypat
         credentials.issue(None, "admin")
     assert refused.value.code == "already_exists"
     assert refused.value.message == "a token with this secret already exists; issue it again with a new secret."
-    assert [t.id for t in credentials.store.list_tokens()] == [first.id]
+    assert [t.id for t in credentials.store.tokens.list_tokens()] == [first.id]
 
 
 def test_a_token_id_issued_twice_is_refused_with_what_to_do(credentials, monkeypatch):

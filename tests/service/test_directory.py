@@ -70,7 +70,7 @@ def test_another_agents_session_past_the_window_or_ended_may_be_taken_over(servi
     clock.advance(LIVENESS + 1)  # bob's process stopped reporting: its pid may have been handed out again
     taken = service.register_session(alice_caller, pid=4242, runtime="script", machine="laptop", proc_start=222)
     assert taken.agent == "alice" and taken.live
-    assert service.store.get_session(WS, quiet.id).ended_at is not None
+    assert service.store.sessions.get_session(WS, quiet.id).ended_at is not None
     ended = service.register_session(bob_caller, pid=5151, runtime="script", machine="laptop", proc_start=333)
     service.end_session(bob_caller, ended.id)
     assert service.register_session(alice_caller, pid=5151, runtime="script", machine="laptop").live

@@ -40,7 +40,7 @@ def test_a_commit_through_another_connection_wakes_waiters(tmp_path):
     try:
         events = MailboxEvents(watched.change_counter)
         with events.subscribe("w", "bob") as bob:
-            other.ensure_workspace("w", NOW)  # a commit the watching process did not make
+            other.directory.ensure_workspace("w", NOW)  # a commit the watching process did not make
             assert bob.wait(10)
     finally:
         watched.close()

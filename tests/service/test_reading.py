@@ -83,7 +83,7 @@ def test_read_after_a_cursor_resumes_without_loss(alice, bob):
 def test_an_empty_reads_cursor_is_where_the_mailbox_stood_before_it_looked(service, alice, bob, monkeypatch, peek):
     # Mail that lands between the look and the answer must lie past the cursor, or a reader
     # resuming from it would never get that mail.
-    look = service.store.peek if peek else service.store.claim
+    look = service.store.mailbox.peek if peek else service.store.mailbox.claim
     landed: list[str] = []
 
     def look_then_mail_lands(*args, **kwargs):
@@ -92,7 +92,7 @@ def test_an_empty_reads_cursor_is_where_the_mailbox_stood_before_it_looked(servi
             landed.append(alice.send(SendRequest(to="bob", text="just now")).message_id)
         return found
 
-    monkeypatch.setattr(service.store, "peek" if peek else "claim", look_then_mail_lands)
+    monkeypatch.setattr(service.store.mailbox, "peek" if peek else "claim", look_then_mail_lands)
     empty = bob.read(peek=peek)
     assert (empty.items, empty.cursor) == ([], 0)
     assert ids(bob.read(after=empty.cursor)) == landed

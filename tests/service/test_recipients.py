@@ -112,7 +112,7 @@ def test_a_recipient_deleted_while_the_message_is_sent_is_an_unknown_recipient(s
     submit = service.store.submit_message
 
     def deleted_meanwhile(message, deliveries, *rest):  # after the service found bob
-        service.store.delete_agent(WS, "bob")
+        service.store.directory.delete_agent(WS, "bob")
         return submit(message, deliveries, *rest)
 
     monkeypatch.setattr(service.store, "submit_message", deleted_meanwhile)
@@ -121,7 +121,7 @@ def test_a_recipient_deleted_while_the_message_is_sent_is_an_unknown_recipient(s
     assert raised.value.code == "unknown_recipient"
     assert raised.value.message == "agent bob was deleted while this message was being sent; nothing was stored."
     assert raised.value.details == {"addresses": ["bob"]}
-    assert service.store.get_agent(WS, "bob") is None  # not created again by the send
+    assert service.store.directory.get_agent(WS, "bob") is None  # not created again by the send
 
 
 def test_a_channel_with_no_member_but_the_sender_is_an_unknown_recipient(db, alice):

@@ -31,8 +31,8 @@ from callboard.requests import SendRequest
 from callboard.service.door import Service
 from callboard.service.events import MailboxEvents
 from callboard.service.task_changes import move_write
-from callboard.store.base import TaskConflict, TaskWrite
 from callboard.store.opening import open_store
+from callboard.store.records import TaskConflict, TaskWrite
 from callboard.tasks import TaskArtifact, TaskState
 
 WS = "team"
@@ -261,19 +261,19 @@ def test_push_configs_are_kept_checked_and_fill_the_outbox(service: Service) -> 
         assert refused.value.code == "bad_webhook"
     service.update_task(WORKER, task_id, state="working")  # generation 2: one post per config
     store = service.store
-    claimed = store.claim_push_deliveries(utcnow() + timedelta(seconds=1), 30.0, 10)
+    claimed = store.tasks.claim_push_deliveries(utcnow() + timedelta(seconds=1), 30.0, 10)
     assert sorted((d.config_id, d.generation, d.attempts) for d in claimed) == sorted(
         [(task_id, 2, 1), ("second", 2, 1)]
     )
     assert json.loads(claimed[0].payload)["state"] == "working"
-    assert store.claim_push_deliveries(utcnow() + timedelta(seconds=2), 30.0, 10) == []  # leased
+    assert store.tasks.claim_push_deliveries(utcnow() + timedelta(seconds=2), 30.0, 10) == []  # leased
     first, second = claimed
-    store.push_delivered(first.id, utcnow())
-    store.push_failed(second.id, "connection refused", utcnow() + timedelta(seconds=5))
-    again = store.claim_push_deliveries(utcnow() + timedelta(seconds=10), 30.0, 10)
+    store.tasks.push_delivered(first.id, utcnow())
+    store.tasks.push_failed(second.id, "connection refused", utcnow() + timedelta(seconds=5))
+    again = store.tasks.claim_push_deliveries(utcnow() + timedelta(seconds=10), 30.0, 10)
     assert [(d.id, d.attempts) for d in again] == [(second.id, 2)]
-    store.push_failed(second.id, "gone for good", None)
-    assert store.claim_push_deliveries(utcnow() + timedelta(days=3650), 30.0, 10) == []
+    store.tasks.push_failed(second.id, "gone for good", None)
+    assert store.tasks.claim_push_deliveries(utcnow() + timedelta(days=3650), 30.0, 10) == []
     service.delete_push_config(BOSS, task_id, "second")
     assert [c.id for c in service.list_push_configs(WORKER, task_id)] == [task_id]
     with pytest.raises(UnknownTask):
@@ -354,7 +354,7 @@ import os, sys
 from callboard.model import Caller, Part
 from callboard.service.door import Service
 from callboard.store.opening import open_store
-from callboard.store.{kind} import tasks
+from callboard.store.parts import tasks
 
 real = tasks.write_task
 def dying(conn, write):

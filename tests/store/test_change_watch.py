@@ -18,7 +18,7 @@ def test_a_commit_by_another_connection_ends_the_wait_and_silence_times_out(tmp_
     try:
         before = watcher.change_counter()
         assert watcher.wait_for_change(0.2) is False  # nothing written: the whole timeout, then no
-        threading.Timer(0.3, lambda: writer.ensure_workspace("crew", datetime.now(UTC))).start()
+        threading.Timer(0.3, lambda: writer.directory.ensure_workspace("crew", datetime.now(UTC))).start()
         started = time.monotonic()
         assert watcher.wait_for_change(scaled(60.0)) is True
         assert time.monotonic() - started < scaled(30.0)  # woken by the commit's write, not by the timeout

@@ -22,7 +22,7 @@ import pytest
 
 from callboard.errors import UnknownRecipient
 from callboard.model import DeliveryState
-from callboard.store.base import NewDelivery
+from callboard.store.records import NewDelivery
 from callboard.store.sqlite import messages as sqlite_messages
 from callboard.store.sqlite.messages import FAN_OUT_LATER_FROM, NewMessage, insert_messages, write_out_step
 from callboard.store.sqlite.schema import MIGRATIONS
@@ -229,8 +229,8 @@ def test_a_large_send_on_the_loop_is_answered_before_its_deliveries_are_written_
     assert wait_until(lambda: at_answer)
     assert at_answer == [(1, 0)], "answered with the deliveries kept as one row, none written yet"
     for member in MEMBERS:  # readers wait for the follow-up that writes them out
-        assert ids(attached.peek(WS, member, None, 10)) == [message.id]
-    assert {s.agent for s in attached.delivery_statuses(WS, message.id)} == set(MEMBERS)
+        assert ids(attached.mailbox.peek(WS, member, None, 10)) == [message.id]
+    assert {s.agent for s in attached.sent.delivery_statuses(WS, message.id)} == set(MEMBERS)
     assert (count(path, "fanout_parts"), count(path, "deliveries")) == (0, len(MEMBERS))
 
 
@@ -266,7 +266,7 @@ def test_a_large_send_is_written_out_a_part_at_a_time_and_a_send_arriving_meanwh
     waiting = db(attached).submit(add_workspace("later"))
     release.set()
     assert waiting.result(DEADLINE) == "later"
-    assert ids(attached.peek(WS, MEMBERS[-1], None, 10)) == [message.id]  # waits for every part
+    assert ids(attached.mailbox.peek(WS, MEMBERS[-1], None, 10)) == [message.id]  # waits for every part
     assert [written for written, _ in written_before_step] == [0, 8, 16, 24]
     assert ["later" in names for _, names in written_before_step] == [False, True, True, True]
     assert (count(path, "fanout_parts"), count(path, "deliveries")) == (0, len(MEMBERS))
@@ -302,7 +302,7 @@ def test_a_step_writes_out_the_same_part_of_every_send_waiting_up_to_its_bound(
         assert written == [{(m, s) for m in first_half for s in (1, 2)}, {(m, s) for m in second_half for s in (1, 2)}]
     else:  # a part of one send per step: the oldest send's parts first
         assert written == [{(m, s) for m in half} for s in (1, 2) for half in (first_half, second_half)]
-    assert [seqs_of(attached.peek(WS, m, None, 10)) for m in (MEMBERS[0], MEMBERS[-1])] == [[1, 2], [1, 2]]
+    assert [seqs_of(attached.mailbox.peek(WS, m, None, 10)) for m in (MEMBERS[0], MEMBERS[-1])] == [[1, 2], [1, 2]]
 
 
 def seqs_of(items) -> list[int]:
@@ -328,8 +328,8 @@ def test_deliveries_a_dead_hub_left_in_fanout_parts_are_written_out_when_the_sto
     reopened = SQLiteStore(path)
     try:
         assert (count(path, "fanout_parts"), count(path, "deliveries")) == (0, len(MEMBERS))
-        assert [item.seq for item in reopened.peek(WS, MEMBERS[0], None, 10)] == [1]
-        assert ids(reopened.peek(WS, MEMBERS[-1], None, 10)) == [message_id]
+        assert [item.seq for item in reopened.mailbox.peek(WS, MEMBERS[0], None, 10)] == [1]
+        assert ids(reopened.mailbox.peek(WS, MEMBERS[-1], None, 10)) == [message_id]
     finally:
         reopened.close()
 
@@ -341,11 +341,11 @@ def test_another_process_reading_while_a_hub_has_deliveries_in_fanouts_writes_th
     message_id = left_in_fanout_parts(attached)  # the hub's store, which has not written them out
     member = MEMBERS[3]
     found = {
-        "peek": lambda: ids(elsewhere.peek(WS, member, None, 10)) == [message_id],
-        "claim": lambda: ids(elsewhere.claim(WS, member, None, 10, T0)) == [message_id],
-        "unread_count": lambda: elsewhere.unread_count(WS, member) == 1,
-        "delivery_statuses": lambda: len(elsewhere.delivery_statuses(WS, message_id)) == len(MEMBERS),
-        "ack": lambda: elsewhere.ack(WS, member, [message_id], T0) == [],
+        "peek": lambda: ids(elsewhere.mailbox.peek(WS, member, None, 10)) == [message_id],
+        "claim": lambda: ids(elsewhere.mailbox.claim(WS, member, None, 10, T0)) == [message_id],
+        "unread_count": lambda: elsewhere.mailbox.unread_count(WS, member) == 1,
+        "delivery_statuses": lambda: len(elsewhere.sent.delivery_statuses(WS, message_id)) == len(MEMBERS),
+        "ack": lambda: elsewhere.mailbox.ack(WS, member, [message_id], T0) == [],
     }[reader]
     assert found()
     assert count(path, "fanout_parts") == 0
@@ -400,6 +400,6 @@ def test_deliveries_left_by_the_schema_step_before_parts_are_brought_forward_and
     reopened = SQLiteStore(path)
     try:
         assert (count(path, "fanout_parts"), count(path, "deliveries")) == (0, len(MEMBERS))
-        assert ids(reopened.peek(WS, MEMBERS[-1], None, 10)) == [message.id]
+        assert ids(reopened.mailbox.peek(WS, MEMBERS[-1], None, 10)) == [message.id]
     finally:
         reopened.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from callboard.errors import StoreUnavailable
-from callboard.store.base import DuplicateIdempotencyKey, RecipientsGone
+from callboard.store.records import DuplicateIdempotencyKey, RecipientsGone
 from callboard.store.sqlite import writer as sqlite_writer
 from callboard.store.sqlite.connection import SQLiteDatabase
 from callboard.store.sqlite.store import SQLiteStore
@@ -116,12 +116,12 @@ def test_a_failing_request_fails_alone_and_the_rest_of_its_batch_commits(group):
     assert not [o for o in succeeded if isinstance(o, BaseException)]
     # the failed requests' writes were undone inside the shared transaction: no seq was lost
     assert sorted(s.seqs["bob"] for s in succeeded) == [2, 3, 4]  # type: ignore[union-attr]
-    assert ids(group.peek(WS, "bob", 0, 100)) == [first.id] + [
+    assert ids(group.mailbox.peek(WS, "bob", 0, 100)) == [first.id] + [
         s.id  # type: ignore[union-attr]
         for s in sorted(succeeded, key=lambda s: s.seqs["bob"])  # type: ignore[union-attr]
     ]
-    assert group.last_seq(WS, "bob") == 4
-    assert group.get_agent(WS, "ghost") is None
+    assert group.mailbox.last_seq(WS, "bob") == 4
+    assert group.directory.get_agent(WS, "ghost") is None
 
 
 def test_an_error_raised_by_the_body_reaches_the_caller_and_none_of_its_writes_are_kept(either):
@@ -135,7 +135,7 @@ def test_an_error_raised_by_the_body_reaches_the_caller_and_none_of_its_writes_a
     with pytest.raises(Refused, match="changed my mind"):
         db(either).transact(body)
     assert db(either).submit(body).exception(DEADLINE).__class__ is Refused
-    assert either.list_workspaces() == []
+    assert either.directory.list_workspaces() == []
     assert db(either).transact(lambda conn: "still writing") == "still writing"
 
 
@@ -165,11 +165,11 @@ def test_when_the_write_lock_cannot_be_had_every_request_fails_as_unavailable_an
         for future in futures:
             assert isinstance(future.exception(DEADLINE), StoreUnavailable)
         with pytest.raises(StoreUnavailable):
-            either.ensure_workspace(WS, T0)
+            either.directory.ensure_workspace(WS, T0)
         other.execute("ROLLBACK")
     finally:
         other.close()
-    assert either.ensure_workspace(WS, T0) is True
+    assert either.directory.ensure_workspace(WS, T0) is True
 
 
 # --- durability and visibility ----------------------------------------------------------------------
@@ -182,8 +182,8 @@ def test_a_write_is_visible_to_another_connection_as_soon_as_it_returns(group, o
     def sender(index: int) -> None:
         for i in range(20):
             sent = send(group, WS, "alice", ["bob"], text=f"{index}/{i}")
-            assert elsewhere.get_message(WS, sent.id) == sent.message  # no waiting: committed already
-            assert elsewhere.last_seq(WS, "bob") >= sent.seqs["bob"]
+            assert elsewhere.sent.get_message(WS, sent.id) == sent.message  # no waiting: committed already
+            assert elsewhere.mailbox.last_seq(WS, "bob") >= sent.seqs["bob"]
 
     outcomes, running = run_threads(8, sender)
     join_all(running)
@@ -216,7 +216,7 @@ def test_close_finishes_every_request_already_submitted_before_it_returns(group,
     assert not [o for o in outcomes if isinstance(o, BaseException)]
     assert sorted(o.seqs["bob"] for o in outcomes) == list(range(1, count + 1))  # type: ignore[union-attr]
     reopened = opened(group_commit=False)
-    assert sorted(ids(reopened.peek(WS, "bob", 0, 100))) == sorted(o.id for o in outcomes)  # type: ignore[union-attr]
+    assert sorted(ids(reopened.mailbox.peek(WS, "bob", 0, 100))) == sorted(o.id for o in outcomes)  # type: ignore[union-attr]
 
 
 def test_after_close_writes_and_reads_raise_store_unavailable(either):
@@ -224,11 +224,11 @@ def test_after_close_writes_and_reads_raise_store_unavailable(either):
     either.close()
     either.close()  # again: nothing to do
     with pytest.raises(StoreUnavailable):
-        either.ensure_agent(WS, "carol", at(1))
+        either.directory.ensure_agent(WS, "carol", at(1))
     with pytest.raises(StoreUnavailable):
         send(either, WS, "alice", ["bob"])
     with pytest.raises(StoreUnavailable):
-        either.peek(WS, "bob", None, 10)
+        either.mailbox.peek(WS, "bob", None, 10)
     with pytest.raises(StoreUnavailable):
         db(either).transact(lambda conn: None)
     assert isinstance(db(either).submit(lambda conn: None).exception(DEADLINE), StoreUnavailable)
@@ -236,7 +236,7 @@ def test_after_close_writes_and_reads_raise_store_unavailable(either):
 
 def test_close_closes_the_read_connections_of_every_thread(either, path):
     agents(either, WS, "alice", "bob")
-    outcomes, running = run_threads(8, lambda i: either.unread_count(WS, "bob"))
+    outcomes, running = run_threads(8, lambda i: either.mailbox.unread_count(WS, "bob"))
     join_all(running)
     assert outcomes == [0] * 8
     either.close()
@@ -250,14 +250,14 @@ def test_the_read_connections_of_threads_that_ended_are_closed_when_another_thre
     all_read = threading.Barrier(4)  # none ends before all have opened theirs
 
     def read_then_wait(index: int) -> None:
-        either.unread_count(WS, "bob")
+        either.mailbox.unread_count(WS, "bob")
         all_read.wait(DEADLINE)
 
     outcomes, running = run_threads(4, read_then_wait)
     join_all(running)
     assert outcomes == [None] * 4
     assert len(db(either)._readers) == 5
-    outcomes, running = run_threads(1, lambda i: either.unread_count(WS, "bob"))
+    outcomes, running = run_threads(1, lambda i: either.mailbox.unread_count(WS, "bob"))
     join_all(running)
     assert outcomes == [0]
     assert len(db(either)._readers) == 2  # this thread's and the newest thread's
@@ -290,13 +290,13 @@ def test_sends_queued_behind_the_writer_commit_as_one_batch_numbered_in_submissi
     assert insert_calls == [count]  # stored together, in one call
     assert db(group).commits == commits + 2  # the held request, then the whole batch: 2 for 13 requests
 
-    stored = group.peek(WS, "bob", 0, 100)
+    stored = group.mailbox.peek(WS, "bob", 0, 100)
     assert [(item.seq, item.message) for item in stored] == [(i + 1, s.message) for i, s in enumerate(sends)]
-    assert [(item.seq, item.message.id) for item in group.peek(WS, "carol", 0, 100)] == [
+    assert [(item.seq, item.message.id) for item in group.mailbox.peek(WS, "carol", 0, 100)] == [
         (n + 1, s.id) for n, s in enumerate(sends[::3])
     ]
-    assert group.last_seq(WS, "bob") == count and group.last_seq(WS, "carol") == len(sends[::3])
-    assert [group.send_result(WS, s.id) for s in sends] == [s.result for s in sends]
+    assert group.mailbox.last_seq(WS, "bob") == count and group.mailbox.last_seq(WS, "carol") == len(sends[::3])
+    assert [group.sent.send_result(WS, s.id) for s in sends] == [s.result for s in sends]
 
 
 def test_a_send_of_a_batch_reusing_a_stored_idempotency_key_fails_alone_and_the_others_commit(group, insert_calls):
@@ -321,17 +321,17 @@ def test_a_send_of_a_batch_reusing_a_stored_idempotency_key_fails_alone_and_the_
     assert insert_calls[calls_before:] == [len(sends), 1, 1, 1, 1]
     assert db(group).commits == commits + 2
 
-    assert [(i.seq, i.message.id) for i in group.peek(WS, "bob", 0, 100)] == [
+    assert [(i.seq, i.message.id) for i in group.mailbox.peek(WS, "bob", 0, 100)] == [
         (1, first.id),
         (2, sends[0].id),
         (3, sends[2].id),
         (4, sends[3].id),
     ]
-    assert group.get_message(WS, sends[1].id) is None
-    assert group.delivery_statuses(WS, sends[1].id) == []
-    assert group.peek(WS, "carol", 0, 100) == [] and group.last_seq(WS, "carol") == 0
-    assert group.last_seq(WS, "bob") == 4
-    stored = group.find_idempotent(WS, "alice", "taken")
+    assert group.sent.get_message(WS, sends[1].id) is None
+    assert group.sent.delivery_statuses(WS, sends[1].id) == []
+    assert group.mailbox.peek(WS, "carol", 0, 100) == [] and group.mailbox.last_seq(WS, "carol") == 0
+    assert group.mailbox.last_seq(WS, "bob") == 4
+    stored = group.sent.find_idempotent(WS, "alice", "taken")
     assert stored is not None and stored.result == first.result  # the first send still owns the key
 
 
@@ -347,7 +347,7 @@ def test_a_send_of_a_batch_to_a_recipient_deleted_since_it_was_prepared_fails_al
         futures = [before.submit(group)]
         # The delete is queued after the first send and before the rest (it runs on a thread of its own:
         # delete_agent waits for its commit).
-        deleted, deleting = run_threads(1, lambda i: group.delete_agent(WS, "carol"))
+        deleted, deleting = run_threads(1, lambda i: group.directory.delete_agent(WS, "carol"))
         wait_until(lambda: db(group).pending == 2, what="the delete queued behind the first send")
         futures += [s.submit(group) for s in (doomed, *after)]
         assert db(group).pending == 2 + 1 + len(after)
@@ -363,10 +363,10 @@ def test_a_send_of_a_batch_to_a_recipient_deleted_since_it_was_prepared_fails_al
     assert insert_calls[calls_before:] == [1, 3, 1, 1, 1]
     assert db(group).commits == commits + 2  # the delete committed in the same batch
 
-    assert ids(group.peek(WS, "bob", 0, 100)) == [before.id, after[0].id, after[1].id]
-    assert group.last_seq(WS, "bob") == 3
-    assert group.get_message(WS, doomed.id) is None
-    assert group.get_agent(WS, "carol") is None  # not created again by the failed send
+    assert ids(group.mailbox.peek(WS, "bob", 0, 100)) == [before.id, after[0].id, after[1].id]
+    assert group.mailbox.last_seq(WS, "bob") == 3
+    assert group.sent.get_message(WS, doomed.id) is None
+    assert group.directory.get_agent(WS, "carol") is None  # not created again by the failed send
 
 
 def test_a_message_to_2500_recipients_numbers_each_delivery_after_that_recipients_last_one(either):
@@ -386,11 +386,11 @@ def test_a_message_to_2500_recipients_numbers_each_delivery_after_that_recipient
     assert big.seqs == expected
     assert len(set(big.seqs.values())) == 4  # 1, 2, 3 and 4 all occur
     for name in names:
-        items = either.peek(WS, name, expected[name] - 1, 10)
+        items = either.mailbox.peek(WS, name, expected[name] - 1, 10)
         assert [(i.seq, i.message.id) for i in items] == [(expected[name], big.id)], name
-        assert either.last_seq(WS, name) == expected[name], name
-    assert len(either.delivery_statuses(WS, big.id)) == len(names)
-    assert {a.name for a in either.list_agents(WS)} == {"alice", *names}
+        assert either.mailbox.last_seq(WS, name) == expected[name], name
+    assert len(either.sent.delivery_statuses(WS, big.id)) == len(names)
+    assert {a.name for a in either.directory.list_agents(WS)} == {"alice", *names}
 
 
 # --- alike requests run together: SQLiteDatabase itself ------------------------------------------------

@@ -24,7 +24,7 @@ import pytest
 
 from callboard.errors import StoreUnavailable
 from callboard.pending import Pending, PendingTimeout
-from callboard.store.base import DuplicateIdempotencyKey, RecipientsGone
+from callboard.store.records import DuplicateIdempotencyKey, RecipientsGone
 from callboard.store.sqlite.store import SQLiteStore
 from callboard.store.sqlite.writer import BUSY_TIMEOUT_SECONDS, GROUP_COMMIT_MAX_BATCH
 from tests.store.conftest import StoreFactory, db, on_loop
@@ -97,8 +97,8 @@ def test_a_write_from_another_thread_is_visible_to_another_connection_as_soon_as
     def sender(index: int) -> None:
         for i in range(20):
             sent = send(attached, WS, "alice", ["bob"], text=f"{index}/{i}")
-            assert elsewhere.get_message(WS, sent.id) == sent.message  # no waiting: committed already
-            assert elsewhere.last_seq(WS, "bob") >= sent.seqs["bob"]
+            assert elsewhere.sent.get_message(WS, sent.id) == sent.message  # no waiting: committed already
+            assert elsewhere.mailbox.last_seq(WS, "bob") >= sent.seqs["bob"]
 
     outcomes, running = run_threads(8, sender)
     join_all(running)
@@ -120,7 +120,10 @@ def test_sends_submitted_in_one_loop_turn_commit_as_one_batch_and_each_is_answer
         # Runs the moment the caller's future is done: what another process sees then.
         def seen(done: Pending) -> None:
             try:
-                seen_when_answered[message_id] = (elsewhere.get_message(WS, message_id), elsewhere.last_seq(WS, "bob"))
+                seen_when_answered[message_id] = (
+                    elsewhere.sent.get_message(WS, message_id),
+                    elsewhere.mailbox.last_seq(WS, "bob"),
+                )
             except BaseException as error:  # reported on the test's thread
                 seen_when_answered[message_id] = error
 
@@ -142,7 +145,7 @@ def test_sends_submitted_in_one_loop_turn_commit_as_one_batch_and_each_is_answer
     on_loop(loop_thread, lambda: None)  # the done callbacks ran in the loop turn that settled the batch
     # Each future became done only once the whole batch was on disk, visible to another process.
     assert seen_when_answered == {s.id: (s.message, count) for s in sends}
-    assert [(i.seq, i.message) for i in elsewhere.peek(WS, "bob", 0, 100)] == [
+    assert [(i.seq, i.message) for i in elsewhere.mailbox.peek(WS, "bob", 0, 100)] == [
         (n + 1, s.message) for n, s in enumerate(sends)
     ]
 
@@ -185,18 +188,18 @@ def test_a_failing_request_of_a_loop_batch_fails_alone_and_the_rest_of_the_batch
         {"bob": 5},
     ]
     assert db(attached).commits == commits + 1
-    assert ids(attached.peek(WS, "bob", 0, 100)) == [first.id] + [
+    assert ids(attached.mailbox.peek(WS, "bob", 0, 100)) == [first.id] + [
         sends[name].id for name in ("ok 1", "ok 2", "ok 3")
     ] + [last.id]
-    assert attached.last_seq(WS, "bob") == 5 and attached.last_seq(WS, "carol") == 0
-    assert attached.get_message(WS, sends["repeat"].id) is None
-    assert attached.get_agent(WS, "ghost") is None
-    assert [w.name for w in attached.list_workspaces()] == [WS]  # nothing of the refused body
+    assert attached.mailbox.last_seq(WS, "bob") == 5 and attached.mailbox.last_seq(WS, "carol") == 0
+    assert attached.sent.get_message(WS, sends["repeat"].id) is None
+    assert attached.directory.get_agent(WS, "ghost") is None
+    assert [w.name for w in attached.directory.list_workspaces()] == [WS]  # nothing of the refused body
 
 
 def test_requests_queued_while_the_loop_is_busy_commit_in_batches_of_at_most_the_cap(attached, loop_thread):
     count = GROUP_COMMIT_MAX_BATCH + 44
-    attached.ensure_workspace(WS, T0)
+    attached.directory.ensure_workspace(WS, T0)
     commits = db(attached).commits
     with loop_held(loop_thread):
         futures = [
@@ -210,7 +213,7 @@ def test_requests_queued_while_the_loop_is_busy_commit_in_batches_of_at_most_the
     assert [f.result(DEADLINE) for f in futures] == list(range(count))
     assert db(attached).commits == commits + 2  # the first GROUP_COMMIT_MAX_BATCH, then the rest
     assert db(attached).pending == 0
-    assert len(attached.list_workspaces()) == count + 1
+    assert len(attached.directory.list_workspaces()) == count + 1
 
 
 # --- a database locked by another process ------------------------------------------------------------
@@ -236,15 +239,15 @@ def test_a_batch_that_finds_the_file_locked_waits_for_the_lock_off_the_loop_and_
         loop_thread.loop.call_soon_threadsafe(called.set)
         assert called.wait(LOOP_ANSWERS_WITHIN), "the loop is blocked while a batch waits for the lock"
         queued = loop_thread.run(submit_later(attached, later), LOOP_ANSWERS_WITHIN)
-        assert on_loop(loop_thread, lambda: attached.unread_count(WS, "bob"), LOOP_ANSWERS_WITHIN) == 0
+        assert on_loop(loop_thread, lambda: attached.mailbox.unread_count(WS, "bob"), LOOP_ANSWERS_WITHIN) == 0
         assert not waiting.done() and not any(f.done() for f in queued)
 
     # The batch began after the other process's commit, and so found carol.
     assert waiting.result(DEADLINE) == {"bob": 1, "carol": 1}
     assert [f.result(DEADLINE) for f in queued] == [{"bob": 2}, {"bob": 3}, {"bob": 4}]
     assert db(attached).commits == commits + 2  # the batch that waited, then those queued meanwhile
-    assert ids(attached.peek(WS, "bob", 0, 100)) == [first.id] + [s.id for s in later]
-    assert ids(attached.peek(WS, "carol", 0, 100)) == [first.id]
+    assert ids(attached.mailbox.peek(WS, "bob", 0, 100)) == [first.id] + [s.id for s in later]
+    assert ids(attached.mailbox.peek(WS, "carol", 0, 100)) == [first.id]
 
 
 async def submit_later(store: SQLiteStore, sends: list) -> list[Pending]:
@@ -253,7 +256,7 @@ async def submit_later(store: SQLiteStore, sends: list) -> list[Pending]:
 
 
 def test_detach_waits_for_a_batch_still_waiting_for_the_write_lock(attached, loop_thread, path):
-    attached.ensure_workspace(WS, T0)
+    attached.directory.ensure_workspace(WS, T0)
     with write_lock_held_elsewhere(path):
         waiting = on_loop(
             loop_thread,
@@ -274,7 +277,7 @@ def test_a_body_that_waited_for_the_lock_off_the_loop_gets_an_error_for_transact
 ):
     # A batch that found the file locked runs its bodies on the committer thread: a transact()
     # from there would wait for the loop, which waits for the committer.
-    attached.ensure_workspace(WS, T0)
+    attached.directory.ensure_workspace(WS, T0)
 
     def nested(conn: sqlite3.Connection) -> None:
         db(attached).transact(lambda inner: None)
@@ -290,7 +293,7 @@ def test_a_body_that_waited_for_the_lock_off_the_loop_gets_an_error_for_transact
 def test_a_write_racing_detach_either_commits_on_the_loop_or_runs_inline_and_none_is_left_waiting(
     attached, loop_thread
 ):
-    attached.ensure_workspace(WS, T0)
+    attached.directory.ensure_workspace(WS, T0)
     stop = threading.Event()
     answers: list[object] = []
 
@@ -311,7 +314,10 @@ def test_a_write_racing_detach_either_commits_on_the_loop_or_runs_inline_and_non
     assert not writer.is_alive()
     assert set(answers) == {1}
     assert not db(attached).closed and db(attached).pending == 0
-    assert attached.create_channel(WS, "after", "alice", None, T0) in (True, False)  # not stuck in a transaction
+    assert attached.directory.create_channel(WS, "after", "alice", None, T0) in (
+        True,
+        False,
+    )  # not stuck in a transaction
 
 
 # --- the loop's own thread ----------------------------------------------------------------------------
@@ -325,7 +331,10 @@ def test_transact_on_the_loops_own_thread_raises_instead_of_waiting_for_itself_a
 
     def write_on_loop() -> list[BaseException]:
         errors = []
-        for write in (lambda: db(attached).transact(lambda conn: ran.set()), lambda: attached.ensure_workspace(WS, T0)):
+        for write in (
+            lambda: db(attached).transact(lambda conn: ran.set()),
+            lambda: attached.directory.ensure_workspace(WS, T0),
+        ):
             try:
                 write()
             except BaseException as error:  # reported on the test's thread
@@ -336,7 +345,7 @@ def test_transact_on_the_loops_own_thread_raises_instead_of_waiting_for_itself_a
     assert [type(e) for e in errors] == [RuntimeError, RuntimeError]
     assert "await submit()" in str(errors[0])  # says what to do instead
     assert not ran.is_set()
-    assert attached.list_workspaces() == []
+    assert attached.directory.list_workspaces() == []
     assert db(attached).commits == commits and db(attached).pending == 0
     # What the loop should do instead works: submit, and be answered later.
     submitted = on_loop(loop_thread, lambda: db(attached).submit(lambda conn: ran.set()))
@@ -361,12 +370,12 @@ def test_detach_returns_once_every_queued_write_has_committed_and_writes_are_inl
     futures, done_on_return = loop_thread.run(submit_then_detach(), DEADLINE)
     assert done_on_return == [True] * len(sends)
     assert [f.result() for f in futures] == [{"bob": i + 1} for i in range(len(sends))]
-    assert ids(elsewhere.peek(WS, "bob", 0, 100)) == [s.id for s in sends]
+    assert ids(elsewhere.mailbox.peek(WS, "bob", 0, 100)) == [s.id for s in sends]
 
     commits = db(attached).commits
     assert db(attached).submit(lambda conn: "inline").done()  # has run when submit returns
     # On the loop's thread too: no longer the committing loop, so transact just runs there.
-    assert on_loop(loop_thread, lambda: attached.ensure_workspace(OTHER_WS, T0)) is True
+    assert on_loop(loop_thread, lambda: attached.directory.ensure_workspace(OTHER_WS, T0)) is True
     assert db(attached).commits == commits + 2  # one commit per write again
     on_loop(loop_thread, lambda: None)  # nothing was left scheduled that breaks the loop
 
@@ -384,7 +393,7 @@ def test_committing_on_loop_group_commits_inside_the_block_and_commits_everythin
             futures = [s.submit(store) for s in sends]
             queued = [f.done() for f in futures]
             try:
-                store.ensure_workspace(OTHER_WS, T0)
+                store.directory.ensure_workspace(OTHER_WS, T0)
                 refused = None
             except RuntimeError as error:  # attached: the loop may not wait for its own commit
                 refused = error
@@ -396,7 +405,9 @@ def test_committing_on_loop_group_commits_inside_the_block_and_commits_everythin
     assert isinstance(refused, RuntimeError)
     assert [f.result() for f in futures] == [{"bob": i + 1} for i in range(len(sends))]
     assert db(store).commits == commits + 1
-    assert on_loop(loop_thread, lambda: store.ensure_workspace(OTHER_WS, T0)) is True  # inline after the block
+    assert (
+        on_loop(loop_thread, lambda: store.directory.ensure_workspace(OTHER_WS, T0)) is True
+    )  # inline after the block
 
 
 # --- close while attached -------------------------------------------------------------------------------
@@ -409,7 +420,7 @@ def test_close_while_attached_fails_every_write_still_queued_as_closed_and_leave
     with loop_held(loop_thread):  # the loop never gets to the writes below before close()
         queued = db(attached).submit(lambda conn: conn.execute("INSERT INTO workspaces VALUES ('never', 0)"))
         # and a caller waiting in transact(), on a thread of its own, as a hub's worker thread would be
-        outcomes, running = run_threads(1, lambda i: attached.ensure_workspace(OTHER_WS, T0))
+        outcomes, running = run_threads(1, lambda i: attached.directory.ensure_workspace(OTHER_WS, T0))
         wait_until(lambda: db(attached).pending == 2, what="both writes queued for the held loop")
 
         attached.close()
@@ -421,7 +432,7 @@ def test_close_while_attached_fails_every_write_still_queued_as_closed_and_leave
         late = db(attached).submit(lambda conn: None)  # after close: refused, not queued
         assert isinstance(late.exception(DEADLINE), StoreUnavailable)
     assert on_loop(loop_thread, lambda: "still running") == "still running"  # the flush it had scheduled was harmless
-    assert [w.name for w in opened(attach=False).list_workspaces()] == [WS]  # neither write landed
+    assert [w.name for w in opened(attach=False).directory.list_workspaces()] == [WS]  # neither write landed
 
 
 # --- cancelling -------------------------------------------------------------------------------------------

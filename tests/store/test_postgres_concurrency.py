@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from callboard.model import DeliveryState
-from callboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
+from callboard.store.records import DuplicateIdempotencyKey, NewDelivery, RecipientsGone
 from tests.support.store_data import WS, agents, at, build, ids, send
 
 DEADLINE = 60.0
@@ -61,8 +61,8 @@ def test_concurrent_sends_from_several_replicas_number_every_mailbox_1_to_n(open
     for name in names:
         total = len(answered[name])
         assert sorted(answered[name]) == list(range(1, total + 1)), f"{name}'s numbers have a gap or a repeat"
-        assert replicas[1].last_seq(WS, name) == total
-        assert [i.seq for i in replicas[2].peek(WS, name, 0, 1000)] == list(range(1, total + 1))
+        assert replicas[1].mailbox.last_seq(WS, name) == total
+        assert [i.seq for i in replicas[2].mailbox.peek(WS, name, 0, 1000)] == list(range(1, total + 1))
 
 
 def test_two_sends_creating_the_same_new_recipient_both_land_in_its_mailbox(open_postgres):
@@ -73,7 +73,7 @@ def test_two_sends_creating_the_same_new_recipient_both_land_in_its_mailbox(open
     results, errors = race(len(stores), lambda i: send(stores[i], WS, "alice", ["newbie"], create=["newbie"]))
     assert errors == []
     assert sorted(r.seqs["newbie"] for r in results) == list(range(1, len(stores) + 1))  # type: ignore[union-attr]
-    assert len(first.peek(WS, "newbie", 0, 100)) == len(stores)
+    assert len(first.mailbox.peek(WS, "newbie", 0, 100)) == len(stores)
 
 
 def test_racing_sends_with_one_idempotency_key_store_exactly_one(open_postgres):
@@ -91,8 +91,8 @@ def test_racing_sends_with_one_idempotency_key_store_exactly_one(open_postgres):
     results, errors = race(6, attempt)
     assert [r for r in results if r is not None] == [{"bob": 1, "fresh": 1}]
     assert len(errors) == 5 and all(isinstance(e, DuplicateIdempotencyKey) for e in errors)
-    assert stores[1].last_seq(WS, "bob") == 1
-    assert len(stores[1].peek(WS, "bob", 0, 100)) == 1
+    assert stores[1].mailbox.last_seq(WS, "bob") == 1
+    assert len(stores[1].mailbox.peek(WS, "bob", 0, 100)) == 1
 
 
 def test_an_agent_deleted_while_sends_race_to_it_leaves_no_delivery_behind(open_postgres):
@@ -111,17 +111,17 @@ def test_an_agent_deleted_while_sends_race_to_it_leaves_no_delivery_behind(open_
 
     def work(index: int) -> object:
         if index == 0:
-            return deleter.delete_agent(WS, "bob")
+            return deleter.directory.delete_agent(WS, "bob")
         return sender()
 
     results, errors = race(5, work)
     assert errors == []
     assert results[0] is not None  # deleted (with however many unread messages it held)
     stored = sum(r for r in results[1:])  # type: ignore[misc]
-    assert senders.last_seq(WS, "carol") == stored  # a send that failed stored nothing, not even carol's
-    assert len(senders.peek(WS, "carol", 0, 1000)) == stored
-    senders.ensure_agent(WS, "bob", at(60))
-    assert senders.peek(WS, "bob", 0, 1000) == []  # no delivery of a send that raced the delete
+    assert senders.mailbox.last_seq(WS, "carol") == stored  # a send that failed stored nothing, not even carol's
+    assert len(senders.mailbox.peek(WS, "carol", 0, 1000)) == stored
+    senders.directory.ensure_agent(WS, "bob", at(60))
+    assert senders.mailbox.peek(WS, "bob", 0, 1000) == []  # no delivery of a send that raced the delete
     fresh = send(senders, WS, "alice", ["bob"])
     assert fresh.seqs == {"bob": 1}
 
@@ -136,11 +136,11 @@ def test_claimers_and_surfacers_racing_on_one_mailbox_each_see_it_in_order(open_
         store, seen = stores[index % 3], []
         while True:
             if index % 2:
-                batch = store.surface(WS, "bob", "hook", False, 5, at(1), hidden=hidden)
-                if not batch and store.unread_count(WS, "bob") == 0:
+                batch = store.mailbox.surface(WS, "bob", "hook", False, 5, at(1), hidden=hidden)
+                if not batch and store.mailbox.unread_count(WS, "bob") == 0:
                     return seen
             else:
-                batch = store.claim(WS, "bob", None, 5, at(1), hidden=hidden)
+                batch = store.mailbox.claim(WS, "bob", None, 5, at(1), hidden=hidden)
                 if not batch:
                     return seen
             seen.extend(ids(batch))
@@ -151,4 +151,4 @@ def test_claimers_and_surfacers_racing_on_one_mailbox_each_see_it_in_order(open_
     assert sorted(claimed, key=sent.index) == sent and len(set(claimed)) == len(sent), "claimed once each"
     for seen in results:
         assert seen == sorted(seen, key=sent.index), "a reader saw its mail out of order"  # type: ignore[arg-type]
-    assert stores[0].unread_count(WS, "bob") == 0
+    assert stores[0].mailbox.unread_count(WS, "bob") == 0

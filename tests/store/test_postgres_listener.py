@@ -10,9 +10,9 @@ import psycopg
 import pytest
 
 from callboard.model import DeliveryState
-from callboard.store.base import NewDelivery
 from callboard.store.postgres.notices import MAX_PAYLOAD_BYTES, payload
 from callboard.store.postgres.store import PostgresStore
+from callboard.store.records import NewDelivery
 from tests.store.conftest import PostgresSchema
 from tests.support.store_data import OTHER_WS, T0, WS, agents, at, build, new_token, send
 from tests.support.waiting import wait_until
@@ -66,27 +66,27 @@ def test_reading_a_mailbox_names_that_mailbox(open_postgres):
     heard = Heard(store)
     bob = {"r": "r1", "w": WS, "a": ["bob"]}
 
-    assert [i.message.id for i in store.claim(WS, "bob", None, 10, at(1))] == [sent.id]
+    assert [i.message.id for i in store.mailbox.claim(WS, "bob", None, 10, at(1))] == [sent.id]
     assert heard.next() == bob
-    assert store.ack(WS, "bob", [sent.id], at(2)) == []
+    assert store.mailbox.ack(WS, "bob", [sent.id], at(2)) == []
     assert heard.next() == bob
-    assert store.mark_read(WS, "bob", [sent.id], at(3)) == []
+    assert store.mailbox.mark_read(WS, "bob", [sent.id], at(3)) == []
     assert heard.next() == bob
     again = send(store, WS, "alice", ["bob"])
     heard.next()
-    assert [i.message.id for i in store.surface(WS, "bob", "hook", False, 10, at(4))] == [again.id]
+    assert [i.message.id for i in store.mailbox.surface(WS, "bob", "hook", False, 10, at(4))] == [again.id]
     assert heard.next() == bob
-    assert store.delete_agent(WS, "bob") is not None  # deleted
+    assert store.directory.delete_agent(WS, "bob") is not None  # deleted
     assert heard.next() == bob
 
 
 def test_other_writes_only_name_the_replica(open_postgres):
     store = open_postgres(replica="r1")
     heard = Heard(store)
-    store.ensure_workspace(WS, T0)
-    store.ensure_agent(WS, "alice", T0)
-    store.create_channel(WS, "team", "alice", None, T0)
-    store.create_token(new_token(), T0)
+    store.directory.ensure_workspace(WS, T0)
+    store.directory.ensure_agent(WS, "alice", T0)
+    store.directory.create_channel(WS, "team", "alice", None, T0)
+    store.tokens.create_token(new_token(), T0)
     assert [heard.next() for _ in range(4)] == [{"r": "r1"}] * 4
 
 
@@ -94,10 +94,10 @@ def test_a_write_that_changes_nothing_sends_nothing(open_postgres):
     store = open_postgres(replica="r1")
     agents(store, WS, "alice", "bob")
     heard = Heard(store)
-    assert store.ensure_agent(WS, "alice", T0) is False
-    assert store.claim(WS, "bob", None, 10, at(1)) == []
-    assert store.surface(WS, "bob", "hook", False, 10, at(1)) == []
-    assert store.ack(WS, "bob", ["no-such-message"], at(1)) == ["no-such-message"]
+    assert store.directory.ensure_agent(WS, "alice", T0) is False
+    assert store.mailbox.claim(WS, "bob", None, 10, at(1)) == []
+    assert store.mailbox.surface(WS, "bob", "hook", False, 10, at(1)) == []
+    assert store.mailbox.ack(WS, "bob", ["no-such-message"], at(1)) == ["no-such-message"]
     sent = send(store, WS, "alice", ["bob"])  # the first thing heard is this
     assert heard.next() == {"r": "r1", "w": WS, "a": ["bob"], "m": sent.id}
 
@@ -129,7 +129,7 @@ def test_stores_on_another_schema_hear_nothing_of_this_one(open_postgres, postgr
             agents(other, OTHER_WS, "zed")
             heard = Heard(other)
             send(store, WS, "alice", ["bob"])
-            other.ensure_agent(OTHER_WS, "yan", T0)
+            other.directory.ensure_agent(OTHER_WS, "yan", T0)
             assert heard.next() == {"r": "other"}  # its own write, and nothing of the other schema's before it
         finally:
             other.close()
@@ -145,9 +145,9 @@ def test_a_failing_callback_does_not_stop_the_others(open_postgres, caplog):
 
     store.add_listener(broken)
     heard = Heard(store)
-    store.ensure_workspace(WS, T0)
+    store.directory.ensure_workspace(WS, T0)
     assert heard.next() == {"r": "r1"}
-    store.ensure_workspace(OTHER_WS, T0)
+    store.directory.ensure_workspace(OTHER_WS, T0)
     assert heard.next() == {"r": "r1"}
     assert "a change callback failed" in caplog.text
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from callboard.model import DeliveryState, MailItem
-from callboard.store.base import NewDelivery, Store
+from callboard.store.base import Store
+from callboard.store.records import NewDelivery
 from callboard.store.sqlite.store import SQLiteStore
 from tests.support.store_data import WS, agents, at, build
 
@@ -33,7 +34,7 @@ def scenario(store: Store) -> list[object]:
         return [
             (labels[m], s.state.value, s.surfaced_at, s.read_at, s.acked_at, s.delivered_at, s.via, s.sessions)
             for m in labels
-            for s in store.delivery_statuses(WS, m)
+            for s in store.sent.delivery_statuses(WS, m)
         ]
 
     plain = post("plain")
@@ -45,25 +46,25 @@ def scenario(store: Store) -> list[object]:
     trace: list[object] = []
     log: Callable[[object], None] = trace.append
 
-    log(shown(store.peek(WS, "bob", None, 100, hidden=["s2"])))
-    log(store.unread_count(WS, "bob", hidden=["s2"]))
-    log(store.unread_count(WS, "bob", hidden=["s1", "s2"]))
-    log(shown(store.surface(WS, "bob", "hook", True, 10, at(10), peek=True)))
-    log(shown(store.surface(WS, "bob", "hook", True, 10, at(10), hidden=["s2"])))
-    log(shown(store.surface(WS, "bob", "hook", True, 10, at(11))))
-    log(shown(store.surface(WS, "bob", "socket", False, 2, at(12), hidden=["s1"])))
-    log(shown(store.surface(WS, "bob", "waiter", False, 10, at(13), peek=True)))
-    log(store.mark_read(WS, "bob", [plain, "missing"], at(14)))
-    log(store.mark_read(WS, "bob", [plain, mine], at(15)))
-    log(store.ack(WS, "bob", [mine], at(16)))
-    log(store.mark_read(WS, "bob", [mine], at(17)))  # acked stays acked
-    log(shown(store.claim(WS, "bob", None, 10, at(18), hidden=["s2"])))
-    log(shown(store.surface(WS, "bob", "hook", False, 10, at(19))))
-    log(shown(store.claim(WS, "bob", 2, 3, at(20), hidden=["s1"])))
-    log(shown(store.mailbox(WS, "bob", False, 100)))
-    log(shown(store.claim(WS, "bob", None, 10, at(21))))
-    log(store.ack(WS, "bob", [later, plain], at(22)))
-    log(shown(store.mailbox(WS, "bob", True, 3)))
+    log(shown(store.mailbox.peek(WS, "bob", None, 100, hidden=["s2"])))
+    log(store.mailbox.unread_count(WS, "bob", hidden=["s2"]))
+    log(store.mailbox.unread_count(WS, "bob", hidden=["s1", "s2"]))
+    log(shown(store.mailbox.surface(WS, "bob", "hook", True, 10, at(10), peek=True)))
+    log(shown(store.mailbox.surface(WS, "bob", "hook", True, 10, at(10), hidden=["s2"])))
+    log(shown(store.mailbox.surface(WS, "bob", "hook", True, 10, at(11))))
+    log(shown(store.mailbox.surface(WS, "bob", "socket", False, 2, at(12), hidden=["s1"])))
+    log(shown(store.mailbox.surface(WS, "bob", "waiter", False, 10, at(13), peek=True)))
+    log(store.mailbox.mark_read(WS, "bob", [plain, "missing"], at(14)))
+    log(store.mailbox.mark_read(WS, "bob", [plain, mine], at(15)))
+    log(store.mailbox.ack(WS, "bob", [mine], at(16)))
+    log(store.mailbox.mark_read(WS, "bob", [mine], at(17)))  # acked stays acked
+    log(shown(store.mailbox.claim(WS, "bob", None, 10, at(18), hidden=["s2"])))
+    log(shown(store.mailbox.surface(WS, "bob", "hook", False, 10, at(19))))
+    log(shown(store.mailbox.claim(WS, "bob", 2, 3, at(20), hidden=["s1"])))
+    log(shown(store.mailbox.newest(WS, "bob", False, 100)))
+    log(shown(store.mailbox.claim(WS, "bob", None, 10, at(21))))
+    log(store.mailbox.ack(WS, "bob", [later, plain], at(22)))
+    log(shown(store.mailbox.newest(WS, "bob", True, 3)))
     log(statuses())
     return trace
 

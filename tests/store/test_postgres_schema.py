@@ -11,10 +11,10 @@ import pytest
 
 from callboard.errors import StoreUnavailable
 from callboard.model import DeliveryState
-from callboard.store.base import NewDelivery
 from callboard.store.postgres.connection import channel_for, without_password
 from callboard.store.postgres.schema import MIGRATIONS, VERSION_TABLE
 from callboard.store.postgres.store import PostgresStore
+from callboard.store.records import NewDelivery
 from tests.support.store_data import WS, agents, build, send
 
 
@@ -57,7 +57,7 @@ def test_a_store_opened_on_a_schema_at_the_newest_step_changes_nothing(open_post
     agents(first, WS, "alice")
     open_postgres()
     assert version_of(postgres_schema.url) == [(len(MIGRATIONS),)]
-    assert [a.name for a in first.list_agents(WS)] == ["alice"]
+    assert [a.name for a in first.directory.list_agents(WS)] == ["alice"]
 
 
 def test_a_schema_a_newer_replica_brought_forward_is_left_as_it_is(open_postgres, postgres_schema):
@@ -127,7 +127,7 @@ def test_committing_on_loop_only_yields(open_postgres):
             agents(store, WS, "alice")
 
     asyncio.run(inside())
-    assert store.get_agent(WS, "alice") is not None
+    assert store.directory.get_agent(WS, "alice") is not None
 
 
 def test_submit_message_answers_at_once_and_resolves_when_the_send_commits(open_postgres, postgres_schema):
@@ -152,7 +152,7 @@ def test_close_lets_sends_already_submitted_finish_and_later_calls_fail_as_unava
     store.close()
     assert sorted(p.result(timeout=30)["bob"] for p in pendings) == list(range(1, 21))
     with pytest.raises(StoreUnavailable):
-        store.last_seq(WS, "bob")
+        store.mailbox.last_seq(WS, "bob")
     message, result = build(WS, "alice", ["bob"])
     with pytest.raises(StoreUnavailable):
         store.submit_message(message, [NewDelivery("bob", DeliveryState.queued)], result, None, None).result()

@@ -3,7 +3,7 @@ the other open sessions of its process. The contract suite checks each store app
 
 from __future__ import annotations
 
-from callboard.store.base import NewSession
+from callboard.store.records import NewSession
 from callboard.store.registration import OpenSession, Registration, registration
 
 

@@ -16,10 +16,10 @@ def report(agent: str, machine: str, seconds: float, **fields: object) -> Runner
 
 def test_a_report_replaces_the_last_of_its_agent_and_machine(store: Store) -> None:
     agents(store, WS, "alice")
-    store.put_runner_report(WS, report("alice", "m1", 1, state="starting"))
+    store.runners.put_runner_report(WS, report("alice", "m1", 1, state="starting"))
     newer = report("alice", "m1", 2, state="working", detail="mail from bob", turns=3, cost_usd=0.25)
-    store.put_runner_report(WS, newer)
-    assert store.runner_reports(WS) == [newer]
+    store.runners.put_runner_report(WS, newer)
+    assert store.runners.runner_reports(WS) == [newer]
 
 
 def test_reports_are_listed_newest_first_filtered_by_agent_and_kept_per_workspace(store: Store) -> None:
@@ -27,12 +27,12 @@ def test_reports_are_listed_newest_first_filtered_by_agent_and_kept_per_workspac
     agents(store, OTHER_WS, "alice")
     alice_m1, alice_m2, bob = report("alice", "m1", 1), report("alice", "m2", 3), report("bob", "m1", 2)
     for one in (alice_m1, alice_m2, bob):
-        store.put_runner_report(WS, one)
-    store.put_runner_report(OTHER_WS, report("alice", "m9", 9))
-    assert store.runner_reports(WS) == [alice_m2, bob, alice_m1]
-    assert store.runner_reports(WS, "alice") == [alice_m2, alice_m1]
-    assert store.runner_reports(WS, "carol") == []
-    assert [r.machine for r in store.runner_reports(OTHER_WS)] == ["m9"]
+        store.runners.put_runner_report(WS, one)
+    store.runners.put_runner_report(OTHER_WS, report("alice", "m9", 9))
+    assert store.runners.runner_reports(WS) == [alice_m2, bob, alice_m1]
+    assert store.runners.runner_reports(WS, "alice") == [alice_m2, alice_m1]
+    assert store.runners.runner_reports(WS, "carol") == []
+    assert [r.machine for r in store.runners.runner_reports(OTHER_WS)] == ["m9"]
 
 
 def test_every_field_comes_back_as_written(store: Store) -> None:
@@ -55,5 +55,5 @@ def test_every_field_comes_back_as_written(store: Store) -> None:
         restarts=2,
         cwd="/work/team/engineering",
     )
-    store.put_runner_report(WS, full)
-    assert store.runner_reports(WS, "alice") == [full]
+    store.runners.put_runner_report(WS, full)
+    assert store.runners.runner_reports(WS, "alice") == [full]

@@ -8,7 +8,7 @@ from contextlib import closing
 import pytest
 
 from callboard.model import new_id
-from callboard.store.base import NewToken
+from callboard.store.records import NewToken
 from callboard.store.sqlite.schema import MIGRATIONS
 from callboard.store.sqlite.store import SQLiteStore
 from tests.support.store_data import T0, WS
@@ -24,9 +24,9 @@ def test_a_database_made_by_the_first_schema_step_is_brought_forward_with_its_da
 
     store = SQLiteStore(path)
     try:
-        assert [w.name for w in store.list_workspaces()] == [WS]
-        token = store.create_token(NewToken(id=new_id(), kind="user", secret_hash="ab" * 32, workspace=WS), T0)
-        assert store.list_tokens(WS) == [token]
+        assert [w.name for w in store.directory.list_workspaces()] == [WS]
+        token = store.tokens.create_token(NewToken(id=new_id(), kind="user", secret_hash="ab" * 32, workspace=WS), T0)
+        assert store.tokens.list_tokens(WS) == [token]
     finally:
         store.close()
     with closing(sqlite3.connect(path)) as check:
@@ -47,10 +47,10 @@ def test_a_token_whose_fields_do_not_fit_its_kind_is_refused(tmp_path, kind, wor
     store = SQLiteStore(tmp_path / "s.db")
     try:
         with pytest.raises(ValueError):
-            store.create_token(
+            store.tokens.create_token(
                 NewToken(id=new_id(), kind=kind, secret_hash="cd" * 32, workspace=workspace, agent=agent), T0
             )
-        assert store.list_tokens() == []
+        assert store.tokens.list_tokens() == []
     finally:
         store.close()
     # and the schema itself refuses them, whatever code writes the row

@@ -19,7 +19,7 @@ def many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n(store: SQLite
         sent = []
         for i in range(sends):
             sent.append(send(store, WS, f"sender-{index}", ["all", f"box-{index % boxes}"], text=f"{index}/{i}"))
-            store.unread_count(WS, "all")  # and read meanwhile, on this thread's own connection
+            store.mailbox.unread_count(WS, "all")  # and read meanwhile, on this thread's own connection
         return sent
 
     outcomes, running = run_threads(threads, sender)
@@ -30,7 +30,7 @@ def many_threads_send_at_once_and_every_mailbox_is_numbered_1_to_n(store: SQLite
     for box in ["all", *(f"box-{b}" for b in range(boxes))]:
         given = sorted(s.seqs[box] for s in sent if box in s.seqs)
         assert given == list(range(1, len(given) + 1)), f"{box}: numbers skipped or given twice"
-        stored = store.peek(WS, box, 0, 10_000)
+        stored = store.mailbox.peek(WS, box, 0, 10_000)
         assert [i.seq for i in stored] == given
         assert sorted(ids(stored)) == sorted(s.id for s in sent if box in s.seqs)
     assert len(given) == threads * sends // boxes

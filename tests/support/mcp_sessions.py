@@ -12,7 +12,7 @@ def sessions(machine: CLI) -> list[Session]:
     """Every session alice ever had on this machine's store, ended ones too."""
     store = SQLiteStore(machine.default_db)
     try:
-        return store.list_sessions("default", "alice", include_ended=True)
+        return store.sessions.list_sessions("default", "alice", include_ended=True)
     finally:
         store.close()
 

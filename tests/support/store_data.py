@@ -20,7 +20,8 @@ from callboard.model import (
     SendResult,
     new_id,
 )
-from callboard.store.base import NewDelivery, NewSession, NewToken, Store
+from callboard.store.base import Store
+from callboard.store.records import NewDelivery, NewSession, NewToken
 
 WS = "acme"
 OTHER_WS = "globex"
@@ -32,9 +33,9 @@ def at(seconds: float) -> datetime:
 
 
 def agents(store: Store, workspace: str, *names: str) -> None:
-    store.ensure_workspace(workspace, T0)
+    store.directory.ensure_workspace(workspace, T0)
     for name in names:
-        store.ensure_agent(workspace, name, T0)
+        store.directory.ensure_agent(workspace, name, T0)
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def seqs(items: Sequence[MailItem]) -> list[int]:
 
 
 def status_of(store: Store, workspace: str, message_id: str, agent: str) -> RecipientStatus:
-    (row,) = [s for s in store.delivery_statuses(workspace, message_id) if s.agent == agent]
+    (row,) = [s for s in store.sent.delivery_statuses(workspace, message_id) if s.agent == agent]
     return row
 
 

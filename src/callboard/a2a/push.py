@@ -35,7 +35,7 @@ from google.protobuf.json_format import MessageToDict
 from callboard.a2a.convert import a2a_event
 from callboard.errors import CallboardError
 from callboard.service.door import Service
-from callboard.store.base import PushDelivery
+from callboard.store.records import PushDelivery
 from callboard.tasks import TaskEvent
 
 log = logging.getLogger("callboard.hub")

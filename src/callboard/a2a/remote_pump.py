@@ -29,7 +29,7 @@ from callboard.errors import CallboardError, RemoteUnreachable, TaskFinished
 from callboard.model import Part, built, utcnow
 from callboard.service.door import Service
 from callboard.service.remote_outbox import Outgoing
-from callboard.store.base import RemoteSend
+from callboard.store.records import RemoteSend
 from callboard.tasks import FINAL, WORKER_STATES, TaskState
 
 log = logging.getLogger("callboard.remote_pump")

@@ -22,7 +22,8 @@ from callboard.identity import DEFAULT_WORKSPACE
 from callboard.limits import TOKEN_LABEL_CHARS
 from callboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspace, new_id, utcnow
 from callboard.service.content import check_text
-from callboard.store.base import NewToken, Store, TokenTaken
+from callboard.store.base import Store
+from callboard.store.records import NewToken, TokenTaken
 
 TOKEN_PREFIX = "cb_"
 NAME_THE_AGENT = "name the agent you act as: set CALLBOARD_AGENT (sent as the X-Callboard-Agent header)."
@@ -123,7 +124,7 @@ class Credentials:
         if secret_hash in self._revoked:  # no need to ask the store again
             raise Unauthorized(REVOKED)
         revocations = self._revocations
-        token = self.store.token_by_hash(secret_hash)
+        token = self.store.tokens.token_by_hash(secret_hash)
         if token is None:
             raise Unauthorized(
                 "this token is not known to the hub; ask for a new one with 'callboard token create'.",
@@ -178,16 +179,16 @@ class Credentials:
             raise UnknownAgent("an agent token names its agent: token create --agent NAME.")
         now = self.clock()
         if workspace is not None:
-            self.store.ensure_workspace(workspace, now)
+            self.store.directory.ensure_workspace(workspace, now)
         if kind == "agent":
             assert workspace is not None and agent is not None
-            self.store.ensure_agent(workspace, agent, now)
+            self.store.directory.ensure_agent(workspace, agent, now)
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = NewToken(
             id=new_id(), kind=kind, secret_hash=hash_secret(secret), workspace=workspace, agent=agent, label=label
         )
         try:
-            info = self.store.create_token(token, now)
+            info = self.store.tokens.create_token(token, now)
         except TokenTaken as taken:
             raise AlreadyExists(
                 f"a token with id {token.id} already exists; issue it again."
@@ -218,7 +219,7 @@ class Credentials:
         for the tokens of its open streams, which another replica may have revoked."""
         gone = set()
         for secret_hash in secret_hashes:
-            token = self.store.token_by_hash(secret_hash)
+            token = self.store.tokens.token_by_hash(secret_hash)
             if token is None or token.revoked_at is not None:
                 gone.add(secret_hash)
         if gone:
@@ -228,12 +229,12 @@ class Credentials:
         return gone
 
     def has_admin(self) -> bool:
-        return any(t.kind == "admin" and t.revoked_at is None for t in self.store.list_tokens(None))
+        return any(t.kind == "admin" and t.revoked_at is None for t in self.store.tokens.list_tokens(None))
 
     def workspaces(self, credential: Credential, named: str | None = None) -> list[Workspace]:
         """The workspaces this credential may see: the one it acts in (``named``, the workspace
         the request names: ``Credential.acting_in``), or all for the admin token naming none."""
-        workspaces = self.store.list_workspaces()
+        workspaces = self.store.directory.list_workspaces()
         workspace = credential.acting_in(named)
         return workspaces if workspace is None else [w for w in workspaces if w.name == workspace]
 
@@ -242,14 +243,14 @@ class Credentials:
         none: every token); an agent token sees only itself."""
         workspace = issuer.acting_in(named)
         if issuer.kind == "agent":
-            return [t for t in self.store.list_tokens(workspace) if t.id == issuer.token_id]
-        return self.store.list_tokens(workspace)
+            return [t for t in self.store.tokens.list_tokens(workspace) if t.id == issuer.token_id]
+        return self.store.tokens.list_tokens(workspace)
 
     def revoke(self, issuer: Credential, token_id: str, named: str | None = None) -> TokenInfo:
         visible = {t.id for t in self.list(issuer, named)}
         if issuer.kind == "agent" and token_id != issuer.token_id:
             visible = set()
-        token = self.store.revoke_token(token_id, self.clock()) if token_id in visible else None
+        token = self.store.tokens.revoke_token(token_id, self.clock()) if token_id in visible else None
         with self._lock:
             self._revocations += 1
             self._checked = {h: c for h, c in self._checked.items() if c.token_id != token_id}

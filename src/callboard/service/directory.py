@@ -44,7 +44,8 @@ from callboard.model import (
 from callboard.service.agent_names import AgentNames
 from callboard.service.content import check_text, is_id
 from callboard.service.liveness import Liveness, OpenSessions
-from callboard.store.base import NewSession, Store
+from callboard.store.base import Store
+from callboard.store.records import NewSession
 
 
 class Directory:
@@ -75,8 +76,8 @@ class Directory:
         if self.agent_exists(caller.workspace, caller.agent):
             return
         now = self.clock()
-        self.store.ensure_workspace(caller.workspace, now)
-        self.store.ensure_agent(caller.workspace, caller.agent, now)
+        self.store.directory.ensure_workspace(caller.workspace, now)
+        self.store.directory.ensure_agent(caller.workspace, caller.agent, now)
         self._known_agents.add((caller.workspace, caller.agent))
         self.agents_changed(caller.workspace, [caller.agent], added=True)
 
@@ -87,7 +88,7 @@ class Directory:
         commits (``unknown_recipient``); one deleted through this service is forgotten."""
         if (workspace, name) in self._known_agents:
             return True
-        exists = self.store.get_agent(workspace, name) is not None
+        exists = self.store.directory.get_agent(workspace, name) is not None
         if exists:
             self._known_agents.add((workspace, name))
         return exists
@@ -102,7 +103,7 @@ class Directory:
         names = self._agent_names.get(workspace)
         if names is None:
             names = self._agent_names.setdefault(workspace, AgentNames())
-        guesses = names.closest(name, lambda: [agent.name for agent in self.store.list_agents(workspace)])
+        guesses = names.closest(name, lambda: [agent.name for agent in self.store.directory.list_agents(workspace)])
         return f" Did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else ""
 
     def agents_changed(self, workspace: str, names: Sequence[str], added: bool) -> None:
@@ -119,15 +120,15 @@ class Directory:
     ) -> Agent:
         name = parse_name(name, "agent name")
         self._check_card(description, skills)
-        self.store.ensure_workspace(caller.workspace, self.clock())  # a fresh store's first agent
-        if not self.store.create_agent(caller.workspace, name, description, list(skills), self.clock()):
+        self.store.directory.ensure_workspace(caller.workspace, self.clock())  # a fresh store's first agent
+        if not self.store.directory.create_agent(caller.workspace, name, description, list(skills), self.clock()):
             raise AlreadyExists(f"agent {name} already exists; use 'agent describe {name}' to change it.")
         self.agents_changed(caller.workspace, [name], added=True)
         return self.describe_agent(caller, name)
 
     def describe_agent(self, caller: Caller, name: str) -> Agent:
         name = parse_name(name, "agent name")
-        agent = self.store.get_agent(caller.workspace, name)
+        agent = self.store.directory.get_agent(caller.workspace, name)
         if agent is None:
             raise _no_agent(caller, name)
         return agent
@@ -139,14 +140,16 @@ class Directory:
         self._check_card(description, skills or ())
         if name == caller.agent:
             self.enter(caller)  # an agent that writes its own card declares itself: it exists from now
-        if not self.store.update_agent(caller.workspace, name, description, None if skills is None else list(skills)):
+        if not self.store.directory.update_agent(
+            caller.workspace, name, description, None if skills is None else list(skills)
+        ):
             self.describe_agent(caller, name)  # raises unknown_agent
         return self.describe_agent(caller, name)
 
     def list_agents(self, caller: Caller, skill: str | None = None) -> list[Agent]:
         """The workspace's agents; with ``skill``, only those that name it among their skills
         (``offers_skill``: the one rule every face's filter goes through)."""
-        agents = self.store.list_agents(caller.workspace)
+        agents = self.store.directory.list_agents(caller.workspace)
         if skill is None:
             return agents
         check_text(skill, SKILL_CHARS, "the skill to filter by", hint=" E.g. --skill review (REST: ?skill=review).")
@@ -159,7 +162,7 @@ class Directory:
         name = parse_name(name, "agent name")
         self._known_agents.discard((caller.workspace, name))
         record = self._record(caller, "agent.delete", name, forced=force)
-        unread = self.store.delete_agent(caller.workspace, name, record, keep_unread=not force)
+        unread = self.store.directory.delete_agent(caller.workspace, name, record, keep_unread=not force)
         if unread is None:
             raise _no_agent(caller, name)
         if unread and not force:
@@ -192,7 +195,7 @@ class Directory:
             raise Forbidden("the audit trail is for persons: an agent token cannot read it; use a user or admin token.")
         if not 1 <= limit <= self.limits.read_limit:
             raise BadRequest(f"limit must be 1-{self.limits.read_limit}.")
-        return self.store.audit_trail(caller.workspace, limit)
+        return self.store.audit.audit_trail(caller.workspace, limit)
 
     def _check_card(self, description: str | None, skills: Sequence[str]) -> None:
         if description is not None and description.strip():  # a blank description clears it
@@ -212,7 +215,7 @@ class Directory:
         name = parse_channel_name(name)
         self._check_card(description, ())
         record = self._record(caller, "channel.create", f"#{name}", invite_only=True) if invite_only else None
-        if not self.store.create_channel(
+        if not self.store.directory.create_channel(
             caller.workspace, name, caller.agent, description, self.clock(), invite_only, record
         ):
             raise AlreadyExists(f"channel #{name} already exists; join it with 'callboard channel join {name}'.")
@@ -229,7 +232,7 @@ class Directory:
             self._check_manages(caller, channel, f"#{name} is invite-only")
             record = self._record(caller, "channel.join", caller.agent, channel=name)
         self.enter(caller)  # a member exists: created only by a join that succeeds
-        self.store.join_channel(caller.workspace, name, caller.agent, self.clock(), record)
+        self.store.directory.join_channel(caller.workspace, name, caller.agent, self.clock(), record)
         return self._channel(caller, name)
 
     def invite_to_channel(self, caller: Caller, name: str, agents: Sequence[str]) -> Channel:
@@ -251,7 +254,7 @@ class Directory:
                 )
         now = self.clock()
         for agent in names:
-            self.store.join_channel(
+            self.store.directory.join_channel(
                 caller.workspace, name, agent, now, self._record(caller, "channel.invite", agent, channel=name)
             )
         return self._channel(caller, name)
@@ -262,7 +265,7 @@ class Directory:
         channel = self._channel(caller, name)
         self._check_manages(caller, channel, f"{caller.agent} cannot remove members of #{name}")
         record = self._record(caller, "channel.remove", agent, channel=name)
-        if not self.store.leave_channel(caller.workspace, name, agent, record):
+        if not self.store.directory.leave_channel(caller.workspace, name, agent, record):
             raise NotMember(f"{agent} is not a member of #{name}; 'callboard channel members {name}' lists them.")
         return self._channel(caller, name)
 
@@ -280,12 +283,12 @@ class Directory:
         assert caller.agent is not None, "Service.as_agent first"
         name = parse_channel_name(name)
         self._channel(caller, name)
-        if not self.store.leave_channel(caller.workspace, name, caller.agent):
+        if not self.store.directory.leave_channel(caller.workspace, name, caller.agent):
             raise NotMember(f"{caller.agent} is not a member of #{name}.")
         return self._channel(caller, name)
 
     def list_channels(self, caller: Caller) -> list[Channel]:
-        return self.store.list_channels(caller.workspace, caller.agent)
+        return self.store.directory.list_channels(caller.workspace, caller.agent)
 
     def channel_members(self, caller: Caller, name: str) -> list[ChannelMember]:
         """Who is in the channel; an invite-only one's members are for those who may see them."""
@@ -293,10 +296,10 @@ class Directory:
         channel = self._channel(caller, name)
         if channel.invite_only and not channel.joined and not caller.person and caller.agent != channel.created_by:
             raise NotMember(f"#{name} is invite-only: its members are shown to its members only.")
-        return self.store.channel_members(caller.workspace, name)
+        return self.store.directory.channel_members(caller.workspace, name)
 
     def _channel(self, caller: Caller, name: str) -> Channel:
-        channel = self.store.get_channel(caller.workspace, name, caller.agent)
+        channel = self.store.directory.get_channel(caller.workspace, name, caller.agent)
         if channel is None:
             raise UnknownChannel(
                 f"no channel #{name} in workspace {caller.workspace}; create it with 'callboard channel create {name}'."
@@ -332,7 +335,7 @@ class Directory:
         may_end = self._claimable(caller, machine, pid)
         self.enter(caller)  # a session's agent exists from its first session on
         new = NewSession(caller.workspace, caller.agent, machine, pid, runtime, proc_start, terminal, may_end=may_end)
-        session = self.store.register_session(new, self.clock())
+        session = self.store.sessions.register_session(new, self.clock())
         if session is None:  # another agent registered the process meanwhile: say whose it is now
             self._sessions_changed(caller.workspace)
             self._claimable(caller, machine, pid)
@@ -369,7 +372,7 @@ class Directory:
         if delivery_error is not None and delivery_error.strip():
             check_text(delivery_error, DELIVERY_ERROR_CHARS, "delivery_error")
         delivery_error = (delivery_error or "").strip() or None
-        session = self.store.touch_session(caller.workspace, session_id, self.clock(), delivery_error)
+        session = self.store.sessions.touch_session(caller.workspace, session_id, self.clock(), delivery_error)
         assert session is not None
         self._session_reported(session)
         return self.liveness.marked(session, self.clock())
@@ -377,13 +380,13 @@ class Directory:
     def end_session(self, caller: Caller, session_id: str) -> Session:
         """End the caller's own session (unknown_session for another agent's)."""
         self._own_session(caller, session_id)
-        session = self.store.end_session(caller.workspace, session_id, self.clock())
+        session = self.store.sessions.end_session(caller.workspace, session_id, self.clock())
         assert session is not None
         self._session_reported(session)
         return self.liveness.marked(session, self.clock())
 
     def _own_session(self, caller: Caller, session_id: str) -> Session:
-        session = self.store.get_session(caller.workspace, session_id) if is_id(session_id) else None
+        session = self.store.sessions.get_session(caller.workspace, session_id) if is_id(session_id) else None
         if session is None or session.agent != caller.agent:
             raise UnknownSession(f"no session {session_id} of agent {caller.agent}; 'callboard who' lists sessions.")
         return session
@@ -393,7 +396,7 @@ class Directory:
         session = self._open(workspace).by_id.get(session_id)
         if session is not None:
             return session
-        return self.store.get_session(workspace, session_id) if is_id(session_id) else None
+        return self.store.sessions.get_session(workspace, session_id) if is_id(session_id) else None
 
     def session_address(self, caller: Caller) -> str | None:
         """agent@machine#pid of the session the caller acts in, if it acts in one."""
@@ -465,7 +468,7 @@ class Directory:
         cached = self._sessions_read.get(workspace)
         if cached is not None and not cached.stale:
             return cached
-        fresh = OpenSessions.listed(lambda: self.store.list_sessions(workspace))
+        fresh = OpenSessions.listed(lambda: self.store.sessions.list_sessions(workspace))
         self._sessions_read[workspace] = fresh
         return fresh
 

@@ -68,8 +68,9 @@ from callboard.service.runner_reports import RunnerReports
 from callboard.service.sending import Sending
 from callboard.service.status import Statuses
 from callboard.service.tasking import Tasking
-from callboard.store.base import PushDelivery, Store
+from callboard.store.base import Store
 from callboard.store.opening import store_kind
+from callboard.store.records import PushDelivery
 from callboard.tasks import PushConfig, Task, TaskArtifact, TaskEvent, TaskPage, TaskSent, TaskState
 
 # What a person who names no agent is told when it asks for more than a look.
@@ -110,7 +111,7 @@ class Service:
         self.directory = Directory(store, machine=machine, liveness=self.liveness, limits=limits, clock=clock)
         self.presence = Presence(store, self.directory, self.liveness, clock)
         self.handover = Handover(store, self.directory, self.events, self.liveness, clock)
-        self.guards = Guards(store)
+        self.guards = Guards(store.guard_facts)
         self.remotes = Remotes(
             store, self.directory, clock, card_source=card_source, allow_private=allow_private_remotes
         )
@@ -167,7 +168,7 @@ class Service:
         )
 
     def list_workspaces(self) -> list[Workspace]:
-        return self.store.list_workspaces()
+        return self.store.directory.list_workspaces()
 
     # --- what a server asks of the store it serves ----------------------------------------
 
@@ -258,7 +259,7 @@ class Service:
         is working now."""
         caller = self.as_agent(caller)
         marked = self.handover.confirm_surfaced(caller, message_ids, evidence)
-        self.tasking.taken_up(caller, self.store.task_ids_of(caller.workspace, marked.marked))
+        self.tasking.taken_up(caller, self.store.sent.task_ids_of(caller.workspace, marked.marked))
         return marked
 
     def record_receipt(
@@ -544,18 +545,18 @@ class Service:
     def claim_push_deliveries(self, lease_seconds: float, limit: int) -> list[PushDelivery]:
         """Due push posts, leased to this poster for ``lease_seconds`` (another replica's poster
         takes them up when a lease ends unposted)."""
-        return self.store.claim_push_deliveries(self.clock(), lease_seconds, limit)
+        return self.store.tasks.claim_push_deliveries(self.clock(), lease_seconds, limit)
 
     def push_target(self, delivery: PushDelivery) -> tuple[Task | None, str]:
         """The task a claimed post is about, and its URL checked again (names move): BadWebhook
         for a target no longer allowed."""
         url = check_webhook(delivery.url, allow_private=self.tasking.allow_private_webhooks)
-        return self.store.get_task(delivery.workspace, delivery.task_id), url
+        return self.store.tasks.get_task(delivery.workspace, delivery.task_id), url
 
     def push_delivered(self, delivery_id: str) -> None:
-        self.store.push_delivered(delivery_id, self.clock())
+        self.store.tasks.push_delivered(delivery_id, self.clock())
 
     def push_failed(self, delivery_id: str, error: str, retry_in: float | None) -> None:
         """A post failed: tried again ``retry_in`` seconds from now, or never (None: given up)."""
         retry_at = self.clock() + timedelta(seconds=retry_in) if retry_in is not None else None
-        self.store.push_failed(delivery_id, error, retry_at)
+        self.store.tasks.push_failed(delivery_id, error, retry_at)

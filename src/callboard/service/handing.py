@@ -113,7 +113,9 @@ class Handover:
         if evidence not in EVIDENCE:
             raise BadRequest(f"evidence must be one of {', '.join(EVIDENCE)}.")
         check_message_ids(message_ids, "confirm")
-        marked = self.store.confirm_surfaced(caller.workspace, caller.agent, message_ids, evidence, self.clock())
+        marked = self.store.handing.confirm_surfaced(
+            caller.workspace, caller.agent, message_ids, evidence, self.clock()
+        )
         if marked:
             self.events.publish_many(caller.workspace, [(caller.agent, None)])
         return MarkResult(marked=marked)
@@ -133,16 +135,18 @@ class Handover:
         recorded = [
             m
             for m in dict.fromkeys(message_ids)
-            if store.record_delivery_event(
+            if store.handing.record_delivery_event(
                 caller.workspace, caller.agent, m, RECEIPT_EVENTS[status], now, session, "socket", reason
             )
         ]
         if status in RETURNING_RECEIPTS and session is not None and recorded:
             # The session lives on (only its socket refused): its hooks can still take the mail.
-            live = store.list_sessions(caller.workspace, caller.agent)
+            live = store.sessions.list_sessions(caller.workspace, caller.agent)
             others = sum(1 for s in live if self.liveness.is_live(s, now))
             why = f"the session's client reported it {status}" + (f": {reason}" if reason else "")
-            if store.return_handed(caller.workspace, caller.agent, session, returned_state(others), why, now, recorded):
+            if store.handing.return_handed(
+                caller.workspace, caller.agent, session, returned_state(others), why, now, recorded
+            ):
                 self.events.publish_many(caller.workspace, [(caller.agent, None)])
         return MarkResult(marked=recorded)
 
@@ -160,24 +164,24 @@ class Handover:
         known, or (past the liveness window) whose process no longer runs on this machine or,
         elsewhere, that stopped reporting. The ids returned."""
         store = self.store
-        held_by = store.handed_sessions(workspace, agent)
+        held_by = store.handing.handed_sessions(workspace, agent)
         if not held_by:
             return []
-        live = [s for s in store.list_sessions(workspace, agent) if self.liveness.is_live(s, now)]
+        live = [s for s in store.sessions.list_sessions(workspace, agent) if self.liveness.is_live(s, now)]
         returned: list[str] = []
         for session_id in held_by:
             reason = self._gone(workspace, session_id, now)
             if reason is None:
                 continue
             others = sum(1 for s in live if s.id != session_id)
-            returned += store.return_handed(workspace, agent, session_id, returned_state(others), reason, now)
+            returned += store.handing.return_handed(workspace, agent, session_id, returned_state(others), reason, now)
         if returned:
             self.events.publish_many(workspace, [(agent, None)])
         return returned
 
     def _gone(self, workspace: str, session_id: str, now: datetime) -> str | None:
         """Why the session can no longer put handed mail before its model, or None (it can)."""
-        session = self.store.get_session(workspace, session_id)
+        session = self.store.sessions.get_session(workspace, session_id)
         if session is None:
             return "its session is not known any more"
         if session.ended_at is not None:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from callboard import guards as guard
 from callboard.limits import GUARD_MAX_RECIPIENTS
 from callboard.model import DeliveryState, Held, HeldMail, RecipientStatus
-from callboard.store.base import Store
+from callboard.store.parts.guard_facts import GuardFacts
 
 # A send to more recipients than this is a broadcast, not a pair's exchange: the guards, which
 # look at each pair's traffic (a query per recipient), leave it be.
@@ -34,8 +34,8 @@ class Guards:
     """Decides the holds on each send, from the pair's recent traffic (``guard.decide``), which it
     reads from the store at most once a ``TRAFFIC_REUSE_SECONDS`` per pair."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, facts: GuardFacts) -> None:
+        self._facts = facts
         self._traffic: OrderedDict[tuple[str, str, str], tuple[float, list[guard.Exchange]]] = OrderedDict()
         self._lock = threading.Lock()  # sends are decided on the loop and on worker threads
 
@@ -73,7 +73,7 @@ class Guards:
             self._traffic.move_to_end(key)
             return kept[1]
         since = now - timedelta(seconds=guard.LOOKBACK_SECONDS)
-        traffic = self._store.pair_traffic(workspace, a, b, since, guard.LOOKBACK_MESSAGES)
+        traffic = self._facts.pair_traffic(workspace, a, b, since, guard.LOOKBACK_MESSAGES)
         self._traffic[key] = (now.timestamp(), traffic)
         self._traffic.move_to_end(key)
         while len(self._traffic) > TRAFFIC_PAIRS_KEPT:
@@ -85,10 +85,10 @@ def explained(held: HeldMail) -> HeldMail:
     return held.model_copy(update={"why": guard.describe(held.reason, held.sender, held.recipient)})
 
 
-def held_mail(store: Store, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
+def held_mail(facts: GuardFacts, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
     """The mail of these agents (None: every agent of the workspace) a guard holds now, each
     with its reason in words."""
-    return [explained(h) for h in store.held_mail(workspace, agents, now)]
+    return [explained(h) for h in facts.held_mail(workspace, agents, now)]
 
 
 def shown(status: RecipientStatus, sender: str, now: datetime) -> RecipientStatus:

@@ -51,7 +51,7 @@ class Presence:
     def of_address(self, caller: Caller, address: AgentAddress, now: datetime) -> tuple[Reach, list[Session]]:
         """The address's reach, and every session of its agent (newest first, ``live`` marked)."""
         exists = self.directory.agent_exists(caller.workspace, address.name)
-        stored = self.store.list_sessions(caller.workspace, address.name, include_ended=True) if exists else []
+        stored = self.store.sessions.list_sessions(caller.workspace, address.name, include_ended=True) if exists else []
         sessions = [self.liveness.marked(s, now) for s in stored]
         return self._among(address, exists, sessions, self._machines_seen(caller.workspace), now), sessions
 
@@ -69,7 +69,7 @@ class Presence:
 
     def _machines_seen(self, workspace: str) -> dict[str, datetime]:
         """Each machine of the workspace and when a session on it last reported."""
-        return {m.name: m.last_seen for m in self.store.list_machines(workspace)}
+        return {m.name: m.last_seen for m in self.store.sessions.list_machines(workspace)}
 
     def with_reach(self, caller: Caller, statuses: list[RecipientStatus]) -> list[RecipientStatus]:
         """Each recipient that has not read the message yet, with whether it can be reached now
@@ -101,7 +101,7 @@ class Presence:
     def _sessions_by_agent(self, workspace: str, now: datetime, include_ended: bool) -> dict[str, list[Session]]:
         """The workspace's sessions by agent, ``live`` marked (a workspace may have thousands)."""
         sessions: dict[str, list[Session]] = {}
-        for session in self.store.list_sessions(workspace, include_ended=include_ended):
+        for session in self.store.sessions.list_sessions(workspace, include_ended=include_ended):
             sessions.setdefault(session.agent, []).append(self.liveness.marked(session, now))
         return sessions
 
@@ -111,7 +111,7 @@ class Presence:
         now = self.clock()
         sessions = self._sessions_by_agent(caller.workspace, now, include_ended=False)
         held_by: dict[str, list[HeldMail]] = {}
-        for mail in holds.held_mail(self.store, caller.workspace, None, now):  # one query for all of them
+        for mail in holds.held_mail(self.store.guard_facts, caller.workspace, None, now):  # one query for all of them
             held_by.setdefault(mail.recipient, []).append(mail)
         agents = [
             AgentPresence(
@@ -119,15 +119,15 @@ class Presence:
                 description=agent.description,
                 skills=agent.skills,
                 live=any(s.live for s in sessions.get(agent.name, ())),
-                unread=self.store.unread_count(caller.workspace, agent.name),
+                unread=self.store.mailbox.unread_count(caller.workspace, agent.name),
                 sessions=sessions.get(agent.name, []),
                 held=held_by.get(agent.name, []),
             )
-            for agent in self.store.list_agents(caller.workspace)
+            for agent in self.store.directory.list_agents(caller.workspace)
         ]
         machines = [
             Machine(name=m.name, last_seen=m.last_seen, up=self.liveness.recent(m.last_seen, now))
-            for m in self.store.list_machines(caller.workspace)
+            for m in self.store.sessions.list_machines(caller.workspace)
         ]
         return WhoReport(
             workspace=caller.workspace, agents=agents, machines=machines, liveness_seconds=self.liveness.window_seconds

@@ -60,17 +60,17 @@ class Mailbox:
         self.check_read_options(limit=limit, after=after, wait=wait)
         # Where the mailbox stood before looking: mail that lands while we look is past it, so a
         # reader that resumes from an empty read's cursor still gets that mail.
-        position = after if after is not None else self.store.last_seq(caller.workspace, caller.agent)
+        position = after if after is not None else self.store.mailbox.last_seq(caller.workspace, caller.agent)
         hidden = self.directory.hidden_targets(caller)  # once per read: the take and the unread count agree
         items = self._wait_for(caller, lambda: self._take(caller, peek, after, limit, hidden), wait)
         cursor = items[-1].seq if items else position
-        unread = self.store.unread_count(caller.workspace, caller.agent, hidden)
+        unread = self.store.mailbox.unread_count(caller.workspace, caller.agent, hidden)
         return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
 
     def held_mail(self, caller: Caller) -> list[HeldMail]:
         """The caller's mail a loop or flood guard holds now, and why (see holds)."""
         assert caller.agent is not None, "Service.as_agent first"
-        return holds.held_mail(self.store, caller.workspace, [caller.agent], self.clock())
+        return holds.held_mail(self.store.guard_facts, caller.workspace, [caller.agent], self.clock())
 
     def surface(
         self,
@@ -98,12 +98,12 @@ class Mailbox:
         self.check_read_options(limit=limit, after=None, wait=wait)
         # Mail a gone session held comes back first, so this take can have it (once).
         self.handover.return_stranded(caller.workspace, agent, self.clock())
-        position = self.store.last_seq(caller.workspace, agent)
+        position = self.store.mailbox.last_seq(caller.workspace, agent)
         hidden = self.directory.hidden_targets(caller)
         hand = hands(via)
         items = self._wait_for(
             caller,
-            lambda: self.store.surface(
+            lambda: self.store.mailbox.surface(
                 caller.workspace,
                 agent,
                 via,
@@ -119,13 +119,13 @@ class Mailbox:
             release=lambda: self._next_release(caller),
         )
         cursor = items[-1].seq if items else position
-        unread = self.store.unread_count(caller.workspace, agent, hidden)
+        unread = self.store.mailbox.unread_count(caller.workspace, agent, hidden)
         return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
 
     def _next_release(self, caller: Caller) -> float | None:
         """Seconds until the first of the caller's held mail is let through (None: none held)."""
         assert caller.agent is not None, "Service.as_agent first"
-        held = self.store.held_mail(caller.workspace, [caller.agent], self.clock())
+        held = self.store.guard_facts.held_mail(caller.workspace, [caller.agent], self.clock())
         if not held:
             return None
         return max(0.0, (held[0].until - self.clock()).total_seconds())
@@ -150,18 +150,18 @@ class Mailbox:
         self.check_read_options(limit=limit, after=cursor, wait=0)
         if hidden is None:
             hidden = self.directory.hidden_targets(caller)
-        return self.store.peek(caller.workspace, caller.agent, cursor, limit, hidden)
+        return self.store.mailbox.peek(caller.workspace, caller.agent, cursor, limit, hidden)
 
     def unread_count(self, caller: Caller) -> int:
         """How many of the caller's messages are unread (for a session: not counting another
         live session's)."""
         assert caller.agent is not None, "Service.as_agent first"
-        return self.store.unread_count(caller.workspace, caller.agent, self.directory.hidden_targets(caller))
+        return self.store.mailbox.unread_count(caller.workspace, caller.agent, self.directory.hidden_targets(caller))
 
     def mailbox_position(self, caller: Caller) -> int:
         """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
         assert caller.agent is not None, "Service.as_agent first"
-        return self.store.last_seq(caller.workspace, caller.agent)
+        return self.store.mailbox.last_seq(caller.workspace, caller.agent)
 
     def _wait_for(
         self,
@@ -190,22 +190,24 @@ class Mailbox:
     def _take(self, caller: Caller, peek: bool, after: int | None, limit: int, hidden: Sequence[str]) -> list[MailItem]:
         assert caller.agent is not None, "Service.as_agent first"
         if peek:
-            return self.store.peek(caller.workspace, caller.agent, after, limit, hidden)
-        return self.store.claim(caller.workspace, caller.agent, after, limit, self.clock(), hidden)
+            return self.store.mailbox.peek(caller.workspace, caller.agent, after, limit, hidden)
+        return self.store.mailbox.claim(caller.workspace, caller.agent, after, limit, self.clock(), hidden)
 
     def inbox(self, caller: Caller, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
         """The newest messages of the caller's mailbox (unacked unless asked), without marking."""
         assert caller.agent is not None, "Service.as_agent first"
         self._check_limit(limit)
-        return self.store.mailbox(caller.workspace, caller.agent, include_acked, limit)
+        return self.store.mailbox.newest(caller.workspace, caller.agent, include_acked, limit)
 
     def ack(self, caller: Caller, message_ids: Sequence[str]) -> AckResult:
         """Mark these messages of the caller's mailbox acknowledged (handled; read too)."""
-        return AckResult(acked=self._mark(caller, message_ids, self.store.ack, "acknowledge", "acknowledged"))
+        return AckResult(acked=self._mark(caller, message_ids, self.store.mailbox.ack, "acknowledge", "acknowledged"))
 
     def mark_read(self, caller: Caller, message_ids: Sequence[str]) -> MarkResult:
         """Mark these messages of the caller's mailbox read (acknowledged ones stay so)."""
-        return MarkResult(marked=self._mark(caller, message_ids, self.store.mark_read, "mark read", "marked read"))
+        return MarkResult(
+            marked=self._mark(caller, message_ids, self.store.mailbox.mark_read, "mark read", "marked read")
+        )
 
     def _mark(
         self,

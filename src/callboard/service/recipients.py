@@ -111,7 +111,7 @@ class Recipients:
         return []
 
     def _post_members(self, caller: Caller, address: ChannelAddress) -> list[str] | Refusal:
-        channel = self.store.get_channel(caller.workspace, address.name, caller.agent)
+        channel = self.store.directory.get_channel(caller.workspace, address.name, caller.agent)
         if channel is None:
             return Refusal(
                 str(address),
@@ -126,7 +126,9 @@ class Recipients:
                 else f"join it first with 'callboard channel join {address.name}'"
             )
             return Refusal(str(address), NotMember, f"{caller.agent} is not a member of #{address.name}; {how}.")
-        return [m for m in self.store.channel_member_names(caller.workspace, address.name) if m != caller.agent]
+        return [
+            m for m in self.store.directory.channel_member_names(caller.workspace, address.name) if m != caller.agent
+        ]
 
     def _agent(self, caller: Caller, address: AgentAddress, now: datetime) -> Target | Refusal:
         """The agent address's target; or why it cannot take the mail: it names nobody, or (an

@@ -17,7 +17,8 @@ from callboard.limits import REMOTE_ERROR_CHARS
 from callboard.model import Caller, Message, MessageStatus, RemoteSendStatus, built
 from callboard.remotes import RemoteAgent
 from callboard.service.remotes import Remotes
-from callboard.store.base import RemoteSend, Store
+from callboard.store.base import Store
+from callboard.store.records import RemoteSend
 from callboard.tasks import WAITING_ON_REQUESTER, Task, TaskEvent
 
 
@@ -47,16 +48,18 @@ class RemoteOutbox:
 
     def claim(self, lease_seconds: float, limit: int) -> list[RemoteSend]:
         """Due rows, leased to the caller for ``lease_seconds`` (renew while working on one)."""
-        return self.store.claim_remote_sends(self.clock(), lease_seconds, limit)
+        return self.store.remotes.claim_remote_sends(self.clock(), lease_seconds, limit)
 
     def renew(self, send: RemoteSend, lease_seconds: float) -> None:
-        self.store.renew_remote_send(send.workspace, send.message_id, self.clock() + timedelta(seconds=lease_seconds))
+        self.store.remotes.renew_remote_send(
+            send.workspace, send.message_id, self.clock() + timedelta(seconds=lease_seconds)
+        )
 
     def outgoing(self, send: RemoteSend) -> Outgoing | None:
         """What sending the row takes; None (and the row failed) when its message, task or
         remote is gone."""
-        message = self.store.get_message(send.workspace, send.message_id)
-        task = self.store.get_task(send.workspace, send.task_id)
+        message = self.store.sent.get_message(send.workspace, send.message_id)
+        task = self.store.tasks.get_task(send.workspace, send.task_id)
         found = self.remotes.credentials(send.workspace, send.remote)
         if message is None or task is None or found is None:
             gone = "outside agent" if found is None else "message" if message is None else "task"
@@ -65,7 +68,7 @@ class RemoteOutbox:
         return Outgoing(send, message, task, found[0], found[1])
 
     def of_message(self, workspace: str, message_id: str) -> RemoteSend | None:
-        rows = self.store.remote_sends(workspace, message_id=message_id)
+        rows = self.store.remotes.remote_sends(workspace, message_id=message_id)
         return rows[0] if rows else None
 
     def remote_task_of(self, send: RemoteSend) -> tuple[str, str] | None:
@@ -73,7 +76,7 @@ class RemoteOutbox:
         task (the message a follow-up answers) or this row found them."""
         if send.remote_task_id:
             return send.remote_task_id, send.remote_context_id or ""
-        earlier = self.store.remote_sends(send.workspace, task_id=send.task_id)
+        earlier = self.store.remotes.remote_sends(send.workspace, task_id=send.task_id)
         known = [r for r in earlier if r.remote_task_id]
         return (known[-1].remote_task_id, known[-1].remote_context_id or "") if known else None  # type: ignore[return-value]
 
@@ -81,7 +84,7 @@ class RemoteOutbox:
         """The remote's question the row's message answers: the task's last status before the
         message, when it waited on its requester; None for a message that answers none."""
         statuses: list[TaskEvent] = []
-        for event in self.store.task_events(send.workspace, send.task_id, 0):
+        for event in self.store.tasks.task_events(send.workspace, send.task_id, 0):
             if event.message_id == send.message_id:
                 break
             if event.kind == "status":
@@ -91,19 +94,19 @@ class RemoteOutbox:
     def superseded(self, send: RemoteSend) -> bool:
         """Whether a later message of the same task went out after this one (a follow-up): that
         one's row follows the remote task from then on, not this one."""
-        rows = self.store.remote_sends(send.workspace, task_id=send.task_id)
+        rows = self.store.remotes.remote_sends(send.workspace, task_id=send.task_id)
         return bool(rows) and rows[-1].message_id != send.message_id
 
     def taken(self, send: RemoteSend, remote_task_id: str, remote_context_id: str) -> None:
         """The remote took the message: its delivery is read (by the remote), its task followed."""
-        self.store.remote_send_started(send.workspace, send.message_id, remote_task_id, remote_context_id)
-        self.store.mark_read(send.workspace, send.remote, [send.message_id], self.clock())
+        self.store.remotes.remote_send_started(send.workspace, send.message_id, remote_task_id, remote_context_id)
+        self.store.mailbox.mark_read(send.workspace, send.remote, [send.message_id], self.clock())
 
     def retry(self, send: RemoteSend, error: str | None, after_seconds: float) -> None:
         """Let the row go, due again after ``after_seconds``; ``error``: why the try failed
         (None: it did not, another pump goes on with it)."""
         retry_at = self.clock() + timedelta(seconds=after_seconds)
-        self.store.remote_send_retry(
+        self.store.remotes.remote_send_retry(
             send.workspace, send.message_id, error[:REMOTE_ERROR_CHARS] if error else None, retry_at
         )
 
@@ -111,19 +114,19 @@ class RemoteOutbox:
         """Done (no error) or failed: never claimed again; its delivery is acknowledged, so the
         outside agent's mailbox holds nothing unread."""
         state = "failed" if error else "done"
-        self.store.remote_send_finished(
+        self.store.remotes.remote_send_finished(
             send.workspace, send.message_id, state, error[:REMOTE_ERROR_CHARS] if error else None
         )
-        self.store.ack(send.workspace, send.remote, [send.message_id], self.clock())
+        self.store.mailbox.ack(send.workspace, send.remote, [send.message_id], self.clock())
 
     def status(self, caller: Caller, status: MessageStatus) -> MessageStatus:
         """The message's status with its task's state and, for mail to an outside agent, how
         its sending stands."""
-        message = self.store.get_message(caller.workspace, status.message_id)
+        message = self.store.sent.get_message(caller.workspace, status.message_id)
         if message is None or not message.task_id:
             return status
-        task = self.store.get_task(caller.workspace, message.task_id)
-        sends = self.store.remote_sends(caller.workspace, message_id=status.message_id)
+        task = self.store.tasks.get_task(caller.workspace, message.task_id)
+        sends = self.store.remotes.remote_sends(caller.workspace, message_id=status.message_id)
         update: dict[str, object] = {"task_id": message.task_id, "task_state": task.state if task else None}
         if sends:
             row = sends[0]

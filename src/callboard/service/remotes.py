@@ -32,7 +32,8 @@ from callboard.remotes import OutsideCard, RemoteAgent
 from callboard.service.directory import Directory
 from callboard.service.push_targets import check_webhook
 from callboard.service.task_changes import move_write, new_task_write
-from callboard.store.base import NewRemoteSend, Store, TaskQuery, TaskWrite
+from callboard.store.base import Store
+from callboard.store.records import NewRemoteSend, TaskQuery, TaskWrite
 from callboard.tasks import WAITING_ON_REQUESTER, Task, requester_answers
 
 # Fetches and checks the card at a URL, with a bearer token or none; raises a CallboardError
@@ -69,12 +70,12 @@ class Remotes:
         url = self._checked_url(url)
         if token is not None and (not token.strip() or len(token) > REMOTE_TOKEN_CHARS or "\n" in token):
             raise BadRequest(f"the remote's token must be one line of 1-{REMOTE_TOKEN_CHARS} characters.")
-        known = self.store.get_remote_agent(caller.workspace, name)
+        known = self.store.remotes.get_remote_agent(caller.workspace, name)
         if known is None and self.directory.agent_exists(caller.workspace, name):
             raise AlreadyExists(
                 f"an agent named {name} exists and is not an outside agent; choose another name for the remote."
             )
-        same_url = self.store.remote_agent_by_url(caller.workspace, url)
+        same_url = self.store.remotes.remote_agent_by_url(caller.workspace, url)
         if same_url is not None and same_url.name != name:
             raise AlreadyExists(f"{url} is registered already, as {same_url.name}; remove that first to rename it.")
         return self._register(caller, name, url, token, added_at=known[0].added_at if known else None)
@@ -82,13 +83,14 @@ class Remotes:
     def remove(self, caller: Caller, name: str) -> RemoteAgent:
         """Forget the outside agent and its mailbox (what was not yet sent to it fails)."""
         remote = self.get(caller, name)
-        self.store.delete_remote_agent(caller.workspace, remote.name)
+        unsent = f"the outside agent {remote.name} was removed before this was sent."
+        self.store.remotes.delete_remote_agent(caller.workspace, remote.name, unsent)
         self.directory.delete_agent(caller, remote.name, force=True)
         return remote
 
     def get(self, caller: Caller, name: str) -> RemoteAgent:
         name = parse_name(name, "agent name")
-        found = self.store.get_remote_agent(caller.workspace, name)
+        found = self.store.remotes.get_remote_agent(caller.workspace, name)
         if found is None:
             raise UnknownAgent(
                 f"no outside agent named {name}; 'callboard agent list' marks the remote ones, "
@@ -98,16 +100,16 @@ class Remotes:
 
     def credentials(self, workspace: str, name: str) -> tuple[RemoteAgent, str | None] | None:
         """The outside agent and its token, for the pump that sends to it (never for a face)."""
-        return self.store.get_remote_agent(workspace, name)
+        return self.store.remotes.get_remote_agent(workspace, name)
 
     def list(self, caller: Caller) -> list[RemoteAgent]:
-        return self.store.list_remote_agents(caller.workspace)
+        return self.store.remotes.list_remote_agents(caller.workspace)
 
     def name_for_url(self, caller: Caller, url: str) -> str:
         """The name of the agent at ``url`` (an ``a2a:`` address): registered on first use, under
         its card's name (made unique in the workspace)."""
         url = self._checked_url(url)
-        known = self.store.remote_agent_by_url(caller.workspace, url)
+        known = self.store.remotes.remote_agent_by_url(caller.workspace, url)
         if known is not None:
             return known.name
         if not caller.person:
@@ -126,7 +128,7 @@ class Remotes:
         send to one goes to it alone: its answer is a task of the sender's, in one thread."""
         if not agents:
             return None
-        found = self.store.list_remote_agents(caller.workspace, list(agents))
+        found = self.store.remotes.list_remote_agents(caller.workspace, list(agents))
         return found[0] if found else None
 
     def task_for(
@@ -179,7 +181,7 @@ class Remotes:
     def _waiting_task(self, caller: Caller, remote: RemoteAgent, thread_id: str) -> Task | None:
         assert caller.agent is not None, "Service.as_agent first"
         query = TaskQuery(workspace=caller.workspace, agent=caller.agent, limit=THREAD_TASKS, context_id=thread_id)
-        tasks, _ = self.store.list_tasks(query)
+        tasks, _ = self.store.tasks.list_tasks(query)
         return next(
             (
                 t
@@ -213,7 +215,7 @@ class Remotes:
             added_at=added_at or now,
             card_fetched_at=now,
         )
-        self.store.add_remote_agent(remote, token)
+        self.store.remotes.add_remote_agent(remote, token)
         self.directory.agents_changed(caller.workspace, [name], added=True)
         return remote
 

@@ -45,14 +45,14 @@ class RunnerReports:
         if checked.agent != caller.agent:
             raise Forbidden(f"{caller.agent} may report only its own runner, not {shown(report.agent)}'s.")
         self.enter(caller)  # a runner's agent exists once its report is kept
-        self.store.put_runner_report(caller.workspace, checked)
+        self.store.runners.put_runner_report(caller.workspace, checked)
         return checked
 
     def listed(self, caller: Caller, agent: str | None = None) -> list[RunnerReport]:
         """The workspace's runners (of ``agent`` only, when given), newest update first."""
         name = checked_name(agent) if agent is not None else None
         now = self.clock()
-        return [self.marked(r, now) for r in self.store.runner_reports(caller.workspace, name)]
+        return [self.marked(r, now) for r in self.store.runners.runner_reports(caller.workspace, name)]
 
     def marked(self, report: RunnerReport, now: datetime) -> RunnerReport:
         live = report.state in FINAL_STATES or self.liveness.recent(report.updated_at, now)

@@ -50,7 +50,8 @@ from callboard.service.identity_gate import as_agent
 from callboard.service.recipients import Recipients, Target
 from callboard.service.remotes import Remotes
 from callboard.service.status import visible_message
-from callboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, Store, TaskWrite
+from callboard.store.base import Store
+from callboard.store.records import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, TaskWrite
 from callboard.tasks import TASK_KEY_PREFIX
 
 T = TypeVar("T")
@@ -125,7 +126,7 @@ class Sending:
         # 1. check, and answer a repeated key with the original
         checked = self._checked(request)
         if checked.request.idempotency_key is not None:
-            earlier = self.store.find_idempotent(caller.workspace, caller.agent, checked.request.idempotency_key)
+            earlier = self.store.sent.find_idempotent(caller.workspace, caller.agent, checked.request.idempotency_key)
             if earlier is not None:
                 return completed(_repeat(earlier.request_hash, earlier.result, checked))
         thread = self._thread(caller, checked.request.thread_id, checked.request.reply_to)
@@ -214,7 +215,7 @@ class Sending:
         if thread_id is not None:
             check_message_id(thread_id, "thread id")
             # A thread that exists is joined only by a party to it; a new id starts a new thread.
-            if self.store.thread_party(caller.workspace, thread_id, caller.agent) is False:
+            if self.store.sent.thread_party(caller.workspace, thread_id, caller.agent) is False:
                 raise UnknownMessage(
                     f"no message of thread {thread_id} was sent by or to {caller.agent}; "
                     "reply to a message you got (reply_to), or leave the thread out."
@@ -258,7 +259,9 @@ class Sending:
         try:
             seqs = done.result()
         except DuplicateIdempotencyKey:
-            earlier = self.store.find_idempotent(caller.workspace, caller.agent, checked.request.idempotency_key or "")
+            earlier = self.store.sent.find_idempotent(
+                caller.workspace, caller.agent, checked.request.idempotency_key or ""
+            )
             assert earlier is not None
             _settle(answer, lambda: _repeat(earlier.request_hash, earlier.result, checked))
         except RecipientsGone as gone:  # deleted since the recipients were resolved

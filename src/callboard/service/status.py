@@ -23,11 +23,11 @@ from callboard.store.base import Store
 def visible_message(store: Store, caller: Caller, message_id: str) -> Message:
     """The message, when the caller sent or received it (a person who names no agent: any)."""
     check_message_id(message_id)
-    message = store.get_message(caller.workspace, message_id)
+    message = store.sent.get_message(caller.workspace, message_id)
     if message is not None and (
         (caller.agent is None and caller.person)
         or message.sender == caller.agent
-        or any(s.agent == caller.agent for s in store.delivery_statuses(caller.workspace, message_id))
+        or any(s.agent == caller.agent for s in store.sent.delivery_statuses(caller.workspace, message_id))
     ):
         return message
     if caller.agent is None:
@@ -68,16 +68,16 @@ class Statuses:
     def _delivered(self, caller: Caller, message_id: str) -> list[RecipientStatus]:
         """Every delivery of the message, mail a gone session held returned first (so the row
         says where it is now), with its whole history and sessions named."""
-        statuses = self.store.delivery_statuses(caller.workspace, message_id)
+        statuses = self.store.sent.delivery_statuses(caller.workspace, message_id)
         handed = [s.agent for s in statuses if s.state == DeliveryState.handed and s.agent]
         if handed and any([self.handover.return_stranded(caller.workspace, agent, self.clock()) for agent in handed]):
-            statuses = self.store.delivery_statuses(caller.workspace, message_id)
+            statuses = self.store.sent.delivery_statuses(caller.workspace, message_id)
         return [self.handover.named(caller.workspace, s) for s in statuses]
 
     def _as_addressed(self, caller: Caller, message_id: str, statuses: list[RecipientStatus]) -> list[RecipientStatus]:
         """For the sender: each row under the address the send named, and the addresses that
         named nobody (kept in the send's result, not as deliveries)."""
-        result = self.store.send_result(caller.workspace, message_id)
+        result = self.store.sent.send_result(caller.workspace, message_id)
         outcomes = result.recipients if result else []
         by_agent = {o.agent: o.address for o in outcomes}
         statuses = [s.model_copy(update={"address": by_agent.get(s.agent, s.address)}) for s in statuses]

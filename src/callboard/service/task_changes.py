@@ -13,7 +13,7 @@ from callboard.errors import BadRequest, TooLarge
 from callboard.limits import Limits
 from callboard.model import Message, Part, built, new_id
 from callboard.service.content import check_part_values, message_parts
-from callboard.store.base import TaskWrite
+from callboard.store.records import TaskWrite
 from callboard.tasks import Task, TaskArtifact, TaskEvent, TaskState
 
 

@@ -40,7 +40,8 @@ from callboard.service.task_changes import (
     move_write,
     new_task_write,
 )
-from callboard.store.base import Store, TaskConflict, TaskQuery, TaskWrite
+from callboard.store.base import Store
+from callboard.store.records import TaskConflict, TaskQuery, TaskWrite
 from callboard.tasks import (
     TASK_KEY_PREFIX,
     PushConfig,
@@ -222,7 +223,7 @@ class Tasking:
         hears so, without the agent having to say it. Best effort: surfacing has committed
         already, and a task moved on meanwhile (by its worker, a cancel) keeps that move."""
         for task_id in dict.fromkeys(t for t in task_ids if t):
-            task = self.store.get_task(caller.workspace, task_id)
+            task = self.store.tasks.get_task(caller.workspace, task_id)
             moved_to = taken_up(task.state) if task is not None and task.worker == caller.agent else None
             if task is not None and moved_to is not None:
                 words = mail_words(task_id, moved_to, [], [])
@@ -305,7 +306,7 @@ class Tasking:
             after=_page_position(page_token),
             with_agent=with_agent,
         )
-        tasks, total = self.store.list_tasks(query)
+        tasks, total = self.store.tasks.list_tasks(query)
         more, tasks = len(tasks) > page_size, tasks[:page_size]
         token = _page_token(tasks[-1]) if more else ""
         shown = [
@@ -326,7 +327,7 @@ class Tasking:
                 f"task {task_id} is at generation {task.generation}, not {after_generation}: "
                 f"resume after a generation you saw (0 to {task.generation})."
             )
-        return self.store.task_events(caller.workspace, task_id, after_generation)
+        return self.store.tasks.task_events(caller.workspace, task_id, after_generation)
 
     def subscribe_task(self, workspace: str, task_id: str) -> AbstractContextManager[AsyncSubscription]:
         """A waiter woken on every change of the task, from this process or any other (create it
@@ -354,7 +355,7 @@ class Tasking:
         check_text(token, 4096, "the push token")
         check_text(auth_scheme, 100, "the push authentication scheme")
         check_text(auth_credentials, 4096, "the push credentials")
-        existing = self.store.list_push_configs(caller.workspace, task.id)
+        existing = self.store.tasks.list_push_configs(caller.workspace, task.id)
         if len(existing) >= PUSH_CONFIGS_MAX and all(c.id != config_id for c in existing):
             raise BadRequest(f"task {task.id} has {len(existing)} push configs, the most it may; delete one first.")
         config = PushConfig(
@@ -366,29 +367,29 @@ class Tasking:
             auth_credentials=auth_credentials,
             created_at=self.clock(),
         )
-        return self.store.set_push_config(caller.workspace, config)
+        return self.store.tasks.set_push_config(caller.workspace, config)
 
     def get_push_config(self, caller: Caller, task_id: str, config_id: str) -> PushConfig:
         self._party_task(caller, task_id)
-        config = self.store.get_push_config(caller.workspace, task_id, config_id)
+        config = self.store.tasks.get_push_config(caller.workspace, task_id, config_id)
         if config is None:
             raise UnknownTask(f"task {task_id} has no push config {config_id!r}.", task_id=task_id)
         return config
 
     def list_push_configs(self, caller: Caller, task_id: str) -> list[PushConfig]:
         self._party_task(caller, task_id)
-        return self.store.list_push_configs(caller.workspace, task_id)
+        return self.store.tasks.list_push_configs(caller.workspace, task_id)
 
     def delete_push_config(self, caller: Caller, task_id: str, config_id: str) -> None:
         self._party_task(caller, task_id)
-        if not self.store.delete_push_config(caller.workspace, task_id, config_id):
+        if not self.store.tasks.delete_push_config(caller.workspace, task_id, config_id):
             raise UnknownTask(f"task {task_id} has no push config {config_id!r}.", task_id=task_id)
 
     # --- helpers ---------------------------------------------------------------------------
 
     def _party_task(self, caller: Caller, task_id: str) -> Task:
         """The task, when the caller is its requester or its worker; else UnknownTask."""
-        task = self.store.get_task(caller.workspace, task_id) if isinstance(task_id, str) else None
+        task = self.store.tasks.get_task(caller.workspace, task_id) if isinstance(task_id, str) else None
         if task is None or caller.agent not in (task.requester, task.worker):
             raise UnknownTask(
                 f"no task {task_id!r} asked by or of {caller.agent}; list yours with `callboard task list`.",
@@ -400,7 +401,7 @@ class Tasking:
         _check_history_length(history_length)
         if not history_length:
             return task
-        history = self.store.task_messages(task.workspace, task.id, history_length)
+        history = self.store.tasks.task_messages(task.workspace, task.id, history_length)
         return task.model_copy(update={"history": history})
 
     def _task_sent(self, caller: Caller, sent: SendResult, task_id: str, written: list[TaskWrite]) -> TaskSent:
@@ -409,9 +410,9 @@ class Tasking:
         if written and not sent.duplicate:
             return TaskSent(task=written[-1].task, send=sent)
         if sent.duplicate:
-            first = self.store.get_message(caller.workspace, sent.message_id)
+            first = self.store.sent.get_message(caller.workspace, sent.message_id)
             task_id = first.task_id if first is not None and first.task_id else task_id
-        task = self.store.get_task(caller.workspace, task_id)
+        task = self.store.tasks.get_task(caller.workspace, task_id)
         if task is None:
             raise UnknownTask(f"the message {sent.message_id} went to no task.", task_id=task_id)
         return TaskSent(task=task, send=sent)

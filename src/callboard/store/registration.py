@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from callboard.store.base import NewSession
+from callboard.store.records import NewSession
 
 
 class OpenSession(NamedTuple):

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from callboard.model import built
 from callboard.remotes import RemoteAgent
-from callboard.store.base import RemoteSend
+from callboard.store.records import RemoteSend
 from callboard.store.rows import from_ts, to_ts
 
 REMOTE_COLUMNS = "r.workspace, r.name, r.url, r.card, r.token, r.added_at, r.card_fetched_at"

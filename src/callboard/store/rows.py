@@ -30,7 +30,7 @@ from callboard.model import (
     built,
     mail_item,
 )
-from callboard.store.base import NewToken
+from callboard.store.records import NewToken
 from callboard.tasks import TaskState
 
 log = logging.getLogger("callboard.store")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from callboard.model import parts_json
-from callboard.store.base import PushDelivery, TaskQuery
+from callboard.store.records import PushDelivery, TaskQuery
 from callboard.store.rows import from_ts, to_ts
 from callboard.tasks import PushConfig, Task, TaskArtifact, TaskEvent
 
@@ -150,9 +150,10 @@ def push_delivery_id(task_id: str, generation: int, config_id: str) -> str:
     return f"{task_id}/{generation}/{config_id}"
 
 
-def task_filter(query: TaskQuery, mark: str) -> tuple[str, list[object]]:
-    """The WHERE clause of a task list (without its page position) and its arguments, in the
-    store's placeholder ``mark`` (``?`` or ``%s``): the one place the list's filters are written."""
+def task_filter(query: TaskQuery) -> tuple[str, list[object]]:
+    """The WHERE clause of a task list (without its page position) and its arguments: the one
+    place the list's filters are written."""
+    mark = "?"
     where = f"t.workspace = {mark} AND (t.requester = {mark} OR t.worker = {mark})"
     args: list[object] = [query.workspace, query.agent, query.agent]
     for column, value in (("context_id", query.context_id), ("state", query.state)):

@@ -1,6 +1,6 @@
-"""Reading and marking one agent's mailbox in the PostgreSQL schema: claiming (read-once),
-peeking, listing, acking, marking read, surfacing into a session's context, counting.
-Functions on the database, called by ``PostgresStore``.
+"""Taking and marking mail in the PostgreSQL schema (the mailbox part's writes; its reads are
+``parts.mailbox``'s): claiming (read-once), acking, marking read, surfacing into a session's
+context.
 
 The writes are single statements: CTEs lock the rows in a fixed order, check that everything
 asked for is there, write only then, and send the change notification — so that in autocommit
@@ -22,16 +22,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from callboard.model import DeliveryState, MailItem
+from callboard.store.parts.handing import EVENTS
+from callboard.store.parts.mailbox import SQLMailbox
 from callboard.store.postgres.connection import PostgresDatabase
-from callboard.store.postgres.handing import EVENTS
 from callboard.store.postgres.notices import NOTIFY
+from callboard.store.postgres.sql import PostgresSQL
 from callboard.store.rows import MESSAGE_COLUMNS, mail_item_from_row, to_ts
 from callboard.store.waiting import waiting_to_surface
 
-MAIL_COLUMNS = f"d.seq, d.state, {MESSAGE_COLUMNS}"
-MAILBOX = (
-    "FROM deliveries d JOIN messages m ON m.id = d.message_id WHERE d.workspace = %(ws)s AND d.recipient = %(agent)s"
-)
 ACK = (
     "state = 'acked', acked_at = coalesce(d.acked_at, %(at)s), read_at = coalesce(d.read_at, %(at)s), "
     "delivered_at = coalesce(d.delivered_at, %(at)s)"
@@ -125,95 +123,55 @@ ORDER BY d.seq
 """
 
 
-def claim(
-    db: PostgresDatabase,
-    workspace: str,
-    agent: str,
-    after: int | None,
-    limit: int,
-    now: datetime,
-    hidden: Sequence[str],
-) -> list[MailItem]:
-    where, args = window(after, hidden)
-    args = db.mailbox_args(workspace, agent, limit=limit, at=to_ts(now), **args)
-    rows = db.run(lambda conn: conn.execute(claim_statement(where), args).fetchall())
-    return [mail_item_from_row(r) for r in rows]
+class PostgresMailbox(SQLMailbox):
+    def __init__(self, db: PostgresSQL) -> None:
+        super().__init__(db)
+        self._pg: PostgresDatabase = db.db
 
-
-def peek(
-    db: PostgresDatabase, workspace: str, agent: str, after: int | None, limit: int, hidden: Sequence[str]
-) -> list[MailItem]:
-    where, args = window(after, hidden)
-    rows = db.all(
-        f"SELECT {MAIL_COLUMNS} {MAILBOX} AND {where} ORDER BY d.seq LIMIT %(limit)s",
-        {"ws": workspace, "agent": agent, "limit": limit, **args},
-    )
-    return [mail_item_from_row(r) for r in rows]
-
-
-def mailbox(db: PostgresDatabase, workspace: str, agent: str, include_acked: bool, limit: int) -> list[MailItem]:
-    where = "" if include_acked else " AND d.acked_at IS NULL"
-    rows = db.all(
-        f"SELECT {MAIL_COLUMNS} {MAILBOX}{where} ORDER BY d.seq DESC LIMIT %(limit)s",
-        {"ws": workspace, "agent": agent, "limit": limit},
-    )
-    return [mail_item_from_row(r) for r in reversed(rows)]
-
-
-def mark(
-    db: PostgresDatabase, workspace: str, agent: str, message_ids: Sequence[str], changes: str, now: datetime
-) -> list[str]:
-    """Apply ``changes`` (ACK or MARK_READ) to these messages' deliveries in the agent's
-    mailbox; the ids not there (then nothing is written)."""
-    wanted = list(dict.fromkeys(message_ids))
-    if not wanted:
-        return []
-    args = db.mailbox_args(workspace, agent, ids=wanted, count=len(wanted), at=to_ts(now))
-    ok, found, _ = db.run(lambda conn: conn.execute(mark_statement(changes), args).fetchone())  # type: ignore[misc]
-    if ok:
-        return []
-    present = set(found or ())
-    return [m for m in wanted if m not in present]
-
-
-def surface(
-    db: PostgresDatabase,
-    workspace: str,
-    agent: str,
-    via: str,
-    urgent_only: bool,
-    limit: int,
-    now: datetime,
-    peek: bool,
-    hidden: Sequence[str],
-    session: str | None,
-    hand: bool,
-) -> list[MailItem]:
-    unread, args = window(None, hidden)
-    where, args = f"{waiting_to_surface('%(now)s')} AND {unread}", {**args, "now": to_ts(now)}
-    if peek:
-        urgent = " AND m.urgent" if urgent_only else ""
-        rows = db.all(
-            f"SELECT {MAIL_COLUMNS} {MAILBOX} AND {where}{urgent} ORDER BY d.seq LIMIT %(limit)s",
-            {"ws": workspace, "agent": agent, "limit": limit, **args},
-        )
+    def claim(
+        self, workspace: str, agent: str, after: int | None, limit: int, now: datetime, hidden: Sequence[str] = ()
+    ) -> list[MailItem]:
+        where, args = window(after, hidden)
+        args = self._pg.mailbox_args(workspace, agent, limit=limit, at=to_ts(now), **args)
+        rows = self._pg.run(lambda conn: conn.execute(claim_statement(where), args).fetchall())  # type: ignore[call-overload]
         return [mail_item_from_row(r) for r in rows]
-    args = db.mailbox_args(workspace, agent, via=via, limit=limit, at=to_ts(now), session=session, **args)
-    statement = surface_statement(where, urgent_only, hand)
-    rows = db.run(lambda conn: conn.execute(statement, args).fetchall())  # type: ignore[call-overload]
-    state = DeliveryState.handed if hand else DeliveryState.surfaced
-    return [mail_item_from_row(r, state) for r in rows]
 
+    def ack(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
+        return self._mark(workspace, agent, message_ids, ACK, now)
 
-def unread_count(db: PostgresDatabase, workspace: str, agent: str, hidden: Sequence[str]) -> int:
-    where, args = window(None, hidden)
-    row = db.one(
-        f"SELECT count(*) FROM deliveries d WHERE d.workspace = %(ws)s AND d.recipient = %(agent)s AND {where}",
-        {"ws": workspace, "agent": agent, **args},
-    )
-    return row[0] if row else 0
+    def mark_read(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
+        return self._mark(workspace, agent, message_ids, MARK_READ, now)
 
+    def _mark(self, workspace: str, agent: str, message_ids: Sequence[str], changes: str, now: datetime) -> list[str]:
+        """Apply ``changes`` (ACK or MARK_READ) to these messages' deliveries in the agent's
+        mailbox; the ids not there (then nothing is written)."""
+        wanted = list(dict.fromkeys(message_ids))
+        if not wanted:
+            return []
+        args = self._pg.mailbox_args(workspace, agent, ids=wanted, count=len(wanted), at=to_ts(now))
+        ok, found, _ = self._pg.run(lambda conn: conn.execute(mark_statement(changes), args).fetchone())  # type: ignore[call-overload, misc]
+        if ok:
+            return []
+        present = set(found or ())
+        return [m for m in wanted if m not in present]
 
-def last_seq(db: PostgresDatabase, workspace: str, agent: str) -> int:
-    row = db.one("SELECT last_seq FROM agents WHERE workspace = %s AND name = %s", (workspace, agent))
-    return row[0] if row else 0
+    def _surface(
+        self,
+        workspace: str,
+        agent: str,
+        via: str,
+        urgent_only: bool,
+        limit: int,
+        now: datetime,
+        hidden: Sequence[str],
+        session: str | None,
+        state: DeliveryState,
+    ) -> list[MailItem]:
+        unread, args = window(None, hidden)
+        where = f"{waiting_to_surface('%(now)s')} AND {unread}"
+        args = self._pg.mailbox_args(
+            workspace, agent, via=via, limit=limit, at=to_ts(now), now=to_ts(now), session=session, **args
+        )
+        statement = surface_statement(where, urgent_only, state is DeliveryState.handed)
+        rows = self._pg.run(lambda conn: conn.execute(statement, args).fetchall())  # type: ignore[call-overload]
+        return [mail_item_from_row(r, state) for r in rows]

@@ -13,10 +13,11 @@ from psycopg import errors as pg_errors
 
 from callboard.model import Message, SendResult, parts_json
 from callboard.pending import Pending
-from callboard.store.base import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, TaskWrite
-from callboard.store.postgres import tasks
+from callboard.store.parts import tasks
 from callboard.store.postgres.connection import PostgresDatabase
 from callboard.store.postgres.notices import NOTIFY, payload
+from callboard.store.postgres.sql import PostgresConnection
+from callboard.store.records import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, TaskWrite
 from callboard.store.rows import to_ts
 from callboard.tasks import TASK_KEY_PREFIX
 
@@ -143,7 +144,7 @@ def store_message(conn: psycopg.Connection, args: dict[str, object], task: TaskW
             conn.execute(CREATE_RECIPIENTS, {"ws": args["ws"], "names": args["creates"], "at": args["at"]})
         seqs = _store(conn, args)
         if task is not None:
-            tasks.write_task(conn, task)
+            tasks.write_task(PostgresConnection(conn), task)  # by its module: a test replaces it
         return seqs
 
 

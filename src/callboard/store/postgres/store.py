@@ -7,10 +7,12 @@ once, as the hub, which calls it on its event loop, needs. Every write that chan
 notifies the other replicas through ``pg_notify`` in its transaction (``notices``, heard by
 ``listener``). The schema is applied on opening (``schema``).
 
-``PostgresStore`` is the Store interface and nothing more: its methods are this folder's part
-modules' functions (``store.delegating``); here is only what is PostgreSQL's own — opening,
-the change counter and listeners (the notifications), ``submit_message`` with ``messages``
-(storing a send), and ``deliveries_of`` for the replicas' streams.
+``PostgresStore`` is the Store interface and nothing more: its parts are the shared ones
+(``store/parts/``) on this database (``sql``), with this folder's own ways of taking mail
+(``mailbox``) and claiming the outboxes (``tasks``, ``remotes``); here is only what is
+PostgreSQL's own — opening, the change counter and listeners (the notifications),
+``submit_message`` with ``messages`` (storing a send), and ``deliveries_of`` for the replicas'
+streams.
 """
 
 from __future__ import annotations
@@ -22,36 +24,44 @@ from contextlib import asynccontextmanager
 from callboard.limits import POLL_INTERVAL_SECONDS
 from callboard.model import Message, SendResult
 from callboard.pending import Pending
-from callboard.store.base import NewDelivery, TaskWrite
-from callboard.store.delegating import DelegatingStore, Parts
-from callboard.store.postgres import (
-    audit,
-    directory,
-    guard_facts,
-    handing,
-    mailbox,
-    messages,
-    remotes,
-    runners,
-    sent,
-    sessions,
-    tasks,
-    tokens,
-)
+from callboard.store.parts.audit import SQLAudit
+from callboard.store.parts.directory import SQLDirectory
+from callboard.store.parts.guard_facts import SQLGuardFacts
+from callboard.store.parts.handing import SQLHanding
+from callboard.store.parts.runners import SQLRunners
+from callboard.store.parts.sent import SQLSent
+from callboard.store.parts.sessions import SQLSessions
+from callboard.store.parts.tokens import SQLTokens
+from callboard.store.postgres import messages, sent
 from callboard.store.postgres.connection import POOL_SIZE, PostgresDatabase
 from callboard.store.postgres.listener import Callback
+from callboard.store.postgres.mailbox import PostgresMailbox
+from callboard.store.postgres.remotes import PostgresRemotes
+from callboard.store.postgres.sql import PostgresSQL
+from callboard.store.postgres.tasks import PostgresTasks
+from callboard.store.records import NewDelivery, TaskWrite
 
 
-class PostgresStore(DelegatingStore[PostgresDatabase]):
+class PostgresStore:
     """The Store interface on a PostgreSQL database: the connection's current schema."""
-
-    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, remotes, runners, sent, sessions, tasks, tokens)
 
     def __init__(self, url: str, *, replica: str | None = None, pool_size: int = POOL_SIZE) -> None:
         """``url``: a libpq URL or connection string; its ``options=-csearch_path=…`` chooses the
         schema. ``replica``: this store's name in its change notifications (default: random).
         Raises StoreUnavailable when the database cannot be reached."""
-        super().__init__(PostgresDatabase(url, replica, pool_size))
+        self._db = PostgresDatabase(url, replica, pool_size)
+        sql = PostgresSQL(self._db)
+        self.directory = SQLDirectory(sql)
+        self.sessions = SQLSessions(sql)
+        self.sent = SQLSent(sql)
+        self.mailbox = PostgresMailbox(sql)
+        self.handing = SQLHanding(sql)
+        self.guard_facts = SQLGuardFacts(sql)
+        self.audit = SQLAudit(sql)
+        self.tokens = SQLTokens(sql)
+        self.tasks = PostgresTasks(sql)
+        self.remotes = PostgresRemotes(sql)
+        self.runners = SQLRunners(sql)
         self.location = self._db.location  # the URL less its password
         self.replica = self._db.replica
         self.schema = self._db.schema
@@ -65,6 +75,9 @@ class PostgresStore(DelegatingStore[PostgresDatabase]):
     def wait_for_change(self, timeout: float) -> bool:
         time.sleep(min(timeout, POLL_INTERVAL_SECONDS))  # the listener counts notifications: poll it
         return True
+
+    def close(self) -> None:
+        self._db.close()
 
     def change_counter(self) -> int:
         """The number of change notifications heard; listening starts at the first call."""

@@ -5,10 +5,12 @@ one writer work at once, and every commit reaches the disk before it returns. Ea
 its transaction's body to ``transact`` as a function, so that with group commit (the hub's)
 many of them run in one transaction.
 
-``SQLiteStore`` is the Store interface and nothing more: its methods are this folder's part
-modules' functions (``store.delegating``); here is only what is SQLite's own — opening and
-finishing a crashed hub's deliveries, group commit on the loop, the change counter, and
-``submit_message`` with ``messages`` (storing a send), which takes the fan-out threshold.
+``SQLiteStore`` is the Store interface and nothing more: its parts are the shared ones
+(``store/parts/``) on this database (``sql``), with this folder's own ways of taking mail
+(``mailbox``) and claiming the outboxes (``tasks``, ``remotes``); here is only what is SQLite's
+own — opening and finishing a crashed hub's deliveries, group commit on the loop, the change
+counter, and ``submit_message`` with ``messages`` (storing a send), which takes the fan-out
+threshold.
 """
 
 from __future__ import annotations
@@ -23,35 +25,43 @@ from typing import Literal
 from callboard.limits import POLL_INTERVAL_SECONDS
 from callboard.model import Message, SendResult
 from callboard.pending import Pending
-from callboard.store.base import NewDelivery, TaskWrite
-from callboard.store.delegating import DelegatingStore, Parts
-from callboard.store.sqlite import (
-    audit,
-    directory,
-    guard_facts,
-    handing,
-    mailbox,
-    messages,
-    remotes,
-    runners,
-    sent,
-    sessions,
-    tasks,
-    tokens,
-)
+from callboard.store.parts.audit import SQLAudit
+from callboard.store.parts.directory import SQLDirectory
+from callboard.store.parts.guard_facts import SQLGuardFacts
+from callboard.store.parts.handing import SQLHanding
+from callboard.store.parts.runners import SQLRunners
+from callboard.store.parts.sent import SQLSent
+from callboard.store.parts.sessions import SQLSessions
+from callboard.store.parts.tokens import SQLTokens
+from callboard.store.records import NewDelivery, TaskWrite
+from callboard.store.sqlite import messages
 from callboard.store.sqlite.change_watch import FolderWatch
 from callboard.store.sqlite.connection import SQLiteDatabase
+from callboard.store.sqlite.mailbox import SQLiteMailbox
+from callboard.store.sqlite.remotes import SQLiteRemotes
+from callboard.store.sqlite.sql import SQLiteSQL
+from callboard.store.sqlite.tasks import SQLiteTasks
 
 
-class SQLiteStore(DelegatingStore[SQLiteDatabase]):
+class SQLiteStore:
     """The Store interface on one SQLite database file."""
-
-    _parts = Parts.of(audit, directory, guard_facts, handing, mailbox, remotes, runners, sent, sessions, tasks, tokens)
 
     def __init__(self, path: str | os.PathLike[str], *, group_commit: bool = False) -> None:
         """``group_commit``: batch the writes of concurrent threads into shared transactions
         (one fsync each) — for a server; a single-threaded process gains nothing from it."""
-        super().__init__(SQLiteDatabase(path, group_commit=group_commit))
+        self._db = SQLiteDatabase(path, group_commit=group_commit)
+        sql = SQLiteSQL(self._db)
+        self.directory = SQLDirectory(sql)
+        self.sessions = SQLSessions(sql)
+        self.sent = SQLSent(sql)
+        self.mailbox = SQLiteMailbox(sql)
+        self.handing = SQLHanding(sql)
+        self.guard_facts = SQLGuardFacts(sql)
+        self.audit = SQLAudit(sql)
+        self.tokens = SQLTokens(sql)
+        self.tasks = SQLiteTasks(sql)
+        self.remotes = SQLiteRemotes(sql)
+        self.runners = SQLRunners(sql)
         self.path = self._db.path
         self.location = str(self.path)
         self._watch: FolderWatch | Literal[False] | None = None  # False: this system has none
@@ -89,7 +99,7 @@ class SQLiteStore(DelegatingStore[SQLiteDatabase]):
     def close(self) -> None:
         if self._watch:
             self._watch.close()
-        super().close()
+        self._db.close()
 
     def submit_message(
         self,
