@@ -40,17 +40,30 @@ class Store(Protocol):
 
     location: str  # a path or URL, for people
 
-    directory: Directory
-    sessions: Sessions
-    sent: Sent
-    mailbox: Mailbox
-    handing: Handing
-    guard_facts: GuardFacts
-    audit: Audit
-    tokens: Tokens
-    tasks: Tasks
-    remotes: Remotes
-    runners: Runners
+    # The parts, read-only: a store holds its own implementation of each (SQLDirectory, ...),
+    # which a plain attribute of the protocol would have to match exactly (attributes are invariant).
+    @property
+    def directory(self) -> Directory: ...
+    @property
+    def sessions(self) -> Sessions: ...
+    @property
+    def sent(self) -> Sent: ...
+    @property
+    def mailbox(self) -> Mailbox: ...
+    @property
+    def handing(self) -> Handing: ...
+    @property
+    def guard_facts(self) -> GuardFacts: ...
+    @property
+    def audit(self) -> Audit: ...
+    @property
+    def tokens(self) -> Tokens: ...
+    @property
+    def tasks(self) -> Tasks: ...
+    @property
+    def remotes(self) -> Remotes: ...
+    @property
+    def runners(self) -> Runners: ...
 
     def close(self) -> None: ...
 

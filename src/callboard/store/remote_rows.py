@@ -58,8 +58,8 @@ def outbox_from_row(row: Sequence) -> RemoteSend:
         remote=row[3],
         state=row[4],
         attempts=row[5],
-        created_at=from_ts(row[6]),  # type: ignore[arg-type]
-        next_attempt_at=from_ts(row[7]),  # type: ignore[arg-type]
+        created_at=from_ts(row[6]),
+        next_attempt_at=from_ts(row[7]),
         last_error=row[8],
         remote_task_id=row[9],
         remote_context_id=row[10],

@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 import pydantic_core
 
@@ -40,6 +40,10 @@ def to_ts(moment: datetime) -> float:
     return moment.timestamp()
 
 
+@overload
+def from_ts(value: float) -> datetime: ...
+@overload
+def from_ts(value: None) -> None: ...
 def from_ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 

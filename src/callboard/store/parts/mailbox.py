@@ -71,6 +71,7 @@ IN_MAILBOX = "d.workspace = ? AND d.recipient = ?"
 def window(after: int | None, hidden: Sequence[str] = ()) -> tuple[str, list[object]]:
     """Unread deliveries, or (resuming from a cursor) every delivery past ``after``; none
     pushed to a session in ``hidden``."""
+    args: list[object]
     where, args = ("d.read_at IS NULL", []) if after is None else ("d.seq > ?", [after])
     if hidden:
         where += f" AND (d.target_session IS NULL OR d.target_session NOT IN ({marks(hidden)}))"

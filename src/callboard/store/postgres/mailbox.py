@@ -43,6 +43,7 @@ MARK_READ = (
 def window(after: int | None, hidden: Sequence[str]) -> tuple[str, dict[str, object]]:
     """Unread deliveries, or (resuming from a cursor) every delivery past ``after``; none
     pushed to a session in ``hidden``."""
+    args: dict[str, object]
     where, args = ("d.read_at IS NULL", {}) if after is None else ("d.seq > %(after)s", {"after": after})
     if hidden:
         where += " AND (d.target_session IS NULL OR d.target_session <> ALL(%(hidden)s::text[]))"
@@ -133,7 +134,7 @@ class PostgresMailbox(SQLMailbox):
     ) -> list[MailItem]:
         where, args = window(after, hidden)
         args = self._pg.mailbox_args(workspace, agent, limit=limit, at=to_ts(now), **args)
-        rows = self._pg.run(lambda conn: conn.execute(claim_statement(where), args).fetchall())  # type: ignore[call-overload]
+        rows = self._pg.run(lambda conn: conn.execute(claim_statement(where), args).fetchall())
         return [mail_item_from_row(r) for r in rows]
 
     def ack(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
@@ -149,7 +150,9 @@ class PostgresMailbox(SQLMailbox):
         if not wanted:
             return []
         args = self._pg.mailbox_args(workspace, agent, ids=wanted, count=len(wanted), at=to_ts(now))
-        ok, found, _ = self._pg.run(lambda conn: conn.execute(mark_statement(changes), args).fetchone())  # type: ignore[call-overload, misc]
+        row = self._pg.run(lambda conn: conn.execute(mark_statement(changes), args).fetchone())
+        assert row is not None  # the statement's one row, always
+        ok, found, _ = row
         if ok:
             return []
         present = set(found or ())
@@ -173,5 +176,5 @@ class PostgresMailbox(SQLMailbox):
             workspace, agent, via=via, limit=limit, at=to_ts(now), now=to_ts(now), session=session, **args
         )
         statement = surface_statement(where, urgent_only, state is DeliveryState.handed)
-        rows = self._pg.run(lambda conn: conn.execute(statement, args).fetchall())  # type: ignore[call-overload]
+        rows = self._pg.run(lambda conn: conn.execute(statement, args).fetchall())
         return [mail_item_from_row(r, state) for r in rows]

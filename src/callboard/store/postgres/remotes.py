@@ -33,5 +33,5 @@ class PostgresRemotes(SQLRemotes):
     def claim_remote_sends(self, now: datetime, lease_seconds: float, limit: int) -> list[RemoteSend]:
         at = to_ts(now)
         args = {"at": at, "until": at + lease_seconds, "limit": limit}
-        rows = self._pg.run(lambda conn: conn.execute(_CLAIM, args).fetchall())  # type: ignore[arg-type]
+        rows = self._pg.run(lambda conn: conn.execute(_CLAIM, args).fetchall())
         return sorted((outbox_from_row(r) for r in rows), key=lambda r: (r.next_attempt_at, r.message_id))

@@ -41,7 +41,7 @@ class PostgresConnection:
         self.changed = False
 
     def execute(self, statement: str, args: Sequence[object] = (), /) -> psycopg.Cursor:
-        cursor = self.conn.execute(postgres_style(statement), args)  # type: ignore[call-overload]
+        cursor = self.conn.execute(postgres_style(statement), args)
         if cursor.rowcount > 0 and statement.lstrip()[:6].upper() in _WRITES:
             self.changed = True
         return cursor
@@ -70,10 +70,10 @@ class PostgresSQL:
 
     def change(self, statement: str, args: Sequence[object] = (), notice: Notice = CHANGED) -> list[Any]:
         if notice.quiet:
-            return self.db.run(lambda conn: conn.execute(postgres_style(statement), args).fetchall())  # type: ignore[call-overload]
+            return self.db.run(lambda conn: conn.execute(postgres_style(statement), args).fetchall())
         notifying = f"WITH w AS ({postgres_style(statement)}) SELECT w.*, pg_notify(%s, %s)::text FROM w"
         args = (*args, self.db.channel, self._payload(notice))
-        rows = self.db.run(lambda conn: conn.execute(notifying, args).fetchall())  # type: ignore[call-overload]
+        rows = self.db.run(lambda conn: conn.execute(notifying, args).fetchall())
         return [row[:-1] for row in rows]
 
     def transact(self, write: Callable[[Connection], T], notice: Notice = CHANGED, lock: str | None = None) -> T:

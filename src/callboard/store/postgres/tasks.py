@@ -36,5 +36,5 @@ class PostgresTasks(SQLTasks):
     def claim_push_deliveries(self, now: datetime, lease_seconds: float, limit: int) -> list[PushDelivery]:
         at = to_ts(now)
         args = {"at": at, "until": at + lease_seconds, "limit": limit}
-        rows = self._pg.run(lambda conn: conn.execute(_CLAIM, args).fetchall())  # type: ignore[arg-type]
+        rows = self._pg.run(lambda conn: conn.execute(_CLAIM, args).fetchall())
         return [push_delivery_from_row(r) for r in rows]
