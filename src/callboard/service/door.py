@@ -118,9 +118,9 @@ class Service:
         recipients = Recipients(store, self.directory, self.presence, self.remotes)
         self.sending = Sending(store, self.directory, recipients, self.guards, self.events, limits, clock, self.remotes)
         self.mailbox = Mailbox(store, self.directory, self.handover, self.events, limits, clock)
-        self.statuses = Statuses(store, self.handover, self.presence, clock)
+        self.statuses = Statuses(store.sent, self.handover, self.presence, clock)
         self.remote_outbox = RemoteOutbox(store, self.remotes, clock)  # the remote pump's door
-        self.runners = RunnerReports(store, self.liveness, clock, self.directory.enter)
+        self.runners = RunnerReports(store.runners, self.liveness, clock, self.directory.enter)
         self.tasking = Tasking(
             store, self.sending, self.events, limits, clock, allow_private_webhooks=allow_private_webhooks
         )

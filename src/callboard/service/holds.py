@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from callboard import guards as guard
 from callboard.limits import GUARD_MAX_RECIPIENTS
 from callboard.model import DeliveryState, Held, HeldMail, RecipientStatus
-from callboard.store.parts.guard_facts import GuardFacts
+from callboard.store.parts.guard_facts import GuardFactsPart
 
 # A send to more recipients than this is a broadcast, not a pair's exchange: the guards, which
 # look at each pair's traffic (a query per recipient), leave it be.
@@ -34,7 +34,7 @@ class Guards:
     """Decides the holds on each send, from the pair's recent traffic (``guard.decide``), which it
     reads from the store at most once a ``TRAFFIC_REUSE_SECONDS`` per pair."""
 
-    def __init__(self, facts: GuardFacts) -> None:
+    def __init__(self, facts: GuardFactsPart) -> None:
         self._facts = facts
         self._traffic: OrderedDict[tuple[str, str, str], tuple[float, list[guard.Exchange]]] = OrderedDict()
         self._lock = threading.Lock()  # sends are decided on the loop and on worker threads
@@ -85,7 +85,7 @@ def explained(held: HeldMail) -> HeldMail:
     return held.model_copy(update={"why": guard.describe(held.reason, held.sender, held.recipient)})
 
 
-def held_mail(facts: GuardFacts, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
+def held_mail(facts: GuardFactsPart, workspace: str, agents: Sequence[str] | None, now: datetime) -> list[HeldMail]:
     """The mail of these agents (None: every agent of the workspace) a guard holds now, each
     with its reason in words."""
     return [explained(h) for h in facts.held_mail(workspace, agents, now)]

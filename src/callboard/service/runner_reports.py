@@ -19,7 +19,7 @@ from callboard.runners import FINAL_STATES, RunnerReport, checked_name, checked_
 from callboard.service.liveness import Liveness
 
 if TYPE_CHECKING:
-    from callboard.store.base import Store
+    from callboard.store.parts.runners import RunnersPart
 
 
 class RunnerReports:
@@ -28,13 +28,13 @@ class RunnerReports:
 
     def __init__(
         self,
-        store: Store,
+        reports: RunnersPart,
         liveness: Liveness,
         clock: Callable[[], datetime],
         enter: Callable[[Caller], None],
     ) -> None:
         """``enter``: creates the caller's agent when it does not exist yet (``Directory.enter``)."""
-        self.store = store
+        self.reports = reports
         self.liveness = liveness
         self.clock = clock
         self.enter = enter
@@ -45,14 +45,14 @@ class RunnerReports:
         if checked.agent != caller.agent:
             raise Forbidden(f"{caller.agent} may report only its own runner, not {shown(report.agent)}'s.")
         self.enter(caller)  # a runner's agent exists once its report is kept
-        self.store.runners.put_runner_report(caller.workspace, checked)
+        self.reports.put_runner_report(caller.workspace, checked)
         return checked
 
     def listed(self, caller: Caller, agent: str | None = None) -> list[RunnerReport]:
         """The workspace's runners (of ``agent`` only, when given), newest update first."""
         name = checked_name(agent) if agent is not None else None
         now = self.clock()
-        return [self.marked(r, now) for r in self.store.runners.runner_reports(caller.workspace, name)]
+        return [self.marked(r, now) for r in self.reports.runner_reports(caller.workspace, name)]
 
     def marked(self, report: RunnerReport, now: datetime) -> RunnerReport:
         live = report.state in FINAL_STATES or self.liveness.recent(report.updated_at, now)

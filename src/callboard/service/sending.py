@@ -222,7 +222,7 @@ class Sending:
                 )
         if reply_to is None:
             return thread_id
-        parent = visible_message(self.store, caller, reply_to)
+        parent = visible_message(self.store.sent, caller, reply_to)
         return thread_id or parent.thread_id
 
     def _message(

@@ -17,17 +17,17 @@ from callboard.service import holds
 from callboard.service.content import check_message_id
 from callboard.service.handing import Handover
 from callboard.service.presence import Presence
-from callboard.store.base import Store
+from callboard.store.parts.sent import SentPart
 
 
-def visible_message(store: Store, caller: Caller, message_id: str) -> Message:
+def visible_message(sent: SentPart, caller: Caller, message_id: str) -> Message:
     """The message, when the caller sent or received it (a person who names no agent: any)."""
     check_message_id(message_id)
-    message = store.sent.get_message(caller.workspace, message_id)
+    message = sent.get_message(caller.workspace, message_id)
     if message is not None and (
         (caller.agent is None and caller.person)
         or message.sender == caller.agent
-        or any(s.agent == caller.agent for s in store.sent.delivery_statuses(caller.workspace, message_id))
+        or any(s.agent == caller.agent for s in sent.delivery_statuses(caller.workspace, message_id))
     ):
         return message
     if caller.agent is None:
@@ -38,8 +38,8 @@ def visible_message(store: Store, caller: Caller, message_id: str) -> Message:
 class Statuses:
     """Each recipient's state, its history and, while it waits, whether it can be reached."""
 
-    def __init__(self, store: Store, handover: Handover, presence: Presence, clock: Callable[[], datetime]) -> None:
-        self.store = store
+    def __init__(self, sent: SentPart, handover: Handover, presence: Presence, clock: Callable[[], datetime]) -> None:
+        self.sent = sent
         self.handover = handover
         self.presence = presence
         self.clock = clock
@@ -49,7 +49,7 @@ class Statuses:
 
         The sender sees every recipient (and so does a person who names no agent); a recipient
         sees only its own row."""
-        message = visible_message(self.store, caller, message_id)
+        message = visible_message(self.sent, caller, message_id)
         statuses = self._delivered(caller, message_id)
         if caller.agent is None or message.sender == caller.agent:
             statuses = self._as_addressed(caller, message_id, statuses)
@@ -68,16 +68,16 @@ class Statuses:
     def _delivered(self, caller: Caller, message_id: str) -> list[RecipientStatus]:
         """Every delivery of the message, mail a gone session held returned first (so the row
         says where it is now), with its whole history and sessions named."""
-        statuses = self.store.sent.delivery_statuses(caller.workspace, message_id)
+        statuses = self.sent.delivery_statuses(caller.workspace, message_id)
         handed = [s.agent for s in statuses if s.state == DeliveryState.handed and s.agent]
         if handed and any([self.handover.return_stranded(caller.workspace, agent, self.clock()) for agent in handed]):
-            statuses = self.store.sent.delivery_statuses(caller.workspace, message_id)
+            statuses = self.sent.delivery_statuses(caller.workspace, message_id)
         return [self.handover.named(caller.workspace, s) for s in statuses]
 
     def _as_addressed(self, caller: Caller, message_id: str, statuses: list[RecipientStatus]) -> list[RecipientStatus]:
         """For the sender: each row under the address the send named, and the addresses that
         named nobody (kept in the send's result, not as deliveries)."""
-        result = self.store.sent.send_result(caller.workspace, message_id)
+        result = self.sent.send_result(caller.workspace, message_id)
         outcomes = result.recipients if result else []
         by_agent = {o.agent: o.address for o in outcomes}
         statuses = [s.model_copy(update={"address": by_agent.get(s.agent, s.address)}) for s in statuses]

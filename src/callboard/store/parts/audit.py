@@ -11,7 +11,7 @@ from callboard.store.rows import AUDIT_COLUMNS, audit_from_row, audit_values
 from callboard.store.sql import Connection, Database
 
 
-class Audit(Protocol):
+class AuditPart(Protocol):
     def audit_trail(self, workspace: str, limit: int) -> list[AuditEntry]:
         """The workspace's newest ``limit`` records, newest first."""
         ...

@@ -14,7 +14,7 @@ from callboard.store.sql import Database, marks
 from callboard.store.waiting import held
 
 
-class GuardFacts(Protocol):
+class GuardFactsPart(Protocol):
     def pair_traffic(self, workspace: str, a: str, b: str, since: datetime, limit: int) -> list[Exchange]:
         """The newest ``limit`` messages from ``a`` to ``b`` sent since ``since``, and as many
         from ``b`` to ``a``: one list, newest first, each with what a guard decided for it."""

@@ -16,7 +16,7 @@ from callboard.store.rows import to_ts
 from callboard.store.sql import Connection, Database, Notice, marks
 
 
-class Handing(Protocol):
+class HandingPart(Protocol):
     def confirm_surfaced(
         self, workspace: str, agent: str, message_ids: Sequence[str], evidence: str, now: datetime
     ) -> list[str]:

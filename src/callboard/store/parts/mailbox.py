@@ -16,7 +16,7 @@ from callboard.store.sql import Database, marks
 from callboard.store.waiting import waiting_to_surface
 
 
-class Mailbox(Protocol):
+class MailboxPart(Protocol):
     def claim(
         self, workspace: str, agent: str, after: int | None, limit: int, now: datetime, hidden: Sequence[str] = ()
     ) -> list[MailItem]:

@@ -23,7 +23,7 @@ from callboard.store.rows import to_ts
 from callboard.store.sql import QUIET, Connection, Database, marks
 
 
-class Remotes(Protocol):
+class RemotesPart(Protocol):
     def add_remote_agent(self, remote: RemoteAgent, token: str | None) -> None:
         """Register (or replace) the outside agent, creating its workspace and agent row."""
         ...

@@ -10,7 +10,7 @@ from callboard.store.rows import to_ts
 from callboard.store.sql import QUIET, Database
 
 
-class Runners(Protocol):
+class RunnersPart(Protocol):
     def put_runner_report(self, workspace: str, report: RunnerReport) -> None:
         """Keep ``report`` as its runner's newest, replacing the one of the same agent and machine."""
         ...

@@ -20,7 +20,7 @@ from callboard.store.rows import (
 from callboard.store.sql import Database, marks
 
 
-class Sent(Protocol):
+class SentPart(Protocol):
     def find_idempotent(self, workspace: str, sender: str, key: str) -> IdempotentSend | None: ...
     def get_message(self, workspace: str, message_id: str) -> Message | None: ...
     def task_ids_of(self, workspace: str, message_ids: Sequence[str]) -> list[str]:

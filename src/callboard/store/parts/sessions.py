@@ -14,7 +14,7 @@ from callboard.store.rows import SESSION_COLUMNS, from_ts, session_from_row, to_
 from callboard.store.sql import Connection, Database
 
 
-class Sessions(Protocol):
+class SessionsPart(Protocol):
     def register_session(self, session: NewSession, now: datetime) -> Session | None:
         """Insert the session, or refresh the matching open one (same agent, machine, pid and
         process start; its runtime is updated). Ends the agent's other open sessions on that

@@ -31,7 +31,7 @@ from callboard.store.task_rows import (
 from callboard.tasks import PushConfig, Task, TaskEvent
 
 
-class Tasks(Protocol):
+class TasksPart(Protocol):
     def get_task(self, workspace: str, task_id: str) -> Task | None:
         """The task with its artifacts (no history), or None."""
         ...

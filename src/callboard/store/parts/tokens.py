@@ -12,7 +12,7 @@ from callboard.store.rows import TOKEN_COLUMNS, check_token, to_ts, token_from_r
 from callboard.store.sql import Database
 
 
-class Tokens(Protocol):
+class TokensPart(Protocol):
     def create_token(self, token: NewToken, now: datetime) -> TokenInfo:
         """Store the token; TokenTaken when its id or secret hash is already stored."""
         ...
