@@ -208,7 +208,7 @@ def test_imports_go_down_only() -> None:
         ("callboard.store.sqlite.messages", "from callboard.service.guards import Exchange"),
         ("callboard.reach", "from callboard.store.base import Store"),
         ("callboard.service.sending", "from callboard.hub import schemas"),
-        ("callboard.a2a.handler", "from callboard.hub.context import Context"),
+        ("callboard.a2a.server.handler", "from callboard.hub.context import Context"),
         ("callboard.mcp.tools", "from callboard.runner import loop"),
         ("callboard.runner.loop", "from callboard.hub import app"),
     ],

@@ -7,7 +7,7 @@ import pytest
 from a2a.types import AgentCard
 from google.protobuf.json_format import ParseDict
 
-from callboard.a2a.cards import GENERATION_EXTENSION
+from callboard.a2a.server.cards import GENERATION_EXTENSION
 from tests.a2a.conftest import fetch_card, unique
 from tests.support.a2a_hub import InProcessHub
 

@@ -11,7 +11,7 @@ from a2a.types import Role
 from a2a.types import TaskState as A2AState
 from google.protobuf.json_format import MessageToDict
 
-from callboard.a2a.convert import a2a_event, a2a_part, a2a_task, from_value, our_part, our_parts
+from callboard.a2a.server.convert import a2a_event, a2a_part, a2a_task, from_value, our_part, our_parts
 from callboard.errors import BadRequest
 from callboard.model import Message, Part
 from callboard.tasks import Task, TaskArtifact, TaskEvent, TaskState

@@ -36,7 +36,7 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from callboard.a2a.cards import GENERATION_AFTER
+from callboard.a2a.server.cards import GENERATION_AFTER
 from tests.a2a.conftest import A2A_ERRORS, a2a_client, unique
 from tests.hub.conftest import FAILURE_IN_LOG, Hub
 from tests.support.postgres import fresh_database

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from callboard.a2a.remote_card import RemoteTimeouts, fetch_card
-from callboard.a2a.remote_client import RemoteConnection
-from callboard.a2a.remote_parts import part_from_a2a, part_to_a2a
-from callboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
+from callboard.a2a.remote.card import fetch_card
+from callboard.a2a.remote.client import RemoteConnection
+from callboard.a2a.remote.parts import part_from_a2a, part_to_a2a
+from callboard.a2a.remote.timeouts import RemoteTimeouts
+from callboard.a2a.remote.tracking import RemoteUpdate, TaskTracker
 from callboard.errors import BadAddress, BadRemoteAnswer, RemoteTimedOut, RemoteUnreachable
 from callboard.model import Part, new_id
 from callboard.tasks import TaskState

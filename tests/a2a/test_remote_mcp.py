@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from callboard.a2a.remote_card import card_source
-from callboard.a2a.remote_pump import PumpSettings, PumpThread
+from callboard.a2a.remote.card import card_source
+from callboard.a2a.remote.pump import PumpSettings, PumpThread
 from callboard.client.local import LocalClient
 from callboard.config import Settings
 from callboard.mcp.tools import mailbox_server, one_client

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from callboard.a2a.remote_card import RemoteTimeouts, card_source
-from callboard.a2a.remote_pump import PumpSettings, RemotePump
+from callboard.a2a.remote.card import card_source
+from callboard.a2a.remote.pump import PumpSettings, RemotePump
+from callboard.a2a.remote.timeouts import RemoteTimeouts
 from callboard.errors import AlreadyExists, BadRemoteAnswer, BadRequest, RemoteUnreachable, UnknownAgent
 from callboard.model import Caller, MailItem
 from callboard.requests import SendRequest

@@ -25,7 +25,7 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
-from callboard.a2a.cards import GENERATION_AFTER
+from callboard.a2a.server.cards import GENERATION_AFTER
 from callboard.model import Caller, MailItem
 from callboard.model import Part as OurPart
 from callboard.tasks import TaskArtifact

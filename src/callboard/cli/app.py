@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Optional
 
@@ -10,11 +10,13 @@ import typer
 import typer.core
 
 from callboard.cli.waiting import note
+from callboard.client.background import RemotePumping
 from callboard.client.base import Client
 from callboard.client.opening import admin_client
 from callboard.client.opening import open_client as client_for
 from callboard.config import Settings
 from callboard.remotes import OutsideCard
+from callboard.service.door import Service
 
 app = typer.Typer(
     name="callboard",
@@ -90,7 +92,10 @@ def open_client(db: str | None, *, as_admin: bool = False) -> Iterator[Client]:
     else:
         from callboard.integrations.claude_code.pushing import PushingClient  # what only a send needs
 
-        client = PushingClient(client_for(settings, card_source=_card_source, on_wait=note), settings=settings)
+        client = PushingClient(
+            client_for(settings, card_source=_card_source, on_wait=note, remote_pumping=REMOTE_PUMPING),
+            settings=settings,
+        )
     try:
         yield client
     finally:
@@ -126,8 +131,24 @@ def plain_metavars(command: Any) -> Any:
     return command
 
 
+def _start_pump(service: Service) -> Callable[[float], None]:
+    from callboard.a2a.remote.pump import start_thread  # the A2A SDK loads only once a row is sent
+
+    return start_thread(service)
+
+
+def _send_now(service: Service, workspace: str, message_id: str, seconds: float) -> None:
+    from callboard.a2a.remote.pump import send_now
+
+    send_now(service, workspace, message_id, seconds)
+
+
+# How a client on the embedded store sends mail to outside A2A agents (client/background.py).
+REMOTE_PUMPING = RemotePumping(start=_start_pump, send_now=_send_now)
+
+
 def _card_source(url: str, token: str | None) -> OutsideCard:
     """Fetch an outside A2A agent's card (the A2A SDK is loaded only when one is fetched)."""
-    from callboard.a2a.remote_card import card_source
+    from callboard.a2a.remote.card import card_source
 
     return card_source(url, token)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from callboard.a2a.cards import build_card, card_document
+from callboard.a2a.server.cards import build_card, card_document
 from callboard.cli import render
 from callboard.client.base import Client
 

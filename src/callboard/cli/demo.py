@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from callboard.cli import render
-from callboard.cli.app import _card_source, app
+from callboard.cli.app import REMOTE_PUMPING, _card_source, app
 from callboard.client.local import LocalClient
 from callboard.errors import BadRequest
 from callboard.identity import machine_name
@@ -52,8 +52,9 @@ def demo(
             from callboard.cli import demo_a2a  # the A2A SDK's server parts load only for this scene
 
             render.console.print(f"[bold]Callboard demo: A2A tasks[/] — embedded store {store.location}")
-            lead = LocalClient(service, Caller(workspace="demo", agent="lead"))
-            demo_a2a.run(service, lead, lead.as_agent("writer"), _step)
+            # lead's client opened the store: the background work is its (it sends to the translator).
+            lead = LocalClient(service, Caller(workspace="demo", agent="lead"), remote_pumping=REMOTE_PUMPING)
+            demo_a2a.run(lead, lead.as_agent("writer"), _step)
             render.console.print(
                 "\n[bold green]done.[/] Agents on a hub are A2A agents too: see `callboard agent card`."
             )

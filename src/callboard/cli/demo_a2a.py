@@ -17,12 +17,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from callboard.a2a.remote_pump import PumpThread
 from callboard.cli import render
 from callboard.client.base import Client
 from callboard.model import MailItem, Part
 from callboard.requests import SendRequest
-from callboard.service.door import Service
 from callboard.tasks import TaskArtifact, TaskState
 
 TRANSLATION = "Les commandes indiquent désormais leur devise."
@@ -113,9 +111,10 @@ def _mail_from(client: Client, sender: str, *, until: TaskState) -> list[MailIte
     raise TimeoutError(f"no mail from {sender} saying {until.value} within {MAIL_WAIT_SECONDS:g} s")
 
 
-def run(service: Service, lead: Client, writer: Client, step: Callable[[str], None]) -> None:
-    """The scene, on two clients of one embedded store (the pump sends to the outside agent)."""
-    with outside_translator() as url, _pump(service):
+def run(lead: Client, writer: Client, step: Callable[[str], None]) -> None:
+    """The scene, on two clients of one embedded store (``lead``'s opened it: its background
+    work sends to the outside agent)."""
+    with outside_translator() as url, _background(lead):
         step(f"an outside A2A agent is up at {url} (the a2a-sdk's own server; it knows nothing of Callboard)")
         step("writer registers it by its agent card: callboard agent add-remote translator URL")
         remote = writer.add_remote("translator", url)
@@ -150,10 +149,10 @@ def run(service: Service, lead: Client, writer: Client, step: Callable[[str], No
 
 
 @contextmanager
-def _pump(service: Service) -> Iterator[None]:
-    """The remote outbox's pump on a thread of this process, as a hub or `callboard mcp` runs it."""
-    pump = PumpThread(service).start()
+def _background(client: Client) -> Iterator[None]:
+    """The store's background work on a thread of this process, as `callboard mcp` runs it."""
+    stop = client.run_background()
     try:
         yield
     finally:
-        pump.stop()
+        stop()

@@ -178,7 +178,7 @@ def agent_export(
     """Write this workspace's agents as OASF records (one JSON document) that another directory
     can import: name, description, skills, and each agent's A2A card and where it is. The document
     goes to standard output (it is JSON, --json or not) or to --output FILE."""
-    from callboard.a2a.cards import build_card, card_document  # the A2A SDK loads only for this command
+    from callboard.a2a.server.cards import build_card, card_document  # the A2A SDK loads only for this command
     from callboard.cli import oasf
     from callboard.cli.cards import DEFAULT_HUB_URL, card_of
 

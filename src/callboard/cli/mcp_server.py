@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gc
 import os
-import threading
-from collections.abc import Callable
 from importlib.util import find_spec
 
 from callboard.cli.app import DbOption, app, open_client
@@ -36,9 +34,8 @@ def mcp_command(db: DbOption = None) -> None:
     ending.take_signals(parent=os.getppid())
     with open_client(db) as client:
         client.whoami()  # a bad identity or an unreachable hub fails here, on stderr, before any protocol
-        stop_pump = _remote_pump(client)
-        if stop_pump is not None:  # mail to outside A2A agents, sent from here (no hub does it)
-            ending.then(stop_pump)
+        # On the embedded store no hub sends mail to outside A2A agents: this process does.
+        ending.then(client.run_background())
         server = mailbox_server(one_client(client))  # open_client's: a send pushes into local sessions
         # Under a runner the runner's session is ours (CALLBOARD_SESSION) and the runner feeds
         # the mail as turns: a session, a pusher or a watcher of our own would race it.
@@ -83,31 +80,6 @@ def _keep_session(client: Client, ending: Ending) -> None:
         pusher.start()
     if watcher is not None:
         watcher.start()
-
-
-def _remote_pump(client: object) -> Callable[[], None] | None:
-    """On the embedded store, a pump for mail to outside A2A agents, started on a thread that
-    also loads the A2A SDK (the server's start does not wait for it); how to stop it. Through
-    a hub, none: the hub pumps."""
-    service = getattr(client, "service", None)
-    if service is None:
-        return None
-    stopped = threading.Event()
-
-    def run() -> None:
-        from callboard.a2a.remote_pump import pump_until
-
-        if not stopped.is_set():
-            pump_until(service, stopped)
-
-    thread = threading.Thread(target=run, name="callboard-remote-pump", daemon=True)
-    thread.start()
-
-    def stop() -> None:
-        stopped.set()
-        thread.join(2.0)  # the session's end is not held up long: a row in hand comes due again anyway
-
-    return stop
 
 
 def settle_collector() -> None:

@@ -95,7 +95,7 @@ def send(
                 urgent=urgent,
             ),
         )
-        _pump_to_outside_agents(client, result)
+        _send_to_outside_agents(client, result)
     emit_sent(result, as_json)
 
 
@@ -126,16 +126,16 @@ def reply(
                 to=sender, text=text, subject=subject, parts=_parts(data, url), reply_to=message_id, urgent=urgent
             )
         )
-        _pump_to_outside_agents(client, result)
+        _send_to_outside_agents(client, result)
     emit_sent(result, as_json)
 
 
-def _pump_to_outside_agents(client: Client, result: SendResult) -> None:
+def _send_to_outside_agents(client: Client, result: SendResult) -> None:
     """On the embedded store, mail to an outside A2A agent is sent on here, until its first answer."""
     if any(o.remote for o in result.recipients):
-        from callboard.cli.remotes import SEND_PUMP_SECONDS, pump_inline
+        from callboard.cli.remotes import SEND_WAIT_SECONDS, send_inline
 
-        pump_inline(client, result.message_id, SEND_PUMP_SECONDS)
+        send_inline(client, result.message_id, SEND_WAIT_SECONDS)
 
 
 def emit_sent(result: SendResult, as_json: bool) -> None:
@@ -281,9 +281,9 @@ def status(
     with open_client(db) as client:
         report = client.message_status(message_id)
         if report.remote is not None and report.remote.state in ("pending", "following"):
-            from callboard.cli.remotes import STATUS_PUMP_SECONDS, pump_inline
+            from callboard.cli.remotes import STATUS_WAIT_SECONDS, send_inline
 
-            pump_inline(client, message_id, STATUS_PUMP_SECONDS)  # on the embedded store: move it on first
+            send_inline(client, message_id, STATUS_WAIT_SECONDS)  # on the embedded store: move it on first
             report = client.message_status(message_id)
 
     def human() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
 from callboard import __version__
-from callboard.a2a.cards import PROTOCOL_VERSION, agent_path
+from callboard.a2a.server.cards import PROTOCOL_VERSION, agent_path
 from callboard.model import Agent
 
 SCHEMA_VERSION = "1.0.0"  # the OASF schema release these records follow

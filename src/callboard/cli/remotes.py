@@ -1,9 +1,9 @@
-"""agent add-remote / remove-remote: outside A2A agents, and the pump a CLI runs for them.
+"""agent add-remote / remove-remote: outside A2A agents, and a command's wait for its mail to them.
 
-On the embedded store no hub sends mail to outside agents: a CLI ``send`` to one pumps it
-inline (until the remote's first answer, or a few seconds), and ``status`` of such a message
-pumps a moment before it answers; ``callboard mcp`` pumps all the time. Through a hub, the
-hub does it.
+On the embedded store no hub sends mail to outside agents: the client that opened the store does
+(``client/background.py``). A CLI ``send`` to one has it sent before it exits (until the remote's
+first answer, or a few seconds), and ``status`` of such a message moves it on a moment before it
+answers; ``callboard mcp`` keeps sending all the time. Through a hub, the hub does it.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from callboard.cli.waiting import saying_after
 from callboard.client.base import Client
 from callboard.remotes import RemoteAgent
 
-SEND_PUMP_SECONDS = 5.0  # a send waits this long at most for the remote's first answer
-STATUS_PUMP_SECONDS = 2.0
+SEND_WAIT_SECONDS = 5.0  # a send waits this long at most for the remote's first answer
+STATUS_WAIT_SECONDS = 2.0
 
 
 @agent_app.command("add-remote")
@@ -63,16 +63,8 @@ def _print_remote(remote: RemoteAgent) -> None:
     render.console.print(f'[dim]send {render.peer(remote.name)} "…": each message becomes an A2A task[/]')
 
 
-def pump_inline(client: Client, message_id: str, seconds: float) -> None:
+def send_inline(client: Client, message_id: str, seconds: float) -> None:
     """On the embedded store, send mail to outside agents now (this message first) for up to
     ``seconds``; through a hub, nothing (the hub does it)."""
-    service = getattr(client, "service", None)
-    if service is None:
-        return
-    import asyncio
-
-    from callboard.a2a.remote_pump import RemotePump
-
-    workspace = client.whoami().workspace
     with saying_after(f"waiting up to {seconds:g} s for the outside agent to take message {message_id}"):
-        asyncio.run(RemotePump(service).send_now(workspace, message_id, seconds))
+        client.send_to_outside_agents(message_id, seconds)

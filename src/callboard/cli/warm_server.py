@@ -84,8 +84,9 @@ REHEARSAL = (
 # the hooks' modules), loaded once here instead of in each fork.
 PRELOADED = (
     "callboard.cli.cards",
-    "callboard.a2a.remote_card",
-    "callboard.a2a.remote_pump",
+    "callboard.a2a.remote.card",
+    "callboard.a2a.remote.pump",
+    "callboard.a2a.remote.sending",
     *(
         f"callboard.integrations.hooks.{module}"
         for module in ("entry", "handlers", "context", "probe", "hub_probe", "state", "output", "payload")

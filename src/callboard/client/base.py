@@ -8,7 +8,7 @@ and in the session its process belongs to; ``opening.open_client`` picks one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from callboard.model import (
@@ -179,6 +179,18 @@ class Client(Protocol):
 
     def list_runners(self, agent: str | None = None) -> list[RunnerReport]:
         """The workspace's runner reports (of ``agent`` only), newest first, each marked live or not."""
+        ...
+
+    # the store's background work: a hub does it; on the embedded store, the client that opened it
+    def run_background(self) -> Callable[[], None]:
+        """Do what a hub does in the background for the store (sending mail to outside A2A
+        agents) until the returned call stops it, or this client closes: for a long-lived process
+        (``callboard mcp``). Through a hub, nothing: the hub does it."""
+        ...
+
+    def send_to_outside_agents(self, message_id: str, seconds: float) -> None:
+        """Send mail to outside A2A agents now, that message first, until its first answer or
+        for ``seconds`` (a one-shot command's send); through a hub, nothing: the hub does it."""
         ...
 
     def close(self) -> None: ...

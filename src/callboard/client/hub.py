@@ -498,6 +498,12 @@ class HubClient:
     def revoke_token(self, token_id: str) -> TokenInfo:
         return self._model(TokenInfo, "DELETE", f"/v1/tokens/{_segment(token_id)}")
 
+    def run_background(self) -> Callable[[], None]:
+        return lambda: None  # the hub does its store's background work
+
+    def send_to_outside_agents(self, message_id: str, seconds: float) -> None:
+        pass  # the hub sends mail to outside agents
+
     def close(self) -> None:
         self._http.close()
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from callboard.address import parse_machine, parse_name
+from callboard.client.background import BackgroundWork, RemotePumping
 from callboard.config import Settings
 from callboard.errors import NoIdentity
 from callboard.identity import SessionHint, acting_pid, machine_name, resolve_agent
@@ -53,12 +54,15 @@ class LocalClient:
         session: SessionHint | None = None,
         *,
         owns_store: bool = True,
+        remote_pumping: RemotePumping | None = None,
     ) -> None:
         self.service = service
         self.caller = caller
         self.identity_source = identity_source
         self.session = session
         self._owns_store = owns_store  # another client's (as_agent): closing this one leaves it open
+        # The store's background work is its opener's (as_agent's clients have none of their own).
+        self.background = BackgroundWork(service, remote_pumping if owns_store else None)
         self._counted: int | None = None  # the unread count the last call brought (a read's)
 
     @classmethod
@@ -70,10 +74,12 @@ class LocalClient:
         env: Mapping[str, str] = os.environ,
         cwd: Path | None = None,
         card_source: CardSource | None = None,
+        remote_pumping: RemotePumping | None = None,
     ) -> LocalClient:
         """Open the embedded store and act as ``agent`` (default: the identity rule's answer; when
         it names none, as the person at this machine, who may look but not act: no_identity then);
-        ``card_source``: how outside A2A agents' cards are fetched (a face that speaks A2A gives it)."""
+        ``card_source``: how outside A2A agents' cards are fetched, ``remote_pumping``: how mail to
+        them is sent (the composition root gives both: the client knows no A2A)."""
         settings = settings or Settings.load(env)
         source = "given"
         if agent is None:
@@ -87,7 +93,8 @@ class LocalClient:
             agent = parse_name(agent, "agent name")
         workspace = settings.workspace_in(env)
         service = Service(open_store(settings.store_location), machine=machine_name(env), card_source=card_source)
-        return cls(service, Caller(workspace=workspace, agent=agent), source, SessionHint.from_env(env))
+        caller = Caller(workspace=workspace, agent=agent)
+        return cls(service, caller, source, SessionHint.from_env(env), remote_pumping=remote_pumping)
 
     def _as(self) -> Caller:
         # Nothing is created here: an operation that acts as the agent creates it in its own
@@ -278,6 +285,14 @@ class LocalClient:
             self._as(), context_id=context_id, state=state, page_size=page_size, page_token=page_token
         )
 
+    def run_background(self) -> Callable[[], None]:
+        self.background.start()
+        return self.background.stop
+
+    def send_to_outside_agents(self, message_id: str, seconds: float) -> None:
+        self.background.send_now(self.caller.workspace, message_id, seconds)
+
     def close(self) -> None:
+        self.background.stop()  # before the store closes: its last writes commit
         if self._owns_store:
             self.service.store.close()

@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from callboard.client.background import RemotePumping
 from callboard.client.base import Client
 from callboard.client.hub import HubClient
 from callboard.client.local import LocalClient
@@ -24,12 +25,14 @@ def open_client(
     cwd: Path | None = None,
     card_source: CardSource | None = None,
     on_wait: Callable[[str], None] | None = None,
+    remote_pumping: RemotePumping | None = None,
 ) -> Client:
     """The hub when this machine is logged in to one (and no database was named), else the
-    embedded store (``card_source``: how it fetches outside A2A agents' cards; a hub has its own;
-    ``on_wait``: told when a call is about to wait for the hub, see HubClient)."""
+    embedded store (``card_source``: how it fetches outside A2A agents' cards, ``remote_pumping``:
+    how it sends them mail; a hub has its own; ``on_wait``: told when a call is about to wait for
+    the hub, see HubClient)."""
     if not settings.uses_hub:
-        return LocalClient.open(settings, env=env, cwd=cwd, card_source=card_source)
+        return LocalClient.open(settings, env=env, cwd=cwd, card_source=card_source, remote_pumping=remote_pumping)
     assert settings.hub is not None
     try:
         identity = resolve_agent(env, cwd or Path.cwd(), settings.agent)

@@ -10,7 +10,7 @@ but the card needs a Callboard bearer token (401 with ``WWW-Authenticate: Bearer
 as every hub request does; a token of another workspace, or an agent that does not exist, gets
 404, never a hint of what another workspace holds. A path that is no endpoint at all (a card
 path a segment short, a typo) is a 404 at once, with no token asked for. A request in an A2A
-version the hub does not speak gets VersionNotSupported saying what it speaks (a2a/versions.py).
+version the hub does not speak gets VersionNotSupported saying what it speaks (a2a/server/versions.py).
 Bodies are limited as the REST API's are.
 """
 
@@ -30,10 +30,10 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Mount
 
-from callboard.a2a.cards import build_card, card_document, card_etag
-from callboard.a2a.context import CALLER_SCOPE, CallboardContextBuilder
-from callboard.a2a.handler import CallboardRequestHandler
-from callboard.a2a.versions import VERSION_HEADER, version_refusal
+from callboard.a2a.server.cards import build_card, card_document, card_etag
+from callboard.a2a.server.context import CALLER_SCOPE, CallboardContextBuilder
+from callboard.a2a.server.handler import CallboardRequestHandler
+from callboard.a2a.server.versions import VERSION_HEADER, version_refusal
 from callboard.errors import CallboardError, NotFound, UnknownAgent
 from callboard.hub.asgi import Disconnected, Receive, Reply, Scope, Send, client_of, headers_of, receive_body
 from callboard.hub.context import AGENT_HEADER, MAX_BODY_BYTES, HubContext, blocking, check_declared_length

@@ -8,7 +8,7 @@ from typing import Any
 from starlette.requests import HTTPConnection
 
 from callboard import __version__
-from callboard.a2a.cards import build_card, card_document
+from callboard.a2a.server.cards import build_card, card_document
 from callboard.errors import BadRequest
 from callboard.hub.a2a_endpoint import request_base_url
 from callboard.hub.context import WORKSPACE_HEADER

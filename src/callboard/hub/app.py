@@ -1,10 +1,10 @@
-"""The hub's ASGI application: the route table served, error handlers, shared context."""
+"""The hub's ASGI application: its mounts, the REST route table, error handlers, shared context,
+and its background jobs run in one lifespan."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,12 +12,14 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Route as StarletteRoute
 
-from callboard.a2a.push import PushPoster
 from callboard.hub.a2a_endpoint import A2A_PREFIX, A2ADoor
-from callboard.hub.context import HubContext, blocking
+from callboard.hub.context import HubContext
 from callboard.hub.endpoint import Call, Endpoint, served
 from callboard.hub.errors import encoded, on_http_error, on_unexpected
+from callboard.hub.jobs import hub_jobs
+from callboard.hub.jobs import running as running_jobs
 from callboard.hub.mcp_endpoint import MCP_PATH, McpEndpoint
+from callboard.hub.mounts import Mount, Mounts
 from callboard.hub.openapi import build_openapi
 from callboard.hub.options import DEFAULT_MAX_STREAMS, DEFAULT_RATE_LIMIT
 from callboard.hub.ratelimit import RateLimiter
@@ -35,11 +37,13 @@ def create_app(
     replica: str | None = None,
     max_streams: int = DEFAULT_MAX_STREAMS,
     a2a: A2AOptions | None = None,
+    pump_remotes: bool = False,
 ) -> HubApp:
     """The hub on ``service``, served on ``host``; ``running()`` is entered on the server's event
     loop when it starts and left when it stops, after the last request (the store's group commit).
     ``max_streams``: the SSE streams and waiting reads one credential may hold open at once.
-    ``a2a``: how the A2A face serves (its public URL, 0.3 compatibility)."""
+    ``a2a``: how the A2A face serves (its public URL, 0.3 compatibility); ``pump_remotes``: send
+    mail to outside A2A agents (``up`` does; an app made for a test leaves it to the test)."""
     a2a = a2a or A2AOptions()
     # Replicas share their (PostgreSQL) store: a token revoked through another one is refused
     # within seconds.
@@ -49,8 +53,7 @@ def create_app(
     hub.public_url, hub.a2a_compat_0_3 = a2a.public_url, a2a.compat_0_3
     document = encoded(build_openapi())
     mcp = McpEndpoint(hub, host)
-    door = A2ADoor(hub, public_url=a2a.public_url, compat_0_3=a2a.compat_0_3)
-    poster = PushPoster(service, blocking)
+    jobs = hub_jobs(hub, recheck, pump_remotes=pump_remotes)
 
     async def openapi(call: Call) -> bytes:
         return document
@@ -58,33 +61,25 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with running() if running is not None else nullcontext(), mcp.session_manager.run():
-            # Open streams end within the recheck time when another replica revokes their token.
-            loop = asyncio.get_running_loop()
-            rechecking = (
-                loop.create_task(hub.streams.recheck(credentials, recheck, blocking)) if recheck is not None else None
-            )
-            posting = loop.create_task(poster.run())  # A2A push notifications, from the store's outbox
-            try:
+            async with running_jobs(jobs):  # ended before the store closes
                 yield
-            finally:
-                if rechecking is not None:
-                    rechecking.cancel()
-                posting.cancel()
-                with suppress(asyncio.CancelledError):
-                    await posting  # ended before the store closes
             hub.stop()
 
     table: list[tuple[str, str, Endpoint]] = [(r.method, r.path, r.endpoint) for r in ROUTES]
     table.append(("GET", "/openapi.json", openapi))
     apps = {(method, path): _Served(hub, endpoint) for method, path, endpoint in table}
-    app = Starlette(
+    starlette = Starlette(
         routes=[StarletteRoute(path, apps[method, path], methods=[method]) for method, path, _ in table],
         lifespan=lifespan,
         exception_handlers={HTTPException: on_http_error, Exception: on_unexpected},
     )
-    app.state.hub = hub
-    exact = {key: served_app for key, served_app in apps.items() if "{" not in key[1]}
-    return HubApp(app, exact, mcp, door)
+    starlette.state.hub = hub
+    rest = _Rest(starlette, {key: served_app for key, served_app in apps.items() if "{" not in key[1]})
+    mounts = [
+        Mount(MCP_PATH, mcp),  # the MCP tool set over streamable HTTP
+        Mount(A2A_PREFIX, A2ADoor(hub, public_url=a2a.public_url, compat_0_3=a2a.compat_0_3), under=True),
+    ]
+    return HubApp(Mounts(mounts, rest), starlette)
 
 
 @dataclass(frozen=True)
@@ -97,17 +92,24 @@ class A2AOptions:
 
 
 class HubApp:
-    """The hub's ASGI application: routes without path parameters by exact method and path, the
-    MCP endpoint, and Starlette's routing for the rest (path parameters, 404, 405)."""
+    """The hub's ASGI application: its mounts (``hub/mounts.py``), the REST API answering the rest."""
 
-    def __init__(
-        self, starlette: Starlette, exact: dict[tuple[str, str], _Served], mcp: McpEndpoint, a2a: A2ADoor
-    ) -> None:
+    def __init__(self, mounts: Mounts, starlette: Starlette) -> None:
         self.starlette = starlette
         self.state = starlette.state
+        self._mounts = mounts
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await self._mounts(scope, receive, send)
+
+
+class _Rest:
+    """The REST API: routes without path parameters by exact method and path, Starlette's
+    routing for the rest (path parameters, 404, 405) and the lifespan."""
+
+    def __init__(self, starlette: Starlette, exact: dict[tuple[str, str], _Served]) -> None:
+        self._starlette = starlette
         self._exact = exact
-        self._mcp = mcp
-        self._a2a = a2a
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -115,13 +117,7 @@ class HubApp:
             if endpoint is not None:
                 await endpoint(scope, receive, send)
                 return
-            if scope["path"] == MCP_PATH:
-                await self._mcp(scope, receive, send)
-                return
-            if scope["path"].startswith(A2A_PREFIX):
-                await self._a2a(scope, receive, send)
-                return
-        await self.starlette(scope, receive, send)
+        await self._starlette(scope, receive, send)
 
 
 class _Served:

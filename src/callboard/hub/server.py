@@ -22,8 +22,7 @@ from typing import Any
 import uvicorn
 
 from callboard import __version__
-from callboard.a2a.remote_card import card_source
-from callboard.a2a.remote_pump import PumpThread
+from callboard.a2a.remote.card import card_source
 from callboard.address import is_loopback
 from callboard.config import Settings
 from callboard.hub.app import A2AOptions, create_app
@@ -89,7 +88,6 @@ def serve(
     if isinstance(store, Notifying):
         store.add_listener(replica_wakeups(events, replica, store))
     service = _service(store, events, options)
-    pump = PumpThread(service).start()  # mail to outside A2A agents: every replica pumps, leases share it
     login = machine_login(Credentials(store), settings, workspace, url, store_key(settings.store_location))
     app = create_app(
         service,
@@ -99,6 +97,7 @@ def serve(
         replica=replica,
         max_streams=options.max_streams,
         a2a=A2AOptions(options.public_url, options.a2a_compat_0_3),
+        pump_remotes=True,  # mail to outside A2A agents: every replica pumps, leases share it
     )
     hub = app.state.hub
 
@@ -123,7 +122,6 @@ def serve(
     try:
         server.run(sockets=[listener])
     finally:
-        pump.stop()
         store.close()  # after every request finished: the last commits are on disk
         if claim is not None:
             claim.release()

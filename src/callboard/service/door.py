@@ -540,7 +540,7 @@ class Service:
     def delete_push_config(self, caller: Caller, task_id: str, config_id: str) -> None:
         self.tasking.delete_push_config(self.as_agent(caller), task_id, config_id)
 
-    # --- the push outbox (posted by the hub: ``a2a/push.py``) --------------------------------
+    # --- the push outbox (posted by the hub: ``a2a/server/push.py``) --------------------------------
 
     def claim_push_deliveries(self, lease_seconds: float, limit: int) -> list[PushDelivery]:
         """Due push posts, leased to this poster for ``lease_seconds`` (another replica's poster

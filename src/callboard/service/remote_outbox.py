@@ -1,7 +1,7 @@
 """The remote outbox, the pump's side of it: mail to outside A2A agents claimed under a lease,
 what sending one takes, and where each stands (what ``status`` shows of it).
 
-A row is written with its message (``remotes``). A pump (``a2a/remote_pump``, in the hub, in
+A row is written with its message (``remotes``). A pump (``a2a/remote/pump``, in the hub, in
 ``callboard mcp`` and inline in a CLI send) claims due rows, sends each, and tells this module
 how it went: the remote took it (its delivery is then read by the remote; the row follows the
 remote's task), try again later, or settled (done; failed with the reason).

@@ -2,7 +2,7 @@
 
 An outside agent is an agent of the workspace (it has a name and a mailbox, and shows in
 ``agent list`` and ``who``) whose mail is not read by a session but sent, as an A2A task, by a
-pump (``a2a/remote_pump``): a send to it stores the mail, the task (requester: the sender,
+pump (``a2a/remote/pump``): a send to it stores the mail, the task (requester: the sender,
 worker: the outside agent) and the outbox row in one transaction, and says ``queued`` until
 the remote took it. Its answers come back as the task's updates, mail from it in the sender's
 thread. A reply in that thread while its task waits on the sender is a follow-up of the same

@@ -1,5 +1,5 @@
 """The remotes part: outside A2A agents (``service/remotes.py``) and the outbox of mail to them
-(``a2a/remote_pump.py``): a row is written in its message's transaction (``write_remote_send``,
+(``a2a/remote/pump.py``): a row is written in its message's transaction (``write_remote_send``,
 called by ``tasks.write_task``), then claimed under a lease, renewed and settled. Its interface,
 and its SQL for both dialects; a dialect claims the outbox its own way (``claim_remote_sends``)."""
 

@@ -1,4 +1,4 @@
-"""An outside A2A agent's card: fetched over HTTP with deadlines, checked, and kept as JSON.
+"""An outside A2A agent's card: fetched through its transport with deadlines, checked, and kept as JSON.
 
 The card is what `agent add-remote` registers: it says where the agent listens (its
 interfaces), whether it streams, and what it is called. It is stored as the JSON the remote
@@ -10,38 +10,18 @@ from __future__ import annotations
 import asyncio
 import copy
 import threading
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-import httpx
-from a2a.client import A2ACardResolver
 from a2a.client.card_resolver import parse_agent_card
 from a2a.types import AgentCard
-from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from google.protobuf.json_format import MessageToDict
 
-from callboard.a2a.remote_errors import card_problem, remote_problem
-from callboard.errors import BadAddress, BadRemoteAnswer
+from callboard.a2a.remote.errors import card_problem, remote_problem
+from callboard.a2a.remote.timeouts import RemoteTimeouts
+from callboard.a2a.transports import spoken_bindings, transport_for
+from callboard.errors import BadRemoteAnswer
 from callboard.model import built
 from callboard.remotes import OutsideCard
-
-# The bindings our client speaks (the SDK's JSON-RPC and HTTP+JSON transports; gRPC needs an extra).
-SPOKEN_BINDINGS = ("JSONRPC", "HTTP+JSON")
-
-
-@dataclass(frozen=True)
-class RemoteTimeouts:
-    """How long each step with a remote may take. ``call`` bounds one request (for a stream:
-    the silence between two events); ``deadline`` bounds a whole task, from the first try to
-    its final state; polls start at ``poll_first`` and double up to ``poll_most``."""
-
-    connect: float = 5.0
-    card: float = 10.0  # the whole card fetch: well inside a hub client's 30 s, so it is the card's error it hears
-    call: float = 30.0
-    deadline: float = 600.0
-    poll_first: float = 0.2
-    poll_most: float = 5.0
 
 
 def agent_card_of(card: OutsideCard) -> AgentCard:
@@ -49,22 +29,10 @@ def agent_card_of(card: OutsideCard) -> AgentCard:
     return parse_agent_card(copy.deepcopy(card.card))
 
 
-def remote_http(token: str | None, timeouts: RemoteTimeouts) -> httpx.AsyncClient:
-    """The HTTP client for one remote: its bearer token (if it has one) on every request, and
-    no request without a deadline."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    timeout = httpx.Timeout(timeouts.call, connect=timeouts.connect)
-    return httpx.AsyncClient(headers=headers, timeout=timeout, follow_redirects=False)
-
-
 def check_url(url: str) -> str:
-    """An outside agent's URL as given, or why it cannot be one."""
+    """An outside agent's URL as given, or why it cannot be one (no transport reaches it)."""
     text = url.strip()
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BadAddress(
-            f"{url!r} is not an A2A agent's URL: give its http:// or https:// address (where its card is)."
-        )
+    transport_for(text)
     return text.rstrip("/")
 
 
@@ -72,15 +40,12 @@ async def fetch_card(url: str, *, token: str | None = None, timeouts: RemoteTime
     """Fetch and check the card of the agent at ``url``: its base URL (the card is then at
     ``/.well-known/agent-card.json`` under it) or the card's own URL (ending in ``.json``)."""
     url = check_url(url)
-    own = urlsplit(url).path.endswith(".json")
-    card_url = url if own else url + AGENT_CARD_WELL_KNOWN_PATH
-    async with remote_http(token, timeouts) as http:
-        # "/" asks the resolver for base_url itself, the card's own URL.
-        fetching = A2ACardResolver(http, url).get_agent_card(relative_card_path="/" if own else None)
-        try:
-            card = await asyncio.wait_for(fetching, timeouts.card)
-        except Exception as exc:  # every failure becomes one sentence (remote_errors sorts them)
-            raise card_problem(exc, card_url, timeouts.card) from exc
+    transport = transport_for(url)
+    fetching = transport.fetch_card(url, token=token, timeouts=timeouts)
+    try:
+        card = await asyncio.wait_for(fetching, timeouts.card)
+    except Exception as exc:  # every failure becomes one sentence (remote/errors.py sorts them)
+        raise card_problem(exc, transport.card_url(url), timeouts.card) from exc
     return checked_card(url, card)
 
 
@@ -89,11 +54,12 @@ def checked_card(url: str, card: AgentCard) -> OutsideCard:
     if not card.name.strip():
         raise BadRemoteAnswer(f"the agent card at {url} has no name; it is not an A2A 1.0 card.")
     bindings = [i.protocol_binding for i in card.supported_interfaces if i.url]
-    if not any(binding in SPOKEN_BINDINGS for binding in bindings):
+    spoken = spoken_bindings()
+    if not any(binding in spoken for binding in bindings):
         offered = ", ".join(bindings) or "none"
         raise BadRemoteAnswer(
             f"the agent at {url} offers no interface Callboard speaks (it offers {offered}; "
-            f"Callboard speaks {', '.join(SPOKEN_BINDINGS)})."
+            f"Callboard speaks {', '.join(spoken)})."
         )
     return built(
         OutsideCard,

@@ -125,7 +125,7 @@ def card_document(card: AgentCard) -> dict[str, Any]:
     """The card's JSON as the SDK serves it (camelCase, with 0.3 clients' fields merged in when
     the hub answers 0.3 too). Without ``--a2a-compat-0-3`` it is a 1.0 card and nothing more (the
     1.0 schema takes no other field): a 0.3 client that reaches an endpoint is told there what the
-    hub speaks, and which flag lets 0.3 in (a2a/versions.py)."""
+    hub speaks, and which flag lets 0.3 in (a2a/server/versions.py)."""
     return agent_card_to_dict(card)
 
 

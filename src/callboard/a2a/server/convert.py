@@ -21,7 +21,7 @@ from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from callboard.a2a.cards import GENERATION_KEY
+from callboard.a2a.server.cards import GENERATION_KEY
 from callboard.errors import BadRequest
 from callboard.model import Message, Part
 from callboard.tasks import Task, TaskArtifact, TaskEvent, TaskState

@@ -21,7 +21,7 @@ from a2a.types import Artifact as A2AArtifact
 from a2a.types import StreamResponse, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent
 from a2a.types import Task as A2ATask
 
-from callboard.a2a.remote_parts import artifact_from_a2a, parts_from_a2a, state_from_a2a
+from callboard.a2a.remote.parts import artifact_from_a2a, parts_from_a2a, state_from_a2a
 from callboard.errors import BadRemoteAnswer
 from callboard.model import Part
 from callboard.tasks import FINAL, WAITING_ON_REQUESTER, TaskArtifact, TaskState

@@ -18,7 +18,7 @@ from a2a.types import Part as A2APart
 from a2a.types import Role
 from a2a.types import TaskState as A2AState
 
-from callboard.a2a.convert import a2a_part, our_artifact, our_part, our_state
+from callboard.a2a.server.convert import a2a_part, our_artifact, our_part, our_state
 from callboard.errors import BadRemoteAnswer, CallboardError
 from callboard.model import Part
 from callboard.tasks import TaskArtifact, TaskState

@@ -1,11 +1,11 @@
 """The outbound A2A client: one message to an outside agent, and the task it starts, followed.
 
-Made with the SDK's ClientFactory from the agent's stored card. A card that offers streaming is
+Opened by the transport that reaches the agent (``transports``) from its stored card. A card that offers streaming is
 streamed (each event passed on as it comes); otherwise the message is sent to return at once and
 the task is polled with GetTask, the wait doubling up to a cap. A stream that breaks after the
 task exists is followed by polling, so a remote dying mid-stream loses nothing it had stored.
 Every call runs under a deadline and every failure comes out as one of four errors (see
-remote_errors): nothing here hangs, and nothing raises a traceback at the user.
+remote/errors.py): nothing here hangs, and nothing raises a traceback at the user.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ import time
 from collections.abc import AsyncIterator
 from types import TracebackType
 
-from a2a.client import Client, ClientCallContext, ClientConfig, ClientFactory
+from a2a.client import ClientCallContext
 from a2a.types import CancelTaskRequest, GetTaskRequest, SendMessageRequest, StreamResponse
 
-from callboard.a2a.remote_card import SPOKEN_BINDINGS, RemoteTimeouts, agent_card_of, remote_http
-from callboard.a2a.remote_errors import remote_problem
-from callboard.a2a.remote_parts import user_message
-from callboard.a2a.remote_tracking import RemoteUpdate, TaskTracker
+from callboard.a2a.remote.card import agent_card_of
+from callboard.a2a.remote.errors import remote_problem
+from callboard.a2a.remote.parts import user_message
+from callboard.a2a.remote.timeouts import RemoteTimeouts
+from callboard.a2a.remote.tracking import RemoteUpdate, TaskTracker
+from callboard.a2a.transports import transport_for
 from callboard.errors import BadRemoteAnswer, RemoteTimedOut, RemoteUnreachable
 from callboard.model import Part
 from callboard.remotes import OutsideCard
@@ -36,19 +38,12 @@ class RemoteConnection:
         self.name = name
         self.card = card
         self.timeouts = timeouts
-        self._http = remote_http(token, timeouts)
-        config = ClientConfig(
-            httpx_client=self._http,
-            streaming=card.streaming,
-            # Without a stream, SendMessage returns at once and the task is polled: a blocking
-            # send would hold one request open for the whole task, past any sane call deadline.
-            polling=not card.streaming,
-            supported_protocol_bindings=list(SPOKEN_BINDINGS),
-        )
+        transport = transport_for(card.url)  # the card was stored from this address
         try:
-            self._client: Client = ClientFactory(config).create(agent_card_of(card))
+            self._opened = transport.open(agent_card_of(card), token=token, timeouts=timeouts, streaming=card.streaming)
         except Exception as exc:
             raise BadRemoteAnswer(f"remote agent {name}'s card cannot be used: {exc}.") from exc
+        self._client = self._opened.client
 
     async def __aenter__(self) -> RemoteConnection:
         return self
@@ -56,7 +51,7 @@ class RemoteConnection:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self._http.aclose()
+        await self._opened.close()
 
     def deadline_from_now(self) -> float:
         """The monotonic time by which a task sent now must settle."""

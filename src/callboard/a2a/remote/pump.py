@@ -9,7 +9,10 @@ thread. A remote that cannot be reached is tried again, backing off, until its d
 that answers garbage or refuses, or outlives its deadline, fails the task with the reason, told
 to the sender by mail.
 
-It runs in the hub and in ``callboard mcp`` (``run``), and inline in a CLI send (``send_now``).
+It runs among the hub's background jobs, and on the embedded store as the background work of the
+client that opened it (``run``, on a thread of its own: ``PumpThread``), or for one CLI send
+(``send_now``). Claiming needs no A2A SDK: the row sender (``sending``), which loads it, is made
+the first time a row is in hand, so a process with no mail for outside agents never loads it.
 The service's calls block (they commit), so they run on worker threads, never on the loop.
 """
 
@@ -20,17 +23,17 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from callboard.a2a.remote_card import RemoteTimeouts, card_from_json
-from callboard.a2a.remote_client import RemoteConnection
-from callboard.a2a.remote_tracking import Answered, RemoteUpdate, TaskTracker
-from callboard.errors import CallboardError, RemoteUnreachable, TaskFinished
-from callboard.model import Part, built, utcnow
+from callboard.a2a.remote.timeouts import RemoteTimeouts
+from callboard.errors import CallboardError
 from callboard.service.door import Service
-from callboard.service.remote_outbox import Outgoing
 from callboard.store.records import RemoteSend
-from callboard.tasks import FINAL, WORKER_STATES, TaskState
+
+if TYPE_CHECKING:
+    from callboard.a2a.remote.sending import RowSender
 
 log = logging.getLogger("callboard.remote_pump")
 
@@ -56,6 +59,7 @@ class RemotePump:
         self.service = service
         self.outbox = service.remote_outbox
         self.settings = settings
+        self._sender: RowSender | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Work the outbox until ``stop`` is set (the rows in hand are let go at once, for the
@@ -105,7 +109,7 @@ class RemotePump:
         """Send one row and follow its task, keeping its lease while at it."""
         keeper = asyncio.create_task(self._keep_lease(send))
         try:
-            await self._send_and_follow(send, first_answer_only)
+            await self._rows().send_and_follow(send, first_answer_only)
         except asyncio.CancelledError:
             # Cut short (a CLI send's wait ran out): the row is the next pump's, at once.
             await asyncio.shield(asyncio.to_thread(self.outbox.retry, send, None, 0))
@@ -116,123 +120,19 @@ class RemotePump:
         finally:
             keeper.cancel()
 
-    async def _send_and_follow(self, send: RemoteSend, first_answer_only: bool) -> None:
-        out = await asyncio.to_thread(self.outbox.outgoing, send)
-        if out is None:
-            return
-        known = await asyncio.to_thread(self.outbox.remote_task_of, send)
-        if bool(send.remote_task_id) and await asyncio.to_thread(self.outbox.superseded, send):
-            await asyncio.to_thread(self.outbox.settle, send)  # a follow-up's row follows the task now
-            return
-        if out.task.state in FINAL:  # canceled by its requester (this row may be the cancel's mail)
-            if out.task.state is TaskState.CANCELED and known:
-                await self._cancel_remote_task(out, known[0])
-            await asyncio.to_thread(self.outbox.settle, send)
-            return
-        question = await asyncio.to_thread(self.outbox.question_answered, send) if known else None
-        tracker = TaskTracker(
-            out.remote.name,
-            task_id=known[0] if known else "",
-            context_id=known[1] if known else "",
-            state=out.task.state,
-            artifact_parts={a.artifact_id: len(a.parts) for a in out.task.artifacts},
-            answered=Answered(question.state, question.parts) if question else None,
-        )
-        until = self._until(send)
-        try:
-            card = card_from_json(out.remote.url, out.remote.card)
-            async with RemoteConnection(
-                out.remote.name, card, token=out.token, timeouts=self.settings.timeouts
-            ) as conn:
-                following = bool(send.remote_task_id)
-                updates = (
-                    conn.follow(tracker, until=until)
-                    if following
-                    else conn.send(out.message.id, out.message.parts, tracker=tracker, until=until)
-                )
-                async for update in updates:
-                    if not await asyncio.to_thread(self._apply, out, update):
-                        await self._cancel_remote(conn, tracker)  # canceled here: tell the remote
-                        break
-                    if first_answer_only and update.kind != "taken" and not tracker.settled:
-                        await asyncio.to_thread(self.outbox.retry, send, None, 0)  # the next pump follows
-                        return
-        except RemoteUnreachable as problem:
-            if time.monotonic() < until:
-                await asyncio.to_thread(self.outbox.retry, send, problem.message, self._backoff(send))
-                return
-            await asyncio.to_thread(self._fail, out, problem.message)
-            return
-        except CallboardError as problem:
-            await asyncio.to_thread(self._fail, out, problem.message)
-            return
-        await asyncio.to_thread(self.outbox.settle, send)
+    def _rows(self) -> RowSender:
+        """The row sender, made the first time a row is in hand (it loads the A2A SDK)."""
+        if self._sender is None:
+            from callboard.a2a.remote.sending import RowSender
 
-    def _apply(self, out: Outgoing, update: RemoteUpdate) -> bool:
-        """Write one update as the outside agent's move; False when the task is final here
-        (its requester canceled it), so there is nothing more to follow."""
-        if update.kind == "taken":
-            self.outbox.taken(out.send, update.remote_task_id, update.context_id)
-            return True
-        try:
-            if update.kind == "artifact" and update.artifact is not None:
-                self.service.update_task(
-                    out.worker,
-                    out.task.id,
-                    artifacts=[update.artifact],
-                    append=update.append,
-                    last_chunk=update.last_chunk,
-                )
-            else:
-                self._status(out, update)
-        except TaskFinished:
-            return False
-        return True
-
-    def _status(self, out: Outgoing, update: RemoteUpdate) -> None:
-        state: TaskState | None = update.state
-        parts = list(update.parts)
-        if update.state is TaskState.CANCELED:  # the remote gave up on its own: failed, here
-            state = TaskState.FAILED
-            parts.insert(0, built(Part, text=f"{out.remote.name} canceled the task."))
-        elif state not in WORKER_STATES:  # submitted again: nothing moves, a message is news
-            state = None
-        if state is None and not parts:
-            return
-        self.service.update_task(out.worker, out.task.id, state=state, parts=parts)
-
-    def _fail(self, out: Outgoing, reason: str) -> None:
-        """The task failed with the reason, told to its sender by mail; the row settled."""
-        with contextlib.suppress(TaskFinished):
-            text = f"task {out.task.id} failed: {reason}"
-            self.service.update_task(out.worker, out.task.id, state=TaskState.FAILED, parts=[built(Part, text=text)])
-        self.outbox.settle(out.send, reason)
-
-    async def _cancel_remote_task(self, out: Outgoing, remote_task_id: str) -> None:
-        """Tell the remote its task was canceled here; what it answers (or that it is down) is
-        its business: the task is canceled here either way."""
-        with contextlib.suppress(CallboardError):
-            card = card_from_json(out.remote.url, out.remote.card)
-            async with RemoteConnection(
-                out.remote.name, card, token=out.token, timeouts=self.settings.timeouts
-            ) as conn:
-                await conn.cancel(remote_task_id)
-
-    async def _cancel_remote(self, conn: RemoteConnection, tracker: TaskTracker) -> None:
-        if tracker.task_id:
-            with contextlib.suppress(CallboardError):
-                await conn.cancel(tracker.task_id)
+            self._sender = RowSender(self.service, self.settings.timeouts, self._backoff)
+        return self._sender
 
     async def _keep_lease(self, send: RemoteSend) -> None:
         every = self.settings.lease_seconds / 3
         while True:
             await asyncio.sleep(every)
             await asyncio.to_thread(self.outbox.renew, send, self.settings.lease_seconds)
-
-    def _until(self, send: RemoteSend) -> float:
-        """The row's deadline on this process's monotonic clock: from when the mail was sent."""
-        left = send.created_at.timestamp() + self.settings.timeouts.deadline - utcnow().timestamp()
-        return time.monotonic() + left
 
     def _backoff(self, send: RemoteSend) -> float:
         return min(self.settings.retry_most, self.settings.retry_first * 2 ** max(0, send.attempts - 1))
@@ -290,3 +190,14 @@ class PumpThread:
         """Stop the pump and wait for it (a row it was working on comes due again at once)."""
         self._stopped.set()
         self._thread.join(timeout)
+
+
+def start_thread(service: Service) -> Callable[[float], None]:
+    """The pump on a thread of its own, started; how to stop it (waiting at most the seconds
+    given). The embedded store's client runs it so (``client/background.py``)."""
+    return PumpThread(service).start().stop
+
+
+def send_now(service: Service, workspace: str, message_id: str, seconds: float) -> None:
+    """``RemotePump.send_now`` for code that is not async (a one-shot command's send)."""
+    asyncio.run(RemotePump(service).send_now(workspace, message_id, seconds))

@@ -32,7 +32,7 @@ import httpx
 from a2a.types import StreamResponse, TaskArtifactUpdateEvent
 from google.protobuf.json_format import MessageToDict
 
-from callboard.a2a.convert import a2a_event
+from callboard.a2a.server.convert import a2a_event
 from callboard.errors import CallboardError
 from callboard.service.door import Service
 from callboard.store.records import PushDelivery

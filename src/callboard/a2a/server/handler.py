@@ -45,10 +45,10 @@ from a2a.types import Task as A2ATask
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 from a2a.utils.task import validate_page_size
 
-from callboard.a2a.cards import GENERATION_AFTER
-from callboard.a2a.context import CALLER_STATE, WORKER_STATE
-from callboard.a2a.convert import a2a_event, a2a_part, a2a_task, dict_of, our_parts, our_state
-from callboard.a2a.errors import a2a_errors
+from callboard.a2a.server.cards import GENERATION_AFTER
+from callboard.a2a.server.context import CALLER_STATE, WORKER_STATE
+from callboard.a2a.server.convert import a2a_event, a2a_part, a2a_task, dict_of, our_parts, our_state
+from callboard.a2a.server.errors import a2a_errors
 from callboard.errors import UnknownTask
 from callboard.model import Caller, new_id
 from callboard.model import Message as OurMessage
