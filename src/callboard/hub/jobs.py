@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
+from typing import Any
 
 from callboard.a2a.remote.pump import PumpThread
 from callboard.a2a.server.push import PushPoster
@@ -27,7 +28,7 @@ class Job:
     """One piece of background work: ``run()`` goes on until it is canceled."""
 
     name: str
-    run: Callable[[], Awaitable[None]]
+    run: Callable[[], Coroutine[Any, Any, None]]
 
 
 def hub_jobs(hub: HubContext, recheck_seconds: float | None, *, pump_remotes: bool) -> list[Job]:

@@ -8,7 +8,6 @@ one line in ``transport_for``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
@@ -24,8 +23,10 @@ if TYPE_CHECKING:
 class Opened(Protocol):
     """An SDK client open to one agent, and how to let its connections go."""
 
-    client: Client
-    close: Callable[[], Awaitable[None]]
+    @property
+    def client(self) -> Client: ...
+
+    async def close(self) -> None: ...
 
 
 class Transport(Protocol):

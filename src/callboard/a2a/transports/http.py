@@ -29,7 +29,7 @@ class _Opened:
 class HttpTransport:
     """A2A's HTTP bindings (gRPC would need the SDK's extra)."""
 
-    bindings = ("JSONRPC", "HTTP+JSON")
+    bindings: tuple[str, ...] = ("JSONRPC", "HTTP+JSON")
 
     @staticmethod
     def card_url(url: str) -> str:
