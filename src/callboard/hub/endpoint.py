@@ -46,6 +46,7 @@ from callboard.hub.errors import INTERNAL_MESSAGE, encoded, error_document, erro
 from callboard.hub.query_numbers import decimal_number, whole_number
 from callboard.model import Caller, ReadResult
 from callboard.service.credentials import Credential
+from callboard.service.from_memory import NotInMemory, from_memory
 
 log = logging.getLogger("callboard.hub")
 
@@ -135,12 +136,28 @@ class Call:
         """``operation(*args, **kwargs)`` on a worker thread (for a credential's own business)."""
         return await blocking(operation, *args, **kwargs)
 
-    async def run_as(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def run_as(self, operation: Callable[..., T], *args: Any, memory_first: bool = False, **kwargs: Any) -> T:
         """``operation(caller, *args, **kwargs)`` on a worker thread, as the identified agent in
         the session its request names; that agent's unread count is taken in the same worker
-        call, after it (a read's answer has it already)."""
+        call, after it (a read's answer has it already).
+
+        ``memory_first``: first try it on the loop, decided from what the service keeps in
+        memory (``service/from_memory``), and the count too: a send then costs no hop. An
+        operation that needs the store stops there before it changed anything, and runs on a
+        worker thread as above."""
         hub, caller, in_session = self.hub, self.caller, self._in_session
         assert caller is not None, "identify() first"
+        if memory_first:
+            try:
+                with from_memory():
+                    acting = caller if in_session else hub.in_session(caller, self.headers)
+                    result = operation(acting, *args, **kwargs)
+            except NotInMemory:
+                pass
+            else:
+                self.caller, self._in_session = acting, True
+                await self.recount()
+                return result
 
         def work() -> tuple[Caller, T, int | None]:
             acting = caller if in_session else hub.in_session(caller, self.headers)
@@ -155,9 +172,16 @@ class Call:
         return result
 
     async def recount(self) -> None:
-        """Count the agent's unread mail again (after a send to itself has committed)."""
-        if self.caller is not None and self.caller.agent is not None:
-            self.unread = await blocking(self.hub.service.unread_count, self.caller)
+        """Count the agent's unread mail again (after a send to itself has committed): the count
+        the service keeps in memory, else on a worker thread."""
+        caller = self.caller
+        if caller is None or caller.agent is None:
+            return
+        try:
+            with from_memory():
+                self.unread = self.hub.service.unread_count(caller)
+        except NotInMemory:
+            self.unread = await blocking(self.hub.service.unread_count, caller)
 
     def answer_headers(self) -> dict[str, str]:
         """The headers every answer to this request carries: the one place the unread count is set."""

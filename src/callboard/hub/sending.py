@@ -1,8 +1,11 @@
 """POST /v1/messages, the hub's busiest endpoint.
 
-The send is decided on a worker thread (its reads are store work, never the event loop's),
-and the caller's unread count is taken in that same worker call; the commit is then awaited
-on the loop, so no thread waits for it and concurrent sends share a group commit.
+The send is decided on the event loop from what the service keeps in memory (the directory,
+live sessions, the guards' recent traffic, the caller's unread count: ``service/from_memory``);
+when it needs the store (a reply, a channel, a stale fact), on a worker thread, the caller's
+unread count taken in that same worker call. The commit is then awaited on the loop, so no
+thread waits for it and concurrent sends share a group commit: an ordinary send costs the loop
+no thread hop.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ async def send_message(call: Call) -> Answer:
     service = call.hub.service
     caller = (await call.identify())[1]
     body = await call.body(SendRequest)
-    pending = await call.run_as(service.sending.submit, body)
+    pending = await call.run_as(service.sending.submit, body, memory_first=True)
     result = await settled(pending)
     if any(r.agent == caller.agent for r in result.recipients):
         await call.recount()  # a send to itself: its count was taken before the commit

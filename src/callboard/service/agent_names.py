@@ -139,8 +139,9 @@ class AgentNames:
 
     def _current(self, list_names: Callable[[], Iterable[str]]) -> NameIndex:
         if self._index is None or time.monotonic() - self._read_at >= NAMES_FRESH_SECONDS:
-            self._read_at = time.monotonic()
-            stored = set(list_names())
+            began = time.monotonic()
+            stored = set(list_names())  # may raise (``from_memory``): then nothing was read
+            self._read_at = began
             if self._index is None:
                 self._index = NameIndex(stored)
             else:  # only the difference: other processes' creations and deletions

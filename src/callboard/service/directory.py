@@ -43,7 +43,9 @@ from callboard.model import (
 )
 from callboard.service.agent_names import AgentNames
 from callboard.service.content import check_text, is_id
+from callboard.service.from_memory import store_needed
 from callboard.service.liveness import Liveness, OpenSessions
+from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
 from callboard.store.records import NewSession
 
@@ -52,14 +54,23 @@ class Directory:
     """The agents, channels and sessions of every workspace of one store."""
 
     def __init__(
-        self, store: Store, *, machine: str, liveness: Liveness, limits: Limits, clock: Callable[[], datetime]
+        self,
+        store: Store,
+        *,
+        machine: str,
+        liveness: Liveness,
+        limits: Limits,
+        clock: Callable[[], datetime],
+        unread: UnreadCounts,
     ) -> None:
         self.store = store
+        self.unread = unread  # a deleted agent's mailbox is gone: its kept count with it
         self.machine = machine
         self.liveness = liveness
         self.limits = limits
         self.clock = clock
         self._known_agents: set[tuple[str, str]] = set()
+        self.agents_learned = 0  # counts agents learned of from the store (another process made them)
         self._sessions_read: dict[str, OpenSessions] = {}
         self._agent_names: dict[str, AgentNames] = {}
 
@@ -75,6 +86,7 @@ class Directory:
         assert caller.agent is not None, "Service.as_agent first"
         if self.agent_exists(caller.workspace, caller.agent):
             return
+        store_needed()
         now = self.clock()
         self.store.directory.ensure_workspace(caller.workspace, now)
         self.store.directory.ensure_agent(caller.workspace, caller.agent, now)
@@ -88,9 +100,11 @@ class Directory:
         commits (``unknown_recipient``); one deleted through this service is forgotten."""
         if (workspace, name) in self._known_agents:
             return True
+        store_needed()
         exists = self.store.directory.get_agent(workspace, name) is not None
         if exists:
             self._known_agents.add((workspace, name))
+            self.agents_learned += 1
         return exists
 
     def did_you_mean(self, workspace: str, name: str) -> str:
@@ -103,8 +117,12 @@ class Directory:
         names = self._agent_names.get(workspace)
         if names is None:
             names = self._agent_names.setdefault(workspace, AgentNames())
-        guesses = names.closest(name, lambda: [agent.name for agent in self.store.directory.list_agents(workspace)])
+        guesses = names.closest(name, lambda: self._agent_names_stored(workspace))
         return f" Did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else ""
+
+    def _agent_names_stored(self, workspace: str) -> list[str]:
+        store_needed()
+        return [agent.name for agent in self.store.directory.list_agents(workspace)]
 
     def agents_changed(self, workspace: str, names: Sequence[str], added: bool) -> None:
         """Agents created (or deleted) through this service: the guesses know them at once."""
@@ -163,6 +181,7 @@ class Directory:
         self._known_agents.discard((caller.workspace, name))
         record = self._record(caller, "agent.delete", name, forced=force)
         unread = self.store.directory.delete_agent(caller.workspace, name, record, keep_unread=not force)
+        self.unread.changed(caller.workspace, name)
         if unread is None:
             raise _no_agent(caller, name)
         if unread and not force:
@@ -396,7 +415,10 @@ class Directory:
         session = self._open(workspace).by_id.get(session_id)
         if session is not None:
             return session
-        return self.store.sessions.get_session(workspace, session_id) if is_id(session_id) else None
+        if not is_id(session_id):
+            return None
+        store_needed()
+        return self.store.sessions.get_session(workspace, session_id)
 
     def session_address(self, caller: Caller) -> str | None:
         """agent@machine#pid of the session the caller acts in, if it acts in one."""
@@ -468,6 +490,7 @@ class Directory:
         cached = self._sessions_read.get(workspace)
         if cached is not None and not cached.stale:
             return cached
+        store_needed()
         fresh = OpenSessions.listed(lambda: self.store.sessions.list_sessions(workspace))
         self._sessions_read[workspace] = fresh
         return fresh

@@ -68,6 +68,7 @@ from callboard.service.runner_reports import RunnerReports
 from callboard.service.sending import Sending
 from callboard.service.status import Statuses
 from callboard.service.tasking import Tasking
+from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
 from callboard.store.opening import store_kind
 from callboard.store.records import PushDelivery
@@ -108,7 +109,10 @@ class Service:
         self.liveness = Liveness(machine, liveness_seconds)
         self.limits = limits
         self.clock = clock
-        self.directory = Directory(store, machine=machine, liveness=self.liveness, limits=limits, clock=clock)
+        unread = UnreadCounts()  # kept by the mailbox, the send and the directory's deletions
+        self.directory = Directory(
+            store, machine=machine, liveness=self.liveness, limits=limits, clock=clock, unread=unread
+        )
         self.presence = Presence(store, self.directory, self.liveness, clock)
         self.handover = Handover(store, self.directory, self.events, self.liveness, clock)
         self.guards = Guards(store.guard_facts)
@@ -116,8 +120,10 @@ class Service:
             store, self.directory, clock, card_source=card_source, allow_private=allow_private_remotes
         )
         recipients = Recipients(store, self.directory, self.presence, self.remotes)
-        self.sending = Sending(store, self.directory, recipients, self.guards, self.events, limits, clock, self.remotes)
-        self.mailbox = Mailbox(store, self.directory, self.handover, self.events, limits, clock)
+        self.sending = Sending(
+            store, self.directory, recipients, self.guards, self.events, limits, clock, unread, self.remotes
+        )
+        self.mailbox = Mailbox(store, self.directory, self.handover, self.events, limits, clock, unread)
         self.statuses = Statuses(store.sent, self.handover, self.presence, clock)
         self.remote_outbox = RemoteOutbox(store, self.remotes, clock)  # the remote pump's door
         self.runners = RunnerReports(store.runners, self.liveness, clock, self.directory.enter)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from callboard import guards as guard
 from callboard.limits import GUARD_MAX_RECIPIENTS
 from callboard.model import DeliveryState, Held, HeldMail, RecipientStatus
+from callboard.service.from_memory import memory_only, store_needed
 from callboard.store.parts.guard_facts import GuardFactsPart
 
 # A send to more recipients than this is a broadcast, not a pair's exchange: the guards, which
@@ -45,9 +46,12 @@ class Guards:
             return {}
         at = now.timestamp()
         holds: dict[str, Held] = {}
-        for recipient in recipients:
-            if recipient == sender:
-                continue
+        others = [recipient for recipient in recipients if recipient != sender]
+        if memory_only():  # every pair's traffic in memory before the first is changed, or none
+            with self._lock:
+                for recipient in others:
+                    self._pair_traffic(workspace, sender, recipient, now)
+        for recipient in others:
             with self._lock:
                 traffic = self._pair_traffic(workspace, sender, recipient, now)
                 hold = guard.decide(sender, at, traffic)
@@ -72,6 +76,7 @@ class Guards:
         if kept is not None and 0 <= now.timestamp() - kept[0] < TRAFFIC_REUSE_SECONDS:
             self._traffic.move_to_end(key)
             return kept[1]
+        store_needed()
         since = now - timedelta(seconds=guard.LOOKBACK_SECONDS)
         traffic = self._facts.pair_traffic(workspace, a, b, since, guard.LOOKBACK_MESSAGES)
         self._traffic[key] = (now.timestamp(), traffic)

@@ -19,7 +19,9 @@ from callboard.service import holds
 from callboard.service.content import check_message_ids
 from callboard.service.directory import Directory
 from callboard.service.events import MailboxEvents
+from callboard.service.from_memory import memory_only, store_needed
 from callboard.service.handing import Handover, hands
+from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
 
 
@@ -34,9 +36,11 @@ class Mailbox:
         events: MailboxEvents,
         limits: Limits,
         clock: Callable[[], datetime],
+        unread: UnreadCounts,
     ) -> None:
         self.store = store
         self.directory = directory
+        self.unread = unread
         self.handover = handover
         self.events = events
         self.limits = limits
@@ -63,8 +67,10 @@ class Mailbox:
         position = after if after is not None else self.store.mailbox.last_seq(caller.workspace, caller.agent)
         hidden = self.directory.hidden_targets(caller)  # once per read: the take and the unread count agree
         items = self._wait_for(caller, lambda: self._take(caller, peek, after, limit, hidden), wait)
+        if items and not peek:
+            self.unread.changed(caller.workspace, caller.agent)
         cursor = items[-1].seq if items else position
-        unread = self.store.mailbox.unread_count(caller.workspace, caller.agent, hidden)
+        unread = self._unread(caller, hidden)
         return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
 
     def held_mail(self, caller: Caller) -> list[HeldMail]:
@@ -118,8 +124,10 @@ class Mailbox:
             wait,
             release=lambda: self._next_release(caller),
         )
+        if items and not peek:
+            self.unread.changed(caller.workspace, agent)
         cursor = items[-1].seq if items else position
-        unread = self.store.mailbox.unread_count(caller.workspace, agent, hidden)
+        unread = self._unread(caller, hidden)
         return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
 
     def _next_release(self, caller: Caller) -> float | None:
@@ -154,9 +162,22 @@ class Mailbox:
 
     def unread_count(self, caller: Caller) -> int:
         """How many of the caller's messages are unread (for a session: not counting another
-        live session's)."""
+        live session's). Decided from memory (``from_memory``), the count kept since it was last
+        counted (see ``UnreadCounts``)."""
         assert caller.agent is not None, "Service.as_agent first"
-        return self.store.mailbox.unread_count(caller.workspace, caller.agent, self.directory.hidden_targets(caller))
+        return self._unread(caller, self.directory.hidden_targets(caller))
+
+    def _unread(self, caller: Caller, hidden: Sequence[str]) -> int:
+        workspace, agent = caller.workspace, caller.agent
+        assert agent is not None, "Service.as_agent first"
+        if memory_only():
+            kept = self.unread.kept(workspace, agent, hidden)
+            if kept is not None:
+                return kept
+            store_needed()
+        return self.unread.count(
+            workspace, agent, hidden, lambda: self.store.mailbox.unread_count(workspace, agent, hidden)
+        )
 
     def mailbox_position(self, caller: Caller) -> int:
         """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
@@ -221,6 +242,7 @@ class Mailbox:
         assert caller.agent is not None, "Service.as_agent first"
         check_message_ids(message_ids, verb)
         missing = mark(caller.workspace, caller.agent, message_ids, self.clock())
+        self.unread.changed(caller.workspace, caller.agent)
         if missing:
             raise UnknownMessage(
                 f"not in {caller.agent}'s mailbox: {', '.join(missing)}; nothing was {done}.", missing=missing

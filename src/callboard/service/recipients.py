@@ -30,6 +30,7 @@ from callboard.errors import (
 )
 from callboard.model import UNSERVED_RUNTIME, Caller, DeliveryState, Reach, Session
 from callboard.service.directory import Directory
+from callboard.service.from_memory import store_needed
 from callboard.service.presence import Presence
 from callboard.service.remotes import Remotes
 from callboard.store.base import Store
@@ -91,6 +92,7 @@ class Recipients:
         """The outside agent at the address (registered now, by its card, on first use)."""
         if self.remotes is None:
             raise BadAddress(f"{address} is an outside A2A agent, and this mailbox cannot reach those.")
+        store_needed()
         name = self.remotes.name_for_url(caller, address.url)
         targets.setdefault(name, Target(str(address), name, None, [], None, False))
 
@@ -111,6 +113,7 @@ class Recipients:
         return []
 
     def _post_members(self, caller: Caller, address: ChannelAddress) -> list[str] | Refusal:
+        store_needed()
         channel = self.store.directory.get_channel(caller.workspace, address.name, caller.agent)
         if channel is None:
             return Refusal(
@@ -152,6 +155,7 @@ class Recipients:
                 address,
                 f"no agent named {address.name} exists." + directory.did_you_mean(caller.workspace, address.name),
             )
+        store_needed()
         found, sessions = self.presence.of_address(caller, address, now)
         if found.state == "unknown_address":
             return _unknown(address, found.reason)

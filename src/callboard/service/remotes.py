@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -30,6 +31,7 @@ from callboard.limits import REMOTE_TOKEN_CHARS, THREAD_TASKS
 from callboard.model import Caller, Message, RecipientOutcome, built, new_id
 from callboard.remotes import OutsideCard, RemoteAgent
 from callboard.service.directory import Directory
+from callboard.service.from_memory import store_needed
 from callboard.service.push_targets import check_webhook
 from callboard.service.task_changes import move_write, new_task_write
 from callboard.store.base import Store
@@ -40,6 +42,24 @@ from callboard.tasks import WAITING_ON_REQUESTER, Task, requester_answers
 # (RemoteUnreachable, BadRemoteAnswer, ...) with one clear sentence. Given by the faces.
 CardSource = Callable[[str, str | None], OutsideCard]
 # How many tasks of a thread are looked through for one that waits on its sender.
+
+# The outside agents' names of a workspace are kept in memory, so that a send to agents with
+# no live session (most mail) need not ask the store whether one of them is an outside agent.
+# They are read again when the directory learns of an agent another process made (an outside
+# agent registered elsewhere is one), and at least this often (other processes' changes).
+REMOTE_NAMES_FRESH_SECONDS = 1.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RemoteNames:
+    """A workspace's outside agents' names as the store listed them."""
+
+    learned: int  # ``Directory.agents_learned`` when they were read
+    read_at: float  # time.monotonic()
+    names: frozenset[str] | set[str]
+
+    def stale(self, learned: int) -> bool:
+        return learned != self.learned or time.monotonic() - self.read_at >= REMOTE_NAMES_FRESH_SECONDS
 
 
 class Remotes:
@@ -61,6 +81,7 @@ class Remotes:
         self.clock = clock
         self.card_source = card_source
         self.allow_private = allow_private
+        self._names: dict[str, RemoteNames] = {}  # by workspace (see ``remote_among``)
 
     # --- the registry ----------------------------------------------------------------------
 
@@ -85,6 +106,7 @@ class Remotes:
         remote = self.get(caller, name)
         unsent = f"the outside agent {remote.name} was removed before this was sent."
         self.store.remotes.delete_remote_agent(caller.workspace, remote.name, unsent)
+        self._names.pop(caller.workspace, None)
         self.directory.delete_agent(caller, remote.name, force=True)
         return remote
 
@@ -125,10 +147,23 @@ class Remotes:
 
     def remote_among(self, caller: Caller, agents: Sequence[str]) -> RemoteAgent | None:
         """The outside agent among a send's recipients (agents with no live session), if any. A
-        send to one goes to it alone: its answer is a task of the sender's, in one thread."""
+        send to one goes to it alone: its answer is a task of the sender's, in one thread.
+        Asks the store only when one of them is an outside agent (or the names kept are stale)."""
         if not agents:
             return None
-        found = self.store.remotes.list_remote_agents(caller.workspace, list(agents))
+        names = self._names.get(caller.workspace)
+        if names is None or names.stale(self.directory.agents_learned):
+            store_needed()
+            learned, began = self.directory.agents_learned, time.monotonic()
+            names = RemoteNames(
+                learned, began, {r.name for r in self.store.remotes.list_remote_agents(caller.workspace)}
+            )
+            self._names[caller.workspace] = names
+        among = [agent for agent in agents if agent in names.names]
+        if not among:
+            return None
+        store_needed()
+        found = self.store.remotes.list_remote_agents(caller.workspace, among)
         return found[0] if found else None
 
     def task_for(
@@ -216,6 +251,7 @@ class Remotes:
             card_fetched_at=now,
         )
         self.store.remotes.add_remote_agent(remote, token)
+        self._names.pop(caller.workspace, None)
         self.directory.agents_changed(caller.workspace, [name], added=True)
         return remote
 

@@ -24,6 +24,7 @@ from typing import TypeVar
 from callboard.address import Address, ChannelAddress, parse_addresses
 from callboard.errors import (
     BadRequest,
+    CallboardError,
     IdempotencyConflict,
     NoLiveSession,
     TooLarge,
@@ -45,11 +46,13 @@ from callboard.service.content import (
 )
 from callboard.service.directory import Directory
 from callboard.service.events import MailboxEvents, PushedDelivery
+from callboard.service.from_memory import NotInMemory, memory_only, store_needed
 from callboard.service.holds import Guards
 from callboard.service.identity_gate import as_agent
 from callboard.service.recipients import Recipients, Target
 from callboard.service.remotes import Remotes
 from callboard.service.status import visible_message
+from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
 from callboard.store.records import DuplicateIdempotencyKey, NewDelivery, RecipientsGone, TaskWrite
 from callboard.tasks import TASK_KEY_PREFIX
@@ -92,9 +95,11 @@ class Sending:
         events: MailboxEvents,
         limits: Limits,
         clock: Callable[[], datetime],
+        unread: UnreadCounts,
         remotes: Remotes | None = None,
     ) -> None:
         self.store = store
+        self.unread = unread  # each recipient's kept unread count goes up as the send commits
         self.remotes = remotes
         self.directory = directory
         self.recipients = recipients
@@ -125,22 +130,23 @@ class Sending:
         assert caller.agent is not None, "as_agent first"
         # 1. check, and answer a repeated key with the original
         checked = self._checked(request)
-        if checked.request.idempotency_key is not None:
+        if checked.request.idempotency_key is not None and not memory_only():
             earlier = self.store.sent.find_idempotent(caller.workspace, caller.agent, checked.request.idempotency_key)
             if earlier is not None:
                 return completed(_repeat(earlier.request_hash, earlier.result, checked))
-        thread = self._thread(caller, checked.request.thread_id, checked.request.reply_to)
-        now = self.clock()
-        # 2. resolve the recipients, and refuse a send that cannot reach them all as asked
-        targets = self.recipients.resolve(caller, checked.addresses, now)
-        _check_live(checked, targets)
-        # Mail to an outside A2A agent is a task, sent by a pump (``remotes``).
-        remote = self._remote(caller, targets)
-        if remote is not None:
-            task_id, task = self._remote_task(caller, remote, thread, task_id, task)
-        # 3. hold what a loop or a flood would surface, and 6. say what happened to each
+        # Decided from memory (``from_memory``), a keyed send is not looked up first: a repeat
+        # is told by the store when it commits (see ``_committed``), and a send refused here
+        # is decided again where the store may be read, so that a repeat gets its original.
+        try:
+            now = self.clock()
+            message, targets, remote, write = self._decide(caller, checked, now, task, task_id)
+        except CallboardError:
+            if checked.request.idempotency_key is not None and memory_only():
+                raise NotInMemory from None
+            raise
+        # 3. hold what a loop or a flood would surface (its last step: the first that changes
+        # anything), and 6. say what happened to each
         holds = self.guards.decide(caller.workspace, caller.agent, [t.agent for t in targets], now)
-        message = self._message(caller, checked, thread, now, task_id)
         outcomes = [_outcome(t, holds.get(t.agent)) for t in targets]
         if remote is not None:
             outcomes = [Remotes.outcome(o, remote) for o in outcomes]
@@ -152,18 +158,48 @@ class Sending:
             recipients=outcomes,
             duplicate=False,
         )
-        write = task(message) if task is not None else None
         decided = _Decided(caller, checked, message, targets, result, write)
-        # 4. store, in one commit (the sender exists from its first send that passed every
-        # check; a refused send creates nobody); 5. publish once committed (``_committed``)
-        self.directory.enter(caller)
-        stored = self.store.submit_message(
-            message, _deliveries(targets, holds), result, checked.request.idempotency_key, checked.fingerprint, write
-        )
+        # 4. store, in one commit; 5. publish once committed (``_committed``)
+        self.unread.sending(caller.workspace, [t.agent for t in targets])
+        try:
+            stored = self.store.submit_message(
+                message,
+                _deliveries(targets, holds),
+                result,
+                checked.request.idempotency_key,
+                checked.fingerprint,
+                write,
+            )
+        except BaseException:
+            self.unread.sent(caller.workspace, _pushed_to(targets), committed=False)
+            raise
         answer: Pending[SendResult] = Pending()
         answer.set_running_or_notify_cancel()
         stored.add_done_callback(lambda done: self._committed(decided, done, answer))
         return answer
+
+    def _decide(
+        self,
+        caller: Caller,
+        checked: CheckedSend,
+        now: datetime,
+        task: Callable[[Message], TaskWrite] | None,
+        task_id: str | None,
+    ) -> tuple[Message, list[Target], RemoteAgent | None, TaskWrite | None]:
+        """The message, whom it reaches and the task it carries; the sender exists from here
+        (from its first send that passed every check: a refused send creates nobody)."""
+        thread = self._thread(caller, checked.request.thread_id, checked.request.reply_to)
+        # 2. resolve the recipients, and refuse a send that cannot reach them all as asked
+        targets = self.recipients.resolve(caller, checked.addresses, now)
+        _check_live(checked, targets)
+        # Mail to an outside A2A agent is a task, sent by a pump (``remotes``).
+        remote = self._remote(caller, targets)
+        if remote is not None:
+            task_id, task = self._remote_task(caller, remote, thread, task_id, task)
+        message = self._message(caller, checked, thread, now, task_id)
+        write = task(message) if task is not None else None
+        self.directory.enter(caller)
+        return message, targets, remote, write
 
     def _remote(self, caller: Caller, targets: list[Target]) -> RemoteAgent | None:
         """The outside agent the send goes to, if any; asked only about agents with no live
@@ -212,6 +248,8 @@ class Sending:
     def _thread(self, caller: Caller, thread_id: str | None, reply_to: str | None) -> str | None:
         """A reply joins its parent's thread; a new message starts its own (its id)."""
         assert caller.agent is not None, "as_agent first"
+        if thread_id is not None or reply_to is not None:
+            store_needed()
         if thread_id is not None:
             check_message_id(thread_id, "thread id")
             # A thread that exists is joined only by a party to it; a new id starts a new thread.
@@ -256,6 +294,7 @@ class Sending:
         store's error."""
         caller, checked = decided.caller, decided.request
         assert caller.agent is not None, "as_agent first"
+        self.unread.sent(caller.workspace, _pushed_to(decided.targets), committed=done.exception() is None)
         try:
             seqs = done.result()
         except DuplicateIdempotencyKey:
@@ -377,6 +416,11 @@ def _deliveries(targets: list[Target], holds: dict[str, Held]) -> list[NewDelive
         )
         for t in targets
     ]
+
+
+def _pushed_to(targets: list[Target]) -> list[tuple[str, str | None]]:
+    """Each recipient and the session its delivery is pushed to (see ``UnreadCounts.sent``)."""
+    return [(t.agent, t.target.id if t.target else None) for t in targets]
 
 
 def _settle(future: Pending[T], compute: Callable[[], T]) -> None:

@@ -1,0 +1,145 @@
+"""Deciding a send from memory (``service/from_memory``): an ordinary send is decided from what
+the service keeps, and one that needs the store stops before it changed anything, so that the
+same send decided where the store may be read does it once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from callboard.errors import UnknownRecipient
+from callboard.model import Caller, SendResult
+from callboard.pending import Pending
+from callboard.requests import SendRequest
+from callboard.service import holds, liveness, remotes, unread_counts
+from callboard.service.door import Service
+from callboard.service.from_memory import NotInMemory, from_memory
+from callboard.store.opening import open_store
+
+WS = "team"
+ALICE = Caller(workspace=WS, agent="alice")
+BOB = Caller(workspace=WS, agent="bob")
+
+
+class Reads:
+    """The store, with every call of ``names`` counted."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.store, name)
+        if not callable(attribute) or name in ("submit_message", "change_counter", "wait_for_change"):
+            return attribute
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return attribute(*args, **kwargs)
+
+        return counted
+
+
+def submit(service: Service, caller: Caller, to: str, text: str, **options: Any) -> Pending[SendResult]:
+    return service.sending.submit(caller, SendRequest(to=to, text=text, **options))
+
+
+def send(service: Service, caller: Caller, to: str, text: str, **options: Any) -> SendResult:
+    return submit(service, caller, to, text, **options).result()
+
+
+@pytest.fixture
+def service(db: str) -> Iterator[Service]:
+    store = open_store(db)
+    try:
+        service = Service(Reads(store), machine="box")  # type: ignore[arg-type]
+        for caller in (ALICE, BOB):
+            service.enter(caller)
+        yield service
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def fresh_for_long(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the service keeps stays fresh while the test runs, however slow the machine."""
+    monkeypatch.setattr(liveness, "SESSIONS_FRESH_SECONDS", 3600.0)
+    monkeypatch.setattr(holds, "TRAFFIC_REUSE_SECONDS", 3600.0)
+    monkeypatch.setattr(remotes, "REMOTE_NAMES_FRESH_SECONDS", 3600.0)
+    monkeypatch.setattr(unread_counts, "UNREAD_FRESH_SECONDS", 3600.0)
+
+
+def test_a_send_whose_facts_are_kept_reads_nothing_from_the_store(service: Service, fresh_for_long: None) -> None:
+    send(service, ALICE, "bob", "first")  # where the store may be read: the facts are kept from here
+    assert service.unread_count(ALICE) == 0
+    store: Reads = service.store  # type: ignore[assignment]
+    store.calls.clear()
+    with from_memory():
+        sent = submit(service, ALICE, "bob", "second", idempotency_key="k-2").result()
+        assert service.unread_count(ALICE) == 0
+    assert store.calls == []
+    assert [(r.agent, r.state) for r in sent.recipients] == [("bob", "queued")]
+    assert [item.message.text for item in service.read(BOB).items] == ["first", "second"]
+
+
+def test_a_send_that_needs_the_store_stops_before_it_changed_anything(service: Service, fresh_for_long: None) -> None:
+    send(service, ALICE, "bob", "first")
+    for to in ("carol", "bob@box", "#general"):  # an unknown name, a machine, a channel
+        with pytest.raises(NotInMemory), from_memory():
+            submit(service, ALICE, to, "not yet")
+    with pytest.raises(NotInMemory), from_memory():
+        submit(service, ALICE, "bob", "a reply", reply_to=service.read(BOB).items[0].message.id)
+    traffic = service.guards._traffic[(WS, "alice", "bob")][1]
+    assert [e.sender for e in traffic] == ["alice"]  # the guards saw one send, not five
+    assert service.read(BOB).items == []
+    with pytest.raises(UnknownRecipient):  # decided where the store may be read: as always
+        submit(service, Caller(workspace=WS, agent="alice", person=False), "carol", "hi")
+
+
+def test_a_repeated_key_decided_from_memory_gets_its_original(service: Service, fresh_for_long: None) -> None:
+    first = send(service, ALICE, "bob", "once", idempotency_key="same")
+    with from_memory():
+        again = submit(service, ALICE, "bob", "once", idempotency_key="same").result()
+    assert again.duplicate and again.message_id == first.message_id
+    assert [item.message.text for item in service.read(BOB).items] == ["once"]
+
+
+def test_a_refused_keyed_send_is_decided_again_where_its_original_can_be_found(
+    service: Service, fresh_for_long: None
+) -> None:
+    send(service, ALICE, "bob", "first")
+    with pytest.raises(NotInMemory), from_memory():  # require_live refuses it: its key is looked up first
+        submit(service, ALICE, "bob", "live only", require_live=True, idempotency_key="k")
+
+
+def test_a_kept_unread_count_follows_this_services_sends_and_reads(service: Service, fresh_for_long: None) -> None:
+    assert service.unread_count(BOB) == 0  # counted: kept from now on
+    send(service, ALICE, "bob", "one")
+    send(service, ALICE, "bob", "two")
+    with from_memory():
+        assert service.unread_count(BOB) == 2
+    service.read(BOB, limit=1)
+    with from_memory():
+        assert service.unread_count(BOB) == 1  # the read's own count, kept
+    service.mark_read(BOB, [service.read(BOB, peek=True).items[0].message.id])
+    with pytest.raises(NotInMemory), from_memory():
+        service.unread_count(BOB)  # marked read: counted again where the store may be read
+    assert service.unread_count(BOB) == 0
+
+
+def test_another_processs_change_is_seen_once_a_kept_count_is_old(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(unread_counts, "UNREAD_FRESH_SECONDS", 0.0)
+    first, second = open_store(db), open_store(db)
+    try:
+        here, there = Service(first, machine="box"), Service(second, machine="box")
+        here.enter(BOB)
+        assert here.unread_count(BOB) == 0
+        send(there, ALICE, "bob", "from elsewhere")
+        with pytest.raises(NotInMemory), from_memory():
+            here.unread_count(BOB)
+        assert here.unread_count(BOB) == 1
+    finally:
+        first.close()
+        second.close()
