@@ -25,7 +25,7 @@ stores its answer with the delivery. Times are Unix seconds.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 GuardReason = Literal["echo_loop", "flood"]
@@ -50,11 +50,13 @@ class Exchange:
     at: float
     held_until: float | None = None
     held_reason: str | None = None
+    # When it was (or will be) let through to its recipient: worked out once, as every send's
+    # decision reads it for each exchange of the pair.
+    released: float = field(init=False, repr=False, compare=False)
 
-    @property
-    def released(self) -> float:
-        """When it was (or will be) let through to its recipient."""
-        return self.at if self.held_until is None else max(self.at, self.held_until)
+    def __post_init__(self) -> None:
+        released = self.at if self.held_until is None else max(self.at, self.held_until)
+        object.__setattr__(self, "released", released)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +92,10 @@ def _echo_loop(sender: str, now: float, traffic: Sequence[Exchange]) -> Hold | N
 
 
 def _flood(sender: str, now: float, traffic: Sequence[Exchange]) -> Hold | None:
-    released = sorted((e.released for e in traffic if e.sender == sender), reverse=True)
+    released = [e.released for e in traffic if e.sender == sender]
     if len(released) < FLOOD_MESSAGES:
         return None
+    released.sort(reverse=True)
     window_opens = released[FLOOD_MESSAGES - 1] + FLOOD_WINDOW_SECONDS  # the 20th latest leaves the window
     return Hold("flood", window_opens) if window_opens > now else None
 

@@ -43,7 +43,7 @@ from callboard.model import (
 )
 from callboard.service.agent_names import AgentNames
 from callboard.service.content import check_text, is_id
-from callboard.service.from_memory import store_needed
+from callboard.service.from_memory import memory_only, refresh_ahead, store_needed
 from callboard.service.liveness import Liveness, OpenSessions
 from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
@@ -489,8 +489,13 @@ class Directory:
         within a second."""
         cached = self._sessions_read.get(workspace)
         if cached is not None and not cached.stale:
+            if cached.ageing and memory_only():
+                refresh_ahead(("sessions", workspace), lambda: self._list_sessions(workspace))
             return cached
         store_needed()
+        return self._list_sessions(workspace)
+
+    def _list_sessions(self, workspace: str) -> OpenSessions:
         fresh = OpenSessions.listed(lambda: self.store.sessions.list_sessions(workspace))
         self._sessions_read[workspace] = fresh
         return fresh

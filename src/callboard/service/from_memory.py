@@ -15,13 +15,22 @@ its facts, and the decision is the same code either way.
 A keeper calls ``store_needed()`` before it changes anything, and an operation asks every
 keeper before its first change (``Sending.submit`` decides the guards' holds last): a run cut
 short on the loop leaves nothing behind that the run on a worker thread would do twice.
+
+Facts asked for from memory are read again before they go stale (``refresh_ahead``), on a
+thread of their own, so that a steady flow of sends never finds them stale.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
+
+log = logging.getLogger(__name__)
 
 _memory_only: ContextVar[bool] = ContextVar("callboard_memory_only", default=False)
 
@@ -50,3 +59,56 @@ def store_needed() -> None:
     ``from_memory()``, and does nothing elsewhere."""
     if _memory_only.get():
         raise NotInMemory
+
+
+# --- reading facts again before they go stale -------------------------------------------------
+
+REFRESH_GATHER_SECONDS = 0.05  # facts due within this are read again in one go (one thread wake-up)
+
+_refresher: ThreadPoolExecutor | None = None  # made on first use: a process that never decides from memory has none
+_due: dict[object, Callable[[], object]] = {}  # key -> its refresh, in the order they fell due
+_refreshing = False  # a drain is scheduled or running on the refresher
+_refreshing_lock = threading.Lock()
+
+
+def refresh_ahead(key: object, refresh: Callable[[], object]) -> None:
+    """Have ``refresh()`` (which reads ``key``'s facts from the store and keeps them) run soon on
+    the refresher's thread, unless it is due there already. A keeper calls it when a decision from
+    memory finds its facts past half their freshness: they still serve meanwhile, and are fresh
+    again before a send would have to go to a worker thread for them. The facts that fall due
+    within ``REFRESH_GATHER_SECONDS`` are read in one go."""
+    global _refresher, _refreshing
+    with _refreshing_lock:
+        if key in _due:
+            return
+        _due[key] = refresh
+        if _refreshing:
+            return
+        _refreshing = True
+        if _refresher is None:
+            _refresher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callboard-refresh")
+        refresher = _refresher
+    try:
+        refresher.submit(_drain)
+    except RuntimeError:  # the interpreter is shutting down: nothing is read again
+        with _refreshing_lock:
+            _due.clear()
+            _refreshing = False
+
+
+def _drain() -> None:
+    global _refreshing
+    time.sleep(REFRESH_GATHER_SECONDS)
+    while True:
+        with _refreshing_lock:
+            if not _due:
+                _refreshing = False
+                return
+            key, refresh = next(iter(_due.items()))
+        try:
+            refresh()
+        except Exception:  # the facts stay as they were: a send that finds them stale reads them itself
+            log.debug("reading %r again failed", key, exc_info=True)
+        finally:
+            with _refreshing_lock:
+                _due.pop(key, None)

@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 
 from callboard import guards as guard
 from callboard.limits import GUARD_MAX_RECIPIENTS
-from callboard.model import DeliveryState, Held, HeldMail, RecipientStatus
-from callboard.service.from_memory import memory_only, store_needed
+from callboard.model import DeliveryState, Held, HeldMail, RecipientStatus, built
+from callboard.service.from_memory import memory_only, refresh_ahead, store_needed
 from callboard.store.parts.guard_facts import GuardFactsPart
 
 # A send to more recipients than this is a broadcast, not a pair's exchange: the guards, which
@@ -60,7 +60,8 @@ class Guards:
                 )
                 del traffic[2 * guard.LOOKBACK_MESSAGES :]
             if hold is not None:
-                holds[recipient] = Held(
+                holds[recipient] = built(
+                    Held,
                     reason=hold.reason,
                     until=datetime.fromtimestamp(hold.until, UTC),
                     why=guard.describe(hold.reason, sender, recipient),
@@ -73,17 +74,37 @@ class Guards:
         first, second = sorted((a, b))
         key = (workspace, first, second)
         kept = self._traffic.get(key)
-        if kept is not None and 0 <= now.timestamp() - kept[0] < TRAFFIC_REUSE_SECONDS:
+        age = now.timestamp() - kept[0] if kept is not None else -1.0
+        if kept is not None and 0 <= age < TRAFFIC_REUSE_SECONDS:
             self._traffic.move_to_end(key)
+            if age >= TRAFFIC_REUSE_SECONDS / 2 and memory_only():
+                refresh_ahead(key, lambda: self._read_again(key, now))
             return kept[1]
         store_needed()
         since = now - timedelta(seconds=guard.LOOKBACK_SECONDS)
         traffic = self._facts.pair_traffic(workspace, a, b, since, guard.LOOKBACK_MESSAGES)
-        self._traffic[key] = (now.timestamp(), traffic)
+        self._keep(key, now.timestamp(), traffic)
+        return traffic
+
+    def _keep(self, key: tuple[str, str, str], read_at: float, traffic: list[guard.Exchange]) -> None:
+        self._traffic[key] = (read_at, traffic)
         self._traffic.move_to_end(key)
         while len(self._traffic) > TRAFFIC_PAIRS_KEPT:
             self._traffic.popitem(last=False)
-        return traffic
+
+    def _read_again(self, key: tuple[str, str, str], now: datetime) -> None:
+        """Read the pair's traffic again (``refresh_ahead``), keeping this service's sends
+        decided since the last read that the store does not have yet (not yet committed)."""
+        workspace, a, b = key
+        since = now - timedelta(seconds=guard.LOOKBACK_SECONDS)
+        stored = self._facts.pair_traffic(workspace, a, b, since, guard.LOOKBACK_MESSAGES)
+        with self._lock:
+            kept = self._traffic.get(key)
+            if kept is not None:  # since the last read, only this service's own sends were added
+                seen = {(e.sender, e.at) for e in stored}
+                ours = [e for e in kept[1] if e.at >= kept[0] and (e.sender, e.at) not in seen]
+                stored = sorted([*ours, *stored], key=lambda e: e.at, reverse=True)[: 2 * guard.LOOKBACK_MESSAGES]
+            self._keep(key, now.timestamp(), stored)
 
 
 def explained(held: HeldMail) -> HeldMail:

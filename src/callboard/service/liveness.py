@@ -73,6 +73,11 @@ class OpenSessions:
     def stale(self) -> bool:
         return time.monotonic() - self.read_at >= self.fresh_for
 
+    @property
+    def ageing(self) -> bool:
+        """Past half its freshness: time to list them again (``from_memory.refresh_ahead``)."""
+        return time.monotonic() - self.read_at >= self.fresh_for / 2
+
     def of(self, agent: str) -> list[Session]:
         return self.by_agent.get(agent, [])
 

@@ -19,7 +19,7 @@ from callboard.service import holds
 from callboard.service.content import check_message_ids
 from callboard.service.directory import Directory
 from callboard.service.events import MailboxEvents
-from callboard.service.from_memory import memory_only, store_needed
+from callboard.service.from_memory import memory_only, refresh_ahead, store_needed
 from callboard.service.handing import Handover, hands
 from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
@@ -170,14 +170,21 @@ class Mailbox:
     def _unread(self, caller: Caller, hidden: Sequence[str]) -> int:
         workspace, agent = caller.workspace, caller.agent
         assert agent is not None, "Service.as_agent first"
+
+        def count() -> int:
+            return self.unread.count(
+                workspace, agent, hidden, lambda: self.store.mailbox.unread_count(workspace, agent, hidden)
+            )
+
         if memory_only():
             kept = self.unread.kept(workspace, agent, hidden)
             if kept is not None:
-                return kept
+                count_now, ageing = kept
+                if ageing:
+                    refresh_ahead(("unread", workspace, agent, tuple(hidden)), count)
+                return count_now
             store_needed()
-        return self.unread.count(
-            workspace, agent, hidden, lambda: self.store.mailbox.unread_count(workspace, agent, hidden)
-        )
+        return count()
 
     def mailbox_position(self, caller: Caller) -> int:
         """The caller's newest delivery sequence number: a stream that starts now resumes after it."""

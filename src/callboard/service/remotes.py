@@ -31,7 +31,7 @@ from callboard.limits import REMOTE_TOKEN_CHARS, THREAD_TASKS
 from callboard.model import Caller, Message, RecipientOutcome, built, new_id
 from callboard.remotes import OutsideCard, RemoteAgent
 from callboard.service.directory import Directory
-from callboard.service.from_memory import store_needed
+from callboard.service.from_memory import memory_only, refresh_ahead, store_needed
 from callboard.service.push_targets import check_webhook
 from callboard.service.task_changes import move_write, new_task_write
 from callboard.store.base import Store
@@ -60,6 +60,11 @@ class RemoteNames:
 
     def stale(self, learned: int) -> bool:
         return learned != self.learned or time.monotonic() - self.read_at >= REMOTE_NAMES_FRESH_SECONDS
+
+    @property
+    def ageing(self) -> bool:
+        """Past half its freshness: time to read them again (``from_memory.refresh_ahead``)."""
+        return time.monotonic() - self.read_at >= REMOTE_NAMES_FRESH_SECONDS / 2
 
 
 class Remotes:
@@ -154,17 +159,21 @@ class Remotes:
         names = self._names.get(caller.workspace)
         if names is None or names.stale(self.directory.agents_learned):
             store_needed()
-            learned, began = self.directory.agents_learned, time.monotonic()
-            names = RemoteNames(
-                learned, began, {r.name for r in self.store.remotes.list_remote_agents(caller.workspace)}
-            )
-            self._names[caller.workspace] = names
+            names = self._list_names(caller.workspace)
+        elif names.ageing and memory_only():
+            refresh_ahead(("remotes", caller.workspace), lambda: self._list_names(caller.workspace))
         among = [agent for agent in agents if agent in names.names]
         if not among:
             return None
         store_needed()
         found = self.store.remotes.list_remote_agents(caller.workspace, among)
         return found[0] if found else None
+
+    def _list_names(self, workspace: str) -> RemoteNames:
+        learned, began = self.directory.agents_learned, time.monotonic()
+        names = RemoteNames(learned, began, {r.name for r in self.store.remotes.list_remote_agents(workspace)})
+        self._names[workspace] = names
+        return names
 
     def task_for(
         self, caller: Caller, remote: RemoteAgent, thread_id: str | None

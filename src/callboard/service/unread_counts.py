@@ -42,12 +42,14 @@ class UnreadCounts:
         self._changes: dict[Mailbox, int] = {}  # per mailbox: changes through this service, ever
         self._on_the_way: dict[Mailbox, int] = {}  # per mailbox: sends submitted, not yet committed
 
-    def kept(self, workspace: str, agent: str, hidden: Sequence[str]) -> int | None:
-        """The mailbox's count, when one was counted less than ``UNREAD_FRESH_SECONDS`` ago."""
+    def kept(self, workspace: str, agent: str, hidden: Sequence[str]) -> tuple[int, bool] | None:
+        """The mailbox's count, when one was counted less than ``UNREAD_FRESH_SECONDS`` ago, and
+        whether it is past half that (time to count it again: ``from_memory.refresh_ahead``)."""
         found = self._kept.get((workspace, agent), {}).get(tuple(hidden))
-        if found is None or time.monotonic() - found.at >= UNREAD_FRESH_SECONDS:
+        age = time.monotonic() - found.at if found is not None else UNREAD_FRESH_SECONDS
+        if found is None or age >= UNREAD_FRESH_SECONDS:
             return None
-        return found.count
+        return found.count, age >= UNREAD_FRESH_SECONDS / 2
 
     def count(self, workspace: str, agent: str, hidden: Sequence[str], counted: Callable[[], int]) -> int:
         """``counted()`` (the store's count), kept for later unless the mailbox changed meanwhile."""
