@@ -4,12 +4,15 @@ same send decided where the store may be read does it once."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from callboard.errors import UnknownRecipient
+from callboard.guards import Exchange
 from callboard.model import Caller, SendResult
 from callboard.pending import Pending
 from callboard.requests import SendRequest
@@ -143,3 +146,28 @@ def test_another_processs_change_is_seen_once_a_kept_count_is_old(db: str, monke
     finally:
         first.close()
         second.close()
+
+
+def test_a_count_past_half_its_freshness_is_counted_again_behind_the_sends(service: Service) -> None:
+    assert service.unread_count(ALICE) == 0
+    kept = service.mailbox.unread._kept[(WS, "alice")][()]
+    kept.at -= unread_counts.UNREAD_FRESH_SECONDS * 0.6  # past half its freshness, not stale
+    with from_memory():
+        assert service.unread_count(ALICE) == 0  # served from memory, and counted again on the side
+    deadline = time.monotonic() + 60
+    while service.mailbox.unread._kept[(WS, "alice")][()] is kept:
+        assert time.monotonic() < deadline, "the count was not taken again"
+        time.sleep(0.01)
+
+
+def test_a_pairs_traffic_read_again_keeps_this_services_sends_the_store_does_not_have_yet(
+    service: Service,
+) -> None:
+    send(service, ALICE, "bob", "first")
+    key = (WS, "alice", "bob")
+    read_at, traffic = service.guards._traffic[key]
+    on_its_way = Exchange("alice", read_at + 0.1)  # decided here, not committed yet
+    traffic.insert(0, on_its_way)
+    service.guards._read_again(key, datetime.fromtimestamp(read_at + 0.5, UTC))
+    again = service.guards._traffic[key][1]
+    assert again[0] is on_its_way and [e.sender for e in again] == ["alice", "alice"]

@@ -490,7 +490,7 @@ class Directory:
         cached = self._sessions_read.get(workspace)
         if cached is not None and not cached.stale:
             if cached.ageing and memory_only():
-                refresh_ahead(("sessions", workspace), lambda: self._list_sessions(workspace))
+                refresh_ahead((self, "sessions", workspace), lambda: self._list_sessions(workspace))
             return cached
         store_needed()
         return self._list_sessions(workspace)

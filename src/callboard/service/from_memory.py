@@ -76,8 +76,11 @@ def refresh_ahead(key: object, refresh: Callable[[], object]) -> None:
     the refresher's thread, unless it is due there already. A keeper calls it when a decision from
     memory finds its facts past half their freshness: they still serve meanwhile, and are fresh
     again before a send would have to go to a worker thread for them. The facts that fall due
-    within ``REFRESH_GATHER_SECONDS`` are read in one go."""
+    within ``REFRESH_GATHER_SECONDS`` are read in one go. ``key`` names the keeper too (one
+    process may hold several services)."""
     global _refresher, _refreshing
+    if key in _due:  # due already (most calls, until it is read): no lock taken
+        return
     with _refreshing_lock:
         if key in _due:
             return

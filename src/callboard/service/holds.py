@@ -78,7 +78,7 @@ class Guards:
         if kept is not None and 0 <= age < TRAFFIC_REUSE_SECONDS:
             self._traffic.move_to_end(key)
             if age >= TRAFFIC_REUSE_SECONDS / 2 and memory_only():
-                refresh_ahead(key, lambda: self._read_again(key, now))
+                refresh_ahead((self, key), lambda: self._read_again(key, now))
             return kept[1]
         store_needed()
         since = now - timedelta(seconds=guard.LOOKBACK_SECONDS)

@@ -181,7 +181,7 @@ class Mailbox:
             if kept is not None:
                 count_now, ageing = kept
                 if ageing:
-                    refresh_ahead(("unread", workspace, agent, tuple(hidden)), count)
+                    refresh_ahead((self, workspace, agent, tuple(hidden)), count)
                 return count_now
             store_needed()
         return count()

@@ -161,7 +161,7 @@ class Remotes:
             store_needed()
             names = self._list_names(caller.workspace)
         elif names.ageing and memory_only():
-            refresh_ahead(("remotes", caller.workspace), lambda: self._list_names(caller.workspace))
+            refresh_ahead((self, "remotes", caller.workspace), lambda: self._list_names(caller.workspace))
         among = [agent for agent in agents if agent in names.names]
         if not among:
             return None
