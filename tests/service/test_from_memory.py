@@ -26,20 +26,26 @@ ALICE = Caller(workspace=WS, agent="alice")
 BOB = Caller(workspace=WS, agent="bob")
 
 
-class Reads:
-    """The store, with every call of ``names`` counted."""
+PARTS = ("directory", "sessions", "sent", "mailbox", "handing", "guard_facts", "audit", "tokens", "tasks", "remotes")
 
-    def __init__(self, store: Any) -> None:
+
+class Reads:
+    """The store (and each of its parts), with every call but a send's commit counted."""
+
+    def __init__(self, store: Any, calls: list[str] | None = None, part: str = "") -> None:
         self.store = store
-        self.calls: list[str] = []
+        self.calls: list[str] = [] if calls is None else calls
+        self.part = part
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self.store, name)
+        if name in PARTS:
+            return Reads(attribute, self.calls, f"{name}.")
         if not callable(attribute) or name in ("submit_message", "change_counter", "wait_for_change"):
             return attribute
 
         def counted(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append(name)
+            self.calls.append(self.part + name)
             return attribute(*args, **kwargs)
 
         return counted
@@ -78,6 +84,7 @@ def test_a_send_whose_facts_are_kept_reads_nothing_from_the_store(service: Servi
     send(service, ALICE, "bob", "first")  # where the store may be read: the facts are kept from here
     assert service.unread_count(ALICE) == 0
     store: Reads = service.store  # type: ignore[assignment]
+    assert "mailbox.unread_count" in store.calls  # counted where the store may be read
     store.calls.clear()
     with from_memory():
         sent = submit(service, ALICE, "bob", "second", idempotency_key="k-2").result()
