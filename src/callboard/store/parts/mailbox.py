@@ -7,6 +7,7 @@ writer and a look before the write lock, PostgreSQL with row locks in one statem
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -87,12 +88,44 @@ def waiting(urgent_only: bool, now: datetime, hidden: Sequence[str]) -> tuple[st
     return where, [to_ts(now), *args]
 
 
+@dataclass(frozen=True, slots=True)
+class Surfacing:
+    """What a surface that marks asks of a dialect: the mail of ``agent`` waiting to be surfaced
+    (urgent only, none pushed to ``hidden`` sessions), up to ``limit``, marked ``state`` by ``via``
+    (handed: to ``session``)."""
+
+    workspace: str
+    agent: str
+    via: str
+    urgent_only: bool
+    limit: int
+    now: datetime
+    hidden: Sequence[str]
+    session: str | None
+    state: DeliveryState
+
+
 class SQLMailbox:
-    """The mailbox's reads; a dialect's subclass adds the writes (claim, ack, mark_read,
-    surface's marking)."""
+    """The mailbox's reads; a dialect's subclass adds the writes: ``claim``, ``_mark`` (ack,
+    mark read) and ``_take`` (surface's marking)."""
+
+    # The assignments that ack, or mark read, a delivery: in the dialect's placeholders.
+    acking: str
+    marking_read: str
 
     def __init__(self, db: Database) -> None:
         self._db = db
+
+    def ack(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
+        return self._mark(workspace, agent, message_ids, self.acking, now)
+
+    def mark_read(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
+        return self._mark(workspace, agent, message_ids, self.marking_read, now)
+
+    def _mark(self, workspace: str, agent: str, message_ids: Sequence[str], changes: str, now: datetime) -> list[str]:
+        """Apply ``changes`` to these messages' deliveries in the agent's mailbox, only if every
+        one is there; the ids not there: the dialect's."""
+        raise NotImplementedError
 
     def peek(
         self, workspace: str, agent: str, after: int | None, limit: int, hidden: Sequence[str] = ()
@@ -127,7 +160,7 @@ class SQLMailbox:
     ) -> list[MailItem]:
         if not peek:
             state = DeliveryState.handed if hand else DeliveryState.surfaced
-            return self._surface(workspace, agent, via, urgent_only, limit, now, hidden, session, state)
+            return self._take(Surfacing(workspace, agent, via, urgent_only, limit, now, hidden, session, state))
         self._db.deliveries_written()
         where, args = waiting(urgent_only, now, hidden)
         rows = self._db.rows(
@@ -135,19 +168,8 @@ class SQLMailbox:
         )
         return [mail_item_from_row(r) for r in rows]
 
-    def _surface(
-        self,
-        workspace: str,
-        agent: str,
-        via: str,
-        urgent_only: bool,
-        limit: int,
-        now: datetime,
-        hidden: Sequence[str],
-        session: str | None,
-        state: DeliveryState,
-    ) -> list[MailItem]:
-        """Surface's marking (``state``: handed to ``session``, or surfaced): the dialect's."""
+    def _take(self, ask: Surfacing) -> list[MailItem]:
+        """Surface's marking: the dialect's."""
         raise NotImplementedError
 
     def unread_count(self, workspace: str, agent: str, hidden: Sequence[str] = ()) -> int:

@@ -23,7 +23,7 @@ from datetime import datetime
 
 from callboard.model import DeliveryState, MailItem
 from callboard.store.parts.handing import EVENTS
-from callboard.store.parts.mailbox import SQLMailbox
+from callboard.store.parts.mailbox import SQLMailbox, Surfacing
 from callboard.store.postgres.connection import PostgresDatabase
 from callboard.store.postgres.notices import NOTIFY
 from callboard.store.postgres.sql import PostgresSQL
@@ -125,6 +125,8 @@ ORDER BY d.seq
 
 
 class PostgresMailbox(SQLMailbox):
+    acking, marking_read = ACK, MARK_READ
+
     def __init__(self, db: PostgresSQL) -> None:
         super().__init__(db)
         self._pg: PostgresDatabase = db.db
@@ -136,12 +138,6 @@ class PostgresMailbox(SQLMailbox):
         args = self._pg.mailbox_args(workspace, agent, limit=limit, at=to_ts(now), **args)
         rows = self._pg.run(lambda conn: conn.execute(claim_statement(where), args).fetchall())
         return [mail_item_from_row(r) for r in rows]
-
-    def ack(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
-        return self._mark(workspace, agent, message_ids, ACK, now)
-
-    def mark_read(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
-        return self._mark(workspace, agent, message_ids, MARK_READ, now)
 
     def _mark(self, workspace: str, agent: str, message_ids: Sequence[str], changes: str, now: datetime) -> list[str]:
         """Apply ``changes`` (ACK or MARK_READ) to these messages' deliveries in the agent's
@@ -158,23 +154,13 @@ class PostgresMailbox(SQLMailbox):
         present = set(found or ())
         return [m for m in wanted if m not in present]
 
-    def _surface(
-        self,
-        workspace: str,
-        agent: str,
-        via: str,
-        urgent_only: bool,
-        limit: int,
-        now: datetime,
-        hidden: Sequence[str],
-        session: str | None,
-        state: DeliveryState,
-    ) -> list[MailItem]:
-        unread, args = window(None, hidden)
+    def _take(self, ask: Surfacing) -> list[MailItem]:
+        unread, args = window(None, ask.hidden)
         where = f"{waiting_to_surface('%(now)s')} AND {unread}"
+        at = to_ts(ask.now)
         args = self._pg.mailbox_args(
-            workspace, agent, via=via, limit=limit, at=to_ts(now), now=to_ts(now), session=session, **args
+            ask.workspace, ask.agent, via=ask.via, limit=ask.limit, at=at, now=at, session=ask.session, **args
         )
-        statement = surface_statement(where, urgent_only, state is DeliveryState.handed)
+        statement = surface_statement(where, ask.urgent_only, ask.state is DeliveryState.handed)
         rows = self._pg.run(lambda conn: conn.execute(statement, args).fetchall())
-        return [mail_item_from_row(r, state) for r in rows]
+        return [mail_item_from_row(r, ask.state) for r in rows]

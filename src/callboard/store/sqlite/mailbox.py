@@ -11,7 +11,7 @@ from datetime import datetime
 
 from callboard.model import DeliveryState, MailItem
 from callboard.store.parts.handing import record_events
-from callboard.store.parts.mailbox import IN_MAILBOX, SQLMailbox, waiting, window
+from callboard.store.parts.mailbox import IN_MAILBOX, SQLMailbox, Surfacing, waiting, window
 from callboard.store.rows import MAIL_QUERY, mail_item_from_row, message_from_row, to_ts
 from callboard.store.sql import Connection, marks
 
@@ -26,6 +26,8 @@ MARK_READ = (
 
 
 class SQLiteMailbox(SQLMailbox):
+    acking, marking_read = ACK, MARK_READ
+
     def claim(
         self, workspace: str, agent: str, after: int | None, limit: int, now: datetime, hidden: Sequence[str] = ()
     ) -> list[MailItem]:
@@ -54,12 +56,6 @@ class SQLiteMailbox(SQLMailbox):
         claimed = set(unread)
         return [mail_item_from_row(r, DeliveryState.read if r[0] in claimed else None) for r in rows]
 
-    def ack(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
-        return self._mark(workspace, agent, message_ids, ACK, now)
-
-    def mark_read(self, workspace: str, agent: str, message_ids: Sequence[str], now: datetime) -> list[str]:
-        return self._mark(workspace, agent, message_ids, MARK_READ, now)
-
     def _mark(self, workspace: str, agent: str, message_ids: Sequence[str], changes: str, now: datetime) -> list[str]:
         """Apply ``changes`` (ACK or MARK_READ; ``?1`` is now) to these messages' deliveries in the
         agent's mailbox; the ids not there (then nothing is written)."""
@@ -86,37 +82,27 @@ class SQLiteMailbox(SQLMailbox):
 
         return self._db.transact(apply)
 
-    def _surface(
-        self,
-        workspace: str,
-        agent: str,
-        via: str,
-        urgent_only: bool,
-        limit: int,
-        now: datetime,
-        hidden: Sequence[str],
-        session: str | None,
-        state: DeliveryState,
-    ) -> list[MailItem]:
+    def _take(self, ask: Surfacing) -> list[MailItem]:
         self._db.deliveries_written()
-        where, args = waiting(urgent_only, now, hidden)
+        workspace, agent, state = ask.workspace, ask.agent, ask.state
+        where, args = waiting(ask.urgent_only, ask.now, ask.hidden)
         query = f"{MAIL_QUERY} WHERE {IN_MAILBOX} AND {where} ORDER BY d.seq LIMIT ?"
         if not self._db.row(query, (workspace, agent, *args, 1)):  # most looks find nothing
             return []
-        at = to_ts(now)
+        at = to_ts(ask.now)
         changes = "handed_at = ?1, handed_session = ?3" if state is DeliveryState.handed else "surfaced_at = ?1"
 
         def take(conn: Connection) -> list:
-            rows = conn.execute(query, (workspace, agent, *args, limit)).fetchall()
+            rows = conn.execute(query, (workspace, agent, *args, ask.limit)).fetchall()
             if rows:
                 conn.execute(
                     f"UPDATE deliveries SET state = ?4, {changes}, surfaced_via = ?2, "
                     "delivered_at = coalesce(delivered_at, ?1) "
                     f"WHERE workspace = ?5 AND recipient = ?6 AND seq IN ({','.join('?' * len(rows))})",
-                    (at, via, session, state.value, workspace, agent, *(r[0] for r in rows)),
+                    (at, ask.via, ask.session, state.value, workspace, agent, *(r[0] for r in rows)),
                 )
                 ids = [message_from_row(r[2:]).id for r in rows]
-                record_events(conn, workspace, agent, ids, at, state.value, session, via)
+                record_events(conn, workspace, agent, ids, at, state.value, ask.session, ask.via)
             return rows
 
         return [mail_item_from_row(r, state) for r in self._db.transact(take)]
