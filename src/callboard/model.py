@@ -417,10 +417,16 @@ class Agent(Model):
     remote: str | None = Field(default=None, description="an outside A2A agent: the URL of its card", exclude_if=_unset)
 
 
-# The runtime of a session a sender's push registered for a Claude Code session that runs neither
-# our server nor our hooks: it reports only when pushed into, so it is aimed at only when the
-# agent has no other live session.
-UNSERVED_RUNTIME = "claude-code-unserved"
+# A session of an agent CLI that Callboard does not serve (neither our MCP server nor our hooks
+# run in it), registered by a sender that writes mail into it: it reports only when written into,
+# so it is aimed at only when the agent has no other live session. What kind of session it is
+# shows in its runtime, the CLI's own with this mark (``unserved_runtime``), whichever CLI it is.
+UNSERVED_MARK = "-unserved"
+
+
+def unserved_runtime(runtime: str) -> str:
+    """The runtime an unserved session of a CLI of ``runtime`` is registered with."""
+    return runtime + UNSERVED_MARK
 
 
 class Session(Model):
@@ -451,6 +457,11 @@ class Session(Model):
     def address(self) -> str:
         """agent@machine#pid: the address that reaches exactly this session."""
         return f"{self.agent}@{self.machine}#{self.pid}"
+
+    @property
+    def unserved(self) -> bool:
+        """A session Callboard does not serve, registered by a sender writing mail into it."""
+        return self.runtime.endswith(UNSERVED_MARK)
 
 
 class Machine(Model):

@@ -19,11 +19,11 @@ from tests.support.waiting import wait_until
 HOOK_EVENTS = {"session-start", "prompt", "post-tool", "stop"}
 
 
-def test_names_runtimes_and_process_names_are_each_one_cli_s() -> None:
+def test_names_runtimes_and_executables_are_each_one_cli_s() -> None:
     for column in ("name", "runtime", "title"):
         values = [getattr(cli, column) for cli in AGENT_CLIS]
         assert len(set(values)) == len(values), column
-    names = [name for cli in AGENT_CLIS for name in cli.process_names]
+    names = [name for cli in AGENT_CLIS for name in cli.executables]
     assert len(set(names)) == len(names)
     assert agent_clis.UNKNOWN_RUNTIME not in {cli.runtime for cli in AGENT_CLIS}
 
@@ -59,7 +59,7 @@ def test_context_goes_back_under_the_cli_s_own_event_name(name: str) -> None:
 
 @pytest.mark.parametrize("cli", AGENT_CLIS, ids=lambda cli: cli.name)
 def test_a_process_is_recognised_by_any_of_its_names(tmp_path: Path, cli: agent_clis.AgentCli) -> None:
-    for name in cli.process_names:
+    for name in cli.executables:
         script = tmp_path / f"{name}.js"  # a node script names the CLI in an argument
         script.write_text("import time\ntime.sleep(30)\n")
         proc = subprocess.Popen([sys.executable, str(script)])

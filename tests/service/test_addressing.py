@@ -12,7 +12,7 @@ import pytest
 
 from callboard.client.local import LocalClient
 from callboard.errors import NoLiveSession, UnknownSession
-from callboard.model import UNSERVED_RUNTIME, Caller, Session
+from callboard.model import Caller, Session, unserved_runtime
 from callboard.requests import SendRequest
 from callboard.service.door import Service
 from tests.support.answers import everything, outcome, row
@@ -54,7 +54,7 @@ def test_a_session_a_senders_push_registered_is_aimed_at_only_when_it_is_the_onl
     kept = pane(service, clock, "bob", "m1", 100)
     clock.advance(1)
     pushed = service.register_session(
-        Caller(workspace=WS, agent="bob"), pid=200, runtime=UNSERVED_RUNTIME, machine="m1"
+        Caller(workspace=WS, agent="bob"), pid=200, runtime=unserved_runtime("some-cli"), machine="m1"
     )
     assert (
         outcome(alice.send(SendRequest(to="bob", text="hi")), "bob").session == kept.address

@@ -1,13 +1,16 @@
 """The coding CLIs Callboard knows, in one table: every other place reads its facts here.
 
 Each row says what the CLI is called (by our commands and by people), the runtime its sessions
-record, what its process is called (how a session's runtime is told from its command line),
+record, its executable's names (found on PATH by a runner's adapter, and how a session's runtime
+is told from its command line) and the variable that says where it is when not on PATH,
 its hook events (ours and its own names for them), which of them read text back into the
 model's context and in what shape, and how an MCP server is registered with it.
 Reference: shared/reference/coding-clis.md.
 
-Only this module (and the folders of ``integrations/``) knows a particular CLI: the client and
-the core take the runtime as a plain string handed in by the face that starts a session.
+Only this module (and the folders of ``integrations/``, and the runner's adapters, one module
+per CLI named after its row) knows a particular CLI: the client and the core take the runtime as
+a plain string handed in by the face that starts a session. A new CLI is one row here and one
+adapter module (``runner/adapters/<name>.py``).
 
 Light: the standard library and ``procs`` only (the hooks load it on every prompt).
 """
@@ -40,7 +43,10 @@ class AgentCli:
     name: str  # as our commands name it: `install NAME`, `mcp-config NAME`, `hook … --client NAME`
     title: str  # as people name it
     runtime: str  # what its sessions record as their runtime
-    process_names: tuple[str, ...]  # its executable's names, as its command line shows them
+    # Its executable's names: looked up on PATH in this order (a runner's adapter), and how its
+    # process's command line shows it (a session's runtime).
+    executables: tuple[str, ...]
+    bin_variable: str  # where its executable is when not on PATH (a runner's adapter reads it)
     mcp: McpRegistration
     # Our hook events → its own names for them, in the order they are installed; empty: no hooks.
     hook_events: Mapping[str, str] = field(default_factory=dict)
@@ -58,7 +64,8 @@ CLAUDE_CODE = AgentCli(
     name="claude",
     title="Claude Code",
     runtime="claude-code",
-    process_names=("claude",),
+    executables=("claude",),
+    bin_variable="CALLBOARD_CLAUDE_BIN",
     mcp=McpRegistration("command", stdio_type="stdio"),
     hook_events={
         "session-start": "SessionStart",
@@ -72,7 +79,8 @@ CODEX = AgentCli(
     name="codex",
     title="Codex",
     runtime="codex",
-    process_names=("codex",),
+    executables=("codex",),
+    bin_variable="CALLBOARD_CODEX_BIN",
     mcp=McpRegistration("file"),
     hook_events={
         "session-start": "SessionStart",
@@ -86,7 +94,8 @@ COPILOT = AgentCli(
     name="copilot",
     title="Copilot CLI",
     runtime="copilot-cli",
-    process_names=("copilot",),
+    executables=("copilot",),
+    bin_variable="CALLBOARD_COPILOT_BIN",
     mcp=McpRegistration("command", stdio_type="local"),
     hook_events={
         "session-start": "sessionStart",
@@ -102,14 +111,16 @@ CURSOR = AgentCli(
     name="cursor",
     title="Cursor",
     runtime="cursor",
-    process_names=("cursor-agent",),
+    executables=("cursor-agent", "agent"),  # its installer puts both on PATH
+    bin_variable="CALLBOARD_CURSOR_BIN",
     mcp=McpRegistration("file", token_ref="${env:CALLBOARD_TOKEN}"),
 )
 GEMINI = AgentCli(
     name="gemini",
     title="Gemini CLI",
     runtime="gemini-cli",
-    process_names=("gemini",),
+    executables=("gemini",),
+    bin_variable="CALLBOARD_GEMINI_BIN",
     mcp=McpRegistration("command"),
     hook_events={
         "session-start": "SessionStart",
@@ -136,7 +147,7 @@ def runtime_of(pid: int) -> str:
     for arg in (argv or [])[:3]:
         name = arg.rsplit("/", 1)[-1]
         for cli in AGENT_CLIS:
-            if any(name == known or name.startswith((f"{known}.", f"{known}-")) for known in cli.process_names):
+            if any(name == known or name.startswith((f"{known}.", f"{known}-")) for known in cli.executables):
                 return cli.runtime
     return UNKNOWN_RUNTIME
 

@@ -127,7 +127,7 @@ class MachineInfo(BaseModel):
     last_seen: datetime
 
 
-class Presence(BaseModel):
+class PresenceInfo(BaseModel):
     name: str
     live: bool
     sessions: list[str] = Field(description="live sessions, as name@machine#pid")
@@ -136,7 +136,7 @@ class Presence(BaseModel):
 
 class Who(BaseModel):
     machines: list[MachineInfo]
-    agents: list[Presence]
+    agents: list[PresenceInfo]
     liveness_seconds: float
     unread: int
     reach: Reach | None = Field(

@@ -39,7 +39,7 @@ from callboard.mcp.results import (
     Inbox,
     MachineInfo,
     Mail,
-    Presence,
+    PresenceInfo,
     Recipient,
     Sent,
     Status,
@@ -304,7 +304,7 @@ def _who(client: Client, address: str | None = None) -> CallToolResult:
     result = Who(
         machines=[MachineInfo(name=m.name, up=m.up, last_seen=m.last_seen) for m in report.machines],
         agents=[
-            Presence(
+            PresenceInfo(
                 name=a.name,
                 live=a.live,
                 sessions=[s.address for s in a.sessions if s.live],

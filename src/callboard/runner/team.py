@@ -8,7 +8,7 @@
 
     [roles.product]
     agent = "product"                    # default: the role's name
-    cli = "claude"                       # claude, codex, copilot, gemini, cursor, generic:CMD
+    cli = "claude"                       # claude, codex, copilot, cursor, gemini, generic:CMD
     folder = "product"                   # the CLI's working folder (relative: to team.toml)
     prompt = "product/PROMPT.md"         # the role prompt handed to `callboard run --prompt-file`
     channels = ["team", "handoffs"]      # made by `team up` if missing, and joined
@@ -27,9 +27,10 @@ from typing import Any
 
 from callboard.address import parse_channel_name, parse_name
 from callboard.errors import CallboardError, Invalid, NotFound
+from callboard.integrations.agent_clis import AGENT_CLIS
 
 TEAM_FILE = "team.toml"
-KNOWN_CLIS = ("claude", "codex", "copilot", "gemini", "cursor")
+KNOWN_CLIS = tuple(cli.name for cli in AGENT_CLIS)  # the table of coding CLIs' rows
 ROLE_KEYS = frozenset({"agent", "cli", "folder", "prompt", "channels", "every", "turn_limit"})
 
 

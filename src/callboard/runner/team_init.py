@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from callboard.errors import AlreadyExists
-from callboard.runner.team import TEAM_FILE
+from callboard.runner.team import KNOWN_CLIS, TEAM_FILE
 
 ROLES = ("product", "engineering", "qa")
 
-TEAM_TOML = """\
+TEAM_TOML = f"""\
 # A team of runners: `callboard team up` starts one `callboard run` per role.
-# Paths are relative to this file. cli: claude, codex, copilot, gemini, cursor or generic:COMMAND.
+# Paths are relative to this file. cli: {", ".join(KNOWN_CLIS)} or generic:COMMAND.
 
 [team]
 name = "example"

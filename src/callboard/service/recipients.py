@@ -28,7 +28,7 @@ from callboard.errors import (
     UnknownChannel,
     UnknownRecipient,
 )
-from callboard.model import UNSERVED_RUNTIME, Caller, DeliveryState, Reach, Session
+from callboard.model import Caller, DeliveryState, Reach, Session
 from callboard.service.directory import Directory
 from callboard.service.from_memory import store_needed
 from callboard.service.presence import Presence
@@ -168,9 +168,10 @@ class Recipients:
 
 def newest(sessions: Sequence[Session]) -> Session | None:
     """The newest of these sessions, among those the agent's own client keeps when there are any:
-    one a sender's push registered (``UNSERVED_RUNTIME``) reports only when pushed into, and mail
-    aimed at it would wait there, hidden from the agent's other sessions."""
-    kept = [s for s in sessions if s.runtime != UNSERVED_RUNTIME]
+    an unserved one (``Session.unserved``: registered by a sender writing mail into it) reports
+    only when written into, and mail aimed at it would wait there, hidden from the agent's other
+    sessions."""
+    kept = [s for s in sessions if not s.unserved]
     return max(kept or sessions, key=lambda s: s.started_at, default=None)
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from callboard.config import Settings
 from callboard.identity import machine_name
 from callboard.integrations.claude_code import unserved_sessions
-from callboard.integrations.claude_code.push import confirm_pushed, push_sent
+from callboard.integrations.claude_code.push import UNSERVED_RUNTIME, confirm_pushed, push_sent
 from callboard.integrations.claude_code.socket_delivery import render
 from callboard.integrations.claude_code.unserved_sessions import Note
-from callboard.model import UNSERVED_RUNTIME, RecipientStatus
+from callboard.model import RecipientStatus
 from callboard.procs import process_start_time
 from callboard.requests import SendRequest
 from tests.support.claude_code_machine import FakeSession, Machine, machine  # noqa: F401 (the fixture)

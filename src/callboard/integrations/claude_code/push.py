@@ -46,14 +46,16 @@ from callboard.client.base import Client
 from callboard.config import Settings
 from callboard.errors import CallboardError, Forbidden
 from callboard.identity import machine_name, resolve_agent
+from callboard.integrations.agent_clis import CLAUDE_CODE
 from callboard.integrations.claude_code import sessions as claude_sessions
 from callboard.integrations.claude_code import unserved_sessions
 from callboard.integrations.claude_code.sessions import ClaudeSession
 from callboard.integrations.claude_code.socket_delivery import BATCH, write_batch
 from callboard.integrations.claude_code.unserved_sessions import Note
-from callboard.model import UNSERVED_RUNTIME, PushedInto, SendResult, Session, WhoReport
+from callboard.model import PushedInto, SendResult, Session, WhoReport, unserved_runtime
 from callboard.procs import process_alive, process_command_line, process_environment, process_start_time
 
+UNSERVED_RUNTIME = unserved_runtime(CLAUDE_CODE.runtime)  # "claude-code-unserved": see Session.unserved
 TIMEOUT_SECONDS = 1.0  # a session's socket is local: it answers at once or not at all
 BYPASS_FLAGS = frozenset({"--dangerously-skip-permissions", "--allow-dangerously-skip-permissions"})
 BYPASS_MODE = "bypassPermissions"
@@ -200,7 +202,7 @@ def _served_pids(report: WhoReport, machine: str) -> set[int]:
         for agent in report.agents
         for s in agent.sessions
         if s.machine == machine
-        and s.runtime != UNSERVED_RUNTIME
+        and not s.unserved
         and (s.live or (s.ended_at is None and s.proc_start in (None, process_start_time(s.pid))))
     }
 

@@ -1,7 +1,7 @@
 """Claude Code sessions Callboard does not serve, into which the sender's push wrote mail.
 
 The push (``session_push``) registers such a session as a session of its agent (its pid and
-start time on this machine, runtime ``claude-code-unserved``) before it hands the session the
+start time on this machine, runtime ``claude-code-unserved``, ``Session.unserved``) before it hands the session the
 mail, so the service judges that session like any other: mail handed to it goes back to the
 mailbox once its process is gone (``handing``), and a status names it ``agent@machine#pid``.
 

@@ -1,7 +1,9 @@
 """One module per coding CLI a runner can drive, behind ``base.Adapter``.
 
 ``adapter_for("claude")`` or ``adapter_for("generic:python3 agent.py")``: the adapter a
-``--cli`` value names. CLI modules load lazily: only the one a runner uses.
+``--cli`` value names. The CLIs are the rows of the one table (``integrations/agent_clis.py``);
+each has its module here, named after its row, holding its ``ADAPTER`` class. CLI modules load
+lazily: only the one a runner uses.
 """
 
 from __future__ import annotations
@@ -9,17 +11,10 @@ from __future__ import annotations
 import importlib
 
 from callboard.errors import BadRequest
+from callboard.integrations.agent_clis import AGENT_CLIS, BY_NAME
 from callboard.runner.adapters.base import Adapter
 
-# --cli name -> (module under runner.adapters, its adapter class)
-CLI_MODULES = {
-    "claude": ("claude", "ClaudeAdapter"),
-    "codex": ("codex", "CodexAdapter"),
-    "copilot": ("copilot", "CopilotAdapter"),
-    "gemini": ("gemini", "GeminiAdapter"),
-    "cursor": ("cursor", "CursorAdapter"),
-}
-CLI_NAMES = (*CLI_MODULES, "generic:CMD")
+CLI_NAMES = (*(cli.name for cli in AGENT_CLIS), "generic:CMD")
 
 
 def adapter_for(spec: str) -> Adapter:
@@ -29,12 +24,11 @@ def adapter_for(spec: str) -> Adapter:
         from callboard.runner.adapters.generic import GenericAdapter, parse_command
 
         return GenericAdapter(parse_command(spec.removeprefix("generic:")))
-    if spec not in CLI_MODULES:
+    if spec not in BY_NAME:
         raise BadRequest(f"--cli must be one of {', '.join(CLI_NAMES)}, not {spec!r}.")
-    module_name, class_name = CLI_MODULES[spec]
     try:
-        module = importlib.import_module(f"callboard.runner.adapters.{module_name}")
-        adapter_class = getattr(module, class_name)
+        module = importlib.import_module(f"callboard.runner.adapters.{spec}")
+        adapter_class = module.ADAPTER
     except (ImportError, AttributeError):
         raise BadRequest(f"--cli {spec} is not available yet in this build of Callboard.") from None
     return adapter_class()

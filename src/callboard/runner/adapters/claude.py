@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from callboard.integrations.agent_clis import CLAUDE_CODE
 from callboard.integrations.claude_code.sessions import config_dir
 from callboard.runner.adapters.base import (
     CliExited,
@@ -39,7 +40,6 @@ from callboard.runner.adapters.json_lines import drain, next_event
 from callboard.runner.process import CliProcess
 
 SERVER = "callboard"  # our MCP server's name in the CLI's config: its tools are mcp__callboard__*
-BIN_VARIABLE = "CALLBOARD_CLAUDE_BIN"
 # Our tools, and Bash (the agent acts by running `callboard` and its own work's commands); file
 # edits in its folder are accepted. Nothing asks: a headless CLI has nobody to ask.
 ALLOWED_TOOLS = (f"mcp__{SERVER}", "Bash")
@@ -53,8 +53,9 @@ NO_SOCKET = {"CLAUDE_CODE_HARBOR_KITE": "0"}  # for the CLI to answer /clear wit
 class ClaudeAdapter:
     """The Adapter for Claude Code (``--cli claude``)."""
 
-    name = "claude"
-    runtime = "claude-code"
+    cli = CLAUDE_CODE
+    name = cli.name
+    runtime = cli.runtime
     warm = True
 
     def __init__(self) -> None:
@@ -81,11 +82,14 @@ class ClaudeAdapter:
     def _executable(self, launch: Launch) -> list[str]:
         if launch.command:
             return list(launch.command)
-        configured = launch.env.get(BIN_VARIABLE, "").strip()
-        found = configured or shutil.which("claude", path=launch.env.get("PATH"))
+        configured = launch.env.get(self.cli.bin_variable, "").strip()
+        found = configured or next(
+            filter(None, (shutil.which(name, path=launch.env.get("PATH")) for name in self.cli.executables)), None
+        )
         if not found:
+            names = " or ".join(self.cli.executables)
             raise CliUnavailable(
-                f"Claude Code (claude) is not on PATH: install it, or set {BIN_VARIABLE} to its executable."
+                f"{self.cli.title} ({names}) is not on PATH: install it, or set {self.cli.bin_variable} to its executable."
             )
         return [found]
 
@@ -272,3 +276,6 @@ def _assistant_events(event: dict[str, Any]) -> Iterator[TurnEvent]:
             yield TurnEvent("text", text=block["text"])
         elif block.get("type") == "tool_use":
             yield TurnEvent("tool", text=str(block.get("name") or "?"))
+
+
+ADAPTER = ClaudeAdapter  # what ``adapter_for("claude")`` makes

@@ -25,23 +25,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from callboard.integrations.agent_clis import CODEX
 from callboard.runner.adapters.base import Launch, TurnEvent, Usage
 from callboard.runner.adapters.claude import usage_line
 from callboard.runner.adapters.per_turn import PerTurnAdapter
 
 SERVER = "callboard"
-BIN_VARIABLE = "CALLBOARD_CODEX_BIN"
 TOOL_ITEMS = ("mcp_tool_call", "command_execution", "file_change", "web_search")
 
 
 class CodexAdapter(PerTurnAdapter):
     """The Adapter for Codex (``--cli codex``)."""
 
-    name = "codex"
-    runtime = "codex"
-    label = "Codex"
-    executables = ("codex",)
-    bin_variable = "CALLBOARD_CODEX_BIN"
+    cli = CODEX
 
     def __init__(self) -> None:
         super().__init__()
@@ -127,3 +123,6 @@ def overrides(launch: Launch) -> list[str]:
     if home := env.get("CALLBOARD_HOME") or launch.env.get("CALLBOARD_HOME"):
         args.append(f"sandbox_workspace_write.writable_roots={json.dumps([str(home)])}")
     return [part for arg in args for part in ("-c", arg)]
+
+
+ADAPTER = CodexAdapter  # what ``adapter_for("codex")`` makes

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from callboard.integrations.agent_clis import COPILOT
 from callboard.runner.adapters.base import TurnEvent, Usage
 from callboard.runner.adapters.per_turn import PerTurnAdapter
 from callboard.runner.process import CliProcess
@@ -33,11 +34,7 @@ SERVER = "callboard"
 class CopilotAdapter(PerTurnAdapter):
     """The Adapter for GitHub Copilot CLI (``--cli copilot``)."""
 
-    name = "copilot"
-    runtime = "copilot-cli"
-    label = "Copilot CLI"
-    executables = ("copilot",)
-    bin_variable = "CALLBOARD_COPILOT_BIN"
+    cli = COPILOT
 
     def turn_argv(self, text: str) -> tuple[list[str], str | None]:
         assert self.launch is not None
@@ -105,3 +102,6 @@ def shutdown_usage(events: Path | None) -> Usage | None:
             )
         return total
     return None
+
+
+ADAPTER = CopilotAdapter  # what ``adapter_for("copilot")`` makes

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from callboard.integrations.agent_clis import CURSOR
 from callboard.runner.adapters.base import TurnEvent
 from callboard.runner.adapters.per_turn import PerTurnAdapter
 
@@ -27,11 +28,7 @@ from callboard.runner.adapters.per_turn import PerTurnAdapter
 class CursorAdapter(PerTurnAdapter):
     """The Adapter for Cursor's agent CLI (``--cli cursor``)."""
 
-    name = "cursor"
-    runtime = "cursor"
-    label = "Cursor agent"
-    executables = ("cursor-agent", "agent")
-    bin_variable = "CALLBOARD_CURSOR_BIN"
+    cli = CURSOR
 
     def turn_argv(self, text: str) -> tuple[list[str], str | None]:
         argv = ["-p", text, "--output-format", "stream-json", "--force", "--trust"]
@@ -61,3 +58,6 @@ class CursorAdapter(PerTurnAdapter):
                 yield TurnEvent("failed", text=str(event.get("result") or event.get("subtype") or "error"))
             else:
                 yield TurnEvent("done", text=str(event.get("result") or ""))
+
+
+ADAPTER = CursorAdapter  # what ``adapter_for("cursor")`` makes

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from callboard.integrations.agent_clis import GEMINI
 from callboard.runner.adapters.base import Launch, TurnEvent, Usage
 from callboard.runner.adapters.per_turn import PerTurnAdapter
 
@@ -37,11 +38,7 @@ SETTINGS = "settings.json"
 class GeminiAdapter(PerTurnAdapter):
     """The Adapter for Gemini CLI (``--cli gemini``)."""
 
-    name = "gemini"
-    runtime = "gemini-cli"
-    label = "Gemini CLI"
-    executables = ("gemini",)
-    bin_variable = "CALLBOARD_GEMINI_BIN"
+    cli = GEMINI
 
     def __init__(self) -> None:
         super().__init__()
@@ -124,3 +121,6 @@ def own_home(home: Path, user_dir: Path, server: Any) -> None:
     servers = found if isinstance(found, dict) else {}
     settings["mcpServers"] = {**servers, SERVER: {**dict(server), "trust": True}}
     (ours / SETTINGS).write_text(json.dumps(settings, indent=2), encoding="utf-8")
+
+
+ADAPTER = GeminiAdapter  # what ``adapter_for("gemini")`` makes

@@ -14,8 +14,9 @@ import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from callboard.integrations.agent_clis import AgentCli
 from callboard.runner.adapters.base import CliExited, CliUnavailable, Launch, Snapshot, TurnEvent, TurnTimedOut
 from callboard.runner.adapters.json_lines import next_event
 from callboard.runner.process import CliProcess
@@ -24,15 +25,23 @@ ENDING = frozenset({"done", "failed"})
 
 
 class PerTurnAdapter:
-    """The Adapter shape of a per-turn CLI. Subclasses set the class attributes and implement
-    ``turn_argv`` and ``read``; ``finish`` and ``transcript`` have defaults."""
+    """The Adapter shape of a per-turn CLI. A subclass names its row of the table of coding CLIs
+    (``cli``: its name, runtime, title, executables and their variable are read there) and
+    implements ``turn_argv`` and ``read``; ``finish`` and ``transcript`` have defaults."""
 
+    cli: ClassVar[AgentCli]
     name = ""
     runtime = ""
     warm = False
     label = ""  # the CLI's name in sentences: "Copilot CLI"
     executables: tuple[str, ...] = ()  # looked up on the CLI's PATH, in order
     bin_variable = ""  # CALLBOARD_<CLI>_BIN: where the executable is, when not on PATH
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cli = cls.cli
+        cls.name, cls.runtime, cls.label = cli.name, cli.runtime, cli.title
+        cls.executables, cls.bin_variable = cli.executables, cli.bin_variable
 
     def __init__(self) -> None:
         self.launch: Launch | None = None

@@ -28,7 +28,7 @@ from callboard.pending import Pending
 from callboard.store.sqlite import writer as sqlite_writer
 from callboard.store.sqlite.loop_commit import FollowUpTickets, LoopCommit
 from callboard.store.sqlite.schema import migrate
-from callboard.store.sqlite.writer import FollowUp, Request, Together, Writer, then
+from callboard.store.sqlite.writer import FollowUp, PendingWrite, Together, Writer, then
 from callboard.store.sqlite.writer_thread import WriterThread
 
 T = TypeVar("T")
@@ -261,7 +261,7 @@ class SQLiteDatabase:
         future: Pending[T] = Pending()
         loop_commit = self._loop_commit
         if loop_commit is not None and loop_commit.submit(
-            Request(fn, future, together, item, follow_up), self._closed_error
+            PendingWrite(fn, future, together, item, follow_up), self._closed_error
         ):
             return future
         if follow_up is not None:  # no loop (or it detached meanwhile): one transaction for both
@@ -280,7 +280,7 @@ class SQLiteDatabase:
                 future.set_running_or_notify_cancel()
                 future.set_exception(self._closed_error())
                 return future
-            self._writer_thread.put(Request(fn, future, together, item))
+            self._writer_thread.put(PendingWrite(fn, future, together, item))
         return future
 
     def _transact_inline(self, fn: Callable[[sqlite3.Connection], T]) -> T:

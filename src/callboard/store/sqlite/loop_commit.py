@@ -24,7 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from callboard.store.sqlite.checkpointer import Checkpointer
-from callboard.store.sqlite.writer import GROUP_COMMIT_MAX_BATCH, FollowUp, Outcome, Request, Writer, claimed
+from callboard.store.sqlite.writer import GROUP_COMMIT_MAX_BATCH, FollowUp, Outcome, PendingWrite, Writer, claimed
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class LoopCommit:
         self._writer = writer
         self._tickets = tickets
         self._lock = threading.Lock()  # orders submissions against detach() and close()
-        self._queue: deque[Request] = deque()
+        self._queue: deque[PendingWrite] = deque()
         self.pending = 0  # requests queued and not yet taken by a batch
         self._closed = False
         self._flush_scheduled = False
@@ -101,7 +101,7 @@ class LoopCommit:
         """Whether the caller is the loop or the committer: a write there would wait for itself."""
         return threading.get_ident() in (self._loop_thread, self._committer_thread)
 
-    def submit(self, request: Request, closed_error: Callable[[], BaseException]) -> bool:
+    def submit(self, request: PendingWrite, closed_error: Callable[[], BaseException]) -> bool:
         """Queue the request for the loop's group commit; False if detach() came first."""
         with self._lock:
             loop = self.loop
@@ -140,7 +140,7 @@ class LoopCommit:
             if not closed():
                 self._writer.conn.execute(f"PRAGMA wal_autocheckpoint = {DEFAULT_AUTOCHECKPOINT_PAGES}")
 
-    def strand(self) -> list[Request]:
+    def strand(self) -> list[PendingWrite]:
         """Closing: refuse what comes from now on; the requests still queued, which will never run."""
         with self._lock:
             self._closed = True
@@ -161,7 +161,7 @@ class LoopCommit:
     def _flush(self) -> None:
         """Every queued request (up to a cap) as one transaction; its COMMIT goes to the
         committer thread, and when it is done the next batch starts (see _committed)."""
-        batch: list[Request] = []
+        batch: list[PendingWrite] = []
         through = 0  # the batch's last follow-up ticket, cancelled requests' included
         while not batch:
             with self._lock:
@@ -188,7 +188,7 @@ class LoopCommit:
         if self._idle is not None and not self._idle.done():
             self._idle.set_result(None)
 
-    def _begin(self, batch: list[Request], through: int) -> None:
+    def _begin(self, batch: list[PendingWrite], through: int) -> None:
         """Run the batch's statements here and hand its COMMIT to the committer."""
         work: Callable[[], list[Outcome]]
         try:
@@ -216,7 +216,7 @@ class LoopCommit:
             return
         committing.add_done_callback(lambda done: loop.call_soon_threadsafe(self._committed, batch, done, through))
 
-    def _committed(self, batch: list[Request], done: Future[list[Outcome]] | BaseException, through: int) -> None:
+    def _committed(self, batch: list[PendingWrite], done: Future[list[Outcome]] | BaseException, through: int) -> None:
         """The batch's callers learn their outcomes; a step of the follow-ups due runs, then the
         next batch starts."""
         self._committing = False

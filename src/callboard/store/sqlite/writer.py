@@ -61,7 +61,7 @@ FollowUp = Callable[[sqlite3.Connection], object]
 
 
 @dataclass(slots=True)
-class Request:
+class PendingWrite:
     """A write waiting for a group commit: its body, and the caller's future."""
 
     fn: Callable[[sqlite3.Connection], object]
@@ -118,13 +118,13 @@ class Writer:
 
     # --- a batch of requests as one transaction ----------------------------------------------------
 
-    def begin_run_commit(self, batch: list[Request]) -> list[Outcome]:
+    def begin_run_commit(self, batch: list[PendingWrite]) -> list[Outcome]:
         """The batch as one transaction, committed; each request's outcome. Raises (having rolled
         back) when the transaction as a whole failed."""
         self.begin_immediate()
         return self.commit(self.run_requests(batch))
 
-    def run_requests(self, batch: list[Request]) -> list[Outcome]:
+    def run_requests(self, batch: list[PendingWrite]) -> list[Outcome]:
         """Every request of the batch in the open transaction, a savepoint each (or each run of
         alike requests together); rolls back and raises if the transaction as a whole failed."""
         outcomes: list[Outcome] = []
@@ -156,7 +156,7 @@ class Writer:
         except sqlite3.Error:
             pass  # the connection is broken; every request of the batch fails anyway
 
-    def fail(self, batch: list[Request], error: BaseException) -> None:
+    def fail(self, batch: list[PendingWrite], error: BaseException) -> None:
         for request in batch:  # an exception each: callers raise them in their own threads
             request.future.set_exception(self._unavailable(error))
 
@@ -169,7 +169,7 @@ class Writer:
             else:
                 future.set_exception(value)  # type: ignore[arg-type]
 
-    def _run_alone(self, request: Request, outcomes: list[Outcome]) -> None:
+    def _run_alone(self, request: PendingWrite, outcomes: list[Outcome]) -> None:
         conn = self.conn
         conn.execute("SAVEPOINT request")
         try:
@@ -188,7 +188,7 @@ class Writer:
             conn.execute("RELEASE request")
             outcomes.append((request.future, True, value))
 
-    def _run_together(self, run: list[Request], outcomes: list[Outcome]) -> bool:
+    def _run_together(self, run: list[PendingWrite], outcomes: list[Outcome]) -> bool:
         """Run alike requests as one call; False (nothing kept) if it failed, to run them one by one."""
         conn = self.conn
         together = run[0].together
@@ -221,15 +221,15 @@ def then(fn: Callable[[sqlite3.Connection], T], follow_up: FollowUp) -> Callable
     return fn_then_follow_up
 
 
-def claimed(batch: list[Request]) -> list[Request]:
+def claimed(batch: list[PendingWrite]) -> list[PendingWrite]:
     """A caller that gave up (cancelled) before its turn is skipped; the others can no longer
     be cancelled, so each gets exactly one outcome."""
     return [request for request in batch if request.future.set_running_or_notify_cancel()]
 
 
-def runs_of_alike(batch: list[Request]) -> Iterator[list[Request]]:
+def runs_of_alike(batch: list[PendingWrite]) -> Iterator[list[PendingWrite]]:
     """The batch in order, cut into runs of neighbours that can run together."""
-    run: list[Request] = []
+    run: list[PendingWrite] = []
     for request in batch:
         if run and (request.together is None or request.together is not run[0].together):
             yield run

@@ -7,7 +7,7 @@ from __future__ import annotations
 import queue
 import threading
 
-from callboard.store.sqlite.writer import GROUP_COMMIT_MAX_BATCH, Request, Writer, claimed
+from callboard.store.sqlite.writer import GROUP_COMMIT_MAX_BATCH, PendingWrite, Writer, claimed
 
 _STOP = object()  # queued by stop(): the thread ends after everything queued before it
 
@@ -17,7 +17,7 @@ class WriterThread:
 
     def __init__(self, writer: Writer, name: str) -> None:
         self._writer = writer
-        self._queue: queue.SimpleQueue[Request | object] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[PendingWrite | object] = queue.SimpleQueue()
         self._count_lock = threading.Lock()
         self.pending = 0  # requests put and not yet taken
         self._thread = threading.Thread(target=self._write_loop, name=name, daemon=True)
@@ -27,7 +27,7 @@ class WriterThread:
         """Whether the caller is this thread (a body that would wait for itself)."""
         return threading.current_thread() is self._thread
 
-    def put(self, request: Request) -> None:
+    def put(self, request: PendingWrite) -> None:
         with self._count_lock:
             self.pending += 1
         self._queue.put(request)
@@ -46,7 +46,7 @@ class WriterThread:
         stopping = False
         while not stopping:
             item = self._queue.get()
-            batch: list[Request] = []
+            batch: list[PendingWrite] = []
             while item is not _STOP:
                 batch.append(item)  # type: ignore[arg-type]
                 if len(batch) == GROUP_COMMIT_MAX_BATCH:
@@ -65,7 +65,7 @@ class WriterThread:
                     if not request.future.done():
                         self._writer.fail([request], error)
 
-    def _run_batch(self, batch: list[Request]) -> None:
+    def _run_batch(self, batch: list[PendingWrite]) -> None:
         batch = claimed(batch)
         if not batch:
             return
