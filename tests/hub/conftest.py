@@ -37,7 +37,7 @@ from tests.support import cli_runner
 from tests.support.cli_runner import isolated_env, mark_e2e
 from tests.support.waiting import wait_until
 
-START_TIMEOUT = 20.0
+START_TIMEOUT = 60.0  # a cold start of the hub: seconds on a loaded machine (wait_until scales it)
 STOP_TIMEOUT = 30.0
 HTTP_TIMEOUT = 15.0
 

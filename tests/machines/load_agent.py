@@ -6,13 +6,15 @@ It registers its own process as a session of the agent and keeps it with ``Sessi
 (heartbeats every ``--heartbeat`` seconds), follows the mail its session sees with ``follow``
 (from the start of the mailbox, marking nothing) on one thread, and sends its share of
 messages on another: each to a session picked at random from the roster the test writes, by
-one of the three address forms, with an idempotency key. Everything it sees goes to two JSONL
+one of the three address forms, with an idempotency key. Everything it sees goes to three JSONL
 files, a line per event, flushed at once (the process may be SIGKILLed):
 
   LABEL.recv.jsonl   {"id", "seq", "t" (time.time() when handed on), "from" (sender_address)}
   LABEL.send.jsonl   {"key", "to", "form", "pick" (the roster label picked), "t0" (before the
                      send), "t1" (after it)} plus, acknowledged, {"id", "session", "state",
                      "agent", "duplicate"}, or, refused, {"error" (its code), "message"}
+  LABEL.beats.jsonl  {"t0", "t1"}: a registration or heartbeat the hub took, sent at t0,
+                     answered at t1
 
 On stdout, one JSON line per step for the test to wait on: {"ready": …session…} once the
 session is registered, {"sent": n} once its sends are done, {"stopping"} and {"caught_up"}
@@ -70,6 +72,32 @@ class Journal:
             self._file.close()
 
 
+class JournaledBeats:
+    """The session keeper's client, noting when each registration and heartbeat was sent and
+    when the hub took it (``t0``, ``t1``): the test's evidence of when the hub surely heard from
+    this session. A process starved of the CPU beats late, and the hub rightly calls it not live
+    then; the test must not take that for the hub's mistake."""
+
+    def __init__(self, client: Any, journal: Journal) -> None:
+        self._client = client
+        self._journal = journal
+
+    def register_session(self, **fields: Any) -> Any:
+        began = time.time()
+        session = self._client.register_session(**fields)
+        self._journal.write({"t0": began, "t1": time.time()})
+        return session
+
+    def heartbeat(self, session_id: str, delivery_error: str | None = None) -> Any:
+        began = time.time()
+        session = self._client.heartbeat(session_id, delivery_error)
+        self._journal.write({"t0": began, "t1": time.time()})
+        return session
+
+    def end_session(self, session_id: str) -> Any:
+        return self._client.end_session(session_id)
+
+
 def say(record: dict[str, Any]) -> None:
     print(json.dumps({**record, "at": time.time()}, separators=(",", ":")), flush=True)
 
@@ -120,9 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     agent = os.environ["CALLBOARD_AGENT"]
     received = Journal(args.out / f"{args.label}.recv.jsonl")
     sent = Journal(args.out / f"{args.label}.send.jsonl")
+    beats = Journal(args.out / f"{args.label}.beats.jsonl")
 
     keeper = SessionKeeper(
-        hub_client(settings, agent),
+        JournaledBeats(hub_client(settings, agent), beats),  # type: ignore[arg-type]  (duck-typed: the keeper's calls)
         on_parent_gone=lambda: None,  # its "parent" is this very process
         parent=os.getpid(),
         every=args.heartbeat,
@@ -225,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     keeper.stop()
     received.close()
     sent.close()
+    beats.close()
     say({"drained": cursor[0], "reads": reader.reads, "unreachable_reads": unreachable[0]})
     return 0
 

@@ -382,13 +382,14 @@ def test_followers_get_every_acknowledged_message_once_across_a_sigkilled_hub(
     refused: dict[str, list[int]] = {s: [] for s in senders}
     killed = threading.Event()
     spans: list[tuple[float, float]] = []  # when each send ran
+    under_way: dict[str, float] = {}  # sender -> when its send now running began
 
     def send_all(sender: str) -> None:
         for n in range(SENDS):
             if n == SENDS // 2:  # half before the kill, half after (or during the restart)
                 killed.wait(CALL * 2)
             key = f"{sender}-{n}"
-            began = time.monotonic()
+            began = under_way[sender] = time.monotonic()
             proc = network.run(
                 senders[sender],
                 "send",
@@ -400,6 +401,7 @@ def test_followers_get_every_acknowledged_message_once_across_a_sigkilled_hub(
                 agent=sender,
             )
             spans.append((began, time.monotonic()))
+            del under_way[sender]
             if proc.returncode == 0:
                 acked[sender].append((n, json.loads(proc.stdout)["message_id"]))
             else:  # not acknowledged: it gave up on the hub, and says so plainly
@@ -410,7 +412,10 @@ def test_followers_get_every_acknowledged_message_once_across_a_sigkilled_hub(
         with ThreadPoolExecutor(len(senders)) as pool:
             running = [pool.submit(send_all, sender) for sender in senders]
             try:
-                wait_until(lambda: all(len(acked[s]) >= 2 for s in senders), CALL, "both senders to be under way")
+                # Killed while a send runs (a command takes a while: its start alone, here).
+                wait_until(
+                    lambda: all(len(acked[s]) >= 2 for s in senders) and under_way, CALL, "both senders to be under way"
+                )
                 kill_at = time.monotonic()
                 network.restart_hub(kill=True)
             finally:

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-CALL_TIMEOUT = 30.0
+from tests.support.waiting import scaled
+
+CALL_TIMEOUT = 60.0  # a command answered: a cold CLI takes seconds on a loaded machine (scaled where waited)
 EXIT_USER_ERROR = 2
 
 
@@ -109,7 +111,7 @@ class CLI:
             capture_output=True,
             text=True,
             encoding="utf-8",
-            timeout=timeout,
+            timeout=scaled(timeout),
         )
 
     def run_json(self, *args: object, **kwargs: Any) -> Any:

@@ -45,15 +45,18 @@ from typing import IO, Any
 
 from tests.hub.conftest import ADMIN_TOKEN
 from tests.support.cli_runner import isolated_env
-from tests.support.waiting import wait_until
+from tests.support.waiting import scaled, wait_until
 
 MACHINES = ("hub", "m1", "m2")
 MACHINE_NAMES = {"hub": "hubhost", "m1": "m1", "m2": "m2"}  # their CALLBOARD_MACHINE
 PORT = 8465  # the hub's port: each network's hub namespace is fresh, so it is always free
 WORKSPACE = "crew"
-CALL_TIMEOUT = 30.0
-START_TIMEOUT = 20.0
-STOP_TIMEOUT = 10.0
+# Deadlines for what must happen, in seconds of an idle machine (every wait here scales them by
+# the machine's slowness: tests/support/waiting.py): a command answered, the hub serving (a cold
+# start of the hub and its TLS takes seconds on a loaded machine), a process gone, /health.
+CALL_TIMEOUT = 60.0
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
 PROBE_TIMEOUT = 2.0
 
 CALLBOARD = str(Path(sys.executable).with_name("callboard"))  # the venv's command
@@ -101,7 +104,7 @@ def supports_option(command: str, option: str) -> bool:
         [CALLBOARD, *command.split(), "--help"],
         capture_output=True,
         text=True,
-        timeout=CALL_TIMEOUT,
+        timeout=scaled(CALL_TIMEOUT),
         env={**os.environ, "COLUMNS": "200"},
     )
     return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", proc.stdout) is not None
@@ -277,9 +280,9 @@ class Follower:
         """SIGTERM it and wait for it to exit on its own (and its output to be read): its exit status."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        status = self.proc.wait(timeout)
+        status = self.proc.wait(scaled(timeout))
         for thread in self.readers:
-            thread.join(STOP_TIMEOUT)
+            thread.join(scaled(STOP_TIMEOUT))
         return status
 
 
@@ -369,7 +372,7 @@ class Network:
                     pass
         for proc in self.processes:
             try:
-                proc.wait(STOP_TIMEOUT)
+                proc.wait(scaled(STOP_TIMEOUT))
             except subprocess.TimeoutExpired:
                 pass
             for stream in (proc.stdout, proc.stderr):
@@ -438,7 +441,7 @@ class Network:
             capture_output=True,
             text=True,
             encoding="utf-8",
-            timeout=timeout,
+            timeout=scaled(timeout),
         )
 
     def run_json(self, machine: str, *args: object, **kwargs: Any) -> Any:
@@ -568,7 +571,7 @@ class Network:
                 pass
         for proc in self.processes:
             if isinstance(proc.args, list) and proc.args[:4] == [IP, "netns", "exec", namespace]:
-                proc.wait(STOP_TIMEOUT)
+                proc.wait(scaled(STOP_TIMEOUT))
         wait_until(lambda: not self.pids(machine), STOP_TIMEOUT, f"every process of {machine} to die", 0.02)
 
     def read_all(self, machine: str, agent: str, **kwargs: Any) -> list[Any]:
@@ -583,11 +586,11 @@ class Network:
         assert self.certificates is not None
         probe = [sys.executable, "-I", "-c", _PROBE, url or self.machine(machine).hub_url]
         proc = subprocess.run(
-            self.argv(machine, [*probe, self.certificates.ca, PROBE_TIMEOUT]),
+            self.argv(machine, [*probe, self.certificates.ca, scaled(PROBE_TIMEOUT)]),
             env=self.env(machine),
             capture_output=True,
             text=True,
-            timeout=PROBE_TIMEOUT + CALL_TIMEOUT,
+            timeout=scaled(PROBE_TIMEOUT + CALL_TIMEOUT),
         )
         return proc.returncode == 0
 
@@ -642,13 +645,13 @@ class Network:
         """SIGKILL the hub: no shutdown at all."""
         assert self.hub_proc is not None
         self.hub_proc.kill()
-        self.hub_proc.wait(STOP_TIMEOUT)
+        self.hub_proc.wait(scaled(STOP_TIMEOUT))
 
     def stop_hub(self, timeout: float = STOP_TIMEOUT * 3) -> int:
         """SIGTERM the hub and wait for it to exit on its own; its exit status."""
         assert self.hub_proc is not None
         self.hub_proc.send_signal(signal.SIGTERM)
-        return self.hub_proc.wait(timeout)
+        return self.hub_proc.wait(scaled(timeout))
 
     def restart_hub(self, kill: bool = True) -> None:
         """Stop the hub (SIGKILL, or SIGTERM when not ``kill``) and start it again: same port, same store."""

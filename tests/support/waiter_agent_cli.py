@@ -7,10 +7,12 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
+from tests.support.waiting import scaled
+
 if TYPE_CHECKING:
     from tests.integrations.hooks.conftest import Hooks
 
-WAKE_TIMEOUT = 20.0
+WAKE_TIMEOUT = scaled(60.0)  # for a waiter to start, arm and fire: seconds at most, even on a loaded machine
 
 # Stands for the agent CLI: `python -c AGENT_CLI [its own args…] -- <waiter argv>` starts the
 # waiter as its child with $HOOK_STDIN on its stdin, prints the waiter's pid and exit status

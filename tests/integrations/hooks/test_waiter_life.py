@@ -23,7 +23,7 @@ from callboard.store.sqlite.store import SQLiteStore
 from tests.integrations.hooks.conftest import AGENT, SENDER, Hooks
 from tests.support.processes import process_gone
 from tests.support.waiter_agent_cli import WAKE_TIMEOUT, registered, start_agent_cli
-from tests.support.waiting import wait_until
+from tests.support.waiting import scaled, wait_until
 
 
 def woken_with(hooks: Hooks, waiter: subprocess.Popen[str], timeout: float = WAKE_TIMEOUT) -> list[str]:
@@ -63,12 +63,17 @@ def test_re_arming_after_a_wake_misses_nothing_sent_in_between_or_in_a_rush(hook
     assert woken_with(hooks, again) == ["after the rush"]
 
 
+# The flood window of the held-mail test: the mail stays held while the test looks at it through
+# four commands and a first waiter's wake (about 20 s on a loaded machine), then is let through.
+FLOOD_WINDOW = scaled(45.0)
+
+
 @contextmanager
 def sender_service(hooks: Hooks, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalClient]:
-    """The sender's mailbox in this process, with a flood window of a few seconds (the waiter
-    process keeps the real numbers: it only obeys the hold stored with the delivery)."""
+    """The sender's mailbox in this process, with a flood of two messages in ``FLOOD_WINDOW``
+    (the waiter process keeps the real numbers: it only obeys the hold stored with the delivery)."""
     monkeypatch.setattr(guard, "FLOOD_MESSAGES", 1)
-    monkeypatch.setattr(guard, "FLOOD_WINDOW_SECONDS", 20.0)
+    monkeypatch.setattr(guard, "FLOOD_WINDOW_SECONDS", FLOOD_WINDOW)
     service = Service(SQLiteStore(hooks.cli.default_db), machine="testhost")
     try:
         yield LocalClient(service, Caller(workspace=DEFAULT_WORKSPACE, agent=SENDER))
@@ -79,9 +84,9 @@ def sender_service(hooks: Hooks, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lo
 def test_held_mail_wakes_the_waiter_when_its_hold_ends_without_another_send(
     hooks: Hooks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    hooks.send("before the flood")
-    assert woken_with(hooks, hooks.spawn_wake()) == ["before the flood"]
     with sender_service(hooks, monkeypatch) as sender:
+        # Two sends at once: the window starts with the first, however slow the machine.
+        sender.send(SendRequest(to=AGENT, text="before the flood"))
         sent = sender.send(SendRequest(to=AGENT, text="held back"))
     (outcome,) = sent.recipients
     assert outcome.held is not None and outcome.held.reason == "flood"
@@ -91,8 +96,11 @@ def test_held_mail_wakes_the_waiter_when_its_hold_ends_without_another_send(
     held = hooks.cli.run_json("who", agent=SENDER)
     (webapp,) = [a for a in held["agents"] if a["name"] == AGENT]
     assert [h["message_id"] for h in webapp["held"]] == [sent.message_id]
+    assert woken_with(hooks, hooks.spawn_wake()) == ["before the flood"]  # the held one is not taken
     waiter = hooks.spawn_wake()  # armed while the mail is held: it does not fire before its time …
-    assert woken_with(hooks, waiter, WAKE_TIMEOUT + 20.0) == ["held back"]  # … and fires then, with no other send
+    assert woken_with(hooks, waiter, FLOOD_WINDOW + WAKE_TIMEOUT) == [
+        "held back"
+    ]  # … and fires then, with no other send
     after = hooks.status(sent.message_id)
     # surfaced by the woken turn's prompt hook, not before the hold's end
     assert (after["state"], after["via"], after["held"]["reason"]) == ("surfaced", "hook", "flood")
