@@ -452,7 +452,7 @@ class Session(Model):
     )
     live: bool = False
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator over @property; pydantic documents this one
     @property
     def address(self) -> str:
         """agent@machine#pid: the address that reaches exactly this session."""

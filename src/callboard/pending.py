@@ -97,7 +97,7 @@ class Pending(Generic[T]):
         error = self.exception(timeout)
         if error is not None:
             raise error
-        return self._value  # type: ignore[return-value]
+        return self._value  # type: ignore[return-value]  # a T once done without an error (None only before)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         if self._state not in (_DONE, _CANCELLED):

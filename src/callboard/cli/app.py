@@ -106,7 +106,7 @@ class _NamedArgument(typer.core.TyperArgument):
     """An argument as help shows it: its name (``TO``), and its choices when it has them, never its
     Python type; ``[NAME]`` when it may be left out."""
 
-    def display_type_rich(self, ctx: typer.Context) -> str | None:  # type: ignore[override]
+    def display_type_rich(self, ctx: typer.Context) -> str | None:  # type: ignore[override]  # typer's parameter names its private click's Context; typer.Context is what comes
         return super().display_type_rich(ctx) if self.type_descriptor.is_choice else None
 
     def _usage_display_name(self) -> str:

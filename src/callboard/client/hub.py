@@ -77,7 +77,7 @@ SLOW_CONNECT_SECONDS = 1.0  # a connection to the hub not made after this long s
 @functools.cache
 def _list_of(model: type[BaseModel]) -> TypeAdapter:
     """A validator of a list of ``model``: built once per model (building one compiles a schema)."""
-    return TypeAdapter(list[model])  # type: ignore[valid-type]
+    return TypeAdapter(list[model])  # type: ignore[valid-type]  # a list type made at run time, per model
 
 
 class HubClient:

@@ -47,7 +47,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._body_timer: asyncio.TimerHandle | None = None
         self._refused = False  # answered and closing: what still arrives is dropped
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # a server's protocol is only ever made with a stream transport
         super().connection_made(transport)
         # A connection must begin a request soon (afterwards uvicorn's keep-alive timeout
         # closes a connection idle between requests).

@@ -21,7 +21,7 @@ from callboard.errors import StoreInUse
 try:
     import fcntl
 except ImportError:  # no advisory locks (Windows): nothing to claim with
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the module, or None where there is none
 
 
 class StoreClaim:

@@ -112,7 +112,7 @@ class RunnerFiles:
         """Whether ``stream`` writes into this runner's log file (``team up`` points a runner's
         output there): a line put in the log must not be written to it a second time."""
         try:
-            given = os.fstat(stream.fileno())  # type: ignore[attr-defined]
+            given = os.fstat(stream.fileno())  # type: ignore[attr-defined]  # any stream: one without a file is not the log (below)
             log = os.stat(self.log_path)
         except (OSError, ValueError, AttributeError):
             return False

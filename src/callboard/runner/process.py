@@ -74,8 +74,8 @@ class CliProcess:
             item = self._lines.get(timeout=max(0.0, timeout))
         except queue.Empty:
             return None
-        if item is not _EOF:
-            return item  # type: ignore[return-value]
+        if isinstance(item, str):  # a line; else _EOF
+            return item
         self._lines.put(_EOF)  # keep saying it to later calls
         # stdout closed: the program is ending; give it the rest of the timeout to be reaped.
         try:

@@ -77,8 +77,10 @@ class RemoteOutbox:
         if send.remote_task_id:
             return send.remote_task_id, send.remote_context_id or ""
         earlier = self.store.remotes.remote_sends(send.workspace, task_id=send.task_id)
-        known = [r for r in earlier if r.remote_task_id]
-        return (known[-1].remote_task_id, known[-1].remote_context_id or "") if known else None  # type: ignore[return-value]
+        for row in reversed(earlier):  # the latest that knows it
+            if row.remote_task_id:
+                return row.remote_task_id, row.remote_context_id or ""
+        return None
 
     def question_answered(self, send: RemoteSend) -> TaskEvent | None:
         """The remote's question the row's message answers: the task's last status before the

@@ -226,7 +226,8 @@ class Sending:
         """The task mail to an outside agent carries, with its outbox row: a plain send's new
         task (or follow-up), or a task's own mail (opened, followed up, canceled)."""
         if task is None:
-            return self.remotes.task_for(caller, remote, thread)  # type: ignore[union-attr]
+            assert self.remotes is not None, "the remote was found by them (_remote)"
+            return self.remotes.task_for(caller, remote, thread)
         return task_id, Remotes.sent_out(task, remote)
 
     def _checked(self, request: SendRequest) -> CheckedSend:

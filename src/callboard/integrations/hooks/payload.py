@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from callboard.errors import BadRequest
 
@@ -45,10 +46,10 @@ def parse(raw: bytes) -> HookInput:
     )
 
 
-def read_stdin(stdin: object) -> bytes:
+def read_stdin(stdin: TextIO) -> bytes:
     """The hook's input: all of stdin (an agent CLI writes it and closes the pipe)."""
     buffer = getattr(stdin, "buffer", None)
-    if buffer is None or stdin.isatty():  # type: ignore[attr-defined]
+    if buffer is None or stdin.isatty():
         raise BadRequest("no hook input on stdin; an agent CLI runs this command and passes its hook JSON.")
     raw = buffer.read(MAX_INPUT_BYTES + 1)
     if len(raw) > MAX_INPUT_BYTES:

@@ -133,7 +133,7 @@ class ChangeListener:
                 # Read what arrived; psycopg hands each notification to _received.
                 conn.pgconn.consume_input()
                 while (note := conn.pgconn.notifies()) is not None:
-                    conn.pgconn.notify_handler(note)  # type: ignore[misc]
+                    conn.pgconn.notify_handler(note)  # type: ignore[misc]  # set: _run added our handler first
                 if conn.pgconn.status != psycopg.pq.ConnStatus.OK:
                     raise psycopg.OperationalError("the listening connection was closed")
             else:

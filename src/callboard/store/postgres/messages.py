@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -21,6 +22,8 @@ from callboard.store.records import DuplicateIdempotencyKey, NewDelivery, Recipi
 from callboard.store.rows import to_ts
 from callboard.tasks import TASK_KEY_PREFIX
 
+# SUBMIT's named parameters: each of its own type (text, numbers, arrays), looked up by name.
+SubmitArgs = dict[str, Any]
 PREPARED_UP_TO = 16  # recipients: a send to more is planned anew each time (see _store)
 
 # Recipients created by the send itself: inserted first, in name order, by a statement of their
@@ -84,8 +87,8 @@ def submit_message(
     and the task's own key (``task:<id>``), so that its subscribers on other replicas wake."""
     args = submit_args(message, deliveries, result, idempotency_key, request_hash)
     args["a2a_message_id"] = task.a2a_message_id if task is not None else None
-    woken = args["names"] if task is None else [*args["names"], TASK_KEY_PREFIX + task.task.id]  # type: ignore[misc]
-    notice = payload(db.replica, message.workspace, woken, message.id)  # type: ignore[arg-type]
+    woken = args["names"] if task is None else [*args["names"], TASK_KEY_PREFIX + task.task.id]
+    notice = payload(db.replica, message.workspace, woken, message.id)
     args = db.with_notify(args, notice)
     return db.submit(lambda conn: store_message(conn, args, task))
 
@@ -96,7 +99,7 @@ def submit_args(
     result: SendResult,
     idempotency_key: str | None,
     request_hash: str | None,
-) -> dict[str, object]:
+) -> SubmitArgs:
     """SUBMIT's parameters (less the notification's), prepared on the caller's thread: the send
     thread then only runs the statement. ``names``: the recipients, sorted."""
     names = sorted({d.recipient for d in deliveries})
@@ -133,7 +136,7 @@ def submit_args(
     }
 
 
-def store_message(conn: psycopg.Connection, args: dict[str, object], task: TaskWrite | None = None) -> dict[str, int]:
+def store_message(conn: psycopg.Connection, args: SubmitArgs, task: TaskWrite | None = None) -> dict[str, int]:
     """One attempt at storing the message, and the task's change it carries; each recipient's
     new sequence number. Raises DuplicateIdempotencyKey, RecipientsGone or TaskConflict, and
     then nothing of it is stored."""
@@ -148,13 +151,13 @@ def store_message(conn: psycopg.Connection, args: dict[str, object], task: TaskW
         return seqs
 
 
-def _store(conn: psycopg.Connection, args: dict[str, object]) -> dict[str, int]:
+def _store(conn: psycopg.Connection, args: SubmitArgs) -> dict[str, int]:
     # psycopg prepares a statement run often, and PostgreSQL may then plan it once for any
     # parameters: a plan made for the usual send to a few can be far off for a post to a
     # thousand (it once took 100 ms instead of 15). Large sends are planned for their arrays.
-    prepare = None if args["count"] <= PREPARED_UP_TO else False  # type: ignore[operator]
+    prepare = None if args["count"] <= PREPARED_UP_TO else False
     try:
-        ok, found, seqs, _ = conn.execute(SUBMIT, args, prepare=prepare).fetchone()  # type: ignore[misc]
+        ok, found, seqs, _ = conn.execute(SUBMIT, args, prepare=prepare).fetchone()  # type: ignore[misc]  # SUBMIT answers one row, always
     except pg_errors.UniqueViolation as error:
         if error.diag.constraint_name == "messages_by_idempotency_key":
             raise DuplicateIdempotencyKey(args["key"]) from None
@@ -164,7 +167,7 @@ def _store(conn: psycopg.Connection, args: dict[str, object]) -> dict[str, int]:
     if args["key"] is not None and conn.execute(_KEY_USED, args).fetchone():
         raise DuplicateIdempotencyKey(args["key"])  # SQLite's answer too: it checks the key first
     present = set(found or ())
-    missing = [n for n in args["names"] if n not in present]  # type: ignore[attr-defined]
+    missing = [n for n in args["names"] if n not in present]
     raise RecipientsGone(missing)
 
 

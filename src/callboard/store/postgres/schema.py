@@ -303,9 +303,9 @@ VERSION_TABLE = "callboard_schema"
 def current_schema(conn: psycopg.Connection) -> str:
     """The schema the connection creates and finds its tables in; refuses a search_path that
     names no existing schema (PostgreSQL would create nothing, and say so obscurely)."""
-    (schema,) = conn.execute("SELECT current_schema()").fetchone()  # type: ignore[misc]
+    (schema,) = conn.execute("SELECT current_schema()").fetchone()  # type: ignore[misc]  # one row, always
     if schema is None:
-        (path,) = conn.execute("SHOW search_path").fetchone()  # type: ignore[misc]
+        (path,) = conn.execute("SHOW search_path").fetchone()  # type: ignore[misc]  # one row, always
         raise StoreUnavailable(
             f"no schema of the search_path ({path}) exists in this database; create it, or fix the URL's options."
         )
@@ -314,7 +314,7 @@ def current_schema(conn: psycopg.Connection) -> str:
 
 def schema_version(conn: psycopg.Connection) -> int:
     """The number of steps applied to the current schema (0: none, not even the version table)."""
-    (table,) = conn.execute("SELECT to_regclass(%s)", (VERSION_TABLE,)).fetchone()  # type: ignore[misc]
+    (table,) = conn.execute("SELECT to_regclass(%s)", (VERSION_TABLE,)).fetchone()  # type: ignore[misc]  # one row, always
     if table is None:
         return 0
     row = conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()

@@ -224,7 +224,7 @@ class LoopCommit:
         if error is not None:
             self._writer.fail(batch, error)
         else:
-            outcomes: list[Outcome] = done.result()  # type: ignore[union-attr]
+            outcomes: list[Outcome] = done.result()  # type: ignore[union-attr]  # no error: done is the future
             self._writer.settle(outcomes)
             for request, (_, ok, _) in zip(batch, outcomes, strict=True):
                 if ok and request.follow_up is not None:

@@ -167,7 +167,7 @@ class Writer:
             if ok:
                 future.set_result(value)
             else:
-                future.set_exception(value)  # type: ignore[arg-type]
+                future.set_exception(value)  # type: ignore[arg-type]  # not ok: the value is the error
 
     def _run_alone(self, request: PendingWrite, outcomes: list[Outcome]) -> None:
         conn = self.conn

@@ -48,7 +48,7 @@ class WriterThread:
             item = self._queue.get()
             batch: list[PendingWrite] = []
             while item is not _STOP:
-                batch.append(item)  # type: ignore[arg-type]
+                batch.append(item)  # type: ignore[arg-type]  # a request: the queue holds requests and _STOP
                 if len(batch) == GROUP_COMMIT_MAX_BATCH:
                     break
                 try:
