@@ -13,7 +13,7 @@ from typing import Protocol
 
 from callboard.model import DeliveryState
 from callboard.store.rows import to_ts
-from callboard.store.sql import Connection, Database, Notice, marks
+from callboard.store.sql import QUIET, Connection, Database, Notice, marks
 
 
 class HandingPart(Protocol):
@@ -160,6 +160,6 @@ class SQLHanding:
             f"INSERT INTO {EVENTS} SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS "
             "(SELECT 1 FROM deliveries WHERE workspace = ? AND recipient = ? AND message_id = ?) RETURNING 1",
             (workspace, message_id, agent, to_ts(now), event, session, via, detail, workspace, agent, message_id),
-            Notice(quiet=True),
+            QUIET,
         )
         return bool(rows)
