@@ -202,7 +202,7 @@ def test_imports_go_down_only() -> None:
         ),
         ("callboard.guards", "from callboard import client"),
         ("callboard.store.postgres.store", "from ...integrations import agent_clis"),
-        ("callboard.hub.streams", "from callboard.integrations.claude_code.push import push_sent"),
+        ("callboard.hub.streams", "from callboard.integrations.claude_code.inject import inject_sent"),
         ("callboard.hub.api", "from callboard.integrations import claude_code"),
         ("callboard.mcp.tools", "from callboard.integrations.agent_clis import CLAUDE_CODE"),
         ("callboard.store.sqlite.messages", "from callboard.service.guards import Exchange"),
@@ -220,7 +220,7 @@ def test_the_checker_finds_an_import_that_goes_up(module: str, source: str) -> N
 @pytest.mark.parametrize(
     ("module", "source"),
     [
-        ("callboard.cli.mcp_server", "from callboard.integrations.claude_code.socket_delivery import SocketPusher"),
+        ("callboard.cli.mcp_server", "from callboard.integrations.claude_code.socket_delivery import SocketInjector"),
         ("callboard.integrations.hooks.entry", "from callboard.integrations.claude_code import waiter"),
         ("callboard.hub.api", "from callboard.client.base import Client\nfrom callboard.service.door import Service"),
         (

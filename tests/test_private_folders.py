@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from callboard.config import private_folder, save_login
-from callboard.integrations.hooks.state import SessionFiles, SessionState, take_pusher_lock
+from callboard.integrations.hooks.state import SessionFiles, SessionState, take_injector_lock
 from callboard.integrations.install.manifest import Manifest, keep_backup
 
 
@@ -54,7 +54,7 @@ def test_the_hooks_session_state_is_private(wide_home: Path):
 
 
 def test_the_pushers_locks_are_private(wide_home: Path):
-    assert take_pusher_lock(wide_home, 4242, 1) is not None
+    assert take_injector_lock(wide_home, 4242, 1) is not None
     assert mode(wide_home / "pushers") == 0o700 and mode(wide_home / "pushers" / "4242-1.lock") == 0o600
 
 

@@ -290,7 +290,7 @@ class RecipientOutcome(Model):
     )
 
 
-class PushedInto(Model):
+class InjectedInto(Model):
     """A recipient's session on the sender's machine that the sender's client wrote the sent
     mail into, right after the send (a session no Callboard process serves)."""
 
@@ -309,8 +309,8 @@ class SendResult(Model):
     duplicate: bool = Field(default=False, description="an earlier send with this idempotency key")
     # What the sender's own client did on its machine after the send: never stored, never on
     # the wire (a face shows it).
-    pushed: list[PushedInto] = Field(default_factory=list, exclude=True)
-    push_problem: str | None = Field(default=None, exclude=True)  # what went wrong pushing, one sentence
+    injected: list[InjectedInto] = Field(default_factory=list, exclude=True)
+    inject_problem: str | None = Field(default=None, exclude=True)  # what went wrong injecting, one sentence
 
 
 class MailItem(Model):

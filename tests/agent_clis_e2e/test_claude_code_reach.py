@@ -1,4 +1,4 @@
-"""A real Claude Code session that runs no Callboard at all, reached by a sender's push.
+"""A real Claude Code session that runs no Callboard at all, reached by a sender's injection.
 
 Claude Code (the current version, installed from npm) runs headless with stream-json input and
 its stdin left open, against a local mock model, WITHOUT our MCP server or hooks, in a project
@@ -68,8 +68,8 @@ def test_a_session_without_callboard_is_woken_by_a_send_to_its_agent(
 
     sent = callboard_send(machine, "alice", "Please rebase PR 12 onto main.", "--subject", "rebase")
 
-    (pushed,) = sent["pushed_into_claude_code"]
-    assert (pushed["agent"], pushed["pid"], pushed["messages"]) == ("alice", session.pid, [sent["message_id"]])
+    (injected,) = sent["injected_into_claude_code"]
+    assert (injected["agent"], injected["pid"], injected["messages"]) == ("alice", session.pid, [sent["message_id"]])
     # Nothing is written on stdin: the session wakes because the mail came through its socket.
     (request,) = session.wait_for(
         lambda: model.requests_saying("Please rebase PR 12 onto main."), "the model request with the mail", WAKE_TIMEOUT
@@ -101,7 +101,7 @@ def alice_row(report: dict) -> dict:
     return alice
 
 
-def test_mail_pushed_into_a_session_without_callboard_that_dies_mid_tool_returns_and_is_read_once(
+def test_mail_injected_into_a_session_without_callboard_that_dies_mid_tool_returns_and_is_read_once(
     claude_code_current: Path, machine: Machine, socket_tmp: Path
 ):
     (machine.workdir / ".callboard-agent").write_text("alice\n")
@@ -117,8 +117,8 @@ def test_mail_pushed_into_a_session_without_callboard_that_dies_mid_tool_returns
 
         body = "Stop the deploy; the schema changed."
         sent = callboard_send(machine, "alice", body)
-        (pushed,) = sent["pushed_into_claude_code"]
-        assert pushed["pid"] == session.pid
+        (injected,) = sent["injected_into_claude_code"]
+        assert injected["pid"] == session.pid
         handed = alice_row(callboard(machine, "bob", "status", sent["message_id"]))
         assert handed["state"] == "handed" and handed["handed_to"].endswith(f"#{session.pid}"), handed
 

@@ -95,7 +95,7 @@ def test_an_idle_session_starts_a_turn_with_mail_written_into_its_socket(
 def leaves_mail_to_the_hooks(
     claude: Path, machine: Machine, model: MockModel, tmp: Path, extra: dict[str, str] | None = None
 ) -> tuple[LiveCli, list[claude_sessions.ClaudeSession]]:
-    """Mail that waits when the session starts (what a pusher writes first, at once) and mail
+    """Mail that waits when the session starts (what a injector writes first, at once) and mail
     sent while it is idle: neither reaches the model nor is marked surfaced; the session ends.
     Returns it, and the registry as it was while the session ran."""
     with machine.client("bob") as bob:

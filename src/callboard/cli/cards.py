@@ -18,9 +18,9 @@ DEFAULT_HUB_URL = "http://127.0.0.1:8465"  # where `callboard up` listens unless
 
 def card_of(client: Client, name: str) -> tuple[dict[str, Any], str | None]:
     """The card's JSON, and a note for the person when it was not served by a hub."""
-    fetch = getattr(client, "agent_card", None)  # a hub's client has it
-    if fetch is not None:
-        return fetch(name), None
+    served = client.agent_card(name)  # a hub's
+    if served is not None:
+        return served, None
     agent = client.describe_agent(name)
     note = (
         f"no hub: this card's URLs assume 'callboard up' on {DEFAULT_HUB_URL} "

@@ -11,7 +11,7 @@ from callboard.client.base import Client
 from callboard.client.session_keeper import SessionKeeper
 from callboard.identity import terminal_of
 from callboard.integrations.agent_clis import runtime_of
-from callboard.integrations.claude_code.socket_delivery import SocketPusher
+from callboard.integrations.claude_code.socket_delivery import SocketInjector
 from callboard.integrations.claude_code.transcript_watch import TranscriptWatcher
 from callboard.mcp.ending import Ending
 from callboard.runner.env import RUNNER_ENV
@@ -36,9 +36,9 @@ def mcp_command(db: DbOption = None) -> None:
         client.whoami()  # a bad identity or an unreachable hub fails here, on stderr, before any protocol
         # On the embedded store no hub sends mail to outside A2A agents: this process does.
         ending.then(client.run_background())
-        server = mailbox_server(one_client(client))  # open_client's: a send pushes into local sessions
+        server = mailbox_server(one_client(client))  # open_client's: a send injects into local sessions
         # Under a runner the runner's session is ours (CALLBOARD_SESSION) and the runner feeds
-        # the mail as turns: a session, a pusher or a watcher of our own would race it.
+        # the mail as turns: a session, a injector or a watcher of our own would race it.
         if not os.environ.get(RUNNER_ENV):
             _keep_session(client, ending)
         settle_collector()
@@ -57,8 +57,8 @@ def mcp_command(db: DbOption = None) -> None:
 def _keep_session(client: Client, ending: Ending) -> None:
     """Register the agent CLI that started us as a session, and deliver into it while it lives."""
     # The agent CLI that started us is the session; when it dies, so do we.
-    # Claude Code gave us its session's messaging socket: push new mail into the session.
-    pusher = SocketPusher.for_this_process(client)
+    # Claude Code gave us its session's messaging socket: inject new mail into the session.
+    injector = SocketInjector.for_this_process(client)
     # Mail handed to the session (socket frames, waiter wakes) is surfaced once its
     # transcript shows the turn that carried it to the model.
     watcher = TranscriptWatcher.for_this_process(client)
@@ -66,18 +66,18 @@ def _keep_session(client: Client, ending: Ending) -> None:
         client,
         on_parent_gone=lambda: ending.begin("parent gone"),
         terminal=terminal_of(os.environ, os.getppid()),
-        delivery_problem=(lambda: pusher.problem) if pusher is not None else None,
+        delivery_problem=(lambda: injector.problem) if injector is not None else None,
     )
     # The session's end first: Claude Code sends SIGINT, then SIGTERM 0.1 s later, then
-    # SIGKILL; stopping the pusher may wait out its current wait.
+    # SIGKILL; stopping the injector may wait out its current wait.
     if watcher is not None:  # its last look before the session ends: mail the last turn
         ending.then(watcher.stop)  # carried is surfaced, not returned to the mailbox
     ending.then(keeper.stop)
-    if pusher is not None:
-        ending.then(pusher.stop)
+    if injector is not None:
+        ending.then(injector.stop)
     keeper.start(runtime_of(keeper.parent))  # the agent CLI that started us, by its command line
-    if pusher is not None:
-        pusher.start()
+    if injector is not None:
+        injector.start()
     if watcher is not None:
         watcher.start()
 

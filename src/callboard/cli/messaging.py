@@ -139,18 +139,18 @@ def _send_to_outside_agents(client: Client, result: SendResult) -> None:
 
 
 def emit_sent(result: SendResult, as_json: bool) -> None:
-    """A send's result and the Claude Code sessions its mail was pushed into; a push that went
+    """A send's result and the Claude Code sessions its mail was injected into; an injection that went
     wrong is one line on stderr (the send itself stands)."""
-    if result.push_problem:
-        sys.stderr.write(f"warning: {render.one_line(result.push_problem)}\n")
+    if result.inject_problem:
+        sys.stderr.write(f"warning: {render.one_line(result.inject_problem)}\n")
 
     def human() -> None:
         render.send_result(result)
-        for push in result.pushed:
-            name = f" ({render.peer(push.name)})" if push.name else ""
-            render.console.print(f"pushed into Claude Code session {push.pid}{name} for {render.peer(push.agent)}")
+        for into in result.injected:
+            name = f" ({render.peer(into.name)})" if into.name else ""
+            render.console.print(f"injected into Claude Code session {into.pid}{name} for {render.peer(into.agent)}")
 
-    render.emit({**render.jsonable(result), render.PUSHED_KEY: render.jsonable(result.pushed)}, as_json, human)
+    render.emit({**render.jsonable(result), render.INJECTED_KEY: render.jsonable(result.injected)}, as_json, human)
 
 
 @app.command()

@@ -60,7 +60,7 @@ def make_consoles() -> tuple[Console, Console]:
 
 console, err_console = make_consoles()
 
-PUSHED_KEY = "pushed_into_claude_code"  # in send's --json: the sessions its mail was written into
+INJECTED_KEY = "injected_into_claude_code"  # in send's --json: the sessions its mail was written into
 
 
 def jsonable(value: Any) -> Any:

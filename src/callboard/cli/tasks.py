@@ -101,16 +101,16 @@ def task_send(
         sent = client.open_task(
             agent, [{"text": text}], task_id=answer, context_id=context, subject=subject, message_id=message_id
         )
-    pushed = sent.send
-    for outcome in pushed.recipients:  # a name nobody had used (a typo?): said, as send says it
+    mail = sent.send
+    for outcome in mail.recipients:  # a name nobody had used (a typo?): said, as send says it
         if outcome.new_agent and outcome.reason:
             sys.stderr.write(f"note: {one_line(outcome.reason)}\n")
-    if pushed.push_problem:
-        sys.stderr.write(f"warning: {one_line(pushed.push_problem)}\n")
-    for push in pushed.pushed:  # the id stays stdout's only line: scripts take it with $(…)
-        name = f" ({push.name})" if push.name else ""
-        sys.stderr.write(one_line(f"pushed into Claude Code session {push.pid}{name} for {push.agent}") + "\n")
-    document = {**render.jsonable(sent), render.PUSHED_KEY: render.jsonable(pushed.pushed)}
+    if mail.inject_problem:
+        sys.stderr.write(f"warning: {one_line(mail.inject_problem)}\n")
+    for into in mail.injected:  # the id stays stdout's only line: scripts take it with $(…)
+        name = f" ({into.name})" if into.name else ""
+        sys.stderr.write(one_line(f"injected into Claude Code session {into.pid}{name} for {into.agent}") + "\n")
+    document = {**render.jsonable(sent), render.INJECTED_KEY: render.jsonable(mail.injected)}
     render.emit(document, as_json, lambda: render.console.print(render.peer(sent.task.id)))
 
 

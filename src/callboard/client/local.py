@@ -184,6 +184,9 @@ class LocalClient:
     def describe_agent(self, name: str) -> Agent:
         return self.service.describe_agent(self._as(), name)
 
+    def agent_card(self, name: str) -> dict[str, Any] | None:
+        return None  # no hub serves it
+
     def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent:
         return self.service.update_agent(self._as(), name, description, skills)
 

@@ -106,12 +106,12 @@ class HubContext:
 
     def stop(self) -> None:
         """Shutting down: streams and long-polls end now, so in-flight sends can finish and drain."""
-        self.service.events.close()
+        self.service.subscriptions.close()
 
     @property
     def stopping(self) -> bool:
         """stop() was called: every wait for mail ends (the service's own, for MCP calls, too)."""
-        return self.service.events.closed
+        return self.service.subscriptions.closed
 
     async def credential_of(self, headers: Headers, client: str | None = None) -> Credential:
         """The request's bearer token checked (401 if it is missing, unknown or revoked), and

@@ -87,7 +87,7 @@ class CredentialBound(LocalClient):
     def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
         self.service.check_read_options(limit=limit, after=after, wait=wait)
         deadline = time.monotonic() + wait
-        while (left := deadline - time.monotonic()) > 0 and not self.service.events.closed:
+        while (left := deadline - time.monotonic()) > 0 and not self.service.subscriptions.closed:
             self._still_valid()
             look = super().read(peek=True, after=after, limit=1, wait=min(left, REVOCATION_CHECK_SECONDS))
             if look.items:

@@ -73,7 +73,7 @@ async def _long_poll(
     hub = call.hub
     deadline = time.monotonic() + wait
     with (
-        hub.service.events.subscribe_async(caller.workspace, caller.agent) as subscription,
+        hub.service.subscriptions.subscribe_async(caller.workspace, caller.agent) as subscription,
         hub.streams.opened(
             credential, secret_hash_of(call.headers), lambda: subscription.receive(None), counted=wait > 0
         ) as stream,
@@ -107,7 +107,7 @@ async def events(call: Call) -> None:
     in_session = call.caller  # the caller in the session the request names, now
     assert in_session is not None and in_session.agent is not None, "identified, as an agent"
     with (
-        hub.service.events.subscribe_async(in_session.workspace, in_session.agent) as subscription,
+        hub.service.subscriptions.subscribe_async(in_session.workspace, in_session.agent) as subscription,
         hub.streams.opened(credential, secret_hash_of(call.headers), lambda: subscription.receive(None)) as stream,
     ):
         gone = asyncio.get_running_loop().create_task(_disconnect(call.receive, subscription))

@@ -5,7 +5,7 @@ its session ends, sends SIGINT, SIGTERM 0.1 s later, and SIGKILL soon after (mea
 whose CLI died is nobody's. Whichever comes first —
 stdin's end, SIGTERM, SIGINT or SIGHUP, the parent's death (seen by the session keeper's poll
 and, on Linux, by the kernel's parent-death signal) — starts the same ending on a thread of its
-own: stop pushing, end the session (its end time recorded), exit. Nothing it waits for may hold
+own: stop injecting, end the session (its end time recorded), exit. Nothing it waits for may hold
 the process: a tool call blocked in a long read, the event loop, a store thread. So the process
 leaves with ``os._exit`` after the session is ended, or after ``HARD_DEADLINE_SECONDS`` whatever
 is still running.

@@ -49,7 +49,7 @@ from callboard.mcp.task_tools import add_task_tools
 from callboard.model import DeliveryEvent, HeldMail, MailItem
 from callboard.requests import SendRequest
 
-log = logging.getLogger("callboard.push")
+log = logging.getLogger("callboard.inject")
 
 INSTRUCTIONS = (
     "A mailbox shared with other AI agents. send_message to reach them; read_messages to get "
@@ -88,7 +88,7 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
     """An MCP server whose tools act through ``await client_of(ctx)``: the one agent of a stdio
     session, or the agent a hub request's credential names. A read that may wait for mail always
     runs on a worker thread, so other calls go on meanwhile. What a send did besides (mail the
-    client pushed into local sessions) is the client's to tell, in its result."""
+    client injected into local sessions) is the client's to tell, in its result."""
     server = MCPServer(name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     async def acting(ctx: Context) -> Client:
@@ -177,13 +177,13 @@ def _send(
             )
         )
     )
-    if sent.push_problem:
-        log.warning("%s", sent.push_problem)
+    if sent.inject_problem:
+        log.warning("%s", sent.inject_problem)
     recipients = [Recipient(address=r.address, state=r.state, agent=r.agent, note=r.reason) for r in sent.recipients]
     result = Sent(message_id=sent.message_id, thread_id=sent.thread_id, recipients=recipients, unread=unread_of(client))
     lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]
     lines += [f"- {r.address}: {r.state}" + (f" — {r.note}" if r.note else "") for r in recipients]
-    lines += [f"- pushed into {p.agent}'s Claude Code session {p.pid}" for p in sent.pushed]
+    lines += [f"- injected into {p.agent}'s Claude Code session {p.pid}" for p in sent.injected]
     return tool_result(result, "\n".join([*lines, unread_line(result.unread)]))
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from callboard.client.base import Client
 from callboard.client.session_keeper import SessionKeeper
 from callboard.errors import CallboardError
 from callboard.fence import visible
@@ -81,7 +82,7 @@ class Runner:
 
     def __init__(
         self,
-        client: object,
+        client: Client,
         adapter: Adapter,
         options: RunnerOptions,
         files: RunnerFiles,
@@ -101,7 +102,7 @@ class Runner:
         self.crashes = CrashPolicy(base=options.respawn_base)
         self.carry: list[MailItem] = []  # handed to us, not yet taken by the CLI: given again
         self.given: dict[str, int] = {}  # message id -> times given to a turn that never took it
-        self.session_client: object = client
+        self.session_client: Client = client
         self._stopping = False
         self._stop_reason = "a signal"
         self._in_turn = False
@@ -113,16 +114,16 @@ class Runner:
 
     def run(self) -> int:
         self.files.acquire()  # RunnerRunning when another runner has this agent here
-        keeper = SessionKeeper(self.client, on_parent_gone=lambda: None, parent=os.getpid())  # type: ignore[arg-type]
+        keeper = SessionKeeper(self.client, on_parent_gone=lambda: None, parent=os.getpid())
         keeper.start(RUNTIME)
         if keeper.session is None:
             self.files.release()
             raise RunnerNotStarted("could not register the runner's session (see the log above); nothing started")
         session = keeper.session
-        self.session_client = self.client.as_agent(self.options.agent, session_id=session.id)  # type: ignore[attr-defined]
+        self.session_client = self.client.as_agent(self.options.agent, session_id=session.id)
         self.reporter = Reporter(self.session_client, self._first_report(session.id), self.log)
         self.reporter.start()
-        self.watch = MailWatch(self.session_client, self.wake, self.log)  # type: ignore[arg-type]
+        self.watch = MailWatch(self.session_client, self.wake, self.log)
         env = cli_env(os.environ, self.options.agent, session.id)
         self.launch = Launch(
             agent=self.options.agent,
@@ -178,9 +179,8 @@ class Runner:
             self.log("stopped")
             self.reporter.state("stopped", f"stopped by {self._stop_reason}")
         self.reporter.stop()
-        close = getattr(self.session_client, "close", None)
-        if self.session_client is not self.client and close is not None:
-            close()
+        if self.session_client is not self.client:
+            self.session_client.close()
         self.files.release()
 
     def _take_signals(self) -> None:
@@ -238,7 +238,7 @@ class Runner:
     def _take(self) -> list[MailItem]:
         """All the mail there is, handed to the runner's session (the watch looks again after)."""
         try:
-            items = self.session_client.surface(via="runner", limit=self.options.batch_limit).items  # type: ignore[attr-defined]
+            items = self.session_client.surface(via="runner", limit=self.options.batch_limit).items
         except CallboardError as error:
             self.log(f"could not take mail: {error.code}: {error.message}")
             items = []
@@ -308,16 +308,16 @@ class Runner:
             return
         self._urgent_looked = True  # once per turn: the rest waits for the turn's end
         try:
-            peeked = self.session_client.surface(via="runner", urgent_only=True, peek=True).items  # type: ignore[attr-defined]
+            peeked = self.session_client.surface(via="runner", urgent_only=True, peek=True).items
             if not peeked:
                 return
-            urgent = self.session_client.surface(via="runner", urgent_only=True).items  # type: ignore[attr-defined]
+            urgent = self.session_client.surface(via="runner", urgent_only=True).items
         except CallboardError as error:
             self.log(f"could not look for urgent mail: {error.code}: {error.message}")
             return
         if urgent and self.adapter.inject(prompts.mail_prompt(self.options.agent, urgent)):
             self.log(f"urgent mail put into the running turn: {self._describe(urgent)}")
-            self.session_client.confirm_surfaced([i.message.id for i in urgent], evidence="turn")  # type: ignore[attr-defined]
+            self.session_client.confirm_surfaced([i.message.id for i in urgent], evidence="turn")
         else:
             self.carry.extend(urgent)  # handed to us already: it goes first after the turn
 

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from callboard.client.base import Client
 from callboard.errors import CallboardError
 from callboard.runner.adapters.base import Usage
 from callboard.runners import RunnerReport, RunnerState
@@ -14,12 +15,12 @@ REPORT_EVERY_SECONDS = 15.0
 
 
 class Reporter:
-    """Holds the runner's RunnerReport and sends it with ``client.report_runner`` (when the
-    client has it) on every change and every ``every`` seconds from a thread."""
+    """Holds the runner's RunnerReport and sends it with ``client.report_runner`` on every
+    change and every ``every`` seconds from a thread."""
 
     def __init__(
         self,
-        client: object,
+        client: Client,
         base: RunnerReport,
         log: Callable[[str], None],
         every: float = REPORT_EVERY_SECONDS,
@@ -73,13 +74,10 @@ class Reporter:
             self.report = self.report.model_copy(update={**fields, "updated_at": datetime.now(UTC)})
 
     def _send(self) -> None:
-        send = getattr(self._client, "report_runner", None)
-        if send is None:
-            return  # a client without runner reports (before the status helper's part)
         with self._lock:
             report = self.report.model_copy(update={"updated_at": datetime.now(UTC)})
         try:
-            send(report)
+            self._client.report_runner(report)
             self._failed_once = False
         except CallboardError as error:
             if not self._failed_once:  # once per outage, not every 15 s

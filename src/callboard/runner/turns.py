@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from callboard.client.base import Client
 from callboard.errors import CallboardError
 from callboard.runner.adapters.base import Adapter, TurnEvent, TurnTimedOut, Usage
 
@@ -34,7 +35,7 @@ class Turn:
     def __init__(
         self,
         adapter: Adapter,
-        client: object,
+        client: Client,
         ids: Sequence[str],
         log: Callable[[str], None],
         on_event: Callable[[TurnEvent], None] = lambda event: None,
@@ -90,7 +91,7 @@ class Turn:
         if not self.ids:
             return
         try:
-            self.client.mark_read(self.ids)  # type: ignore[attr-defined]
+            self.client.mark_read(self.ids)
         except CallboardError as error:
             self.log(f"could not mark {len(self.ids)} message(s) read: {error.code}: {error.message}")
 
@@ -101,6 +102,6 @@ class Turn:
         if not self.ids:
             return
         try:
-            self.client.confirm_surfaced(self.ids, evidence="turn")  # type: ignore[attr-defined]
+            self.client.confirm_surfaced(self.ids, evidence="turn")
         except CallboardError as error:
             self.log(f"could not mark {len(self.ids)} message(s) surfaced: {error.code}: {error.message}")

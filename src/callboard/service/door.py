@@ -67,6 +67,7 @@ from callboard.service.remotes import CardSource, Remotes
 from callboard.service.runner_reports import RunnerReports
 from callboard.service.sending import Sending
 from callboard.service.status import Statuses
+from callboard.service.subscriptions import Subscriptions
 from callboard.service.tasking import Tasking
 from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
@@ -106,6 +107,7 @@ class Service:
         self.events = (
             events if events is not None else MailboxEvents(store.change_counter, wait_for_change=store.wait_for_change)
         )
+        self.subscriptions: Subscriptions = self.events  # what faces listen with
         self.liveness = Liveness(machine, liveness_seconds)
         self.limits = limits
         self.clock = clock

@@ -1,4 +1,4 @@
-"""The pusher that writes an agent's new mail into its Claude Code session's messaging socket,
+"""The injector that writes an agent's new mail into its Claude Code session's messaging socket,
 here against a stand-in socket (tests/support/frame_listener.py) on a real embedded store; with the
 real Claude Code in tests/agent_clis_e2e/test_claude_code_socket.py."""
 
@@ -16,8 +16,8 @@ import pytest
 
 from callboard.client.local import LocalClient
 from callboard.integrations.claude_code import sessions as claude_sessions
-from callboard.integrations.claude_code.socket_delivery import SessionSocket, SocketPusher, render
-from callboard.integrations.hooks.state import pusher_running
+from callboard.integrations.claude_code.socket_delivery import SessionSocket, SocketInjector, render
+from callboard.integrations.hooks.state import injector_running
 from callboard.model import Message
 from callboard.procs import process_start_time
 from callboard.requests import SendRequest
@@ -44,7 +44,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def session(socket_dir: Path, project: Path) -> Iterator[tuple[FrameListener, SessionSocket]]:
-    """A stand-in session socket, and the target a pusher writes to."""
+    """A stand-in session socket, and the target a injector writes to."""
     with FrameListener(str(socket_dir / "4242.sock")) as listener:
         yield (
             listener,
@@ -55,19 +55,19 @@ def session(socket_dir: Path, project: Path) -> Iterator[tuple[FrameListener, Se
 
 
 @pytest.fixture
-def pushers() -> Iterator[Callable[..., SocketPusher]]:
-    started: list[SocketPusher] = []
+def injectors() -> Iterator[Callable[..., SocketInjector]]:
+    started: list[SocketInjector] = []
 
-    def start(client: LocalClient, target: SessionSocket) -> SocketPusher:
-        pusher = SocketPusher(client, target, wait=0.2)
-        pusher.start()
-        started.append(pusher)
-        return pusher
+    def start(client: LocalClient, target: SessionSocket) -> SocketInjector:
+        injector = SocketInjector(client, target, wait=0.2)
+        injector.start()
+        started.append(injector)
+        return injector
 
     yield start
-    for pusher in started:
-        pusher.stop()
-        assert not pusher.running
+    for injector in started:
+        injector.stop()
+        assert not injector.running
 
 
 def contents(listener: FrameListener) -> list[str]:
@@ -79,10 +79,10 @@ def status_of(client: LocalClient, message_id: str, recipient: str) -> tuple[str
     return row.state, row.via, row.handed_at is not None
 
 
-def test_new_mail_is_written_into_the_session_fenced_once_and_marked_handed_by_socket(agents, session, pushers):
+def test_new_mail_is_written_into_the_session_fenced_once_and_marked_handed_by_socket(agents, session, injectors):
     listener, target = session
     alice, bob = agents("alice"), agents("bob")
-    pushers(alice, target)
+    injectors(alice, target)
 
     sent = bob.send(SendRequest(to="alice", text="Can you review PR 12?", subject="review"))
     (frame,) = wait_until(listener.frames, what="a frame")
@@ -103,32 +103,32 @@ def test_new_mail_is_written_into_the_session_fenced_once_and_marked_handed_by_s
     assert status_of(bob, second.message_id, "alice")[1] == "socket"
 
 
-def test_mail_that_waited_before_the_pusher_started_is_written_at_once(agents, session, pushers):
+def test_mail_that_waited_before_the_injector_started_is_written_at_once(agents, session, injectors):
     listener, target = session
     alice, bob = agents("alice"), agents("bob")
     first = bob.send(SendRequest(to="alice", text="one"))
     bob.send(SendRequest(to="alice", text="two"))
     alice.read(limit=1)  # the first is read already: only the second is new to the agent
 
-    pushers(alice, target)
+    injectors(alice, target)
     (frame,) = wait_until(listener.frames, what="a frame")
 
     text = frame[-1]["message"]["content"]
     assert "two" in text and first.message_id not in text
 
 
-def test_a_socket_that_is_gone_stops_the_pusher_and_leaves_the_mail_to_the_hooks(agents, session, pushers, caplog):
+def test_a_socket_that_is_gone_stops_the_injector_and_leaves_the_mail_to_the_hooks(agents, session, injectors, caplog):
     listener, target = session
     alice, bob = agents("alice"), agents("bob")
-    pusher = pushers(alice, target)
+    injector = injectors(alice, target)
     listener.close()  # the session ended
 
     with caplog.at_level(logging.WARNING, logger="callboard.socket"):
         sent = bob.send(SendRequest(to="alice", text="anyone there?"))
-        wait_until(lambda: not pusher.running, what="the pusher to stop")
+        wait_until(lambda: not injector.running, what="the injector to stop")
 
     assert [r.getMessage() for r in caplog.records if r.name == "callboard.socket"] == [
-        "stopped pushing mail into the Claude Code session: cannot write to the Claude Code messaging socket "
+        "stopped injecting mail into the Claude Code session: cannot write to the Claude Code messaging socket "
         f"{target.path} (No such file or directory): the session has probably ended; send to a live session or "
         "leave the mail for its hooks."
     ]
@@ -136,17 +136,17 @@ def test_a_socket_that_is_gone_stops_the_pusher_and_leaves_the_mail_to_the_hooks
     assert [i.message.id for i in alice.surface(via="hook").items] == [sent.message_id]
 
 
-def test_a_session_that_holds_peer_messages_gets_its_mail_through_the_hooks(agents, session, pushers, project):
+def test_a_session_that_holds_peer_messages_gets_its_mail_through_the_hooks(agents, session, injectors, project):
     listener, target = session
     alice, bob = agents("alice"), agents("bob")
     settings = project / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"crossSessionInbound": "hold"}))
-    pusher = pushers(alice, target)
+    injector = injectors(alice, target)
 
     held = bob.send(SendRequest(to="alice", text="held back"))
-    wait_until(lambda: pusher.left_to_hooks == 1, what="the pusher to see it")
-    # The user lets peer messages in again: the next mail is pushed, with what was held back.
+    wait_until(lambda: injector.left_to_hooks == 1, what="the injector to see it")
+    # The user lets peer messages in again: the next mail is injected, with what was held back.
     assert status_of(bob, held.message_id, "alice") == ("queued", None, False)
     settings.write_text(json.dumps({"crossSessionInbound": "accept"}))
     bob.send(SendRequest(to="alice", text="let in"))
@@ -155,7 +155,9 @@ def test_a_session_that_holds_peer_messages_gets_its_mail_through_the_hooks(agen
     assert "held back" in frame[-1]["message"]["content"] and "let in" in frame[-1]["message"]["content"]
 
 
-def test_the_registry_s_session_id_pins_the_frame_when_the_session_is_registered(agents, socket_dir, project, pushers):
+def test_the_registry_s_session_id_pins_the_frame_when_the_session_is_registered(
+    agents, socket_dir, project, injectors
+):
     # The session's id changes on /clear or resume; the registry follows it, the environment not.
     registry = project.parent / "claude-config" / "sessions"
     registry.mkdir(parents=True)
@@ -166,7 +168,7 @@ def test_the_registry_s_session_id_pins_the_frame_when_the_session_is_registered
     with FrameListener(str(socket_dir / "x.sock")) as listener:
         target = SessionSocket(path=listener.path, parent=pid, token=None, session_id="sess-old", project_dir=project)
         alice, bob = agents("alice"), agents("bob")
-        pushers(alice, target)
+        injectors(alice, target)
         bob.send(SendRequest(to="alice", text="hi"))
         (frame,) = wait_until(listener.frames, what="a frame")
 
@@ -186,7 +188,7 @@ def test_the_registry_s_session_id_pins_the_frame_when_the_session_is_registered
 # --- whose socket it is ----------------------------------------------------------------------
 
 
-def test_no_socket_in_the_environment_means_no_pusher(project):
+def test_no_socket_in_the_environment_means_no_injector(project):
     assert SessionSocket.from_env({}, parent=os.getpid()) is None
     assert SessionSocket.from_env({"CLAUDE_CODE_MESSAGING_SOCKET": ""}, parent=os.getpid()) is None
 
@@ -243,27 +245,27 @@ def test_mail_too_long_for_one_frame_is_named_instead_of_shown():
     claude_sessions.encode_frame(text)  # fits
 
 
-def test_while_it_pushes_the_sessions_waiter_leaves_the_mail_to_it(agents, session, tmp_path):
-    """The pusher holds its agent CLI's pusher lock (hooks.state) for as long as it runs."""
+def test_while_it_injects_the_sessions_waiter_leaves_the_mail_to_it(agents, session, tmp_path):
+    """The injector holds its agent CLI's injector lock (hooks.state) for as long as it runs."""
     _, target = session
-    parent = os.getppid()  # the pusher's agent CLI: this process's parent, as for callboard mcp
+    parent = os.getppid()  # the injector's agent CLI: this process's parent, as for callboard mcp
     start = process_start_time(parent)
-    pusher = SocketPusher(agents("alice"), target, wait=0.2, home=tmp_path)
-    assert not pusher_running(tmp_path, parent, start)
-    pusher.start()
+    injector = SocketInjector(agents("alice"), target, wait=0.2, home=tmp_path)
+    assert not injector_running(tmp_path, parent, start)
+    injector.start()
     try:
-        wait_until(lambda: pusher_running(tmp_path, parent, start), what="the pusher to take its lock")
+        wait_until(lambda: injector_running(tmp_path, parent, start), what="the injector to take its lock")
     finally:
-        pusher.stop()
-    assert not pusher.running and not pusher_running(tmp_path, parent, start), "let go once it stops"
+        injector.stop()
+    assert not injector.running and not injector_running(tmp_path, parent, start), "let go once it stops"
 
 
-def test_a_forged_terminal_label_or_subject_reaches_the_session_on_its_own_line(agents, session, pushers):
+def test_a_forged_terminal_label_or_subject_reaches_the_session_on_its_own_line(agents, session, injectors):
     listener, target = session
     alice, bob = agents("alice"), agents("bob")
     pane = bob.register_session(runtime="script", pid=os.getpid(), terminal=forged("tmux:%1"))
     in_pane = LocalClient(bob.service, bob.caller.model_copy(update={"session_id": pane.id}))
-    pushers(alice, target)
+    injectors(alice, target)
 
     in_pane.send(SendRequest(to="alice", text="hi", subject=forged("plan")))
     wait_until(listener.frames, what="a frame")
@@ -272,12 +274,14 @@ def test_a_forged_terminal_label_or_subject_reaches_the_session_on_its_own_line(
     assert_reads_as_from_only(text, "bob")
 
 
-def test_a_refusing_receipt_returns_the_mail_and_the_pusher_leaves_that_session_to_its_hooks(agents, session, pushers):
+def test_a_refusing_receipt_returns_the_mail_and_the_injector_leaves_that_session_to_its_hooks(
+    agents, session, injectors
+):
     listener, target = session
     plain, bob = agents("alice"), agents("bob")
     registered = plain.register_session(runtime="claude-code", machine="farhost", pid=4242)
     alice = LocalClient(plain.service, plain.caller.model_copy(update={"session_id": registered.id}))
-    pusher = pushers(alice, target)
+    injector = injectors(alice, target)
     sent = bob.send(SendRequest(to="alice", text="Can you review PR 12?"))
     (frame,) = wait_until(listener.frames, what="a frame")
     user = frame[1]
@@ -300,5 +304,5 @@ def test_a_refusing_receipt_returns_the_mail_and_the_pusher_leaves_that_session_
     assert returned.state == "delivered"  # the session lives: its hooks can take it
     assert [e.event for e in returned.history][-3:] == ["handed", "refused", "returned"]
     bob.send(SendRequest(to="alice", text="and PR 13"))
-    wait_until(lambda: pusher.left_to_hooks >= 1, what="the pusher to leave the new mail to the hooks")
+    wait_until(lambda: injector.left_to_hooks >= 1, what="the injector to leave the new mail to the hooks")
     assert len(listener.received()) == 1  # nothing more written into a session that refuses

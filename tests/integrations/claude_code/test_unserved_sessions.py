@@ -1,4 +1,4 @@
-"""Mail the sender pushes into a Claude Code session Callboard does not serve is handed to a
+"""Mail the sender injects into a Claude Code session Callboard does not serve is handed to a
 session of the agent that the service can judge: it comes back to the mailbox when the
 session's process is gone, unless the session's transcript shows its model took it. The
 machine of tests/support/claude_code_machine.py (registry, live processes, stand-in sockets); the
@@ -14,7 +14,7 @@ from pathlib import Path
 from callboard.config import Settings
 from callboard.identity import machine_name
 from callboard.integrations.claude_code import unserved_sessions
-from callboard.integrations.claude_code.push import UNSERVED_RUNTIME, confirm_pushed, push_sent
+from callboard.integrations.claude_code.inject import UNSERVED_RUNTIME, confirm_injected, inject_sent
 from callboard.integrations.claude_code.socket_delivery import render
 from callboard.integrations.claude_code.unserved_sessions import Note
 from callboard.model import RecipientStatus
@@ -47,12 +47,12 @@ def home(machine: Machine) -> Path:
     return Settings.load(machine.env).home
 
 
-def test_pushed_mail_is_handed_to_a_session_of_the_agent_at_that_process(machine):
+def test_injected_mail_is_handed_to_a_session_of_the_agent_at_that_process(machine):
     session = machine.session(machine.project("alice"))
     bob = machine.client("bob")
 
     sent = bob.send(SendRequest(to="alice", text="Can you review PR 12?"))
-    push_sent(bob, sent, machine.env)
+    inject_sent(bob, sent, machine.env)
 
     row = alice_row(machine, sent.message_id)
     assert (row.state, row.via, row.handed_to) == (
@@ -76,23 +76,23 @@ def test_pushed_mail_is_handed_to_a_session_of_the_agent_at_that_process(machine
     )
 
 
-def test_a_session_the_push_registered_is_still_pushed_into(machine):
+def test_a_session_the_injection_registered_is_still_injected_into(machine):
     session = machine.session(machine.project("alice"))
     bob = machine.client("bob")
 
-    push_sent(bob, bob.send(SendRequest(to="alice", text="first")), machine.env)
+    inject_sent(bob, bob.send(SendRequest(to="alice", text="first")), machine.env)
     second = bob.send(SendRequest(to="alice", text="second"))
-    report = push_sent(bob, second, machine.env)
+    report = inject_sent(bob, second, machine.env)
 
-    assert [p.messages for p in report.pushed] == [[second.message_id]]
+    assert [p.messages for p in report.injected] == [[second.message_id]]
     wait_until(lambda: len(session.frames()) == 2, what="two frames")
 
 
-def test_mail_of_a_pushed_session_that_died_comes_back_and_the_next_reader_gets_it_once(machine):
+def test_mail_of_an_injected_session_that_died_comes_back_and_the_next_reader_gets_it_once(machine):
     session = machine.session(machine.project("alice"))
     bob, alice = machine.client("bob"), machine.client("alice")
     sent = bob.send(SendRequest(to="alice", text="Stop the deploy."))
-    push_sent(bob, sent, machine.env)
+    inject_sent(bob, sent, machine.env)
     handed_to = alice_row(machine, sent.message_id).handed_to
 
     kill(session)
@@ -107,15 +107,15 @@ def test_mail_of_a_pushed_session_that_died_comes_back_and_the_next_reader_gets_
     assert alice_row(machine, sent.message_id).state == "read"
 
 
-def test_the_next_push_confirms_what_the_transcript_shows_the_model_took(machine):
+def test_the_next_injection_confirms_what_the_transcript_shows_the_model_took(machine):
     session = machine.session(machine.project("alice"))
     bob, alice = machine.client("bob"), machine.client("alice")
     sent = bob.send(SendRequest(to="alice", text="Please rebase."))
-    push_sent(bob, sent, machine.env)
+    inject_sent(bob, sent, machine.env)
     (frame,) = wait_until(session.frames, what="a frame")
     write_transcript(machine, session, frame[-1]["message"]["content"])
 
-    push_sent(bob, bob.send(SendRequest(to="carol", text="unrelated")), machine.env)
+    inject_sent(bob, bob.send(SendRequest(to="carol", text="unrelated")), machine.env)
 
     row = alice_row(machine, sent.message_id)
     assert (row.state, row.history[-1].event, row.history[-1].detail) == ("surfaced", "surfaced", "transcript")
@@ -127,15 +127,15 @@ def test_a_dead_sessions_transcript_is_read_before_its_mail_is_judged(machine):
     session = machine.session(machine.project("alice"))
     bob, alice = machine.client("bob"), machine.client("alice")
     took = bob.send(SendRequest(to="alice", text="taken"))
-    push_sent(bob, took, machine.env)
+    inject_sent(bob, took, machine.env)
     (frame,) = wait_until(session.frames, what="a frame")
     write_transcript(machine, session, frame[-1]["message"]["content"])
     missed = bob.send(SendRequest(to="alice", text="never taken"))
-    push_sent(bob, missed, machine.env)
+    inject_sent(bob, missed, machine.env)
     wait_until(lambda: len(session.frames()) == 2, what="two frames")
     kill(session)
 
-    assert confirm_pushed(bob, machine.env) == []  # the first was confirmed at the second push
+    assert confirm_injected(bob, machine.env) == []  # the first was confirmed at the second injection
     assert unserved_sessions.notes(home(machine)) == []  # its process is gone: read a last time, forgotten
     assert alice_row(machine, took.message_id).state == "surfaced"
     assert alice_row(machine, missed.message_id).state == "queued"
@@ -146,16 +146,16 @@ def test_a_dead_sessions_transcript_is_read_before_its_mail_is_judged(machine):
 def test_confirming_reads_only_evidence_records_and_goes_on_without_notes(machine):
     session = machine.session(machine.project("alice"))
     bob = machine.client("bob")
-    assert confirm_pushed(bob, machine.env) == []  # nothing pushed: nothing to read
+    assert confirm_injected(bob, machine.env) == []  # nothing injected: nothing to read
     sent = bob.send(SendRequest(to="alice", text="queued only"))
-    push_sent(bob, sent, machine.env)
+    inject_sent(bob, sent, machine.env)
     text = render(machine.client("alice").read(peek=True).items)
     write_transcript(machine, session, text, kind="queue-operation")  # queued, no model request yet
 
-    assert confirm_pushed(bob, machine.env) == []
+    assert confirm_injected(bob, machine.env) == []
     assert alice_row(machine, sent.message_id).state == "handed"
     write_transcript(machine, session, text)
-    assert confirm_pushed(bob, machine.env) == [sent.message_id]
+    assert confirm_injected(bob, machine.env) == [sent.message_id]
 
 
 def test_a_note_keeps_every_claude_code_session_id_of_its_process(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 from callboard.client.local import LocalClient
 from callboard.fence import PREAMBLE, fenced_mail
 from callboard.identity import DEFAULT_WORKSPACE
-from callboard.integrations.hooks.state import take_pusher_lock
+from callboard.integrations.hooks.state import take_injector_lock
 from callboard.model import Caller
 from callboard.procs import process_start_time
 from callboard.service.door import Service
@@ -113,16 +113,16 @@ def test_no_waiter_for_a_one_shot_claude_print_run(hooks: Hooks, tmp_path: Path)
             agent_cli.stdout.close()  # type: ignore[union-attr]
 
 
-def pusher_lock(hooks: Hooks) -> int:
-    """Hold the pusher lock of the agent CLI (this test process) as its `callboard mcp` does
-    while it pushes mail into the session's messaging socket; the descriptor, to close."""
-    fd = take_pusher_lock(hooks.cli.callboard_home, os.getpid(), process_start_time(os.getpid()))
+def injector_lock(hooks: Hooks) -> int:
+    """Hold the injector lock of the agent CLI (this test process) as its `callboard mcp` does
+    while it injects mail into the session's messaging socket; the descriptor, to close."""
+    fd = take_injector_lock(hooks.cli.callboard_home, os.getpid(), process_start_time(os.getpid()))
     assert fd is not None
     return fd
 
 
-def test_no_waiter_beside_a_socket_pusher(hooks: Hooks) -> None:
-    fd = pusher_lock(hooks)
+def test_no_waiter_beside_a_socket_injector(hooks: Hooks) -> None:
+    fd = injector_lock(hooks)
     try:
         started = time.monotonic()
         assert hooks.spawn_wake().wait(WAKE_TIMEOUT) == 0
@@ -131,14 +131,14 @@ def test_no_waiter_beside_a_socket_pusher(hooks: Hooks) -> None:
         os.close(fd)
 
 
-def test_a_waiter_leaves_mail_to_a_pusher_that_started_after_it(hooks: Hooks) -> None:
+def test_a_waiter_leaves_mail_to_an_injector_that_started_after_it(hooks: Hooks) -> None:
     waiter = hooks.spawn_wake()
     wait_until(lambda: registered(hooks, os.getpid()), what="the waiter to register the session")
-    fd = pusher_lock(hooks)  # the session's server has started pushing
+    fd = injector_lock(hooks)  # the session's server has started injecting
     try:
         message = hooks.send("for the socket")
-        assert waiter.wait(WAKE_TIMEOUT) == 0, "the waiter does not wake the session: the pusher does"
-        assert hooks.status(message)["surfaced_at"] is None, "left for the pusher to take"
+        assert waiter.wait(WAKE_TIMEOUT) == 0, "the waiter does not wake the session: the injector does"
+        assert hooks.status(message)["surfaced_at"] is None, "left for the injector to take"
     finally:
         os.close(fd)
 

@@ -92,7 +92,9 @@ class CallboardRequestHandler(RequestHandler):
         # Where the caller's mailbox stands before the send: a plain reply after it answers the send.
         cursor = await self._run(self._service.mailbox_position, caller) if blocking else 0
         # Subscribed before the send: a move of the task after its commit wakes the wait below.
-        waiting = self._service.events.subscribe_async(caller.workspace, caller.agent) if blocking else nullcontext()
+        waiting = (
+            self._service.subscriptions.subscribe_async(caller.workspace, caller.agent) if blocking else nullcontext()
+        )
         with waiting as mail:
             ours = int(mail is not None and caller.agent == worker)  # a task to oneself: not a reader
             sent, reachable = await self._open(params, caller, worker, ours=ours)
@@ -125,7 +127,7 @@ class CallboardRequestHandler(RequestHandler):
         message = params.message
         # A read waiting on the worker's mailbox now is woken by the commit and leaves the
         # waiters before the send returns: counted after the send only, it would be missed.
-        streaming = self._service.events.waiting(caller.workspace, worker) > ours
+        streaming = self._service.subscriptions.waiting(caller.workspace, worker) > ours
         with a2a_errors():
             parts = our_parts(message.parts)
             metadata = dict_of(message.metadata) if message.HasField("metadata") else None
@@ -146,7 +148,7 @@ class CallboardRequestHandler(RequestHandler):
             await self._set_push(caller, sent.task.id, push)
         outcome = sent.send.recipients[0] if sent.send.recipients else None
         live = outcome is not None and (outcome.state == "delivered" or bool(outcome.sessions))
-        streaming = streaming or self._service.events.waiting(caller.workspace, worker) > ours
+        streaming = streaming or self._service.subscriptions.waiting(caller.workspace, worker) > ours
         return sent, live or streaming
 
     async def _own_task(self, caller: Caller, worker: str, task_id: str, context_id: str) -> Task:
@@ -174,7 +176,7 @@ class CallboardRequestHandler(RequestHandler):
         task = sent.task
         while True:
             left = deadline - loop.time()
-            if left <= 0 or self._service.events.closed:
+            if left <= 0 or self._service.subscriptions.closed:
                 break
             await mail.wait(left)
             with a2a_errors():
@@ -219,7 +221,7 @@ class CallboardRequestHandler(RequestHandler):
             return
         generation = task.generation if after is None else after
         with self._service.subscribe_task(caller.workspace, task.id) as changes:
-            while not self._service.events.closed:
+            while not self._service.subscriptions.closed:
                 with a2a_errors():
                     events = await self._run(self._service.task_events, caller, task.id, generation)
                 for event in events:

@@ -97,13 +97,13 @@ class PushPoster:
 
     async def run(self) -> None:
         async with httpx.AsyncClient(timeout=POST_TIMEOUT_SECONDS, follow_redirects=False) as http:
-            while not self._service.events.closed:
+            while not self._service.subscriptions.closed:
                 try:
                     due = await self._run(self._service.claim_push_deliveries, LEASE_SECONDS, BATCH)
                     # One post's failure is its own (recorded); the others go on.
                     await asyncio.gather(*(self._post(http, delivery) for delivery in due), return_exceptions=True)
                 except Exception as error:  # the store is away, or closing: look again later
-                    if self._service.events.closed:
+                    if self._service.subscriptions.closed:
                         return
                     log.warning("push notifications: the outbox cannot be read now (%r)", error)
                     due = []

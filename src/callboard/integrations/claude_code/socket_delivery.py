@@ -3,7 +3,7 @@
 Claude Code gives each stdio MCP server it starts its session's messaging socket
 (``CLAUDE_CODE_MESSAGING_SOCKET``, with a per-session child token and the session id). A frame
 from the session's own child is taken as the session's own: an idle session starts a turn
-with it, a busy one gets it after its current tool call. So while the server runs, a pusher
+with it, a busy one gets it after its current tool call. So while the server runs, a injector
 thread waits on the agent's mailbox and writes each new message there, fenced as another
 agent's words, and marks it handed to the session by "socket" — once: the hooks and the waiter
 then leave it. The session took the frame, its model has not seen it yet (a busy session keeps
@@ -12,10 +12,10 @@ transcript records the turn that carried it, and mail the session never got to i
 back to the mailbox when the session ends (``handing``).
 
 The socket is connected before any mail is taken, so mail is never marked handed to a
-session that is gone: when the socket cannot be reached the pusher logs one line and stops,
+session that is gone: when the socket cannot be reached the injector logs one line and stops,
 and the hooks carry the mail. When the session's ``crossSessionInbound`` setting holds or
 refuses peer messages, it leaves the mail to them too. Without a socket (an older Claude Code,
-``CLAUDE_CODE_HARBOR_KITE=0``, any other client) there is no pusher.
+``CLAUDE_CODE_HARBOR_KITE=0``, any other client) there is no injector.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from callboard.fence import PREAMBLE, fenced, fenced_mail
 from callboard.integrations.claude_code import sessions as claude_sessions
 from callboard.integrations.claude_code.sessions import MessagingSocketUnavailable
 from callboard.integrations.claude_code.socket_receipts import ReceiptListener
-from callboard.integrations.hooks.state import DeliveryClaim, take_pusher_lock
+from callboard.integrations.hooks.state import DeliveryClaim, take_injector_lock
 from callboard.limits import DELIVERY_ERROR_CHARS
 from callboard.model import DeliveryState, MailItem
 from callboard.procs import process_start_time
@@ -77,7 +77,7 @@ class SessionSocket:
         else:  # not registered yet (or elsewhere): Claude Code names its socket by its pid
             owned = Path(path).name == f"{parent}.sock"
         if not owned:
-            log.info("the messaging socket %s is not this process's parent's: not pushing mail there", path)
+            log.info("the messaging socket %s is not this process's parent's: not injecting mail there", path)
             return None
         project = env.get("CLAUDE_PROJECT_DIR") or (registered.cwd if registered else "") or os.getcwd()
         return cls(
@@ -113,7 +113,7 @@ def render(items: Sequence[MailItem]) -> str:
     return "\n\n".join([PREAMBLE, *shown])
 
 
-class SocketPusher:
+class SocketInjector:
     """Writes the agent's new mail into its Claude Code session until stopped, or until the
     socket fails (then it logs one line on stderr and leaves the mail to the hooks)."""
 
@@ -125,16 +125,16 @@ class SocketPusher:
         self._wait = wait
         self._home = home  # where the session's hooks keep their state: the waiter leaves mail to us
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="callboard socket pusher", daemon=True)
-        self.pushed = 0  # messages written
+        self._thread = threading.Thread(target=self._run, name="callboard socket injector", daemon=True)
+        self.injected = 0  # messages written
         self.left_to_hooks = 0  # new messages seen but not written: the session holds or refuses them
-        self.problem: str | None = None  # why it stopped pushing, reported with the session's heartbeats
+        self.problem: str | None = None  # why it stopped injecting, reported with the session's heartbeats
         self.refused: str | None = None  # the session refused (or denied) a frame: the hooks carry its mail
         self._receipts: ReceiptListener | None = None
 
     @classmethod
-    def for_this_process(cls, client: Client, env: Mapping[str, str] | None = None) -> SocketPusher | None:
-        """A pusher into the session that started this process, or None when there is none."""
+    def for_this_process(cls, client: Client, env: Mapping[str, str] | None = None) -> SocketInjector | None:
+        """A injector into the session that started this process, or None when there is none."""
         target = SessionSocket.from_env(env)
         if target is None:
             return None
@@ -157,13 +157,13 @@ class SocketPusher:
         # While this runs, the session's waiter (hooks.waiter) leaves its mail to the socket.
         parent = os.getppid()
         start = process_start_time(parent)
-        lock = take_pusher_lock(self._home, parent, start) if self._home else None
+        lock = take_injector_lock(self._home, parent, start) if self._home else None
         # Held while every new message goes into the socket: the per-turn hooks then exit at once.
         claim = DeliveryClaim(self._home, parent, start) if lock is not None and self._home else None
         receipts = ReceiptListener(self.target.path, self._on_receipt)
         self._receipts = receipts if receipts.start() else None
         try:
-            self._push_until_stopped(claim)
+            self._inject_until_stopped(claim)
         finally:
             if self._receipts is not None:
                 self._receipts.stop()
@@ -174,13 +174,13 @@ class SocketPusher:
 
     def _on_receipt(self, message_ids: Sequence[str], status: str, reason: str | None) -> None:
         """The session reported on a frame: recorded; mail it refused goes back to the mailbox
-        (the service's rule), and this pusher leaves the session's mail to its hooks from then
+        (the service's rule), and this injector leaves the session's mail to its hooks from then
         on, or the mail would come straight back into the socket."""
         if status in REFUSING_RECEIPTS:
             self.refused = f"the session {status} the mail written into its messaging socket"
         self._client.record_receipt(message_ids, status, reason[:DELIVERY_ERROR_CHARS] if reason else None)
 
-    def _push_until_stopped(self, claim: DeliveryClaim | None = None) -> None:
+    def _inject_until_stopped(self, claim: DeliveryClaim | None = None) -> None:
         if claim is not None:
             claim.hold(self.refused is None and self.target.takes_peer_messages())
         position: int | None = None  # None: first, the unread mail from before we started
@@ -200,11 +200,11 @@ class SocketPusher:
                 if claim is not None:
                     claim.hold(takes)  # a session that holds or refuses peer messages needs its hooks
                 if fresh and takes:
-                    self._push_waiting()
+                    self._inject_waiting()
                 elif fresh:
                     self.left_to_hooks += sum(item.state.rank < DeliveryState.handed.rank for item in seen.items)
             except MessagingSocketUnavailable as error:
-                log.warning("stopped pushing mail into the Claude Code session: %s", error.message)
+                log.warning("stopped injecting mail into the Claude Code session: %s", error.message)
                 self.problem = f"its messaging socket failed ({error.message}); mail reaches it only through its hooks"
                 return
             except CallboardError as error:
@@ -214,13 +214,11 @@ class SocketPusher:
                 self._stopping.wait(RETRY_SECONDS)
             except Exception as error:  # never take the MCP server down; say why, once
                 if not self._stopping.is_set():
-                    log.warning("stopped pushing mail into the Claude Code session: %r", error)
-                    self.problem = (
-                        f"pushing into its messaging socket failed ({error!r}); mail reaches it only through its hooks"
-                    )
+                    log.warning("stopped injecting mail into the Claude Code session: %r", error)
+                    self.problem = f"injecting into its messaging socket failed ({error!r}); mail reaches it only through its hooks"
                 return
 
-    def _push_waiting(self) -> None:
+    def _inject_waiting(self) -> None:
         """Write all mail neither read nor surfaced yet, a batch per frame."""
         while True:
             taken = write_batch(
@@ -230,7 +228,7 @@ class SocketPusher:
                 session_id=self.target.current_session_id(),
                 receipts=self._receipts,
             )
-            self.pushed += len(taken)
+            self.injected += len(taken)
             if len(taken) < BATCH:
                 return
 

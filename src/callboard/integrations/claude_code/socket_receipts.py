@@ -8,7 +8,7 @@ and the process listening there is the one that wrote the frame (seen in 2.1.332
 ``{"type":"control","action":"peer_message_status","status":"held"|"expired"|…,
 "status_detail":"refused","reason":…,"orig_msg_id":<our frame's msg_id>}``).
 
-So the socket pusher listens on ``<that folder>/<its pid>.sock`` while it runs, names it in each
+So the socket injector listens on ``<that folder>/<its pid>.sock`` while it runs, names it in each
 frame with the frame's own id, and hands each receipt to ``on_receipt`` with the ids of the
 messages that frame carried; the service records it and returns mail that will never reach the
 model (``handing``).

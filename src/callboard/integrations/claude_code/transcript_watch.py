@@ -10,7 +10,7 @@ JSON record a line. What it records, seen in 2.1.332:
 - ``attachment`` (``queued_command``), ``api-request-blob`` and ``user``: written when the turn
   that carries the text is sent to the model: evidence.
 
-So this watcher, run by the session's own ``callboard mcp`` beside the socket pusher, reads
+So this watcher, run by the session's own ``callboard mcp`` beside the socket injector, reads
 the records as they are appended and, for each evidence record that holds a fenced message
 (its ``id:`` line and its ``BEGIN MESSAGE`` marker, see ``fence``), tells the mailbox that
 message is surfaced (``confirm_surfaced``, evidence "transcript"). Mail not handed (surfaced

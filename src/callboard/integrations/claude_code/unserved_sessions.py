@@ -1,16 +1,16 @@
-"""Claude Code sessions Callboard does not serve, into which the sender's push wrote mail.
+"""Claude Code sessions Callboard does not serve, into which the sender's injector wrote mail.
 
-The push (``session_push``) registers such a session as a session of its agent (its pid and
+The injector (``inject``) registers such a session as a session of its agent (its pid and
 start time on this machine, runtime ``claude-code-unserved``, ``Session.unserved``) before it hands the session the
 mail, so the service judges that session like any other: mail handed to it goes back to the
 mailbox once its process is gone (``handing``), and a status names it ``agent@machine#pid``.
 
-Nothing of ours runs inside such a session to watch its transcript, so the push keeps a note
+Nothing of ours runs inside such a session to watch its transcript, so the injector keeps a note
 here: ``<home>/unserved/<pid>-<start>.json`` with the agent, the Callboard session and the
 Claude Code session ids the process had (its id changes on /clear; its registry file is gone
 once it ends, the note is not). ``carried`` reads those transcripts for the records that show a
 model request carried a message (``transcript_watch``), so the face can confirm it surfaced
-before the service judges the mail: at the next push and before a status. A note is dropped
+before the service judges the mail: at the next injection and before a status. A note is dropped
 once its process is gone and it has been read a last time.
 
 Stdlib only, beside our pure modules and the transcript reader.
@@ -35,7 +35,7 @@ STALE_SECONDS = 7 * 24 * 3600.0  # a note untouched this long is of a session lo
 
 @dataclass(frozen=True, slots=True)
 class Note:
-    """One unserved Claude Code session the push handed mail to."""
+    """One unserved Claude Code session the injector handed mail to."""
 
     workspace: str
     agent: str

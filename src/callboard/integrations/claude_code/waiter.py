@@ -14,8 +14,8 @@ that line says only ``status code 2``, and no body is in any log line.
 - One per agent CLI process: every Stop starts another, so each takes the process's waiter lock
   first; one that finds it held exits 0 at once. By process, not session id: after /clear the
   process has a new session id and is still one process to wake, once per message.
-- Not beside a socket pusher: where the session's own ``callboard mcp`` writes its mail into
-  the session's messaging socket (``state.pusher_running``), the waiter leaves the mail to it.
+- Not beside a socket injector: where the session's own ``callboard mcp`` writes its mail into
+  the session's messaging socket (``state.injector_running``), the waiter leaves the mail to it.
 - None left behind: ``AgentWatch`` checks every ``WATCH_SECONDS`` that the agent CLI process (pid
   and start time) still runs; once it has ended, the waiter removes the session's hook state and
   exits 0.
@@ -40,7 +40,7 @@ from callboard.client.session_keeper import HEARTBEAT_SECONDS
 from callboard.integrations.agent_clis import CLAUDE_CODE, runtime_of
 from callboard.integrations.hooks.context import HookContext
 from callboard.integrations.hooks.handlers import register
-from callboard.integrations.hooks.state import pusher_running, take_waiter_lock, waiter_lock_path
+from callboard.integrations.hooks.state import injector_running, take_waiter_lock, waiter_lock_path
 from callboard.procs import process_alive, process_command_line
 
 WAIT_SECONDS = HEARTBEAT_SECONDS  # one round of waiting on the mailbox; each round heartbeats
@@ -78,16 +78,16 @@ def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
     if not wakeable(ctx.agent_pid):
         return 0
     home, pid, start = ctx.settings.home, ctx.agent_pid, ctx.agent_start
-    if pusher_running(home, pid, start) or take_waiter_lock(home, pid, start) is None:
-        return 0  # the session's own server pushes its mail into its socket, or it has its waiter
+    if injector_running(home, pid, start) or take_waiter_lock(home, pid, start) is None:
+        return 0  # the session's own server injects its mail into its socket, or it has its waiter
     watch.cleanups.append(ctx.files.remove)  # the session is over: its hook state goes with it
     watch.cleanups.append(waiter_lock_path(home, pid, start).unlink)  # still held: no waiter sees it free
     register(ctx)
     while True:
         # A look that marks nothing: the woken turn's UserPromptSubmit hook takes the mail.
         if ctx.client().surface(via="waiter", wait=WAIT_SECONDS, peek=True).items:
-            if pusher_running(home, pid, start):
-                return 0  # the socket pusher started meanwhile: the mail is its
+            if injector_running(home, pid, start):
+                return 0  # the socket injector started meanwhile: the mail is its
             with watch.finish:
                 return EXIT_WAKE  # quiet: nothing printed (see the module's docstring)
         register(ctx)  # the heartbeat: registering again only refreshes the session

@@ -4,7 +4,7 @@
 never sees half of one) and ``state.lock`` (held while a hook reads, changes and writes the
 state). ``waiters/<pid>-<start>.lock`` is held by the one waiter of agent CLI process ``pid`` for
 as long as it runs. ``pushers/<pid>-<start>.lock`` is held by the ``callboard mcp`` of the agent CLI process ``pid``
-while it pushes that session's mail into its messaging socket (see socket_delivery): its waiter
+while it injects that session's mail into its messaging socket (see socket_delivery): its waiter
 then leaves the mail to it. ``pushers/<pid>-<start>.delivering`` is held while that server
 actually delivers every new message (the session takes peer messages): the per-turn hooks, which
 would only find nothing, then exit in their shell without starting Python (see
@@ -29,7 +29,7 @@ from pathlib import Path
 from callboard.config import private_folder
 
 HOOKS_FOLDER = "hooks"
-PUSHERS_FOLDER = "pushers"
+INJECTORS_FOLDER = "pushers"  # its name on disk predates the word: installed hooks name it
 WAITERS_FOLDER = "waiters"
 STALE_SECONDS = 7 * 24 * 3600.0  # a session folder untouched this long belongs to a session long gone
 _SAFE_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
@@ -123,12 +123,12 @@ def take_waiter_lock(home: Path, pid: int, start: int | None) -> int | None:
     return _lock(waiter_lock_path(home, pid, start))
 
 
-def take_pusher_lock(home: Path, pid: int, start: int | None) -> int | None:
-    """Say that this process pushes the mail of agent CLI process ``pid`` into its messaging
+def take_injector_lock(home: Path, pid: int, start: int | None) -> int | None:
+    """Say that this process injects the mail of agent CLI process ``pid`` into its messaging
     socket: an open descriptor holding the lock (kept until closed or this process ends), or
     None when another process holds it."""
-    private_folder(home, PUSHERS_FOLDER)
-    return _lock(process_file(home, PUSHERS_FOLDER, pid, start))
+    private_folder(home, INJECTORS_FOLDER)
+    return _lock(process_file(home, INJECTORS_FOLDER, pid, start))
 
 
 DELIVERING_SUFFIX = ".delivering"
@@ -140,12 +140,12 @@ class DeliveryClaim:
     messages) or stops. Cheap to set again and again: it only takes or drops a lock."""
 
     def __init__(self, home: Path, pid: int, start: int | None) -> None:
-        self.path = process_file(home, PUSHERS_FOLDER, pid, start, DELIVERING_SUFFIX)
+        self.path = process_file(home, INJECTORS_FOLDER, pid, start, DELIVERING_SUFFIX)
         self._fd: int | None = None
 
     def hold(self, delivering: bool) -> None:
         if delivering and self._fd is None:
-            private_folder(self.path.parent.parent, PUSHERS_FOLDER)
+            private_folder(self.path.parent.parent, INJECTORS_FOLDER)
             self._fd = _lock(self.path)
         elif not delivering and self._fd is not None:
             fd, self._fd = self._fd, None
@@ -155,12 +155,12 @@ class DeliveryClaim:
 
 def delivering(home: Path, pid: int, start: int | None) -> bool:
     """Whether a process delivers every new message of agent CLI process ``pid`` (DeliveryClaim)."""
-    return _held_by_another(process_file(home, PUSHERS_FOLDER, pid, start, DELIVERING_SUFFIX))
+    return _held_by_another(process_file(home, INJECTORS_FOLDER, pid, start, DELIVERING_SUFFIX))
 
 
-def pusher_running(home: Path, pid: int, start: int | None) -> bool:
-    """Whether a process pushes the mail of agent CLI process ``pid`` into its socket."""
-    return _held_by_another(process_file(home, PUSHERS_FOLDER, pid, start))
+def injector_running(home: Path, pid: int, start: int | None) -> bool:
+    """Whether a process injects the mail of agent CLI process ``pid`` into its socket."""
+    return _held_by_another(process_file(home, INJECTORS_FOLDER, pid, start))
 
 
 def _held_by_another(path: Path) -> bool:

@@ -45,7 +45,7 @@ SERVER = "callboard"  # our MCP server's name in the CLI's config: its tools are
 ALLOWED_TOOLS = (f"mcp__{SERVER}", "Bash")
 PERMISSION_MODE = "acceptEdits"
 CLEAR_TIMEOUT = 30.0
-# No messaging socket: the runner alone feeds the CLI its mail. With one, a sender's push could
+# No messaging socket: the runner alone feeds the CLI its mail. With one, a sender's injector could
 # write mail into the session past the runner (a turn the runner did not start, mail surfaced twice).
 NO_SOCKET = {"CLAUDE_CODE_HARBOR_KITE": "0"}  # for the CLI to answer /clear with its fresh session
 

@@ -1,4 +1,4 @@
-"""Mail pushed by the sender into this machine's Claude Code sessions that Callboard does not
+"""Mail injected by the sender into this machine's Claude Code sessions that Callboard does not
 serve: a registry in a temporary CLAUDE_CONFIG_DIR whose sessions are real, live processes (with
 their real start time, command line and environment), each with a stand-in messaging socket
 (tests/support/frame_listener.py); a real embedded store. With the real Claude Code:
@@ -14,11 +14,11 @@ import pytest
 from mcp import Client as McpClient
 
 from callboard.client.local import LocalClient
-from callboard.integrations.claude_code.push import _served_pids, push_sent
-from callboard.integrations.claude_code.pushing import PushingClient
+from callboard.integrations.claude_code.inject import _served_pids, inject_sent
+from callboard.integrations.claude_code.injecting import InjectingClient
 from callboard.integrations.claude_code.socket_delivery import render
 from callboard.mcp.tools import mailbox_server, one_client
-from callboard.model import AgentPresence, PushedInto, Session, WhoReport
+from callboard.model import AgentPresence, InjectedInto, Session, WhoReport
 from callboard.procs import process_start_time
 from callboard.requests import SendRequest
 from tests.support.claude_code_machine import FakeSession, Machine, machine  # noqa: F401 (the fixture)
@@ -31,26 +31,26 @@ def status(client: LocalClient, message_id: str, agent: str) -> tuple[str, str |
     return str(row.state), row.via
 
 
-def nothing_pushed(session: FakeSession, bob: LocalClient, message_id: str, report) -> None:
-    assert report.pushed == () and report.problem is None
+def nothing_injected(session: FakeSession, bob: LocalClient, message_id: str, report) -> None:
+    assert report.injected == () and report.problem is None
     assert status(bob, message_id, "alice")[1] is None  # not surfaced: queued for the session's own reading
     assert session.listener.received() == []  # not even connected
 
 
-# --- pushed ------------------------------------------------------------------------------------
+# --- injected ------------------------------------------------------------------------------------
 
 
-def test_mail_is_pushed_into_the_recipients_session_fenced_and_marked_handed_by_socket(machine):
+def test_mail_is_injected_into_the_recipients_session_fenced_and_marked_handed_by_socket(machine):
     session = machine.session(machine.project("alice"))
     machine.key_file(session, "f" * 32)
     bob = machine.client("bob")
     alice = machine.client("alice")
 
     sent = bob.send(SendRequest(to="alice", text="Can you review PR 12?", subject="review"))
-    report = push_sent(bob, sent, machine.env)
+    report = inject_sent(bob, sent, machine.env)
 
-    assert report.pushed == (
-        PushedInto(
+    assert report.injected == (
+        InjectedInto(
             agent="alice", pid=session.pid, name="alpha", session_id=session.session_id, messages=[sent.message_id]
         ),
     )
@@ -71,10 +71,10 @@ def test_a_message_goes_into_one_session_of_the_agent_once(machine):
     bob = machine.client("bob")
 
     sent = bob.send(SendRequest(to="alice", text="once"))
-    report = push_sent(bob, sent, machine.env)
-    again = push_sent(bob, sent, machine.env)
+    report = inject_sent(bob, sent, machine.env)
+    again = inject_sent(bob, sent, machine.env)
 
-    assert [p.pid for p in report.pushed] == [first.pid] and again.pushed == ()
+    assert [p.pid for p in report.injected] == [first.pid] and again.injected == ()
     wait_until(first.frames, what="a frame")
     assert second.listener.received() == []
 
@@ -88,9 +88,9 @@ def test_a_channel_post_reaches_each_members_session(machine):
     carol.join_channel("ops")
 
     sent = bob.send(SendRequest(to="#ops", text="deploying"))
-    report = push_sent(bob, sent, machine.env)
+    report = inject_sent(bob, sent, machine.env)
 
-    assert sorted((p.agent, p.pid) for p in report.pushed) == [
+    assert sorted((p.agent, p.pid) for p in report.injected) == [
         ("alice", alice_session.pid),
         ("carol", carol_session.pid),
     ]
@@ -103,9 +103,9 @@ def test_the_sessions_own_callboard_agent_names_its_agent(machine):
     session = machine.session(machine.project("carol"), environ={"CALLBOARD_AGENT": "alice"})
     bob = machine.client("bob")
 
-    report = push_sent(bob, bob.send(SendRequest(to="alice", text="hi")), machine.env)
+    report = inject_sent(bob, bob.send(SendRequest(to="alice", text="hi")), machine.env)
 
-    assert [p.pid for p in report.pushed] == [session.pid]
+    assert [p.pid for p in report.injected] == [session.pid]
 
 
 # --- left alone --------------------------------------------------------------------------------
@@ -116,9 +116,9 @@ def test_another_agents_session_is_not_touched(machine):
     bob = machine.client("bob")
 
     sent = bob.send(SendRequest(to="alice", text="for alice only"))
-    report = push_sent(bob, sent, machine.env)
+    report = inject_sent(bob, sent, machine.env)
 
-    assert report.pushed == () and report.problem is None
+    assert report.injected == () and report.problem is None
     assert carol.listener.received() == []
     assert machine.client("carol").read(peek=True).items == []
 
@@ -128,7 +128,7 @@ def test_a_session_of_another_workspace_is_not_touched(machine):
     bob = machine.client("bob")
 
     sent = bob.send(SendRequest(to="alice", text="hi"))
-    nothing_pushed(session, bob, sent.message_id, push_sent(bob, sent, machine.env))
+    nothing_injected(session, bob, sent.message_id, inject_sent(bob, sent, machine.env))
 
 
 def test_a_session_served_by_callboard_is_left_to_its_server_or_hooks(machine):
@@ -137,7 +137,7 @@ def test_a_session_served_by_callboard_is_left_to_its_server_or_hooks(machine):
     alice.register_session(runtime="claude-code", pid=session.pid)  # what our server or hooks do
 
     sent = bob.send(SendRequest(to="alice", text="hi"))
-    nothing_pushed(session, bob, sent.message_id, push_sent(bob, sent, machine.env))
+    nothing_injected(session, bob, sent.message_id, inject_sent(bob, sent, machine.env))
     assert status(bob, sent.message_id, "alice") == ("delivered", None)
 
 
@@ -203,17 +203,17 @@ def test_a_session_that_would_hold_or_refuse_a_frame_from_us_is_left_alone(machi
     bob = machine.client("bob")
 
     sent = bob.send(SendRequest(to="alice", text="hi"))
-    nothing_pushed(session, bob, sent.message_id, push_sent(bob, sent, machine.env))
+    nothing_injected(session, bob, sent.message_id, inject_sent(bob, sent, machine.env))
 
 
-def test_a_session_whose_setting_accepts_and_that_prompts_is_pushed_into(machine):
+def test_a_session_whose_setting_accepts_and_that_prompts_is_injected_into(machine):
     project = machine.project("alice")
     machine.settings(project / ".claude" / "settings.json", {"permissions": {"defaultMode": "acceptEdits"}})
     machine.settings(machine.config / "settings.json", {"crossSessionInbound": "accept"})
     session = machine.session(project, "--permission-mode", "default")
     bob = machine.client("bob")
 
-    assert [p.pid for p in push_sent(bob, bob.send(SendRequest(to="alice", text="hi")), machine.env).pushed] == [
+    assert [p.pid for p in inject_sent(bob, bob.send(SendRequest(to="alice", text="hi")), machine.env).injected] == [
         session.pid
     ]
 
@@ -223,11 +223,11 @@ def test_a_dead_socket_surfaces_nothing_and_the_send_stands(machine):
     bob = machine.client("bob")
 
     sent = bob.send(SendRequest(to="alice", text="anyone there?"))
-    report = push_sent(bob, sent, machine.env)
+    report = inject_sent(bob, sent, machine.env)
 
-    assert report.pushed == ()
+    assert report.injected == ()
     assert report.problem is not None
-    assert report.problem.startswith(f"could not push mail into Claude Code session {session.pid}: cannot write")
+    assert report.problem.startswith(f"could not inject mail into Claude Code session {session.pid}: cannot write")
     assert status(bob, sent.message_id, "alice") == ("queued", None)
     assert [i.message.id for i in machine.client("alice").surface(via="hook").items] == [sent.message_id]
 
@@ -241,25 +241,25 @@ def test_a_failing_mailbox_is_a_problem_reported_never_raised(machine):
         def who(self):
             raise RuntimeError("the store went away")
 
-    report = push_sent(Broken(), sent, machine.env)  # type: ignore[arg-type]
-    assert report == type(report)(problem="could not push mail into Claude Code sessions: the store went away")
+    report = inject_sent(Broken(), sent, machine.env)  # type: ignore[arg-type]
+    assert report == type(report)(problem="could not inject mail into Claude Code sessions: the store went away")
 
 
 # --- the faces ---------------------------------------------------------------------------------
 
 
-def test_the_cli_says_which_session_it_pushed_into_and_lists_it_in_json(machine):
+def test_the_cli_says_which_session_it_injected_into_and_lists_it_in_json(machine):
     session = machine.session(machine.project("alice"))
     cli = CLI(machine.root / "cli", callboard_home=Path(machine.env["CALLBOARD_HOME"]))
     env = {"CLAUDE_CONFIG_DIR": machine.env["CLAUDE_CONFIG_DIR"]}
 
     human = cli.run("send", "alice", "first", agent="bob", env=env)
     assert human.returncode == 0 and human.stderr == "", describe(human)
-    assert f"pushed into Claude Code session {session.pid} (alpha) for alice" in human.stdout, describe(human)
+    assert f"injected into Claude Code session {session.pid} (alpha) for alice" in human.stdout, describe(human)
 
     sent = cli.run_json("send", "alice", "second", agent="bob", env=env)
     assert sent["recipients"][0]["agent"] == "alice"  # the send's own keys, unchanged
-    assert sent["pushed_into_claude_code"] == [
+    assert sent["injected_into_claude_code"] == [
         {
             "agent": "alice",
             "pid": session.pid,
@@ -273,13 +273,13 @@ def test_the_cli_says_which_session_it_pushed_into_and_lists_it_in_json(machine)
     cli.run_json("channel", "create", "ops", agent="bob", env=env)
     cli.run_json("channel", "join", "ops", agent="alice", env=env)
     posted = cli.run_json("channel", "post", "ops", "deploying", agent="bob", env=env)
-    assert [p["pid"] for p in posted["pushed_into_claude_code"]] == [session.pid]
+    assert [p["pid"] for p in posted["injected_into_claude_code"]] == [session.pid]
 
     nobody = cli.run_json("send", "carol", "no session", agent="bob", env=env)
-    assert nobody["pushed_into_claude_code"] == []
+    assert nobody["injected_into_claude_code"] == []
 
 
-def test_the_cli_warns_in_one_line_when_a_push_fails_and_the_send_stands(machine):
+def test_the_cli_warns_in_one_line_when_an_injection_fails_and_the_send_stands(machine):
     session = machine.session(machine.project("alice"), socket=False)
     cli = CLI(machine.root / "cli", callboard_home=Path(machine.env["CALLBOARD_HOME"]))
 
@@ -287,33 +287,35 @@ def test_the_cli_warns_in_one_line_when_a_push_fails_and_the_send_stands(machine
 
     assert proc.returncode == 0 and "sent " in proc.stdout, describe(proc)
     (line,) = proc.stderr.splitlines()
-    assert line.startswith(f"warning: could not push mail into Claude Code session {session.pid}: "), describe(proc)
+    assert line.startswith(f"warning: could not inject mail into Claude Code session {session.pid}: "), describe(proc)
 
 
 @pytest.mark.anyio
-async def test_the_stdio_servers_send_message_pushes_and_a_hubs_does_not(machine, monkeypatch: pytest.MonkeyPatch):
-    """The stdio server gets the CLI's pushing client (cli/app.open_client); a hub's tools act
+async def test_the_stdio_servers_send_message_injects_and_a_hubs_does_not(machine, monkeypatch: pytest.MonkeyPatch):
+    """The stdio server gets the CLI's injecting client (cli/app.open_client); a hub's tools act
     through a plain one."""
     for key, value in machine.env.items():
         monkeypatch.setenv(key, value)
     session = machine.session(machine.project("alice"))
     bob = machine.client("bob")
 
-    async def send(push: bool, text: str) -> str:
-        server = mailbox_server(one_client(PushingClient(bob) if push else bob))
+    async def send(inject: bool, text: str) -> str:
+        server = mailbox_server(one_client(InjectingClient(bob) if inject else bob))
         async with McpClient(server) as tools:
             result = await tools.call_tool("send_message", {"to": "alice", "message": text})
         assert not result.is_error
         return "".join(getattr(block, "text", "") for block in result.content)
 
-    assert "pushed into" not in await send(False, "as a hub would send it")
+    assert "injected into" not in await send(False, "as a hub would send it")
     assert session.listener.received() == []
-    assert f"- pushed into alice's Claude Code session {session.pid}" in await send(True, "as a stdio server sends it")
+    assert f"- injected into alice's Claude Code session {session.pid}" in await send(
+        True, "as a stdio server sends it"
+    )
     (frame,) = wait_until(session.frames, what="a frame")
     assert "as a hub would send it" in frame[-1]["message"]["content"]  # waiting mail goes along
 
 
-def test_a_task_sent_from_the_cli_is_pushed_into_the_workers_session(machine):
+def test_a_task_sent_from_the_cli_is_injected_into_the_workers_session(machine):
     session = machine.session(machine.project("alice"))
     cli = CLI(machine.root / "cli", callboard_home=Path(machine.env["CALLBOARD_HOME"]))
     env = {"CLAUDE_CONFIG_DIR": machine.env["CLAUDE_CONFIG_DIR"]}
@@ -321,11 +323,11 @@ def test_a_task_sent_from_the_cli_is_pushed_into_the_workers_session(machine):
     human = cli.run("task", "send", "alice", "review PR 12", agent="bob", env=env)
     assert human.returncode == 0, describe(human)
     task_id = human.stdout.strip()  # stdout is the id alone
-    assert f"pushed into Claude Code session {session.pid} (alpha) for alice" in human.stderr, describe(human)
+    assert f"injected into Claude Code session {session.pid} (alpha) for alice" in human.stderr, describe(human)
     (frame,) = wait_until(session.frames, what="a frame")
     text = frame[-1]["message"]["content"]
     assert "review PR 12" in text and f"task: {task_id}" in text  # the model is told it is a task
 
     sent = cli.run_json("task", "send", "alice", "and PR 13", agent="bob", env=env)
-    assert [p["pid"] for p in sent["pushed_into_claude_code"]] == [session.pid]
+    assert [p["pid"] for p in sent["injected_into_claude_code"]] == [session.pid]
     assert sent["task"]["worker"] == "alice"

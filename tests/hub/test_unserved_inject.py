@@ -1,4 +1,4 @@
-"""Through a hub (a user token acting as each recipient): mail the sender pushes into a Claude
+"""Through a hub (a user token acting as each recipient): mail the sender injects into a Claude
 Code session Callboard does not serve is handed to a session of the agent registered for that
 process, and comes back when the process dies. The machine of tests/support/claude_code_machine.py."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from contextlib import closing
 
-from callboard.integrations.claude_code.push import push_sent
+from callboard.integrations.claude_code.inject import inject_sent
 from callboard.requests import SendRequest
 from tests.hub.conftest import Tenant
 from tests.support.claude_code_machine import Machine, machine  # noqa: F401 (the fixture)
@@ -20,13 +20,13 @@ def alice_state(tenant: Tenant, message_id: str) -> tuple[str, str | None, list[
     return str(row.state), row.handed_to, [e.event for e in row.history]
 
 
-def test_pushed_mail_is_handed_to_the_registered_session_and_returns_when_it_dies(machine: Machine, tenant: Tenant):
+def test_injected_mail_is_handed_to_the_registered_session_and_returns_when_it_dies(machine: Machine, tenant: Tenant):
     session = machine.session(machine.project("alice"), environ={"CALLBOARD_WORKSPACE": tenant.workspace})
     env = {**machine.env, "CALLBOARD_WORKSPACE": tenant.workspace}
     with closing(tenant.client("bob")) as bob:
         sent = bob.send(SendRequest(to="alice", text="through the hub"))
-        report = push_sent(bob, sent, env)
-    assert [p.pid for p in report.pushed] == [session.pid], report
+        report = inject_sent(bob, sent, env)
+    assert [p.pid for p in report.injected] == [session.pid], report
     wait_until(session.frames, what="a frame")
     state, handed_to, _ = alice_state(tenant, sent.message_id)
     assert state == "handed" and handed_to is not None and handed_to.endswith(f"#{session.pid}")

@@ -1,18 +1,18 @@
-"""Mail pushed into this machine's Claude Code sessions that Callboard does not serve.
+"""Mail injected into this machine's Claude Code sessions that Callboard does not serve.
 
 A Claude Code session that runs our MCP server gets its agent's mail from that server's
-pusher (``socket_delivery``); one with our hooks gets it from them. Any other session of the
+injector (``socket_delivery``); one with our hooks gets it from them. Any other session of the
 person is still in Claude Code's registry with its messaging socket. So right after a send has
 committed, the sender looks there for the recipients' sessions and, acting as each recipient,
-writes its waiting mail into them: handed by "socket", fenced, one frame (the pusher's way).
+writes its waiting mail into them: handed by "socket", fenced, one frame (the injector's way).
 
 Handed to a session the service can judge: before the frame, the sender registers the Claude
 Code session as a session of its agent (its pid and start time on this machine, runtime
 ``claude-code-unserved``), and the mail is handed to that session. When its process is gone,
 the service's sweep returns what its model never took to the mailbox, for the agent's next
 session or reader. Nothing of ours watches that session's transcript, so the sender reads it
-(``unserved_sessions``) and confirms the mail its model took (``confirm_pushed``) before the
-service judges it: at every push (the next send) and before a status.
+(``unserved_sessions``) and confirms the mail its model took (``confirm_injected``) before the
+service judges it: at every injection (the next send) and before a status.
 
 Whose session it is: the identity rule applied to the session's working folder, with the
 ``CALLBOARD_AGENT`` (and ``CALLBOARD_WORKSPACE``) of the session process's environment.
@@ -52,7 +52,7 @@ from callboard.integrations.claude_code import unserved_sessions
 from callboard.integrations.claude_code.sessions import ClaudeSession
 from callboard.integrations.claude_code.socket_delivery import BATCH, write_batch
 from callboard.integrations.claude_code.unserved_sessions import Note
-from callboard.model import PushedInto, SendResult, Session, WhoReport, unserved_runtime
+from callboard.model import InjectedInto, SendResult, Session, WhoReport, unserved_runtime
 from callboard.procs import process_alive, process_command_line, process_environment, process_start_time
 
 UNSERVED_RUNTIME = unserved_runtime(CLAUDE_CODE.runtime)  # "claude-code-unserved": see Session.unserved
@@ -62,56 +62,56 @@ BYPASS_MODE = "bypassPermissions"
 
 
 @dataclass(frozen=True, slots=True)
-class PushReport:
-    pushed: tuple[PushedInto, ...] = ()  # the model's type: a send's result carries them
+class InjectReport:
+    injected: tuple[InjectedInto, ...] = ()  # the model's type: a send's result carries them
     problem: str | None = None  # what went wrong, one sentence; the send itself stands
 
 
-def push_sent(
+def inject_sent(
     client: Client, sent: SendResult, env: Mapping[str, str] | None = None, settings: Settings | None = None
-) -> PushReport:
+) -> InjectReport:
     """Write the mail of ``sent``'s recipients into their Claude Code sessions on this machine
     that Callboard does not serve (``settings``: the ones the client was opened with, else
     loaded now). Never raises."""
     env = os.environ if env is None else env
     try:
-        return _push(client, sent, env, settings or Settings.load(env))
+        return _inject(client, sent, env, settings or Settings.load(env))
     except Exception as error:  # best effort: the send has committed whatever happens here
-        return PushReport(problem=f"could not push mail into Claude Code sessions: {_reason(error)}")
+        return InjectReport(problem=f"could not inject mail into Claude Code sessions: {_reason(error)}")
 
 
-def _push(client: Client, sent: SendResult, env: Mapping[str, str], settings: Settings) -> PushReport:
-    # What the sessions pushed into before took is told first: the surface below sweeps back
+def _inject(client: Client, sent: SendResult, env: Mapping[str, str], settings: Settings) -> InjectReport:
+    # What the sessions injected into before took is told first: the surface below sweeps back
     # the mail of those that are gone, and mail their model took must not come back.
-    confirm_pushed(client, env, settings)
+    confirm_injected(client, env, settings)
     recipients = {r.agent for r in sent.recipients if r.agent and r.state != "unknown_recipient"}
     sessions = [s for s in claude_sessions.live_sessions(env) if s.socket_path] if recipients else []
     if not sessions:
-        return PushReport()
+        return InjectReport()
     owned = [(owner, s) for s in sessions if (owner := _owner(s, settings)) and owner[0] in recipients]
     if not owned:
-        return PushReport()
+        return InjectReport()
     report = client.who()
     served = _served_pids(report, machine_name(env))
-    pushed: list[PushedInto] = []
+    injected: list[InjectedInto] = []
     problems: list[str] = []
     for (agent, workspace), session in owned:
         if workspace != report.workspace or session.pid in served or not _delivers(session, env):
             continue
         try:
             with _acting_as(client, agent) as recipient:
-                if done := _push_into(client, recipient, agent, session, settings, env):
-                    pushed.append(done)
+                if done := _inject_into(client, recipient, agent, session, settings, env):
+                    injected.append(done)
         except Forbidden:
             continue  # an agent token may not act as another agent: the mail waits for its reading
         except Exception as error:
-            problems.append(f"could not push mail into Claude Code session {session.pid}: {_reason(error)}")
-    return PushReport(pushed=tuple(pushed), problem="; ".join(problems) or None)
+            problems.append(f"could not inject mail into Claude Code session {session.pid}: {_reason(error)}")
+    return InjectReport(injected=tuple(injected), problem="; ".join(problems) or None)
 
 
-def _push_into(
+def _inject_into(
     client: Client, recipient: Client, agent: str, session: ClaudeSession, settings: Settings, env: Mapping[str, str]
-) -> PushedInto | None:
+) -> InjectedInto | None:
     if not recipient.surface(via="socket", peek=True, limit=1).items:
         return None  # nothing waiting: another session of the agent took it, or it was read
     current = claude_sessions.session_of(session.pid, env)  # the session id follows /clear
@@ -130,7 +130,9 @@ def _push_into(
                 break
     if not written:
         return None
-    return PushedInto(agent=agent, pid=current.pid, name=current.name, session_id=current.session_id, messages=written)
+    return InjectedInto(
+        agent=agent, pid=current.pid, name=current.name, session_id=current.session_id, messages=written
+    )
 
 
 def _register_unserved(recipient: Client, current: ClaudeSession, settings: Settings) -> Session:
@@ -143,8 +145,10 @@ def _register_unserved(recipient: Client, current: ClaudeSession, settings: Sett
     return registered
 
 
-def confirm_pushed(client: Client, env: Mapping[str, str] | None = None, settings: Settings | None = None) -> list[str]:
-    """Tell the mailbox which mail handed to the unserved Claude Code sessions pushed into from
+def confirm_injected(
+    client: Client, env: Mapping[str, str] | None = None, settings: Settings | None = None
+) -> list[str]:
+    """Tell the mailbox which mail handed to the unserved Claude Code sessions injected into from
     this machine their model took, as their transcripts show (evidence "transcript"), and renew
     the liveness of those still running (through a hub elsewhere, nothing else reports them).
     A session whose process is gone is read a last time and forgotten; the service's sweep
@@ -196,7 +200,7 @@ def _owner(session: ClaudeSession, settings: Settings) -> tuple[str, str] | None
 def _served_pids(report: WhoReport, machine: str) -> set[int]:
     """The pids on this machine that have a Callboard session: live, or not ended and of the
     same process (a session kept by hooks alone drops out of the liveness window while idle,
-    and its hooks still serve it). Not a session the push itself registered (unserved)."""
+    and its hooks still serve it). Not a session the injection itself registered (unserved)."""
     return {
         s.pid
         for agent in report.agents
