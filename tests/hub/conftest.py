@@ -35,9 +35,11 @@ import pytest
 from callboard.client.hub import HubClient
 from tests.support import cli_runner
 from tests.support.cli_runner import isolated_env, mark_e2e
-from tests.support.waiting import wait_until
+from tests.support.waiting import scaled, wait_until
 
-START_TIMEOUT = 60.0  # a cold start of the hub: seconds on a loaded machine (wait_until scales it)
+# Deadlines in seconds of an idle machine, scaled where waited (tests/support/waiting.py): a
+# cold start of the hub takes seconds on a loaded machine.
+START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 HTTP_TIMEOUT = 15.0
 
@@ -156,13 +158,13 @@ class Hub:
         """SIGKILL: no shutdown at all."""
         assert self.proc is not None
         self.proc.kill()
-        self.proc.wait(STOP_TIMEOUT)
+        self.proc.wait(scaled(STOP_TIMEOUT))
 
     def terminate(self, timeout: float = STOP_TIMEOUT) -> int:
         """SIGTERM and wait for the hub to exit on its own; its exit status."""
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout)
+        return self.proc.wait(scaled(timeout))
 
     def close(self) -> None:
         """Stop this hub whatever state it is in (fixtures call it in ``finally``)."""
@@ -194,7 +196,7 @@ class Hub:
         workspace: str | None = None,
         timeout: float = HTTP_TIMEOUT,
     ) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=auth_headers(token, agent, workspace), timeout=timeout)
+        return httpx.Client(base_url=self.url, headers=auth_headers(token, agent, workspace), timeout=scaled(timeout))
 
     def admin(self, agent: str | None = None, workspace: str | None = None) -> httpx.Client:
         return self.http(self.admin_token, agent, workspace)

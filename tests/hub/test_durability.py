@@ -12,10 +12,10 @@ import httpx
 import pytest
 
 from tests.hub.conftest import ONE_STREAM, EventStream, Hub, until_read_waits, waiting_read
-from tests.support.waiting import wait_until
+from tests.support.waiting import scaled, wait_until
 
 SENDERS = 12
-STOP_DEADLINE = 25.0  # the hub must exit on its own long before this
+STOP_DEADLINE = scaled(25.0)  # the hub must exit on its own before uvicorn's 30 s would end it
 
 
 def _mailbox_ids(hub: Hub, agent: str) -> list[str]:
