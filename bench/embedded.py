@@ -51,6 +51,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from callboard.requests import ReadQuery
+
 try:
     import callboard  # noqa: F401
 except ImportError:  # running from a checkout without the package installed
@@ -233,7 +235,7 @@ def latency_reader(db_path: str, count: int, pipe, results) -> None:
         pipe.send("ready")
         received = 0
         while received < count:
-            result = client.read(wait=READ_WAIT_SECONDS)
+            result = client.read(ReadQuery(wait=READ_WAIT_SECONDS))
             now = time.monotonic_ns()
             if not result.items:
                 raise BenchFailure(f"read(wait={READ_WAIT_SECONDS:g}) returned nothing after {received} messages")

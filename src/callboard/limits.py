@@ -58,6 +58,7 @@ ID_CHARS = 36  # a session or token id (a UUID)
 # --- lists, tasks and their push targets ------------------------------------------------------
 
 PAGE_SIZE_MAX = 100  # tasks one list call returns at most
+PAGE_SIZE_DEFAULT = 50
 HISTORY_MAX = 1000  # messages of a task's history one call returns at most
 PUSH_CONFIGS_MAX = 10  # per task
 THREAD_TASKS = 50  # an outside agent's tasks one thread follows at most

@@ -546,7 +546,7 @@ TokenKind = Literal["admin", "user", "agent"]
 
 class Caller(Model):
     """Who is calling the service: an agent of a workspace, maybe as one of its sessions; or a
-    person who names no agent (``agent`` None), who may only look (see ``Service.as_agent``)."""
+    person who names no agent (``agent`` None), who may only look (see ``service.identity_gate``)."""
 
     workspace: str
     agent: str | None

@@ -13,6 +13,7 @@ surrounding blanks, which it folds. Unknown fields are refused, so a typo is an 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from callboard import address, limits
 from callboard.errors import BadRequest, CallboardError, TooLarge
 from callboard.model import Part
+from callboard.tasks import TaskState
 
 # A pydantic error of these types is a value past its bound: too large, as the service says of it.
 _TOO_LARGE = frozenset({"string_too_long", "too_long"})
@@ -37,8 +39,8 @@ def refusal(error: ValidationError) -> CallboardError:
 
 class Request(BaseModel):
     # Built by a face in this process, a bad value is refused as the hub refuses it (``refusal``),
-    # never as a pydantic error the face does not know.
-    model_config = ConfigDict(extra="forbid")
+    # never as a pydantic error the face does not know. Frozen: a request travels unchanged.
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     def __init__(self, /, **data: Any) -> None:
         try:
@@ -125,3 +127,68 @@ class SendRequest(Request):
     require_live: bool = False
     idempotency_key: IdempotencyKey | None = None
     urgent: bool = Field(default=False, description="may reach a busy agent between tool calls")
+
+
+class SessionRequest(Request):
+    # A process registered as a session of the caller's agent (Directory.register_session).
+    pid: int = Field(ge=1, le=limits.PID_MAX, description="the session's process id")
+    runtime: Name = "script"
+    machine: MachineName | None = Field(default=None, description="default: the hub's machine")
+    proc_start: int | None = Field(
+        default=None,
+        ge=0,
+        le=limits.PROC_START_MAX,
+        description="the process's start time (clock ticks since boot), to tell a recycled pid apart",
+    )
+    terminal: Annotated[str, text_field(limits.TERMINAL_CHARS, blank=False)] | None = Field(
+        default=None, description="the terminal window or pane, e.g. tmux:%3"
+    )
+
+
+# --- queries: what a read or a list asks for --------------------------------------------------
+#
+# Their bounds are the deployment's ``Limits`` (a hub may set its own), so the mailbox and the
+# tasking check them, with the same words for every face; the hub states them in its route table.
+
+
+class ReadQuery(Request):
+    """A read of the caller's mailbox (Mailbox.read): drain, or ``peek`` without marking; from
+    the cursor ``after``; at most ``limit`` messages; waiting up to ``wait`` seconds for some."""
+
+    peek: bool = False
+    after: int | None = None
+    limit: int = limits.READ_LIMIT_DEFAULT
+    wait: float = 0.0
+
+
+class SurfaceQuery(Request):
+    """Mail taken to be put before the agent, marked surfaced by ``via`` (a SurfacePath:
+    Mailbox.surface); ``urgent_only``: only mail sent urgent; ``peek``: mark nothing."""
+
+    via: str
+    urgent_only: bool = False
+    limit: int = limits.READ_LIMIT_DEFAULT
+    wait: float = 0.0
+    peek: bool = False
+
+
+class InboxQuery(Request):
+    """The newest messages of the caller's mailbox, without marking (Mailbox.inbox)."""
+
+    include_acked: bool = False
+    limit: int = limits.INBOX_LIMIT_DEFAULT
+
+
+class TaskListQuery(Request):
+    """The caller's tasks, a page at a time (Tasking.list_tasks): in one context, in one state,
+    updated after a time, only those between it and ``with_agent``; each with its newest
+    ``history_length`` messages, and its artifacts unless ``include_artifacts`` is false."""
+
+    context_id: str | None = None
+    state: TaskState | str | None = None
+    page_size: int = limits.PAGE_SIZE_DEFAULT
+    page_token: str | None = None
+    updated_after: datetime | None = None
+    history_length: int = 0
+    include_artifacts: bool = True
+    with_agent: str | None = None

@@ -44,10 +44,10 @@ async def test_a_0_3_client_tasks_an_agent_when_the_hub_allows_it(tmp_path) -> N
             )
             [sent] = [e async for e in client.send_message(request)]
             task_id = sent.task.id
-            [item] = [i for i in hub.service.read(hub.caller(bob)).items if i.message.task_id == task_id]
+            [item] = [i for i in hub.service.mailbox.read(hub.caller(bob)).items if i.message.task_id == task_id]
             assert item.message.text == "old hello"
             artifact = TaskArtifact(artifact_id="r", name="review", parts=[OurPart(text="fine")])
-            hub.service.update_task(hub.caller(bob), task_id, state=OurState.COMPLETED, artifacts=[artifact])
+            hub.service.tasking.update_task(hub.caller(bob), task_id, state=OurState.COMPLETED, artifacts=[artifact])
             done = await client.get_task(GetTaskRequest(id=task_id))
         assert done.status.state == TaskState.TASK_STATE_COMPLETED
         assert done.artifacts[0].parts[0].text == "fine"
@@ -100,7 +100,7 @@ async def test_without_the_flag_a_0_3_request_is_told_the_version_and_the_flag(h
         [info] = error["details"]
     assert info["reason"] == "VERSION_NOT_SUPPORTED" and info["metadata"]["supported"] == "1.0", answer.text
     assert "this hub speaks A2A 1.0" in error["message"] and FLAG in error["message"], error["message"]
-    assert hub.service.inbox(hub.caller(bob)) == []
+    assert hub.service.mailbox.inbox(hub.caller(bob)) == []
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
@@ -125,7 +125,7 @@ async def test_the_sdks_0_3_client_reading_the_card_is_told_the_version_and_the_
         with pytest.raises(VersionNotSupportedError) as refused:
             [e async for e in client.send_message(request)]
     assert "this hub speaks A2A 1.0" in refused.value.message and FLAG in refused.value.message
-    assert hub.service.inbox(hub.caller(bob)) == []
+    assert hub.service.mailbox.inbox(hub.caller(bob)) == []
 
 
 async def test_with_the_flag_another_version_is_told_both_it_speaks(tmp_path) -> None:

@@ -35,7 +35,7 @@ async def test_no_task_without_a_valid_token(hub: InProcessHub, token: str | Non
         assert answer.status_code == 401, answer.text
         assert answer.headers["www-authenticate"].lower().startswith("bearer")
         assert answer.json()["error"]["code"] == "unauthorized"
-    assert hub.service.inbox(hub.caller(bob)) == []
+    assert hub.service.mailbox.inbox(hub.caller(bob)) == []
 
 
 async def test_another_workspaces_token_finds_no_agent(hub: InProcessHub) -> None:
@@ -51,7 +51,7 @@ async def test_another_workspaces_token_finds_no_agent(hub: InProcessHub) -> Non
         for answer in (rpc, rest):
             assert answer.status_code == 404, answer.text
             assert answer.json()["error"]["code"] == "unknown_agent"
-    assert hub.service.inbox(hub.caller(bob)) == []
+    assert hub.service.mailbox.inbox(hub.caller(bob)) == []
 
 
 async def test_an_unknown_agent_is_not_found(hub: InProcessHub) -> None:
@@ -83,7 +83,7 @@ async def test_a_body_over_the_limit_is_refused_whole(hub: InProcessHub) -> None
     async with httpx.AsyncClient(timeout=10, headers={**VERSION, "Authorization": f"Bearer {token}"}) as http:
         answer = await http.post(f"{hub.agent_url(bob)}/jsonrpc", json=big)
     assert answer.status_code == 413 and answer.json()["error"]["code"] == "too_large"
-    assert hub.service.inbox(hub.caller(bob)) == []
+    assert hub.service.mailbox.inbox(hub.caller(bob)) == []
 
 
 async def test_bad_input_gets_an_a2a_error_not_a_crash(hub: InProcessHub) -> None:
@@ -98,7 +98,7 @@ async def test_bad_input_gets_an_a2a_error_not_a_crash(hub: InProcessHub) -> Non
     assert empty.json()["error"]["code"] in (-32602, -32600), empty.text
     assert not_json.json()["error"]["code"] == -32700
     assert old.json()["error"]["code"] == -32009  # VersionNotSupported: 0.3 is opt-in
-    assert hub.service.inbox(hub.caller(bob)) == []
+    assert hub.service.mailbox.inbox(hub.caller(bob)) == []
 
 
 async def test_a_json_rpc_body_not_declared_json_is_content_type_not_supported(hub: InProcessHub) -> None:
@@ -117,7 +117,7 @@ async def test_a_json_rpc_body_not_declared_json_is_content_type_not_supported(h
         )
     assert plain.status_code == 200 and plain.json()["error"]["code"] == -32005, plain.text
     assert charset.json()["error"]["code"] == -32001  # declared JSON: served (task not found)
-    assert hub.service.inbox(hub.caller(bob)) == []
+    assert hub.service.mailbox.inbox(hub.caller(bob)) == []
 
 
 # Paths under /a2a that are no endpoint: a segment short, one too many, a typo.
@@ -159,7 +159,7 @@ async def test_a_path_that_is_no_endpoint_is_not_found_without_asking_for_a_toke
                 assert answer.json()["error"]["code"] == "not_found", (method, path, answer.text)
                 assert "agent-card.json" in answer.json()["error"]["message"]  # where the card is
                 assert "www-authenticate" not in answer.headers
-    assert hub.service.inbox(hub.caller(bob)) == []
+    assert hub.service.mailbox.inbox(hub.caller(bob)) == []
 
 
 async def test_a_card_is_read_with_get_and_another_method_is_not_allowed(hub: InProcessHub) -> None:
@@ -192,4 +192,4 @@ async def test_an_http_json_body_not_declared_json_is_content_type_not_supported
     assert answer.status_code == 415, answer.text  # A2A 1.0 §5.4: 415 Unsupported Media Type
     [info] = answer.json()["error"]["details"]
     assert info["reason"] == "CONTENT_TYPE_NOT_SUPPORTED", answer.text
-    assert hub.service.inbox(hub.caller(bob)) == []
+    assert hub.service.mailbox.inbox(hub.caller(bob)) == []

@@ -24,6 +24,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
 from callboard.hub.app import A2AOptions
 from callboard.model import Part as OurPart
+from callboard.requests import ReadQuery
 from callboard.tasks import TaskArtifact
 from callboard.tasks import TaskState as OurState
 from tests.a2a.conftest import a2a_client, fetch_card, unique
@@ -48,15 +49,15 @@ def answer_tasks(hub: InProcessHub, agent: str, how_many: int, stop: threading.E
         caller = hub.caller(agent)
         answered: set[str] = set()
         while len(answered) < how_many and not stop.is_set():
-            for item in hub.service.read(caller, wait=0.5).items:
+            for item in hub.service.mailbox.read(caller, ReadQuery(wait=0.5)).items:
                 task_id = item.message.task_id
                 if task_id is None or task_id in answered:
                     continue
-                hub.service.update_task(caller, task_id, state=OurState.WORKING)
+                hub.service.tasking.update_task(caller, task_id, state=OurState.WORKING)
                 artifact = TaskArtifact(
                     artifact_id="review", name="review.txt", parts=[OurPart(text=f"reviewed: {item.message.text}")]
                 )
-                hub.service.update_task(caller, task_id, state=OurState.COMPLETED, artifacts=[artifact])
+                hub.service.tasking.update_task(caller, task_id, state=OurState.COMPLETED, artifacts=[artifact])
                 answered.add(task_id)
 
     thread = threading.Thread(target=work, name=f"worker-{agent}", daemon=True)
@@ -128,7 +129,7 @@ def test_the_javascript_sdks_0_3_client_is_told_the_version_and_the_flag(binding
         error = said.get("error", "")
         assert "VERSION_NOT_SUPPORTED" in error or "-32009" in error, said
         assert "this hub speaks A2A 1.0" in error and "callboard up --a2a-compat-0-3" in error, said
-        assert hub.service.inbox(hub.caller(bob)) == []
+        assert hub.service.mailbox.inbox(hub.caller(bob)) == []
         assert hub.errors == []
 
 

@@ -104,9 +104,11 @@ async def test_the_webhook_receives_each_event_signed(hub: InProcessHub, webhook
         assert [c.id for c in listed.configs] == ["hook-1"]
 
         worker = hub.caller(bob)
-        hub.service.update_task(worker, task_id, state=OurState.WORKING)
-        hub.service.update_task(worker, task_id, artifacts=[TaskArtifact(artifact_id="a", parts=[OurPart(text="out")])])
-        hub.service.update_task(worker, task_id, state=OurState.COMPLETED, parts=[OurPart(text="done")])
+        hub.service.tasking.update_task(worker, task_id, state=OurState.WORKING)
+        hub.service.tasking.update_task(
+            worker, task_id, artifacts=[TaskArtifact(artifact_id="a", parts=[OurPart(text="out")])]
+        )
+        hub.service.tasking.update_task(worker, task_id, state=OurState.COMPLETED, parts=[OurPart(text="done")])
         wait_until(lambda: len(webhook.posts) >= 3, 20, "three posts at the webhook")
 
         documents = []
@@ -140,11 +142,13 @@ async def test_a_failed_post_is_tried_again(hub: InProcessHub, webhook: Webhook)
     card = await fetch_card(hub, bob)
     async with a2a_client(card, hub.token(unique("asker")), "HTTP+JSON") as client:
         [sent] = [e async for e in client.send_message(quick_task_request("push me"))]
-        hub.service.update_task(hub.caller(bob), sent.task.id, state=OurState.WORKING)  # before the webhook: one post
+        hub.service.tasking.update_task(
+            hub.caller(bob), sent.task.id, state=OurState.WORKING
+        )  # before the webhook: one post
         config = TaskPushNotificationConfig(task_id=sent.task.id, url=webhook.url)
         await client.create_task_push_notification_config(config)
     webhook.failures_left = 1
-    hub.service.update_task(hub.caller(bob), sent.task.id, state=OurState.COMPLETED)
+    hub.service.tasking.update_task(hub.caller(bob), sent.task.id, state=OurState.COMPLETED)
     wait_until(lambda: len(webhook.posts) >= 2, 20, "the post tried again after a 503")
     first, second = webhook.posts[:2]
     assert first[1] == second[1] and "x-callboard-signature" not in second[0]  # no token: nothing to sign with

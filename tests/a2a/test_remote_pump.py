@@ -18,7 +18,7 @@ from callboard.a2a.remote.pump import PumpSettings, RemotePump
 from callboard.a2a.remote.timeouts import RemoteTimeouts
 from callboard.errors import AlreadyExists, BadRemoteAnswer, BadRequest, RemoteUnreachable, UnknownAgent
 from callboard.model import Caller, MailItem
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from callboard.service.door import Service
 from callboard.store.opening import open_store
 from callboard.tasks import TaskState
@@ -43,7 +43,7 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]
     def opened(location: str) -> Service:
         service = Service(open_store(location), machine="box", card_source=card_source)
         for caller in (ALICE, BOB):
-            service.enter(caller)
+            service.directory.enter(caller)
         return service
 
     if request.param == "sqlite":
@@ -77,7 +77,7 @@ def pump_until(service: Service, done: object, what: str, timeout: float = 15.0,
 
 
 def mail_from(service: Service, caller: Caller, sender: str) -> list[MailItem]:
-    return [i for i in service.read(caller, peek=True).items if i.message.sender == sender]
+    return [i for i in service.mailbox.read(caller, ReadQuery(peek=True)).items if i.message.sender == sender]
 
 
 def texts(items: list[MailItem]) -> str:
@@ -85,22 +85,22 @@ def texts(items: list[MailItem]) -> str:
 
 
 def test_register_list_and_remove_a_remote(service: Service, outside: OutsideAgent) -> None:
-    remote = service.add_remote(ALICE, "echo", outside.url, token="secret-1")
+    remote = service.remotes.add(ALICE, "echo", outside.url, token="secret-1")
     assert (remote.name, remote.url, remote.streaming, remote.has_token) == ("echo", outside.url, True, True)
     assert "secret-1" not in remote.model_dump_json()  # the token is never shown
-    assert [r.name for r in service.list_remotes(ALICE)] == ["echo"]
+    assert [r.name for r in service.remotes.list(ALICE)] == ["echo"]
     agents = {a.name: a for a in service.list_agents(ALICE)}
     assert agents["echo"].remote == outside.url and agents["alice"].remote is None
     who = {a.name: a for a in service.who(ALICE).agents}
     assert who["echo"].remote == outside.url
     with pytest.raises(AlreadyExists, match="not an outside agent"):
-        service.add_remote(ALICE, "bob", outside.url)
+        service.remotes.add(ALICE, "bob", outside.url)
     with pytest.raises(AlreadyExists, match="registered already, as echo"):
-        service.add_remote(ALICE, "echo2", outside.url)
-    service.remove_remote(ALICE, "echo")
-    assert service.list_remotes(ALICE) == [] and "echo" not in {a.name for a in service.list_agents(ALICE)}
+        service.remotes.add(ALICE, "echo2", outside.url)
+    service.remotes.remove(ALICE, "echo")
+    assert service.remotes.list(ALICE) == [] and "echo" not in {a.name for a in service.list_agents(ALICE)}
     with pytest.raises(UnknownAgent, match="no outside agent named echo"):
-        service.remove_remote(ALICE, "echo")
+        service.remotes.remove(ALICE, "echo")
 
 
 @pytest.mark.parametrize("streamed", [True, False])
@@ -108,7 +108,7 @@ def test_a_send_becomes_a_remote_task_and_its_artifact_comes_back_as_mail(
     service: Service, outside: OutsideAgent, outside_polled: OutsideAgent, streamed: bool
 ) -> None:
     agent = outside if streamed else outside_polled
-    service.add_remote(ALICE, "echo", agent.url)
+    service.remotes.add(ALICE, "echo", agent.url)
     sent = service.sending.send(ALICE, SendRequest(to="echo", text="complete the review"))
     (outcome,) = sent.recipients
     assert outcome.state == "queued" and "outside A2A agent echo" in (outcome.reason or "")
@@ -127,7 +127,7 @@ def test_a_send_becomes_a_remote_task_and_its_artifact_comes_back_as_mail(
     status = service.message_status(ALICE, sent.message_id)
     assert status.remote.state == "done" and status.remote.remote_task_id  # type: ignore[union-attr]
     assert status.recipients[0].state in ("read", "acked")  # the remote took it
-    task = service.get_task(ALICE, status.task_id)  # type: ignore[arg-type]
+    task = service.tasking.get_task(ALICE, status.task_id)  # type: ignore[arg-type]
     assert task.worker == "echo" and task.artifacts[0].parts[0].text == "result: complete the review"
     # The outside agent saw our message id as its A2A message id.
     assert sent.message_id in [s["message_id"] for s in agent.seen()]
@@ -136,7 +136,7 @@ def test_a_send_becomes_a_remote_task_and_its_artifact_comes_back_as_mail(
 def test_input_required_then_the_senders_reply_in_thread_continues_the_same_remote_task(
     service: Service, outside: OutsideAgent
 ) -> None:
-    service.add_remote(ALICE, "echo", outside.url)
+    service.remotes.add(ALICE, "echo", outside.url)
     sent = service.sending.send(ALICE, SendRequest(to="echo", text="ask me something"))
     task_id = service.message_status(ALICE, sent.message_id).task_id
 
@@ -149,7 +149,7 @@ def test_input_required_then_the_senders_reply_in_thread_continues_the_same_remo
     assert service.message_status(ALICE, answer.message_id).task_id == task_id  # a follow-up, same task
 
     def completed() -> bool:
-        return service.get_task(ALICE, task_id).state is TaskState.COMPLETED  # type: ignore[arg-type]
+        return service.tasking.get_task(ALICE, task_id).state is TaskState.COMPLETED  # type: ignore[arg-type]
 
     pump_until(service, completed, "the follow-up to complete the task")
     assert "answer: main" in texts(mail_from(service, ALICE, "echo"))
@@ -165,13 +165,13 @@ def test_an_answer_the_remote_first_shows_the_question_for_still_completes_the_t
     the question (a stream that starts with a snapshot; a send answered before the answer is taken
     up): the pump reads on until the task moves, and mails the question once."""
     agent = outside if streamed else outside_polled
-    service.add_remote(ALICE, "echo", agent.url)
+    service.remotes.add(ALICE, "echo", agent.url)
     sent = service.sending.send(ALICE, SendRequest(to="echo", text="restate the plan"))
     task_id = service.message_status(ALICE, sent.message_id).task_id
     assert task_id is not None
 
     def waiting() -> bool:
-        return service.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED
+        return service.tasking.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED
 
     pump_until(service, waiting, "the remote to ask for input")
     service.sending.send(ALICE, SendRequest(to="echo", text="main", thread_id=sent.thread_id))
@@ -180,7 +180,7 @@ def test_an_answer_the_remote_first_shows_the_question_for_still_completes_the_t
         return all(r.state in ("done", "failed") for r in service.store.remotes.remote_sends(WS, task_id=task_id))
 
     pump_until(service, settled, "the pump to be done with the answer")
-    task = service.get_task(ALICE, task_id)
+    task = service.tasking.get_task(ALICE, task_id)
     assert task.state is TaskState.COMPLETED, texts(mail_from(service, ALICE, "echo"))
     assert [p.text for a in task.artifacts for p in a.parts] == ["answer: main"]
     assert texts(mail_from(service, ALICE, "echo")).count("which branch?") == 1
@@ -193,11 +193,13 @@ def test_a_remote_that_asks_the_same_question_again_is_heard_asking_again(
     """The other side of passing the old question over: asked again after our answer, it is
     mailed again and the task waits on us, once the remote is done with the answer."""
     agent = outside if streamed else outside_polled
-    service.add_remote(ALICE, "echo", agent.url)
+    service.remotes.add(ALICE, "echo", agent.url)
     sent = service.sending.send(ALICE, SendRequest(to="echo", text="nag me"))
     task_id = service.message_status(ALICE, sent.message_id).task_id
     assert task_id is not None
-    pump_until(service, lambda: service.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED, "a question")
+    pump_until(
+        service, lambda: service.tasking.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED, "a question"
+    )
     service.sending.send(ALICE, SendRequest(to="echo", text="main", thread_id=sent.thread_id))
 
     def asked_again() -> bool:
@@ -207,14 +209,14 @@ def test_a_remote_that_asks_the_same_question_again_is_heard_asking_again(
         )
 
     pump_until(service, asked_again, "the question asked again")
-    assert service.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED
+    assert service.tasking.get_task(ALICE, task_id).state is TaskState.INPUT_REQUIRED
 
 
 def test_a_send_to_a_remote_and_others_together_is_refused_whole(service: Service, outside: OutsideAgent) -> None:
-    service.add_remote(ALICE, "echo", outside.url)
+    service.remotes.add(ALICE, "echo", outside.url)
     with pytest.raises(BadRequest, match="outside A2A agent: mail to it is a task of its own"):
         service.sending.send(ALICE, SendRequest(to=["echo", "bob"], text="hello both"))
-    assert service.read(BOB, peek=True).items == []
+    assert service.mailbox.read(BOB, ReadQuery(peek=True)).items == []
 
 
 # --- a remote that is down, hangs, or answers garbage -------------------------------------------
@@ -229,7 +231,7 @@ def _state(service: Service, message_id: str) -> str | None:
 def test_a_hanging_remote_fails_the_task_with_the_reason_after_its_deadline(
     service: Service, outside: OutsideAgent
 ) -> None:
-    service.add_remote(ALICE, "echo", outside.url)
+    service.remotes.add(ALICE, "echo", outside.url)
     started = time.monotonic()
     sent = service.sending.send(ALICE, SendRequest(to="echo", text="hang around"))
     pump_until(service, lambda: _state(service, sent.message_id) == "failed", "the hanging task to fail", 20)
@@ -245,7 +247,7 @@ def test_a_hanging_remote_fails_the_task_with_the_reason_after_its_deadline(
 def test_a_remote_down_at_send_is_tried_again_with_the_same_message_id(service: Service, tmp_path: Path) -> None:
     late = OutsideAgent(tmp_path).start()
     try:
-        service.add_remote(ALICE, "late", late.url)
+        service.remotes.add(ALICE, "late", late.url)
         late.stop()
         sent = service.sending.send(ALICE, SendRequest(to="late", text="complete when you can"))
         slow = PumpSettings(
@@ -275,9 +277,9 @@ def test_garbage_fails_the_task_with_a_clear_reason(service: Service, tmp_path: 
     junk_card = OutsideAgent(tmp_path, mode="garbage-card").start()
     try:
         with pytest.raises(BadRemoteAnswer, match="is not an A2A agent card"):
-            service.add_remote(ALICE, "nocard", junk_card.url)
-        assert service.list_remotes(ALICE) == []  # nothing half-registered
-        service.add_remote(ALICE, "junk", junk.url)
+            service.remotes.add(ALICE, "nocard", junk_card.url)
+        assert service.remotes.list(ALICE) == []  # nothing half-registered
+        service.remotes.add(ALICE, "junk", junk.url)
         sent = service.sending.send(ALICE, SendRequest(to="junk", text="complete this"))
         pump_until(service, lambda: _state(service, sent.message_id) == "failed", "the garbage task to fail")
         status = service.message_status(ALICE, sent.message_id)
@@ -292,9 +294,9 @@ def test_an_a2a_address_registers_the_agent_on_first_use(service: Service, outsi
     sent = service.sending.send(ALICE, SendRequest(to=f"a2a:{outside.url}", text="complete via address"))
     (outcome,) = sent.recipients
     assert outcome.agent == "outside-echo" and outcome.state == "queued"
-    assert [r.url for r in service.list_remotes(ALICE)] == [outside.url]
+    assert [r.url for r in service.remotes.list(ALICE)] == [outside.url]
     again = service.sending.send(ALICE, SendRequest(to=f"a2a:{outside.url}/", text="complete again"))
-    assert again.recipients[0].agent == "outside-echo" and len(service.list_remotes(ALICE)) == 1
+    assert again.recipients[0].agent == "outside-echo" and len(service.remotes.list(ALICE)) == 1
 
     def done() -> bool:
         return all(
@@ -311,10 +313,10 @@ def test_without_a_card_source_an_unregistered_address_is_refused_and_nothing_st
 ) -> None:
     service = Service(open_store(str(tmp_path / "plain.db")), machine="box")
     try:
-        service.enter(ALICE)
+        service.directory.enter(ALICE)
         with pytest.raises(RemoteUnreachable, match="agent add-remote"):
             service.sending.send(ALICE, SendRequest(to=f"a2a:{outside.url}", text="hi"))
-        assert service.list_remotes(ALICE) == [] and service.store.remotes.remote_sends(WS, task_id="x") == []
+        assert service.remotes.list(ALICE) == [] and service.store.remotes.remote_sends(WS, task_id="x") == []
     finally:
         service.store.close()
 
@@ -322,14 +324,14 @@ def test_without_a_card_source_an_unregistered_address_is_refused_and_nothing_st
 def test_a_task_opened_for_a_remote_goes_out_and_a_cancel_here_cancels_it_there(
     service: Service, outside: OutsideAgent
 ) -> None:
-    service.add_remote(ALICE, "echo", outside.url)
-    opened = service.open_task(ALICE, "echo", [{"text": "complete as a task"}])  # as the A2A face or MCP do
+    service.remotes.add(ALICE, "echo", outside.url)
+    opened = service.tasking.open_task(ALICE, "echo", [{"text": "complete as a task"}])  # as the A2A face or MCP do
 
     def completed() -> bool:
-        return service.get_task(ALICE, opened.task.id).state is TaskState.COMPLETED
+        return service.tasking.get_task(ALICE, opened.task.id).state is TaskState.COMPLETED
 
     pump_until(service, completed, "a task opened for the remote to complete")
-    hanging = service.open_task(ALICE, "echo", [{"text": "hang for a cancel"}])
+    hanging = service.tasking.open_task(ALICE, "echo", [{"text": "hang for a cancel"}])
 
     def followed() -> bool:
         return _state(service, hanging.send.message_id) == "following"
@@ -341,15 +343,15 @@ def test_a_task_opened_for_a_remote_goes_out_and_a_cancel_here_cancels_it_there(
     )
     pump_until(service, followed, "the remote to take the hanging task", settings=patient)
     remote_task = service.message_status(ALICE, hanging.send.message_id).remote.remote_task_id  # type: ignore[union-attr]
-    service.cancel_task(ALICE, hanging.task.id)
+    service.tasking.cancel_task(ALICE, hanging.task.id)
     pump_until(service, lambda: remote_task in outside.canceled(), "the cancel to reach the remote", settings=patient)
-    assert service.get_task(ALICE, hanging.task.id).state is TaskState.CANCELED
+    assert service.tasking.get_task(ALICE, hanging.task.id).state is TaskState.CANCELED
 
 
 def test_a_row_is_leased_to_one_claimer_and_comes_due_again_when_its_lease_ends(
     service: Service, outside: OutsideAgent
 ) -> None:
-    service.add_remote(ALICE, "echo", outside.url)
+    service.remotes.add(ALICE, "echo", outside.url)
     sent = service.sending.send(ALICE, SendRequest(to="echo", text="complete once"))
     outbox = service.remote_outbox
     (first,) = outbox.claim(lease_seconds=0.5, limit=10)
@@ -372,11 +374,11 @@ def test_a_remote_that_wants_a_token_gets_the_one_registered_and_refuses_without
 ) -> None:
     guarded = OutsideAgent(tmp_path, token="let-me-in").start()
     try:
-        service.add_remote(ALICE, "locked", guarded.url)  # no token: its card is public, its endpoint not
+        service.remotes.add(ALICE, "locked", guarded.url)  # no token: its card is public, its endpoint not
         refused = service.sending.send(ALICE, SendRequest(to="locked", text="complete this"))
         pump_until(service, lambda: _state(service, refused.message_id) == "failed", "the refused task to fail")
         assert "check its token" in (service.message_status(ALICE, refused.message_id).remote.last_error or "")  # type: ignore[union-attr]
-        service.add_remote(ALICE, "locked", guarded.url, token="let-me-in")  # again, with its token
+        service.remotes.add(ALICE, "locked", guarded.url, token="let-me-in")  # again, with its token
         sent = service.sending.send(ALICE, SendRequest(to="locked", text="complete with the token"))
         done = lambda: service.message_status(ALICE, sent.message_id).task_state is TaskState.COMPLETED  # noqa: E731
         pump_until(service, done, "the task sent with the token to complete")

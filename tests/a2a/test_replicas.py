@@ -59,9 +59,11 @@ async def test_a_task_opened_on_one_replica_is_followed_and_canceled_on_the_othe
 
     def work_through_one() -> None:
         worker = one.caller(bob)
-        one.service.update_task(worker, task_id, state=OurState.WORKING)
-        one.service.update_task(worker, task_id, artifacts=[TaskArtifact(artifact_id="a", parts=[OurPart(text="x")])])
-        one.service.update_task(worker, task_id, state=OurState.INPUT_REQUIRED, parts=[OurPart(text="which?")])
+        one.service.tasking.update_task(worker, task_id, state=OurState.WORKING)
+        one.service.tasking.update_task(
+            worker, task_id, artifacts=[TaskArtifact(artifact_id="a", parts=[OurPart(text="x")])]
+        )
+        one.service.tasking.update_task(worker, task_id, state=OurState.INPUT_REQUIRED, parts=[OurPart(text="which?")])
 
     async with a2a_client(card_two, token, binding, streaming=True) as on_two:
         assert (await on_two.get_task(GetTaskRequest(id=task_id))).status.state == TaskState.TASK_STATE_SUBMITTED
@@ -75,5 +77,5 @@ async def test_a_task_opened_on_one_replica_is_followed_and_canceled_on_the_othe
         assert events[-1].status_update.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         canceled = await on_two.cancel_task(CancelTaskRequest(id=task_id))
         assert canceled.status.state == TaskState.TASK_STATE_CANCELED
-    assert one.service.get_task(one.caller(asker), task_id).state == OurState.CANCELED
+    assert one.service.tasking.get_task(one.caller(asker), task_id).state == OurState.CANCELED
     assert one.errors == [] and two.errors == []

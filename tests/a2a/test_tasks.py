@@ -47,7 +47,7 @@ def mail_of(hub: InProcessHub, agent: str, task_id: str, timeout: float = 10.0) 
     """The agent's unread mail of the task, once there is some (drained: marked read)."""
     caller = hub.caller(agent)
     return wait_until(
-        lambda: [i for i in hub.service.read(caller).items if i.message.task_id == task_id],
+        lambda: [i for i in hub.service.mailbox.read(caller).items if i.message.task_id == task_id],
         timeout,
         f"{agent}'s mail of task {task_id}",
     )
@@ -86,7 +86,9 @@ async def test_a_task_round_trip_with_the_worker_answering_by_its_tools(
         assert item.task_id == task.id and item.task_state == OurState.SUBMITTED
         assert item.message.thread_id == task.context_id
 
-        hub.service.update_task(worker, task.id, state=OurState.INPUT_REQUIRED, parts=[OurPart(text="which branch?")])
+        hub.service.tasking.update_task(
+            worker, task.id, state=OurState.INPUT_REQUIRED, parts=[OurPart(text="which branch?")]
+        )
         got = await client.get_task(GetTaskRequest(id=task.id))
         assert got.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         assert got.status.message.parts[0].text == "which branch?"
@@ -98,7 +100,7 @@ async def test_a_task_round_trip_with_the_worker_answering_by_its_tools(
         assert [i.message.text for i in mail_of(hub, bob, task.id)] == ["main"]
 
         artifact = TaskArtifact(artifact_id="review", name="review.txt", parts=[OurPart(text="LGTM")])
-        hub.service.update_task(
+        hub.service.tasking.update_task(
             worker, task.id, state=OurState.COMPLETED, parts=[OurPart(text="done")], artifacts=[artifact]
         )
         done = await client.get_task(GetTaskRequest(id=task.id, history_length=2))
@@ -180,7 +182,7 @@ def work_on_mail(hub: InProcessHub, agent: str, steps: Callable[[Caller, str], N
         caller = hub.caller(agent)
         with hub.service.events.subscribe(caller.workspace, agent) as mailbox:
             for _ in range(200):
-                items = [i for i in hub.service.read(caller).items if i.message.task_id]
+                items = [i for i in hub.service.mailbox.read(caller).items if i.message.task_id]
                 if items:
                     steps(caller, items[0].message.task_id)
                     return
@@ -193,10 +195,10 @@ def work_on_mail(hub: InProcessHub, agent: str, steps: Callable[[Caller, str], N
 
 def working_then_done(hub: InProcessHub) -> Callable[[Caller, str], None]:
     def steps(caller: Caller, task_id: str) -> None:
-        hub.service.update_task(caller, task_id, state=OurState.WORKING, parts=[OurPart(text="on it")])
+        hub.service.tasking.update_task(caller, task_id, state=OurState.WORKING, parts=[OurPart(text="on it")])
         art = TaskArtifact(artifact_id="out", name="out.txt", parts=[OurPart(text="result")])
-        hub.service.update_task(caller, task_id, artifacts=[art])
-        hub.service.update_task(caller, task_id, state=OurState.COMPLETED)
+        hub.service.tasking.update_task(caller, task_id, artifacts=[art])
+        hub.service.tasking.update_task(caller, task_id, state=OurState.COMPLETED)
 
     return steps
 
@@ -239,7 +241,7 @@ async def test_subscribe_follows_a_task_worked_on_later(
         [first] = [e async for e in sender.send_message(request)]
         task_id = first.task.id
     async with a2a_client(card, token, binding, streaming=True) as client:
-        hub.service.update_task(hub.caller(bob), task_id, state=OurState.WORKING)  # before the subscription
+        hub.service.tasking.update_task(hub.caller(bob), task_id, state=OurState.WORKING)  # before the subscription
         worker = threading.Timer(0.3, working_then_done_later, args=(hub, bob, task_id))
         worker.start()
         with anyio.fail_after(20):
@@ -263,7 +265,7 @@ async def test_subscribe_resumes_after_the_generation_a_subscriber_saw(
         request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
         [first] = [e async for e in sender.send_message(request)]
         task_id = first.task.id
-    hub.service.update_task(hub.caller(bob), task_id, state=OurState.WORKING)  # 2
+    hub.service.tasking.update_task(hub.caller(bob), task_id, state=OurState.WORKING)  # 2
     working_then_done_later(hub, bob, task_id)  # the artifact (3), completed (4)
 
     def after(seen: str) -> ClientCallContext:
@@ -287,10 +289,12 @@ async def test_a_resumed_subscription_replays_past_a_question_that_was_answered_
 ) -> None:
     bob, asker, token = pair
     card = await fetch_card(hub, bob)
-    task_id = hub.service.open_task(hub.caller(asker), bob, [OurPart(text="which?")]).task.id  # 1
-    hub.service.update_task(hub.caller(bob), task_id, state=OurState.INPUT_REQUIRED, parts=[OurPart(text="a or b?")])
-    hub.service.open_task(hub.caller(asker), bob, [OurPart(text="b")], task_id=task_id)  # answered: submitted
-    hub.service.update_task(hub.caller(bob), task_id, state=OurState.COMPLETED)  # taken up, completed
+    task_id = hub.service.tasking.open_task(hub.caller(asker), bob, [OurPart(text="which?")]).task.id  # 1
+    hub.service.tasking.update_task(
+        hub.caller(bob), task_id, state=OurState.INPUT_REQUIRED, parts=[OurPart(text="a or b?")]
+    )
+    hub.service.tasking.open_task(hub.caller(asker), bob, [OurPart(text="b")], task_id=task_id)  # answered: submitted
+    hub.service.tasking.update_task(hub.caller(bob), task_id, state=OurState.COMPLETED)  # taken up, completed
     seen = ClientCallContext(service_parameters={GENERATION_AFTER: "1"})
     async with a2a_client(card, token, "JSONRPC", streaming=True) as client:
         with anyio.fail_after(20):
@@ -307,8 +311,8 @@ async def test_a_resumed_subscription_replays_past_a_question_that_was_answered_
 
 def working_then_done_later(hub: InProcessHub, agent: str, task_id: str) -> None:
     art = TaskArtifact(artifact_id="out", parts=[OurPart(text="later result")])
-    hub.service.update_task(hub.caller(agent), task_id, artifacts=[art])
-    hub.service.update_task(hub.caller(agent), task_id, state=OurState.COMPLETED, parts=[OurPart(text="done")])
+    hub.service.tasking.update_task(hub.caller(agent), task_id, artifacts=[art])
+    hub.service.tasking.update_task(hub.caller(agent), task_id, state=OurState.COMPLETED, parts=[OurPart(text="done")])
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
@@ -320,14 +324,14 @@ async def test_a_blocking_send_to_a_listening_worker_returns_the_finished_task(
     listening = threading.Event()
 
     def steps(caller: Caller, task_id: str) -> None:
-        hub.service.update_task(caller, task_id, state=OurState.COMPLETED, parts=[OurPart(text="quick answer")])
+        hub.service.tasking.update_task(caller, task_id, state=OurState.COMPLETED, parts=[OurPart(text="quick answer")])
 
     def serve() -> None:  # bob's worker holds its mailbox open (as a runner's stream does) and answers
         caller = hub.caller(bob)
         with hub.service.events.subscribe(caller.workspace, bob) as mailbox:
             listening.set()
             for _ in range(200):
-                items = [i for i in hub.service.read(caller).items if i.message.task_id]
+                items = [i for i in hub.service.mailbox.read(caller).items if i.message.task_id]
                 if items:
                     steps(caller, items[0].message.task_id)
                     return
@@ -360,10 +364,12 @@ async def test_a_blocking_send_waits_for_a_worker_whose_waiting_read_the_send_it
             listening.set()
             mailbox.wait(10)
         items = wait_until(
-            lambda: [i for i in hub.service.read(caller).items if i.message.task_id], 10, "the task's mail"
+            lambda: [i for i in hub.service.mailbox.read(caller).items if i.message.task_id], 10, "the task's mail"
         )
         task_id = items[0].message.task_id
-        hub.service.update_task(caller, task_id, state=OurState.COMPLETED, parts=[OurPart(text="read, then answered")])
+        hub.service.tasking.update_task(
+            caller, task_id, state=OurState.COMPLETED, parts=[OurPart(text="read, then answered")]
+        )
         answered.set()
 
     thread = threading.Thread(target=serve, daemon=True)
@@ -398,4 +404,4 @@ async def test_an_agents_endpoint_answers_for_its_own_tasks_only(hub: InProcessH
     async with a2a_client(await fetch_card(hub, bob), token, "HTTP+JSON") as to_bob:
         assert sent.task.id in [t.id for t in (await to_bob.list_tasks(ListTasksRequest())).tasks]
         assert for_carol.task.id not in [t.id for t in (await to_bob.list_tasks(ListTasksRequest())).tasks]
-    assert hub.service.get_task(hub.caller(bob), sent.task.id).state == OurState.SUBMITTED
+    assert hub.service.tasking.get_task(hub.caller(bob), sent.task.id).state == OurState.SUBMITTED

@@ -99,7 +99,7 @@ def test_an_a2a_task_reaches_a_live_claude_code_session_and_its_model_completes_
         try:
             seen = asyncio.run(asyncio.wait_for(outside_client_sends_a_task(hub), 2 * WAKE_TIMEOUT))
         except TimeoutError:
-            tasks = hub.service.list_tasks(hub.caller("outside-caller")).tasks
+            tasks = hub.service.tasking.list_tasks(hub.caller("outside-caller")).tasks
             pytest.fail(f"the task did not complete: {tasks}\n{model.summary()}\n{session.transcript()[-3000:]}")
 
         # The session woke by itself (nothing typed on stdin), took the task up, answered it.

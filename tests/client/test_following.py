@@ -9,7 +9,7 @@ from pathlib import Path
 from callboard.client.following import follow
 from callboard.client.local import LocalClient
 from callboard.model import Caller, MailItem
-from callboard.requests import SendRequest
+from callboard.requests import SendRequest, SessionRequest
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.support.service_setup import Clock
@@ -46,10 +46,10 @@ def test_mail_of_a_sibling_session_that_died_unread_is_handed_on_late_once(tmp_p
     clock = Clock()
     service = Service(SQLiteStore(tmp_path / "db"), machine="here", liveness_seconds=60, clock=clock)
     bob = Caller(workspace=WS, agent="bob")
-    service.enter(bob)
-    service.register_session(bob, pid=100, runtime="script", machine="m1")
+    service.directory.enter(bob)
+    service.register_session(bob, SessionRequest(pid=100, runtime="script", machine="m1"))
     clock.advance(1)
-    second = service.register_session(bob, pid=200, runtime="script", machine="m1")
+    second = service.register_session(bob, SessionRequest(pid=200, runtime="script", machine="m1"))
     alice = LocalClient(service, Caller(workspace=WS, agent="alice"))
     for_first = alice.send(SendRequest(to="bob@m1#100", text="for the first pane")).message_id
     for_second = alice.send(SendRequest(to="bob@m1#200", text="for the second pane")).message_id
@@ -58,7 +58,7 @@ def test_mail_of_a_sibling_session_that_died_unread_is_handed_on_late_once(tmp_p
     got, stop, thread = _follower(in_second, after=0, sweep=0.1)
     wait_until(lambda: len(got) >= 1, what="the second pane's own mail")
     clock.advance(45)
-    service.heartbeat(bob, second.id)
+    service.directory.heartbeat(bob, second.id)
     clock.advance(30)  # the first pane went quiet past the window: its unread mail is anyone's
     wait_until(lambda: len(got) >= 2, what="the first pane's mail, late")
     newer = alice.send(SendRequest(to="bob", text="after")).message_id

@@ -16,6 +16,7 @@ import callboard.cli.import_inbox  # noqa: F401  (registers the command on the a
 from callboard.cli.main import main
 from callboard.client.hub import HubClient
 from callboard.integrations.inbox_tree import import_plan, scan
+from callboard.requests import InboxQuery
 from tests.hub.conftest import Tenant
 from tests.support.files import write
 
@@ -65,7 +66,7 @@ def clients(tenant: Tenant) -> Iterator[Callable[[str], HubClient]]:
 def mail(client: HubClient) -> dict[str, tuple[str, str | None, str, str, dict[str, Any]]]:
     """original id -> (sender, subject, text, state, the imported data) in this mailbox."""
     found = {}
-    for item in client.inbox(include_acked=True, limit=1000):
+    for item in client.inbox(InboxQuery(include_acked=True, limit=1000)):
         (data,) = [p.data for p in item.message.parts if p.data is not None]
         original = data["imported"]
         assert original["id"] not in found, "a message was stored twice"
@@ -111,7 +112,7 @@ def test_import_through_the_hub_stores_each_message_once(tmp_path: Path, clients
 
 
 def mail_id(client: HubClient, original_id: str) -> str:
-    for item in client.inbox(include_acked=True, limit=1000):
+    for item in client.inbox(InboxQuery(include_acked=True, limit=1000)):
         if any(p.data and p.data["imported"]["id"] == original_id for p in item.message.parts):
             return item.message.id
     raise AssertionError(f"no message imported from {original_id}")

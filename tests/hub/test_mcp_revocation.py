@@ -13,7 +13,7 @@ import pytest
 from callboard.errors import Unauthorized
 from callboard.hub.mcp_endpoint import CredentialBound
 from callboard.model import Caller
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from callboard.service.credentials import Credentials
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
@@ -30,7 +30,7 @@ def test_a_waiting_tool_read_ends_at_the_revocation_and_later_mail_stays_unread(
 
     def wait_for_mail() -> None:
         try:
-            outcome.append(client.read(wait=30))
+            outcome.append(client.read(ReadQuery(wait=30)))
         except Unauthorized as error:
             outcome.append(error)
 
@@ -45,7 +45,7 @@ def test_a_waiting_tool_read_ends_at_the_revocation_and_later_mail_stays_unread(
     assert not reader.is_alive(), "the read went on waiting after its token was revoked"
     (ended,) = outcome
     assert isinstance(ended, Unauthorized), ended
-    (item,) = service.inbox(bob)
+    (item,) = service.mailbox.inbox(bob)
     assert item.message.id == sent.message_id and item.state.value in ("queued", "delivered")
     service.store.close()
 
@@ -55,6 +55,6 @@ def test_a_tool_read_with_a_valid_token_takes_mail_as_before(tmp_path: Path, wai
     service = Service(SQLiteStore(tmp_path / "hub.db"), machine="hub")
     bob = Caller(workspace="team", agent="bob")
     service.sending.send(Caller(workspace="team", agent="alice"), SendRequest(to="bob", text="hello"))
-    got = CredentialBound(service, bob, lambda: None).read(wait=wait)
+    got = CredentialBound(service, bob, lambda: None).read(ReadQuery(wait=wait))
     assert [item.message.text for item in got.items] == ["hello"] and got.unread == 0
     service.store.close()

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from callboard.errors import UnknownAgent
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from callboard.store.sqlite.messages import FAN_OUT_LATER_FROM
 from tests.hub.conftest import CLI, Hub, Tenant, expect_http_error, unique
 from tests.support.cli_runner import texts
@@ -64,7 +64,7 @@ def test_two_agents_exchange_messages_through_the_hub_by_hubclient(tenant: Tenan
 
         reply = bob.send(SendRequest(to=alice_name, text="got it", reply_to=sent.message_id))
         assert reply.thread_id == sent.thread_id
-        back = alice.read(wait=10)
+        back = alice.read(ReadQuery(wait=10))
         assert [(i.message.sender, i.message.text, i.message.thread_id) for i in back.items] == [
             (bob_name, "got it", sent.thread_id)
         ]
@@ -141,14 +141,14 @@ def test_deleting_an_agent_by_hubclient_erases_its_mailbox_and_its_next_act_crea
         assert bob.whoami().agent == bob_name  # the hub now knows this credential as bob
         alice.send(SendRequest(to=bob_name, text="unread one"))
         alice.send(SendRequest(to=bob_name, text="unread two"))
-        assert [i.message.text for i in bob.read(peek=True).items] == ["unread one", "unread two"]
+        assert [i.message.text for i in bob.read(ReadQuery(peek=True)).items] == ["unread one", "unread two"]
 
         assert keeper.delete_agent(bob_name, force=True).unread_dropped == 2  # unread: only when forced
 
         assert bob_name not in {a.name for a in keeper.list_agents()}
         with pytest.raises(UnknownAgent):
             keeper.describe_agent(bob_name)
-        again = bob.read(peek=True, after=0)  # the same credential's next request, as bob
+        again = bob.read(ReadQuery(peek=True, after=0))  # the same credential's next request, as bob
         assert again.items == [] and again.unread == 0
         assert bob_name not in {a.name for a in keeper.list_agents()}  # a read creates nobody
         bob.send(SendRequest(to=alice_name, text="back"))  # its next act

@@ -22,7 +22,7 @@ from callboard.client.following import follow
 from callboard.client.hub import HubClient
 from callboard.errors import HubUnavailable
 from callboard.model import MailItem
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from tests.hub.conftest import CLI, EventStream, Hub
 from tests.support.postgres import fresh_database
 from tests.support.waiting import wait_until
@@ -74,7 +74,7 @@ def test_a_message_sent_through_one_replica_reaches_stream_and_long_poll_readers
 
         def long_poll() -> None:
             started = time.monotonic()
-            waiting["result"] = _client(replicas[2], "carol").read(wait=30)
+            waiting["result"] = _client(replicas[2], "carol").read(ReadQuery(wait=30))
             waiting["seconds"] = time.monotonic() - started
 
         poller = threading.Thread(target=long_poll)
@@ -96,7 +96,7 @@ def test_cursors_idempotency_and_states_are_the_stores_not_a_replicas(replicas: 
     first = _client(replicas[0], "alice").send(SendRequest(to="dave", text="once", idempotency_key="k-once"))
     again = _client(replicas[1], "alice").send(SendRequest(to="dave", text="once", idempotency_key="k-once"))
     assert again.message_id == first.message_id and again.duplicate
-    page = _client(replicas[2], "dave").read(peek=True, after=0)
+    page = _client(replicas[2], "dave").read(ReadQuery(peek=True, after=0))
     assert [i.message.id for i in page.items] == [first.message_id]
     _client(replicas[1], "dave").read()
     status = _client(replicas[2], "alice").message_status(first.message_id)

@@ -13,7 +13,7 @@ from callboard.client.base import Client
 from callboard.client.local import LocalClient
 from callboard.errors import BadRequest, UnknownMessage
 from callboard.model import Caller, DeliveryState
-from callboard.requests import SendRequest
+from callboard.requests import SendRequest, SurfaceQuery
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.hub.conftest import Tenant, unique
@@ -61,11 +61,11 @@ def test_urgent_mail_arrives_marked_urgent_and_other_mail_does_not(pair: Pair):
 def test_surfacing_takes_each_message_once_marks_it_surfaced_by_its_path_and_leaves_it_unread(pair: Pair):
     first, second = send(pair, "one"), send(pair, "two")
     bob = pair[1]
-    surfaced = bob.surface(via="hook")
+    surfaced = bob.surface(SurfaceQuery(via="hook"))
     assert [i.message.id for i in surfaced.items] == [first, second]
     assert {i.state for i in surfaced.items} == {DeliveryState.surfaced}
     assert surfaced.unread == 2 and surfaced.cursor == surfaced.items[-1].seq
-    assert bob.surface(via="hook").items == [], "a message is put before the agent once"
+    assert bob.surface(SurfaceQuery(via="hook")).items == [], "a message is put before the agent once"
     status = status_of(pair, first)
     assert (status.state, status.via, status.surfaced_at is not None) == (DeliveryState.surfaced, "hook", True)
     assert [i.message.id for i in bob.read().items] == [first, second], "surfaced mail is still unread"
@@ -76,20 +76,20 @@ def test_surfacing_takes_each_message_once_marks_it_surfaced_by_its_path_and_lea
 def test_urgent_only_surfacing_leaves_ordinary_mail_for_later(pair: Pair):
     plain, urgent = send(pair, "when you have a minute"), send(pair, "stop the deploy", urgent=True)
     bob = pair[1]
-    assert [i.message.id for i in bob.surface(via="hook", urgent_only=True).items] == [urgent]
-    assert [i.message.id for i in bob.surface(via="hook").items] == [plain]
+    assert [i.message.id for i in bob.surface(SurfaceQuery(via="hook", urgent_only=True)).items] == [urgent]
+    assert [i.message.id for i in bob.surface(SurfaceQuery(via="hook")).items] == [plain]
 
 
 def test_mail_already_read_is_not_surfaced(pair: Pair):
     send(pair, "read me")
     pair[1].read()
-    assert pair[1].surface(via="socket").items == []
+    assert pair[1].surface(SurfaceQuery(via="socket")).items == []
 
 
 def test_a_waiting_surface_returns_mail_sent_while_it_waits(pair: Pair):
     bob = pair[1]
     got: list = []
-    waiter = threading.Thread(target=lambda: got.append(bob.surface(via="waiter", wait=30)))
+    waiter = threading.Thread(target=lambda: got.append(bob.surface(SurfaceQuery(via="waiter", wait=30))))
     waiter.start()
     message_id = send(pair, "wake up")
     waiter.join(60)
@@ -97,12 +97,14 @@ def test_a_waiting_surface_returns_mail_sent_while_it_waits(pair: Pair):
     assert status_of(pair, message_id).via == "waiter"
 
 
-@pytest.mark.parametrize("call", [lambda c: c.surface(via="pigeon"), lambda c: c.surface(via="hook", limit=0)])
+@pytest.mark.parametrize(
+    "call", [lambda c: c.surface(SurfaceQuery(via="pigeon")), lambda c: c.surface(SurfaceQuery(via="hook", limit=0))]
+)
 def test_a_bad_surface_request_is_refused(pair: Pair, call: Callable[[Client], object]):
     send(pair, "untouched")
     with pytest.raises(BadRequest):
         call(pair[1])
-    assert len(pair[1].surface(via="hook").items) == 1, "the refused request took nothing"
+    assert len(pair[1].surface(SurfaceQuery(via="hook")).items) == 1, "the refused request took nothing"
 
 
 def test_mark_read_marks_only_the_messages_named(pair: Pair):
@@ -130,7 +132,9 @@ def test_mark_read_leaves_an_acknowledged_message_acknowledged(pair: Pair):
 def test_a_peek_shows_what_would_be_surfaced_and_marks_nothing(pair: Pair):
     plain, urgent = send(pair, "later"), send(pair, "now", urgent=True)
     bob = pair[1]
-    assert [i.message.id for i in bob.surface(via="hook", peek=True).items] == [plain, urgent]
-    assert [i.message.id for i in bob.surface(via="hook", urgent_only=True, peek=True).items] == [urgent]
+    assert [i.message.id for i in bob.surface(SurfaceQuery(via="hook", peek=True)).items] == [plain, urgent]
+    assert [i.message.id for i in bob.surface(SurfaceQuery(via="hook", urgent_only=True, peek=True)).items] == [urgent]
     assert status_of(pair, plain).surfaced_at is None and status_of(pair, urgent).state is DeliveryState.queued
-    assert [i.message.id for i in bob.surface(via="hook").items] == [plain, urgent], "still there to surface"
+    assert [i.message.id for i in bob.surface(SurfaceQuery(via="hook")).items] == [plain, urgent], (
+        "still there to surface"
+    )

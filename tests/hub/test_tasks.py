@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from callboard.requests import TaskListQuery
 from tests.hub.conftest import CLI, Tenant, expect_error, new_tenant
 
 
@@ -126,7 +127,7 @@ def test_the_hub_client_and_openapi_speak_the_same_tasks(tenant: Tenant) -> None
             sent.task.id, state="completed", parts=[{"text": "ok"}], artifacts=[{"parts": [{"text": "x"}]}]
         )
         assert moved.state == "completed" and alice.get_task(sent.task.id, history_length=2).history
-        assert [t.id for t in alice.list_tasks(state="completed").tasks] == [sent.task.id]
+        assert [t.id for t in alice.list_tasks(TaskListQuery(state="completed")).tasks] == [sent.task.id]
     finally:
         alice.close()
         bob.close()

@@ -21,6 +21,7 @@ from callboard.client.local import LocalClient
 from callboard.config import Settings
 from callboard.integrations.inbox_tree import InboxFile, import_plan, parse_message, plan, scan
 from callboard.model import Caller, MailItem
+from callboard.requests import InboxQuery
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.support.files import write
@@ -136,7 +137,7 @@ def as_agent(service: Service) -> Callable[[str], LocalClient]:
 
 
 def mailbox(client: LocalClient) -> list[MailItem]:
-    return client.inbox(include_acked=True, limit=1000)
+    return client.inbox(InboxQuery(include_acked=True, limit=1000))
 
 
 def imported_of(item: MailItem) -> dict[str, Any]:

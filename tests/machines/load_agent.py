@@ -46,7 +46,7 @@ from callboard.config import Settings
 from callboard.errors import CallboardError
 from callboard.identity import SessionHint
 from callboard.model import MailItem, ReadResult
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 
 FORMS = ("name", "machine", "session")  # name, name@machine, name@machine#pid
 FOLLOW_WAIT_SECONDS = 0.5  # one waiting read of the follower: an empty one after the stop ends the drain
@@ -111,9 +111,9 @@ class WatchedReads:
         self.last_empty_read_began = 0.0  # time.monotonic() at the start of the last empty read
         self.reads = 0
 
-    def read(self, **kwargs: Any) -> ReadResult:
+    def read(self, query: ReadQuery = ReadQuery()) -> ReadResult:
         began = time.monotonic()
-        result = self._client.read(**kwargs)
+        result = self._client.read(query)
         self.reads += 1
         if not result.items:
             self.last_empty_read_began = began

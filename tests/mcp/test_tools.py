@@ -12,7 +12,7 @@ from mcp import Client
 
 from callboard.client.local import LocalClient
 from callboard.mcp.tools import DEFAULT_READ_LIMIT, mailbox_server, one_client
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest, SurfaceQuery
 from tests.support.tool_results import TOOLS, failed, ok, text_of, words
 from tests.support.waiting import wait_until
 
@@ -138,7 +138,7 @@ async def test_bad_calls_are_tool_errors_with_their_code_and_a_sentence(agents, 
     async with tools("alice") as alice:
         text = failed(await alice.call_tool(tool, arguments), code)
     assert "Traceback" not in text and len(text) < 600
-    assert agents("bob").read(peek=True).items == []  # nothing was sent
+    assert agents("bob").read(ReadQuery(peek=True)).items == []  # nothing was sent
 
 
 async def test_a_post_to_a_channel_the_caller_has_not_joined_says_to_join_or_write_directly(agents, tools):
@@ -187,7 +187,7 @@ async def test_message_status_tells_handed_from_surfaced_with_the_session_and_th
     pane = LocalClient(bob.service, bob.caller.model_copy(update={"session_id": session.id}))
     async with tools("alice") as alice:
         sent = ok(await alice.call_tool("send_message", {"to": "bob", "message": "deploy at 5?"}))
-        pane.surface(via="socket")
+        pane.surface(SurfaceQuery(via="socket"))
         result = await alice.call_tool("message_status", {"message_id": sent["message_id"]})
         (row,) = ok(result)["recipients"]
         assert (row["state"], row["handed_to"]) == ("handed", "bob@farhost#4242")

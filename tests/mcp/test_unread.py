@@ -21,8 +21,10 @@ async def test_a_read_brings_its_own_count_and_other_tools_count_once(
     agents("alice").send(SendRequest(to="bob", text="two"))
     bob = agents("bob")
     counted: list[str] = []
-    count = bob.service.unread_count
-    monkeypatch.setattr(bob.service, "unread_count", lambda caller: counted.append(caller.agent) or count(caller))
+    count = bob.service.mailbox.unread_count
+    monkeypatch.setattr(
+        bob.service.mailbox, "unread_count", lambda caller: counted.append(caller.agent) or count(caller)
+    )
     async with tools("bob") as tool_server:
         assert ok(await tool_server.call_tool("read_messages", {"limit": 1}))["unread"] == 1
         assert counted == []  # the read's own answer had it

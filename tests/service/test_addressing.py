@@ -13,7 +13,7 @@ import pytest
 from callboard.client.local import LocalClient
 from callboard.errors import NoLiveSession, UnknownSession
 from callboard.model import Caller, Session, unserved_runtime
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest, SessionRequest
 from callboard.service.door import Service
 from tests.support.answers import everything, outcome, row
 from tests.support.service_setup import LIVENESS, WS, Clock
@@ -23,9 +23,8 @@ from tests.support.store_rows import writes_nothing
 def pane(service: Service, clock: Clock, agent: str, machine: str, pid: int, **extra: object) -> Session:
     """A session of ``agent`` on another machine, registered a second after the previous one."""
     clock.advance(1)
-    return service.register_session(
-        Caller(workspace=WS, agent=agent), pid=pid, runtime="script", machine=machine, **extra
-    )
+    request = SessionRequest(pid=pid, runtime="script", machine=machine, **extra)
+    return service.register_session(Caller(workspace=WS, agent=agent), request)
 
 
 def reader(service: Service, session: Session) -> LocalClient:
@@ -34,7 +33,7 @@ def reader(service: Service, session: Session) -> LocalClient:
 
 
 def read_ids(client: LocalClient) -> list[str]:
-    return [item.message.id for item in client.read(peek=True, after=0).items]
+    return [item.message.id for item in client.read(ReadQuery(peek=True, after=0)).items]
 
 
 # --- where each address form goes --------------------------------------------------------------
@@ -54,7 +53,7 @@ def test_a_session_a_senders_push_registered_is_aimed_at_only_when_it_is_the_onl
     kept = pane(service, clock, "bob", "m1", 100)
     clock.advance(1)
     pushed = service.register_session(
-        Caller(workspace=WS, agent="bob"), pid=200, runtime=unserved_runtime("some-cli"), machine="m1"
+        Caller(workspace=WS, agent="bob"), SessionRequest(pid=200, runtime=unserved_runtime("some-cli"), machine="m1")
     )
     assert (
         outcome(alice.send(SendRequest(to="bob", text="hi")), "bob").session == kept.address
@@ -91,7 +90,7 @@ def test_a_stale_session_never_shadows_a_live_one(service, clock, alice, bob):
     live = pane(service, clock, "bob", "m1", 100)
     stale = pane(service, clock, "bob", "m1", 101)  # the newest, but it stops reporting
     clock.advance(LIVENESS * 0.75)
-    service.heartbeat(Caller(workspace=WS, agent="bob"), live.id)
+    service.directory.heartbeat(Caller(workspace=WS, agent="bob"), live.id)
     clock.advance(LIVENESS * 0.5)  # past the window for the stale one only
     assert outcome(alice.send(SendRequest(to="bob", text="hi")), "bob").session == live.address
     assert outcome(alice.send(SendRequest(to="bob@m1", text="hi")), "bob@m1").session == live.address
@@ -113,7 +112,9 @@ def test_a_machine_that_stopped_reporting_is_down_and_named_with_when(service, c
     pane(service, clock, "bob", "m1", 100)
     pane(service, clock, "bob", "m2", 200)
     clock.advance(LIVENESS * 0.75)
-    service.register_session(Caller(workspace=WS, agent="carol"), pid=300, runtime="script", machine="m2")
+    service.register_session(
+        Caller(workspace=WS, agent="carol"), SessionRequest(pid=300, runtime="script", machine="m2")
+    )
     clock.advance(LIVENESS * 0.5)  # m1's only session is past the window; m2 reported since
     with pytest.raises(NoLiveSession) as refused:
         alice.send(SendRequest(to="bob@m1", text="hi"))
@@ -181,12 +182,16 @@ def test_every_message_carries_the_sending_sessions_full_address(service, clock,
 def test_a_command_finds_its_session_by_its_process_lineage(service, clock, alice):
     mine = pane(service, clock, "alice", "m1", 4321, proc_start=55)
     caller = Caller(workspace=WS, agent="alice")
-    found = service.in_session(caller, machine="m1", lineage=[(9999, 1), (4321, 55), (1, None)])
+    found = service.directory.in_session(caller, machine="m1", lineage=[(9999, 1), (4321, 55), (1, None)])
     assert found.session_id == mine.id
-    assert service.in_session(caller, machine="m1", lineage=[(4321, 56)]).session_id is None  # another process
-    assert service.in_session(caller, machine="m2", lineage=[(4321, 55)]).session_id is None  # another machine
+    assert (
+        service.directory.in_session(caller, machine="m1", lineage=[(4321, 56)]).session_id is None
+    )  # another process
+    assert (
+        service.directory.in_session(caller, machine="m2", lineage=[(4321, 55)]).session_id is None
+    )  # another machine
     with pytest.raises(UnknownSession):
-        service.in_session(Caller(workspace=WS, agent="bob"), session_id=mine.id)  # alice's, not bob's
+        service.directory.in_session(Caller(workspace=WS, agent="bob"), session_id=mine.id)  # alice's, not bob's
 
 
 # --- reach: plainly why not ------------------------------------------------------------------------
@@ -198,10 +203,10 @@ def test_reach_tells_each_reason_apart(service, clock, alice, bob, carol):
     assert alice.reach("bob@m9").state == "unknown_address"
     session = pane(service, clock, "bob", "m1", 100)
     assert alice.reach("bob").state == "live"
-    service.heartbeat(Caller(workspace=WS, agent="bob"), session.id, "its messaging socket failed (refused)")
+    service.directory.heartbeat(Caller(workspace=WS, agent="bob"), session.id, "its messaging socket failed (refused)")
     broken = alice.reach("bob@m1#100")
     assert broken.state == "path_broken" and "its messaging socket failed (refused)" in broken.reason
-    service.heartbeat(Caller(workspace=WS, agent="bob"), session.id)  # it works again
+    service.directory.heartbeat(Caller(workspace=WS, agent="bob"), session.id)  # it works again
     assert alice.reach("bob@m1#100").state == "live"
     clock.advance(LIVENESS + 1)
     down = alice.reach("bob")

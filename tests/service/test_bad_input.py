@@ -29,7 +29,7 @@ from callboard.model import (
     Caller,
     new_id,
 )
-from callboard.requests import SendRequest
+from callboard.requests import InboxQuery, ReadQuery, SendRequest, SessionRequest
 from tests.support.service_setup import WS
 from tests.support.store_rows import writes_nothing
 
@@ -110,10 +110,10 @@ BAD_INPUTS = [
         BadRequest,
         "bad_request",
     ),
-    _case("read limit 0", lambda w: w.bob.read(limit=0), BadRequest, "bad_request"),
-    _case("read after -1", lambda w: w.bob.read(after=-1), BadRequest, "bad_request"),
-    _case("read wait -1", lambda w: w.bob.read(wait=-1), BadRequest, "bad_request"),
-    _case("inbox limit 0", lambda w: w.bob.inbox(limit=0), BadRequest, "bad_request"),
+    _case("read limit 0", lambda w: w.bob.read(ReadQuery(limit=0)), BadRequest, "bad_request"),
+    _case("read after -1", lambda w: w.bob.read(ReadQuery(after=-1)), BadRequest, "bad_request"),
+    _case("read wait -1", lambda w: w.bob.read(ReadQuery(wait=-1)), BadRequest, "bad_request"),
+    _case("inbox limit 0", lambda w: w.bob.inbox(InboxQuery(limit=0)), BadRequest, "bad_request"),
     _case("ack nothing", lambda w: w.bob.ack([]), BadRequest, "bad_request"),
     _case(
         "pid 0", lambda w: w.bob.register_session(runtime="codex", machine="farhost", pid=0), BadRequest, "bad_request"
@@ -176,7 +176,7 @@ BAD_INPUTS = [
     _case(
         "a process start time past 2**63-1",
         lambda w: w.bob.service.register_session(
-            Caller(workspace=WS, agent="bob"), pid=5, runtime="codex", machine="far", proc_start=2**64
+            Caller(workspace=WS, agent="bob"), SessionRequest(pid=5, runtime="codex", machine="far", proc_start=2**64)
         ),
         BadRequest,
         "bad_request",
@@ -194,7 +194,7 @@ BAD_INPUTS = [
         "bad_request",
     ),
     _case("too long delivery error", lambda w: w.bob.heartbeat(w.bob_session, "e" * 501), TooLarge, "too_large"),
-    _case("read after past 2**63-1", lambda w: w.bob.read(after=2**63), BadRequest, "bad_request"),
+    _case("read after past 2**63-1", lambda w: w.bob.read(ReadQuery(after=2**63)), BadRequest, "bad_request"),
     _case("ack of 1001 ids", lambda w: w.bob.ack([new_id() for _ in range(1001)]), TooLarge, "too_large"),
     _case(
         "subject with a NUL",

@@ -24,7 +24,7 @@ from callboard.errors import (
 )
 from callboard.hub.errors import http_status
 from callboard.model import Caller, new_id
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from callboard.service.door import Service
 from tests.support.answers import everything, outcome
 from tests.support.service_setup import WS
@@ -38,7 +38,7 @@ def agent_token(service: Service) -> Callable[[str], LocalClient]:
     def make(name: str) -> LocalClient:
         caller = Caller(workspace=WS, agent=name, person=False, token_kind="agent", token_id=f"tok-{name}")
         client = LocalClient(service, caller)
-        service.enter(caller)  # the token's own agent exists, as issuing the token made it
+        service.directory.enter(caller)  # the token's own agent exists, as issuing the token made it
         return client
 
     return make
@@ -99,7 +99,7 @@ def test_an_agent_tokens_send_to_one_that_exists_and_one_that_does_not_fails_who
     with writes_nothing(db), pytest.raises(UnknownRecipient) as refused:
         eve.send(SendRequest(to=["bob", "nobody-here"], text="hello"))
     assert refused.value.details["addresses"] == ["nobody-here"] and "Nothing was sent" in refused.value.message
-    assert bob.read(peek=True).items == []
+    assert bob.read(ReadQuery(peek=True)).items == []
     assert [a.name for a in bob.list_agents()] == ["bob", "eve"]
 
 

@@ -14,6 +14,7 @@ from callboard.model import (
     Caller,
 )
 from callboard.procs import process_start_time
+from callboard.requests import SessionRequest
 from tests.support.answers import presence
 from tests.support.service_setup import LIVENESS, MACHINE, WS
 from tests.support.store_rows import writes_nothing
@@ -49,15 +50,13 @@ def test_a_claim_over_another_agents_live_session_is_refused_whatever_start_time
 ):
     start = process_start_time(os.getpid()) if machine == MACHINE else 111
     bobs = service.register_session(
-        Caller(workspace=WS, agent="bob"), pid=os.getpid(), runtime="script", machine=machine, proc_start=start
+        Caller(workspace=WS, agent="bob"),
+        SessionRequest(pid=os.getpid(), runtime="script", machine=machine, proc_start=start),
     )
     with writes_nothing(db), pytest.raises(AlreadyExists) as refused:
         service.register_session(
             Caller(workspace=WS, agent="alice"),
-            pid=os.getpid(),
-            runtime="script",
-            machine=machine,
-            proc_start=proc_start,
+            SessionRequest(pid=os.getpid(), runtime="script", machine=machine, proc_start=proc_start),
         )
     assert "live session of bob" in refused.value.message and "register" in refused.value.message
     (listed,) = presence(bob.who(), "bob").sessions
@@ -66,11 +65,17 @@ def test_a_claim_over_another_agents_live_session_is_refused_whatever_start_time
 
 def test_another_agents_session_past_the_window_or_ended_may_be_taken_over(service, clock, alice, bob):
     bob_caller, alice_caller = Caller(workspace=WS, agent="bob"), Caller(workspace=WS, agent="alice")
-    quiet = service.register_session(bob_caller, pid=4242, runtime="script", machine="laptop", proc_start=111)
+    quiet = service.register_session(
+        bob_caller, SessionRequest(pid=4242, runtime="script", machine="laptop", proc_start=111)
+    )
     clock.advance(LIVENESS + 1)  # bob's process stopped reporting: its pid may have been handed out again
-    taken = service.register_session(alice_caller, pid=4242, runtime="script", machine="laptop", proc_start=222)
+    taken = service.register_session(
+        alice_caller, SessionRequest(pid=4242, runtime="script", machine="laptop", proc_start=222)
+    )
     assert taken.agent == "alice" and taken.live
     assert service.store.sessions.get_session(WS, quiet.id).ended_at is not None
-    ended = service.register_session(bob_caller, pid=5151, runtime="script", machine="laptop", proc_start=333)
+    ended = service.register_session(
+        bob_caller, SessionRequest(pid=5151, runtime="script", machine="laptop", proc_start=333)
+    )
     service.end_session(bob_caller, ended.id)
-    assert service.register_session(alice_caller, pid=5151, runtime="script", machine="laptop").live
+    assert service.register_session(alice_caller, SessionRequest(pid=5151, runtime="script", machine="laptop")).live

@@ -14,7 +14,7 @@ from callboard.errors import UnknownRecipient
 from callboard.guards import Exchange
 from callboard.model import Caller, SendResult
 from callboard.pending import Pending
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from callboard.service import holds, liveness, remotes, unread_counts
 from callboard.service.door import Service
 from callboard.service.from_memory import NotInMemory, from_memory
@@ -65,7 +65,7 @@ def service(db: str) -> Iterator[Service]:
     try:
         service = Service(Reads(store), machine="box")  # type: ignore[arg-type]
         for caller in (ALICE, BOB):
-            service.enter(caller)
+            service.directory.enter(caller)
         yield service
     finally:
         store.close()
@@ -82,16 +82,16 @@ def fresh_for_long(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_send_whose_facts_are_kept_reads_nothing_from_the_store(service: Service, fresh_for_long: None) -> None:
     send(service, ALICE, "bob", "first")  # where the store may be read: the facts are kept from here
-    assert service.unread_count(ALICE) == 0
+    assert service.mailbox.unread_count(ALICE) == 0
     store: Reads = service.store  # type: ignore[assignment]
     assert "mailbox.unread_count" in store.calls  # counted where the store may be read
     store.calls.clear()
     with from_memory():
         sent = submit(service, ALICE, "bob", "second", idempotency_key="k-2").result()
-        assert service.unread_count(ALICE) == 0
+        assert service.mailbox.unread_count(ALICE) == 0
     assert store.calls == []
     assert [(r.agent, r.state) for r in sent.recipients] == [("bob", "queued")]
-    assert [item.message.text for item in service.read(BOB).items] == ["first", "second"]
+    assert [item.message.text for item in service.mailbox.read(BOB).items] == ["first", "second"]
 
 
 def test_a_send_that_needs_the_store_stops_before_it_changed_anything(service: Service, fresh_for_long: None) -> None:
@@ -100,10 +100,10 @@ def test_a_send_that_needs_the_store_stops_before_it_changed_anything(service: S
         with pytest.raises(NotInMemory), from_memory():
             submit(service, ALICE, to, "not yet")
     with pytest.raises(NotInMemory), from_memory():
-        submit(service, ALICE, "bob", "a reply", reply_to=service.read(BOB).items[0].message.id)
+        submit(service, ALICE, "bob", "a reply", reply_to=service.mailbox.read(BOB).items[0].message.id)
     traffic = service.guards._traffic[(WS, "alice", "bob")][1]
     assert [e.sender for e in traffic] == ["alice"]  # the guards saw one send, not five
-    assert service.read(BOB).items == []
+    assert service.mailbox.read(BOB).items == []
     with pytest.raises(UnknownRecipient):  # decided where the store may be read: as always
         submit(service, Caller(workspace=WS, agent="alice", person=False), "carol", "hi")
 
@@ -113,7 +113,7 @@ def test_a_repeated_key_decided_from_memory_gets_its_original(service: Service, 
     with from_memory():
         again = submit(service, ALICE, "bob", "once", idempotency_key="same").result()
     assert again.duplicate and again.message_id == first.message_id
-    assert [item.message.text for item in service.read(BOB).items] == ["once"]
+    assert [item.message.text for item in service.mailbox.read(BOB).items] == ["once"]
 
 
 def test_a_refused_keyed_send_is_decided_again_where_its_original_can_be_found(
@@ -125,18 +125,18 @@ def test_a_refused_keyed_send_is_decided_again_where_its_original_can_be_found(
 
 
 def test_a_kept_unread_count_follows_this_services_sends_and_reads(service: Service, fresh_for_long: None) -> None:
-    assert service.unread_count(BOB) == 0  # counted: kept from now on
+    assert service.mailbox.unread_count(BOB) == 0  # counted: kept from now on
     send(service, ALICE, "bob", "one")
     send(service, ALICE, "bob", "two")
     with from_memory():
-        assert service.unread_count(BOB) == 2
-    service.read(BOB, limit=1)
+        assert service.mailbox.unread_count(BOB) == 2
+    service.mailbox.read(BOB, ReadQuery(limit=1))
     with from_memory():
-        assert service.unread_count(BOB) == 1  # the read's own count, kept
-    service.mark_read(BOB, [service.read(BOB, peek=True).items[0].message.id])
+        assert service.mailbox.unread_count(BOB) == 1  # the read's own count, kept
+    service.mailbox.mark_read(BOB, [service.mailbox.read(BOB, ReadQuery(peek=True)).items[0].message.id])
     with pytest.raises(NotInMemory), from_memory():
-        service.unread_count(BOB)  # marked read: counted again where the store may be read
-    assert service.unread_count(BOB) == 0
+        service.mailbox.unread_count(BOB)  # marked read: counted again where the store may be read
+    assert service.mailbox.unread_count(BOB) == 0
 
 
 def test_another_processs_change_is_seen_once_a_kept_count_is_old(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -144,23 +144,23 @@ def test_another_processs_change_is_seen_once_a_kept_count_is_old(db: str, monke
     first, second = open_store(db), open_store(db)
     try:
         here, there = Service(first, machine="box"), Service(second, machine="box")
-        here.enter(BOB)
-        assert here.unread_count(BOB) == 0
+        here.directory.enter(BOB)
+        assert here.mailbox.unread_count(BOB) == 0
         send(there, ALICE, "bob", "from elsewhere")
         with pytest.raises(NotInMemory), from_memory():
-            here.unread_count(BOB)
-        assert here.unread_count(BOB) == 1
+            here.mailbox.unread_count(BOB)
+        assert here.mailbox.unread_count(BOB) == 1
     finally:
         first.close()
         second.close()
 
 
 def test_a_count_past_half_its_freshness_is_counted_again_behind_the_sends(service: Service) -> None:
-    assert service.unread_count(ALICE) == 0
+    assert service.mailbox.unread_count(ALICE) == 0
     kept = service.mailbox.unread._kept[(WS, "alice")][()]
     kept.at -= unread_counts.UNREAD_FRESH_SECONDS * 0.6  # past half its freshness, not stale
     with from_memory():
-        assert service.unread_count(ALICE) == 0  # served from memory, and counted again on the side
+        assert service.mailbox.unread_count(ALICE) == 0  # served from memory, and counted again on the side
     wait_until(lambda: service.mailbox.unread._kept[(WS, "alice")][()] is not kept, what="the count taken again")
 
 

@@ -8,7 +8,7 @@ import pytest
 from callboard.client.local import LocalClient
 from callboard.errors import BadRequest
 from callboard.model import Caller
-from callboard.requests import SendRequest
+from callboard.requests import SendRequest, SurfaceQuery
 from callboard.service.door import Service
 from tests.support.answers import row
 from tests.support.service_setup import WS
@@ -24,15 +24,15 @@ def in_session(service: Service, agent: str, pid: int) -> tuple[LocalClient, str
 def test_socket_and_waiter_hand_hooks_surface(service, alice, bob):
     pane, address = in_session(service, "bob", 4242)
     first = alice.send(SendRequest(to="bob", text="one"))
-    assert [i.state for i in pane.surface(via="socket").items] == ["handed"]
+    assert [i.state for i in pane.surface(SurfaceQuery(via="socket")).items] == ["handed"]
     status = row(alice.message_status(first.message_id), "bob")
     assert (status.state, status.handed_to, status.via) == ("handed", address, "socket")
     assert [(e.event, e.session) for e in status.history][-1] == ("handed", address)
     second = alice.send(SendRequest(to="bob", text="two"))
-    assert [i.state for i in pane.surface(via="hook").items] == ["surfaced"]
+    assert [i.state for i in pane.surface(SurfaceQuery(via="hook")).items] == ["surfaced"]
     assert row(alice.message_status(second.message_id), "bob").state == "surfaced"
     third = alice.send(SendRequest(to="bob", text="three"))
-    assert [i.state for i in pane.surface(via="waiter").items] == ["handed"]
+    assert [i.state for i in pane.surface(SurfaceQuery(via="waiter")).items] == ["handed"]
     assert pane.confirm_surfaced([first.message_id, third.message_id]).marked == [first.message_id, third.message_id]
     done = row(alice.message_status(third.message_id), "bob")
     assert done.state == "surfaced" and done.handed_to is None
@@ -43,15 +43,15 @@ def test_socket_and_waiter_hand_hooks_surface(service, alice, bob):
 def test_mail_handed_to_a_session_that_ends_returns_once(service, alice, bob):
     pane, address = in_session(service, "bob", 4242)
     sent = alice.send(SendRequest(to="bob", text="hello"))
-    pane.surface(via="socket")
+    pane.surface(SurfaceQuery(via="socket"))
     pane.end_session(pane.caller.session_id or "")
     status = row(alice.message_status(sent.message_id), "bob")
     assert (status.state, status.handed_to) == ("queued", None)  # no live session of bob is left
     returned = status.history[-1]
     assert (returned.event, returned.session) == ("returned", address) and "ended" in (returned.detail or "")
     nxt, _ = in_session(service, "bob", 4343)
-    assert [i.message.id for i in nxt.surface(via="socket").items] == [sent.message_id]
-    assert nxt.surface(via="socket").items == []  # once
+    assert [i.message.id for i in nxt.surface(SurfaceQuery(via="socket")).items] == [sent.message_id]
+    assert nxt.surface(SurfaceQuery(via="socket")).items == []  # once
     assert [e.event for e in row(alice.message_status(sent.message_id), "bob").history][-3:] == [
         "handed",
         "returned",
@@ -63,7 +63,7 @@ def test_mail_returns_delivered_when_another_live_session_can_take_it(service, a
     pane, _ = in_session(service, "bob", 4242)
     in_session(service, "bob", 5151)
     sent = alice.send(SendRequest(to="bob", text="hello"))
-    pane.surface(via="waiter")
+    pane.surface(SurfaceQuery(via="waiter"))
     pane.end_session(pane.caller.session_id or "")
     assert row(alice.message_status(sent.message_id), "bob").state == "delivered"
 
@@ -71,7 +71,7 @@ def test_mail_returns_delivered_when_another_live_session_can_take_it(service, a
 def test_a_refused_receipt_returns_the_mail_and_a_held_one_is_recorded(service, alice, bob):
     pane, _ = in_session(service, "bob", 4242)
     held, refused = alice.send(SendRequest(to="bob", text="one")), alice.send(SendRequest(to="bob", text="two"))
-    pane.surface(via="socket")
+    pane.surface(SurfaceQuery(via="socket"))
     pane.record_receipt([held.message_id], "held", "waiting for the user's approval")
     pane.record_receipt([refused.message_id], "expired", "the session refuses peer messages")
     first = row(alice.message_status(held.message_id), "bob")
@@ -95,7 +95,7 @@ def test_bad_evidence_and_receipts_are_refused(service, alice, bob):
 def test_a_runner_hands_and_its_turn_surfaces(service, alice, bob):
     runner, address = in_session(service, "bob", 5151)
     sent = alice.send(SendRequest(to="bob", text="work for the runner"))
-    assert [i.state for i in runner.surface(via="runner").items] == ["handed"]
+    assert [i.state for i in runner.surface(SurfaceQuery(via="runner")).items] == ["handed"]
     status = row(alice.message_status(sent.message_id), "bob")
     assert (status.state, status.handed_to, status.via) == ("handed", address, "runner")
     assert runner.confirm_surfaced([sent.message_id], evidence="turn").marked == [sent.message_id]
@@ -107,6 +107,6 @@ def test_a_runner_hands_and_its_turn_surfaces(service, alice, bob):
 def test_a_runners_peek_takes_nothing(service, alice, bob):
     runner, _ = in_session(service, "bob", 5252)
     sent = alice.send(SendRequest(to="bob", text="look only"))
-    assert [i.message.id for i in runner.surface(via="runner", peek=True).items] == [sent.message_id]
+    assert [i.message.id for i in runner.surface(SurfaceQuery(via="runner", peek=True)).items] == [sent.message_id]
     assert row(alice.message_status(sent.message_id), "bob").state == "delivered"
-    assert [i.message.id for i in runner.surface(via="runner").items] == [sent.message_id]
+    assert [i.message.id for i in runner.surface(SurfaceQuery(via="runner")).items] == [sent.message_id]

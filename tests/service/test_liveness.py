@@ -12,7 +12,7 @@ from callboard.errors import (
     NoLiveSession,
 )
 from callboard.procs import process_start_time
-from callboard.requests import SendRequest
+from callboard.requests import SendRequest, SessionRequest
 from tests.support.agent_process import python
 from tests.support.answers import outcome, presence
 from tests.support.service_setup import LIVENESS, MACHINE
@@ -24,7 +24,7 @@ def test_a_session_whose_process_has_exited_is_not_live(service, alice, bob):
     child = python("import sys; sys.stdin.read()", stdin=subprocess.PIPE)
     try:
         session = service.register_session(
-            bob.caller, pid=child.pid, runtime="codex", proc_start=process_start_time(child.pid)
+            bob.caller, SessionRequest(pid=child.pid, runtime="codex", proc_start=process_start_time(child.pid))
         )
         assert session.live
         assert outcome(alice.send(SendRequest(to="bob", text="while it runs")), "bob").state == "delivered"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from tests.support.answers import presence
 from tests.support.service_setup import LIVENESS, MACHINE, WS
 
@@ -18,7 +18,7 @@ def test_who_reports_agents_sessions_unread_counts_and_machines(alice, bob, caro
     alice.send(SendRequest(to="bob", text="one"))
     alice.send(SendRequest(to="bob", text="two"))
     alice.send(SendRequest(to="carol", text="three"))
-    bob.read(limit=1)
+    bob.read(ReadQuery(limit=1))
 
     report = alice.who()
     assert (report.workspace, report.liveness_seconds) == (WS, LIVENESS)

@@ -13,7 +13,7 @@ import pytest
 from callboard.errors import (
     UnknownMessage,
 )
-from callboard.requests import SendRequest
+from callboard.requests import InboxQuery, ReadQuery, SendRequest
 from tests.support.agent_process import DRAIN_SCRIPT, SEND_SCRIPT, python
 from tests.support.answers import ids, row
 from tests.support.service_setup import WS
@@ -26,8 +26,8 @@ from tests.support.waiting import wait_until
 
 def test_drain_never_returns_a_message_twice(alice, bob):
     sent = [alice.send(SendRequest(to="bob", text=f"m{i}")).message_id for i in range(10)]
-    assert ids(bob.read(peek=True)) == sent  # peeking marks nothing
-    batches = [bob.read(limit=3) for _ in range(5)]
+    assert ids(bob.read(ReadQuery(peek=True))) == sent  # peeking marks nothing
+    batches = [bob.read(ReadQuery(limit=3)) for _ in range(5)]
     assert [len(b.items) for b in batches] == [3, 3, 3, 1, 0]
     assert [i for b in batches for i in ids(b)] == sent
     assert [b.unread for b in batches] == [7, 4, 1, 0, 0]
@@ -65,16 +65,16 @@ def test_two_reader_processes_draining_one_mailbox_get_every_message_exactly_onc
 
 def test_read_after_a_cursor_resumes_without_loss(alice, bob):
     sent = [alice.send(SendRequest(to="bob", text=f"m{i}")).message_id for i in range(3)]
-    first = bob.read(after=0, limit=2)
+    first = bob.read(ReadQuery(after=0, limit=2))
     assert (ids(first), first.cursor) == (sent[:2], 2)
 
     assert ids(bob.read()) == [sent[2]]  # another reader drains the rest in between
     sent += [alice.send(SendRequest(to="bob", text=f"m{i}")).message_id for i in range(3, 5)]
 
-    resumed = bob.read(after=first.cursor)
+    resumed = bob.read(ReadQuery(after=first.cursor))
     assert (ids(resumed), resumed.cursor) == (sent[2:], 5)  # read or not, nothing past the cursor is skipped
     assert [item.seq for item in resumed.items] == [3, 4, 5]
-    tail = bob.read(after=resumed.cursor)
+    tail = bob.read(ReadQuery(after=resumed.cursor))
     assert (tail.items, tail.cursor) == ([], 5)
     assert bob.read().cursor == 5  # with nothing to give, the cursor is the mailbox's newest
 
@@ -93,9 +93,9 @@ def test_an_empty_reads_cursor_is_where_the_mailbox_stood_before_it_looked(servi
         return found
 
     monkeypatch.setattr(service.store.mailbox, "peek" if peek else "claim", look_then_mail_lands)
-    empty = bob.read(peek=peek)
+    empty = bob.read(ReadQuery(peek=peek))
     assert (empty.items, empty.cursor) == ([], 0)
-    assert ids(bob.read(after=empty.cursor)) == landed
+    assert ids(bob.read(ReadQuery(after=empty.cursor))) == landed
 
 
 # --- waiting for mail -----------------------------------------------------------------------------
@@ -103,7 +103,7 @@ def test_an_empty_reads_cursor_is_where_the_mailbox_stood_before_it_looked(servi
 
 def test_read_with_wait_returns_as_soon_as_another_thread_sends(alice, bob):
     wait = 20.0
-    reader, box = in_thread(lambda: bob.read(wait=wait))
+    reader, box = in_thread(lambda: bob.read(ReadQuery(wait=wait)))
     assert wait_until(lambda: "started" in box)
     sent = alice.send(SendRequest(to="bob", text="wake up"))
     reader.join(timeout=wait + 10)
@@ -115,7 +115,7 @@ def test_read_with_wait_returns_as_soon_as_another_thread_sends(alice, bob):
 
 def test_read_with_wait_returns_as_soon_as_another_process_sends(db, bob):
     wait = 20.0
-    reader, box = in_thread(lambda: bob.read(wait=wait))
+    reader, box = in_thread(lambda: bob.read(ReadQuery(wait=wait)))
     assert wait_until(lambda: "started" in box)
     sender = python(SEND_SCRIPT, db, WS, "alice", "bob", "from another process", stdout=subprocess.PIPE)
     out, _ = sender.communicate(timeout=30)
@@ -132,7 +132,7 @@ def test_read_with_wait_returns_as_soon_as_another_process_sends(db, bob):
 def test_read_with_wait_and_nothing_arriving_returns_empty_after_the_wait(alice, bob):
     alice.send(SendRequest(to="carol", text="not for bob"))
     started = time.monotonic()
-    result = bob.read(wait=0.3)
+    result = bob.read(ReadQuery(wait=0.3))
     assert result.items == []
     assert time.monotonic() - started >= 0.3
     assert (result.unread, result.cursor) == (0, 0)
@@ -146,7 +146,7 @@ def test_ack_takes_messages_out_of_the_inbox(alice, bob):
     assert [i.message.id for i in bob.inbox()] == [first, second]
     assert bob.ack([first, first]).acked == [first]
     assert [i.message.id for i in bob.inbox()] == [second]
-    assert [i.message.id for i in bob.inbox(include_acked=True)] == [first, second]
+    assert [i.message.id for i in bob.inbox(InboxQuery(include_acked=True))] == [first, second]
     assert ids(bob.read()) == [second]  # an ack also counts as read
 
 
@@ -164,7 +164,7 @@ def test_ack_of_a_message_not_in_your_mailbox_raises_unknown_message_and_acks_no
 def test_closing_the_events_ends_a_waiting_read_with_nothing_instead_of_waiting_out_its_time(service, bob):
     bob.who()
     with ThreadPoolExecutor(1) as pool:
-        waiting = pool.submit(bob.read, wait=60)
+        waiting = pool.submit(bob.read, ReadQuery(wait=60))
         service.events.close()  # a stopping hub does this: before or during the wait, the read ends
         assert waiting.result(timeout=10).items == []
     assert service.events.closed

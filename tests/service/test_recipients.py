@@ -11,7 +11,7 @@ from callboard.errors import (
     UnknownChannel,
     UnknownRecipient,
 )
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from tests.support.answers import everything, ids, outcome
 from tests.support.service_setup import MACHINE, WS
 from tests.support.store_rows import writes_nothing
@@ -26,7 +26,7 @@ def test_a_channel_post_reaches_every_member_except_the_sender_exactly_once(alic
     for client in (bob, carol):
         (item,) = client.read().items
         assert (item.message.id, item.message.channel, item.message.recipients) == (sent.message_id, "team", ["#team"])
-        assert client.read(after=0).items[0].message.id == sent.message_id  # and only that one
+        assert client.read(ReadQuery(after=0)).items[0].message.id == sent.message_id  # and only that one
         assert len(everything(client)) == 1
     assert everything(alice) == []
     assert everything(dave) == []

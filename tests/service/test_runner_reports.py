@@ -41,7 +41,7 @@ def service(tmp_path: Path, clock: Clock) -> Iterator[Service]:
     try:
         service = Service(store, machine="box", liveness_seconds=60, clock=clock)
         for caller in (ALICE, BOB):
-            service.enter(caller)
+            service.directory.enter(caller)
         yield service
     finally:
         store.close()
@@ -53,17 +53,17 @@ def report(agent: str = "alice", **fields: object) -> RunnerReport:
 
 
 def test_a_runner_reports_itself_and_the_workspace_lists_it(service: Service) -> None:
-    kept = service.report_runner(ALICE, report(machine="Box", state="working", detail="mail from bob"))
+    kept = service.runners.report(ALICE, report(machine="Box", state="working", detail="mail from bob"))
     assert (kept.machine, kept.live) == ("box", True)  # names folded as everywhere
-    assert service.list_runners(BOB) == [kept]
-    assert service.list_runners(BOB, agent="ALICE") == [kept]
-    assert service.list_runners(BOB, agent="bob") == []
+    assert service.runners.listed(BOB) == [kept]
+    assert service.runners.listed(BOB, agent="ALICE") == [kept]
+    assert service.runners.listed(BOB, agent="bob") == []
 
 
 def test_a_caller_may_not_report_another_agents_runner(service: Service) -> None:
     with pytest.raises(Forbidden, match="only its own runner"):
-        service.report_runner(BOB, report("alice"))
-    assert service.list_runners(ALICE) == []
+        service.runners.report(BOB, report("alice"))
+    assert service.runners.listed(ALICE) == []
 
 
 @pytest.mark.parametrize(
@@ -85,22 +85,22 @@ def test_bad_fields_are_refused_with_a_sentence_and_write_nothing(
     service: Service, fields: dict[str, object], says: str
 ) -> None:
     with pytest.raises(BadRequest, match=says):
-        service.report_runner(ALICE, report(**fields))
-    assert service.list_runners(ALICE) == []
+        service.runners.report(ALICE, report(**fields))
+    assert service.runners.listed(ALICE) == []
 
 
 def test_a_bad_agent_filter_is_a_bad_request(service: Service) -> None:
     with pytest.raises(BadRequest, match="agent"):
-        service.list_runners(ALICE, agent="no such name!")
+        service.runners.listed(ALICE, agent="no such name!")
 
 
 def test_a_report_gone_quiet_is_not_live_unless_its_runner_stopped_or_crashed(service: Service, clock: Clock) -> None:
-    service.report_runner(ALICE, report("alice", state="working"))
-    service.report_runner(BOB, report("bob", state="crashed", detail="claude exited 1 five times"))
+    service.runners.report(ALICE, report("alice", state="working"))
+    service.runners.report(BOB, report("bob", state="crashed", detail="claude exited 1 five times"))
     clock.now = T0 + timedelta(seconds=59)
-    assert all(r.live for r in service.list_runners(ALICE))
+    assert all(r.live for r in service.runners.listed(ALICE))
     clock.now = T0 + timedelta(seconds=61)
-    live = {r.agent: r.live for r in service.list_runners(ALICE)}
+    live = {r.agent: r.live for r in service.runners.listed(ALICE)}
     assert live == {"alice": False, "bob": True}
-    service.report_runner(ALICE, report("alice", state="idle", updated_at=clock.now))
-    assert [(r.agent, r.live) for r in service.list_runners(ALICE)] == [("alice", True), ("bob", True)]
+    service.runners.report(ALICE, report("alice", state="idle", updated_at=clock.now))
+    assert [(r.agent, r.live) for r in service.runners.listed(ALICE)] == [("alice", True), ("bob", True)]

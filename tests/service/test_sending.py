@@ -17,7 +17,7 @@ from callboard.errors import (
 from callboard.model import (
     DeliveryState,
 )
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from tests.support.answers import everything, ids, outcome, row
 from tests.support.service_setup import MACHINE, new_agent
 from tests.support.store_rows import writes_nothing
@@ -148,7 +148,7 @@ def test_messages_from_one_sender_to_one_recipient_are_read_in_send_order(alice,
         thread.join(timeout=30)
         assert "error" not in box, box.get("error")
 
-    items = bob.read(limit=1000).items
+    items = bob.read(ReadQuery(limit=1000)).items
     assert [i.seq for i in items] == list(range(1, 81))
     for sender in ("alice", "carol"):
         assert [i.message.id for i in items if i.message.sender == sender] == sent[sender]

@@ -13,7 +13,7 @@ import pytest
 
 from callboard.client.local import LocalClient
 from callboard.model import Caller, MailItem
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest, SurfaceQuery
 from callboard.service.door import Service
 from callboard.store.opening import is_postgres, open_store
 from callboard.store.rows import UNREADABLE_NOTE
@@ -84,11 +84,11 @@ def test_a_message_that_cannot_be_rendered_is_shown_as_such_and_the_rest_reads(
         assert [items[0].message.text, items[2].message.text] == ["before", "after"]
         assert shown_as_unreadable(items[1], bad, "alice"), items[1]
 
-    check(bob.read(peek=True, after=0).items)
+    check(bob.read(ReadQuery(peek=True, after=0)).items)
     check(bob.inbox())
-    check(service.deliveries_since(Caller(workspace=WS, agent="bob"), 0))  # what an SSE stream sends
-    check(service.surface(Caller(workspace=WS, agent="bob"), via="hook", peek=True).items)
-    check(service.surface(Caller(workspace=WS, agent="bob"), via="hook").items)  # hooks mark it surfaced
+    check(service.mailbox.deliveries_since(Caller(workspace=WS, agent="bob"), 0))  # what an SSE stream sends
+    check(service.surface(Caller(workspace=WS, agent="bob"), SurfaceQuery(via="hook", peek=True)).items)
+    check(service.surface(Caller(workspace=WS, agent="bob"), SurfaceQuery(via="hook")).items)  # hooks mark it surfaced
     assert alice.message_status(bad).recipients[0].state == "surfaced"
     check(bob.read().items)  # draining marks it read like any other
     assert bob.read().items == [] and alice.message_status(bad).recipients[0].state == "read"

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 
 from callboard.model import Caller, MailItem, Message, Part
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from callboard.service.door import Service
 from callboard.tasks import FINAL, TaskArtifact, TaskState
 
@@ -99,7 +99,7 @@ class ConformanceAgent:
         self._timers: list[threading.Timer] = []
 
     def __enter__(self) -> ConformanceAgent:
-        self.service.enter(self.caller)
+        self.service.directory.enter(self.caller)
         self._thread.start()
         return self
 
@@ -113,7 +113,7 @@ class ConformanceAgent:
         events = self.service.events
         with events.subscribe(self.caller.workspace, self.caller.agent) as mailbox:
             while not self._stop.is_set():
-                for item in self.service.read(self.caller, limit=100).items:
+                for item in self.service.mailbox.read(self.caller, ReadQuery(limit=100)).items:
                     try:
                         self._answer(item)
                     except Exception as error:  # recorded: the test prints what went wrong
@@ -124,7 +124,7 @@ class ConformanceAgent:
         message = item.message
         if message.task_id is None or message.sender == self.caller.agent:
             return
-        task = self.service.get_task(self.caller, message.task_id)
+        task = self.service.tasking.get_task(self.caller, message.task_id)
         if task.state in FINAL or task.worker != self.caller.agent:
             return  # a cancel notice, or a task already answered
         message_id = self.a2a_id_of(message) or ""
@@ -157,7 +157,7 @@ class ConformanceAgent:
     def _move(self, task_id: str, step: Step) -> None:
         state, parts, artifacts, append, last_chunk = step
         try:
-            self.service.update_task(
+            self.service.tasking.update_task(
                 self.caller,
                 task_id,
                 state=state,

@@ -104,5 +104,5 @@ class InProcessHub:
 
     def describe(self, agent: str, description: str, skills: list[str], workspace: str | None = None) -> Any:
         caller = self.caller(agent, workspace)
-        self.service.enter(caller)
-        return self.service.update_agent(caller, agent, description, skills)
+        self.service.directory.enter(caller)
+        return self.service.directory.update_agent(caller, agent, description, skills)

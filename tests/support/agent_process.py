@@ -13,12 +13,12 @@ _CHILD_PRELUDE = f"""
 import json, sys
 from callboard.client.local import LocalClient
 from callboard.model import Caller
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from callboard.service.door import Service
 from callboard.store.opening import open_store
 db, workspace, agent = sys.argv[1:4]
 client = LocalClient(Service(open_store(db), machine={MACHINE!r}), Caller(workspace=workspace, agent=agent))
-client.service.enter(client.caller)  # the agent exists before the test goes on (looking creates nothing)
+client.service.directory.enter(client.caller)  # the agent exists before the test goes on (looking creates nothing)
 """
 
 SEND_SCRIPT = (
@@ -35,7 +35,7 @@ DRAIN_SCRIPT = (
 print("ready", flush=True)
 sys.stdin.readline()  # go
 got = []
-while items := client.read(limit=5).items:
+while items := client.read(ReadQuery(limit=5)).items:
     got.extend(item.message.id for item in items)
 print(json.dumps(got), flush=True)
 """

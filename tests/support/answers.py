@@ -13,6 +13,7 @@ from callboard.model import (
     SendResult,
     WhoReport,
 )
+from callboard.requests import ReadQuery
 
 
 def ids(result: ReadResult) -> list[str]:
@@ -21,7 +22,7 @@ def ids(result: ReadResult) -> list[str]:
 
 def everything(client: LocalClient) -> list[str]:
     """Every message in the client's mailbox, read or not, without marking anything."""
-    return ids(client.read(peek=True, after=0, limit=1000))
+    return ids(client.read(ReadQuery(peek=True, after=0, limit=1000)))
 
 
 def outcome(result: SendResult, address: str) -> RecipientOutcome:

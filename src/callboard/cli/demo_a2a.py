@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from callboard.cli import render
 from callboard.client.base import Client
 from callboard.model import MailItem, Part
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 from callboard.tasks import TaskArtifact, TaskState
 
 TRANSLATION = "Les commandes indiquent désormais leur devise."
@@ -102,7 +102,7 @@ def _mail_from(client: Client, sender: str, *, until: TaskState) -> list[MailIte
     deadline = time.monotonic() + MAIL_WAIT_SECONDS
     seen: list[MailItem] = []
     while time.monotonic() < deadline:
-        batch = client.read(wait=1.0).items  # read once: every item of it is shown
+        batch = client.read(ReadQuery(wait=1.0)).items  # read once: every item of it is shown
         for item in batch:
             render.mail_item(item)
         seen += batch

@@ -13,7 +13,7 @@ from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.cli.following import follow_mail
 from callboard.errors import BadRequest
 from callboard.model import MailItem, SendResult
-from callboard.requests import SendRequest
+from callboard.requests import InboxQuery, ReadQuery, SendRequest
 
 if TYPE_CHECKING:
     from callboard.client.base import Client
@@ -194,7 +194,7 @@ def read(
         # CLI's): a sender sees its mail delivered to it.
         session = client.register_session(runtime="cli") if wait > 0 and client.whoami().session is None else None
         try:
-            result = client.read(peek=peek, after=after, limit=limit, wait=wait)
+            result = client.read(ReadQuery(peek=peek, after=after, limit=limit, wait=wait))
         finally:
             if session is not None:
                 client.end_session(session.id)
@@ -223,7 +223,7 @@ def inbox(
 ) -> None:
     """List your mailbox (unacknowledged mail by default) without marking anything."""
     with open_client(db) as client:
-        items = client.inbox(include_acked=all_, limit=limit)
+        items = client.inbox(InboxQuery(include_acked=all_, limit=limit))
 
     def human() -> None:
         if not items:  # without --all, acknowledged mail is not listed: it may be there

@@ -23,6 +23,7 @@ from callboard.errors import BadRequest, TooLarge
 from callboard.fence import one_line
 from callboard.limits import MESSAGE_BYTES
 from callboard.model import Part
+from callboard.requests import TaskListQuery
 from callboard.tasks import Task
 
 task_app = typer.Typer(
@@ -51,7 +52,7 @@ def task_list(
 ) -> None:
     """Tasks you asked or were asked, newest updated first."""
     with open_client(db) as client:
-        page = client.list_tasks(context_id=context, state=state, page_size=limit, page_token=page_token)
+        page = client.list_tasks(TaskListQuery(context_id=context, state=state, page_size=limit, page_token=page_token))
     render.emit(page, as_json, lambda: render.task_page(page))
 
 

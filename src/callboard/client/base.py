@@ -26,13 +26,12 @@ from callboard.model import (
     ReadResult,
     SendResult,
     Session,
-    SurfacePath,
     WhoAmI,
     WhoReport,
     Workspace,
 )
 from callboard.remotes import RemoteAgent
-from callboard.requests import SendRequest
+from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
@@ -52,10 +51,11 @@ class Client(Protocol):
         """Mail to agents or a channel; per recipient, what really happened (Sending.submit)."""
         ...
 
-    def read(
-        self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0
-    ) -> ReadResult: ...
-    def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]: ...
+    def read(self, query: ReadQuery = ReadQuery()) -> ReadResult:
+        """Drain (claim and mark read) this agent's unread mail, or peek (Mailbox.read)."""
+        ...
+
+    def inbox(self, query: InboxQuery = InboxQuery()) -> list[MailItem]: ...
     def unread_count(self) -> int: ...
     def last_unread(self) -> int:
         """The agent's unread count as this client's last call left it, from that call's own
@@ -64,9 +64,7 @@ class Client(Protocol):
 
     def ack(self, message_ids: Sequence[str]) -> AckResult: ...
     def mark_read(self, message_ids: Sequence[str]) -> MarkResult: ...
-    def surface(
-        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
-    ) -> ReadResult:
+    def surface(self, query: SurfaceQuery) -> ReadResult:
         """Mail not yet read nor put before the agent, marked surfaced by ``via`` (Service.surface)."""
         ...
 
@@ -76,7 +74,7 @@ class Client(Protocol):
         ...
 
     def record_receipt(self, message_ids: Sequence[str], status: str, reason: str | None = None) -> MarkResult:
-        """What this session's client reported about a frame of its mail (Service.record_receipt)."""
+        """What this session's client reported about a frame of its mail (Handover.record_receipt)."""
         ...
 
     def message_status(self, message_id: str) -> MessageStatus: ...
@@ -131,7 +129,7 @@ class Client(Protocol):
         """Actions with large effects in the workspace, newest first (a person's credential only)."""
         ...
 
-    # tasks (mail with an A2A lifecycle: Service.open_task and the rest)
+    # tasks (mail with an A2A lifecycle: Tasking.open_task and the rest)
     def open_task(
         self,
         worker: str,
@@ -164,14 +162,7 @@ class Client(Protocol):
         ...
 
     def get_task(self, task_id: str, *, history_length: int | None = None) -> Task: ...
-    def list_tasks(
-        self,
-        *,
-        context_id: str | None = None,
-        state: TaskState | str | None = None,
-        page_size: int = 50,
-        page_token: str | None = None,
-    ) -> TaskPage:
+    def list_tasks(self, query: TaskListQuery = TaskListQuery()) -> TaskPage:
         """The tasks this agent asked or was asked, newest updated first, a page at a time."""
         ...
 

@@ -19,6 +19,7 @@ from callboard.client.backoff import Backoff
 from callboard.client.base import Client
 from callboard.errors import HubUnavailable
 from callboard.model import DeliveryState, MailItem
+from callboard.requests import ReadQuery
 
 WAIT_SECONDS = 25.0  # one waiting read; well under proxies' idle timeouts
 BATCH = 100
@@ -47,14 +48,18 @@ def follow(
         try:
             # First the unread mail (oldest first), then everything past the cursor as it comes.
             result = client.read(
-                peek=True, after=None if unread_first else cursor, limit=BATCH, wait=0.0 if unread_first else wait
+                ReadQuery(
+                    peek=True, after=None if unread_first else cursor, limit=BATCH, wait=0.0 if unread_first else wait
+                )
             )
             late: list[MailItem] = []
             if mark_read and not unread_first and time.monotonic() >= next_sweep:
                 # Mail behind the cursor still unread: pushed to another session of this agent
                 # while it lived (so hidden then), and left unread when it went. Ours now.
                 next_sweep = time.monotonic() + sweep
-                late = [i for i in client.read(peek=True, limit=BATCH).items if cursor is None or i.seq <= cursor]
+                late = [
+                    i for i in client.read(ReadQuery(peek=True, limit=BATCH)).items if cursor is None or i.seq <= cursor
+                ]
         except HubUnavailable as error:
             delay = backoff.delay()
             failing = True

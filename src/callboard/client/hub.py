@@ -48,7 +48,6 @@ from callboard.model import (
     ReadResult,
     SendResult,
     Session,
-    SurfacePath,
     TokenInfo,
     WhoAmI,
     WhoReport,
@@ -56,7 +55,7 @@ from callboard.model import (
 )
 from callboard.procs import process_start_time
 from callboard.remotes import RemoteAgent
-from callboard.requests import SendRequest
+from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
@@ -71,6 +70,7 @@ T = TypeVar("T")
 TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 5.0  # a hub that does not answer a connection in 5 s is not there now
 SEND_RETRY_SECONDS = 10.0  # how long a send keeps trying a hub it cannot reach before it says so
+_TASK_LIST_PARAMS = ("context_id", "state", "page_size", "page_token")  # what GET /v1/tasks takes
 SLOW_CONNECT_SECONDS = 1.0  # a connection to the hub not made after this long says so (to on_wait)
 
 
@@ -271,17 +271,19 @@ class HubClient:
                     )
                 time.sleep(delay)
 
-    def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
-        params: dict[str, Any] = {"peek": str(peek).lower(), "limit": limit, "wait": wait}
-        if after is not None:
-            params["after"] = after
-        return self._model(ReadResult, "POST", "/v1/read", params=params, timeout=wait + TIMEOUT_SECONDS)
+    def read(self, query: ReadQuery = ReadQuery()) -> ReadResult:
+        params: dict[str, Any] = {"peek": str(query.peek).lower(), "limit": query.limit, "wait": query.wait}
+        if query.after is not None:
+            params["after"] = query.after
+        return self._model(ReadResult, "POST", "/v1/read", params=params, timeout=query.wait + TIMEOUT_SECONDS)
 
-    def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
-        return self._models(MailItem, "GET", "/v1/inbox", params={"all": str(include_acked).lower(), "limit": limit})
+    def inbox(self, query: InboxQuery = InboxQuery()) -> list[MailItem]:
+        params = {"all": str(query.include_acked).lower(), "limit": query.limit}
+        return self._models(MailItem, "GET", "/v1/inbox", params=params)
 
     def unread_count(self) -> int:
-        return self.read(peek=True, limit=1).unread  # a read answers with the count; no call of its own
+        # A read answers with the count; no call of its own.
+        return self.read(ReadQuery(peek=True, limit=1)).unread
 
     def last_unread(self) -> int:
         return self._unread if self._unread is not None else self.unread_count()
@@ -301,13 +303,16 @@ class HubClient:
         body = {"message_ids": list(message_ids), "status": status, "reason": reason}
         return self._model(MarkResult, "POST", "/v1/receipts", json=body)
 
-    def surface(
-        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
-    ) -> ReadResult:
-        params: dict[str, Any] = {"via": via, "urgent": str(urgent_only).lower(), "limit": limit, "wait": wait}
-        if peek:
+    def surface(self, query: SurfaceQuery) -> ReadResult:
+        params: dict[str, Any] = {
+            "via": query.via,
+            "urgent": str(query.urgent_only).lower(),
+            "limit": query.limit,
+            "wait": query.wait,
+        }
+        if query.peek:
             params["peek"] = "true"
-        return self._model(ReadResult, "POST", "/v1/surface", params=params, timeout=wait + TIMEOUT_SECONDS)
+        return self._model(ReadResult, "POST", "/v1/surface", params=params, timeout=query.wait + TIMEOUT_SECONDS)
 
     def message_status(self, message_id: str) -> MessageStatus:
         return self._model(MessageStatus, "GET", f"/v1/messages/{_segment(message_id)}/status")
@@ -465,16 +470,13 @@ class HubClient:
         params = None if history_length is None else {"history_length": history_length}
         return self._model(Task, "GET", f"/v1/tasks/{_segment(task_id)}", params=params)
 
-    def list_tasks(
-        self,
-        *,
-        context_id: str | None = None,
-        state: TaskState | str | None = None,
-        page_size: int = 50,
-        page_token: str | None = None,
-    ) -> TaskPage:
-        params: dict[str, Any] = {"page_size": page_size}
-        for name, value in (("context_id", context_id), ("state", state), ("page_token", page_token)):
+    def list_tasks(self, query: TaskListQuery = TaskListQuery()) -> TaskPage:
+        beyond = sorted(query.model_fields_set - set(_TASK_LIST_PARAMS))
+        if beyond:  # the REST API lists by these four only: a filter left out would be a silent lie
+            raise BadRequest(f"a hub lists tasks by {', '.join(_TASK_LIST_PARAMS)} only, not by {', '.join(beyond)}.")
+        params: dict[str, Any] = {"page_size": query.page_size}
+        for name in ("context_id", "state", "page_token"):
+            value = getattr(query, name)
             if value is not None:
                 params[name] = str(value)
         return self._model(TaskPage, "GET", "/v1/tasks", params=params)

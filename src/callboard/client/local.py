@@ -28,14 +28,13 @@ from callboard.model import (
     ReadResult,
     SendResult,
     Session,
-    SurfacePath,
     WhoAmI,
     WhoReport,
     Workspace,
 )
 from callboard.procs import process_start_time
 from callboard.remotes import RemoteAgent
-from callboard.requests import SendRequest
+from callboard.requests import InboxQuery, ReadQuery, SendRequest, SessionRequest, SurfaceQuery, TaskListQuery
 from callboard.runners import RunnerReport
 from callboard.service.door import Service
 from callboard.service.remotes import CardSource
@@ -104,7 +103,9 @@ class LocalClient:
             return self.caller
         # Asked at each call: the session may be registered after the client opened (an MCP
         # server's keeper registers its parent's session once serving).
-        return self.service.in_session(self.caller, session_id=self.session.session_id, lineage=self.session.lineage)
+        return self.service.directory.in_session(
+            self.caller, session_id=self.session.session_id, lineage=self.session.lineage
+        )
 
     def as_agent(self, agent: str, session_id: str | None = None) -> LocalClient:
         """Another client on the same store and workspace, acting as ``agent`` (in its session
@@ -119,30 +120,28 @@ class LocalClient:
     def send(self, request: SendRequest) -> SendResult:
         return self.service.sending.send(self._as(), request)
 
-    def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
-        result = self.service.read(self._as(), peek=peek, after=after, limit=limit, wait=wait)
+    def read(self, query: ReadQuery = ReadQuery()) -> ReadResult:
+        result = self.service.mailbox.read(self._as(), query)
         self._counted = result.unread
         return result
 
-    def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
-        return self.service.inbox(self._as(), include_acked=include_acked, limit=limit)
+    def inbox(self, query: InboxQuery = InboxQuery()) -> list[MailItem]:
+        return self.service.mailbox.inbox(self._as(), query)
 
     def unread_count(self) -> int:
-        return self.service.unread_count(self._as())
+        return self.service.mailbox.unread_count(self._as())
 
     def last_unread(self) -> int:
         return self._counted if self._counted is not None else self.unread_count()
 
     def ack(self, message_ids: Sequence[str]) -> AckResult:
-        return self.service.ack(self._as(), message_ids)
+        return self.service.mailbox.ack(self._as(), message_ids)
 
     def mark_read(self, message_ids: Sequence[str]) -> MarkResult:
-        return self.service.mark_read(self._as(), message_ids)
+        return self.service.mailbox.mark_read(self._as(), message_ids)
 
-    def surface(
-        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
-    ) -> ReadResult:
-        result = self.service.surface(self._as(), via=via, urgent_only=urgent_only, limit=limit, wait=wait, peek=peek)
+    def surface(self, query: SurfaceQuery) -> ReadResult:
+        result = self.service.surface(self._as(), query)
         self._counted = result.unread
         return result
 
@@ -150,7 +149,7 @@ class LocalClient:
         return self.service.confirm_surfaced(self._as(), message_ids, evidence)
 
     def record_receipt(self, message_ids: Sequence[str], status: str, reason: str | None = None) -> MarkResult:
-        return self.service.record_receipt(self._as(), message_ids, status, reason)
+        return self.service.handover.record_receipt(self._as(), message_ids, status, reason)
 
     def message_status(self, message_id: str) -> MessageStatus:
         return self.service.message_status(self._as(), message_id)
@@ -159,7 +158,7 @@ class LocalClient:
         return self.service.who(self._as())
 
     def reach(self, address: str) -> Reach:
-        return self.service.reach(self._as(), address)
+        return self.service.presence.reach(self._as(), address)
 
     def register_session(
         self, *, runtime: str, pid: int | None = None, machine: str | None = None, terminal: str | None = None
@@ -169,74 +168,75 @@ class LocalClient:
         # Only a process on this machine can be checked for its start time.
         proc_start = process_start_time(pid) if machine == self.service.machine else None
         return self.service.register_session(
-            self._as(), pid=pid, runtime=runtime, machine=machine, proc_start=proc_start, terminal=terminal
+            self._as(),
+            SessionRequest(pid=pid, runtime=runtime, machine=machine, proc_start=proc_start, terminal=terminal),
         )
 
     def heartbeat(self, session_id: str, delivery_error: str | None = None) -> Session:
-        return self.service.heartbeat(self._as(), session_id, delivery_error)
+        return self.service.directory.heartbeat(self._as(), session_id, delivery_error)
 
     def end_session(self, session_id: str) -> Session:
         return self.service.end_session(self._as(), session_id)
 
     def create_agent(self, name: str, description: str | None = None, skills: Sequence[str] = ()) -> Agent:
-        return self.service.create_agent(self._as(), name, description, skills)
+        return self.service.directory.create_agent(self._as(), name, description, skills)
 
     def describe_agent(self, name: str) -> Agent:
-        return self.service.describe_agent(self._as(), name)
+        return self.service.directory.describe_agent(self._as(), name)
 
     def agent_card(self, name: str) -> dict[str, Any] | None:
         return None  # no hub serves it
 
     def update_agent(self, name: str, description: str | None = None, skills: Sequence[str] | None = None) -> Agent:
-        return self.service.update_agent(self._as(), name, description, skills)
+        return self.service.directory.update_agent(self._as(), name, description, skills)
 
     def list_agents(self, skill: str | None = None) -> list[Agent]:
         return self.service.list_agents(self._as(), skill)
 
     def delete_agent(self, name: str, *, force: bool = False) -> DeletedAgent:
-        return self.service.delete_agent(self._as(), name, force=force)
+        return self.service.directory.delete_agent(self._as(), name, force=force)
 
     def add_remote(self, name: str, url: str, *, token: str | None = None) -> RemoteAgent:
-        return self.service.add_remote(self._as(), name, url, token=token)
+        return self.service.remotes.add(self._as(), name, url, token=token)
 
     def remove_remote(self, name: str) -> RemoteAgent:
-        return self.service.remove_remote(self._as(), name)
+        return self.service.remotes.remove(self._as(), name)
 
     def list_remotes(self) -> list[RemoteAgent]:
-        return self.service.list_remotes(self._as())
+        return self.service.remotes.list(self._as())
 
     def create_channel(self, name: str, description: str | None = None, *, invite_only: bool = False) -> Channel:
-        return self.service.create_channel(self._as(), name, description, invite_only=invite_only)
+        return self.service.directory.create_channel(self._as(), name, description, invite_only=invite_only)
 
     def invite_to_channel(self, name: str, agents: Sequence[str]) -> Channel:
-        return self.service.invite_to_channel(self._as(), name, agents)
+        return self.service.directory.invite_to_channel(self._as(), name, agents)
 
     def remove_from_channel(self, name: str, agent: str) -> Channel:
-        return self.service.remove_from_channel(self._as(), name, agent)
+        return self.service.directory.remove_from_channel(self._as(), name, agent)
 
     def audit_trail(self, *, limit: int = 50) -> list[AuditEntry]:
-        return self.service.audit_trail(self._as(), limit)
+        return self.service.directory.audit_trail(self._as(), limit)
 
     def join_channel(self, name: str) -> Channel:
-        return self.service.join_channel(self._as(), name)
+        return self.service.directory.join_channel(self._as(), name)
 
     def leave_channel(self, name: str) -> Channel:
-        return self.service.leave_channel(self._as(), name)
+        return self.service.directory.leave_channel(self._as(), name)
 
     def list_channels(self) -> list[Channel]:
-        return self.service.list_channels(self._as())
+        return self.service.directory.list_channels(self._as())
 
     def channel_members(self, name: str) -> list[ChannelMember]:
-        return self.service.channel_members(self._as(), name)
+        return self.service.directory.channel_members(self._as(), name)
 
     def list_workspaces(self) -> list[Workspace]:
-        return self.service.list_workspaces()
+        return self.service.directory.list_workspaces()
 
     def report_runner(self, report: RunnerReport) -> RunnerReport:
-        return self.service.report_runner(self._as(), report)
+        return self.service.runners.report(self._as(), report)
 
     def list_runners(self, agent: str | None = None) -> list[RunnerReport]:
-        return self.service.list_runners(self._as(), agent)
+        return self.service.runners.listed(self._as(), agent)
 
     def open_task(
         self,
@@ -249,7 +249,7 @@ class LocalClient:
         subject: str | None = None,
         message_id: str | None = None,
     ) -> TaskSent:
-        return self.service.open_task(
+        return self.service.tasking.open_task(
             self._as(),
             worker,
             parts,
@@ -268,25 +268,16 @@ class LocalClient:
         parts: Sequence[Part | dict] = (),
         artifacts: Sequence[TaskArtifact | dict[str, Any]] = (),
     ) -> Task:
-        return self.service.update_task(self._as(), task_id, state=state, parts=parts, artifacts=artifacts)
+        return self.service.tasking.update_task(self._as(), task_id, state=state, parts=parts, artifacts=artifacts)
 
     def cancel_task(self, task_id: str) -> Task:
-        return self.service.cancel_task(self._as(), task_id)
+        return self.service.tasking.cancel_task(self._as(), task_id)
 
     def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
-        return self.service.get_task(self._as(), task_id, history_length=history_length)
+        return self.service.tasking.get_task(self._as(), task_id, history_length=history_length)
 
-    def list_tasks(
-        self,
-        *,
-        context_id: str | None = None,
-        state: TaskState | str | None = None,
-        page_size: int = 50,
-        page_token: str | None = None,
-    ) -> TaskPage:
-        return self.service.list_tasks(
-            self._as(), context_id=context_id, state=state, page_size=page_size, page_token=page_token
-        )
+    def list_tasks(self, query: TaskListQuery = TaskListQuery()) -> TaskPage:
+        return self.service.tasking.list_tasks(self._as(), query)
 
     def run_background(self) -> Callable[[], None]:
         self.background.start()

@@ -156,7 +156,7 @@ class A2ADoor:
 
     async def _agent(self, caller: Caller, workspace: str, agent: str) -> Agent:
         try:
-            return await blocking(self._hub.service.describe_agent, caller, agent)
+            return await blocking(self._hub.service.directory.describe_agent, caller, agent)
         except CallboardError:  # a bad name is no agent either
             raise _no_agent(workspace, agent) from None
 

@@ -24,7 +24,6 @@ from callboard.hub.schemas import (
     MarkReadRequest,
     ReceiptRequest,
     RemoteRequest,
-    SessionRequest,
     TokenRequest,
 )
 from callboard.limits import AUDIT_LIMIT_DEFAULT, INBOX_LIMIT_DEFAULT, READ_LIMIT_MAX
@@ -46,6 +45,7 @@ from callboard.model import (
     Workspace,
 )
 from callboard.remotes import RemoteAgent
+from callboard.requests import InboxQuery, SessionRequest
 
 
 async def health(call: Call) -> dict[str, object]:
@@ -66,15 +66,15 @@ async def message_status(call: Call) -> MessageStatus:
 
 async def inbox(call: Call) -> list[MailItem]:
     await call.identify()
-    include_acked = call.query_bool("all")
     limit = call.query_int("limit", INBOX_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
-    return await call.run_as(call.hub.service.inbox, include_acked=include_acked, limit=limit)
+    query = InboxQuery(include_acked=call.query_bool("all"), limit=limit)
+    return await call.run_as(call.hub.service.mailbox.inbox, query)
 
 
 async def mark_read(call: Call) -> MarkResult:
     await call.identify()
     body = await call.body(MarkReadRequest)
-    return await call.run_as(call.hub.service.mark_read, body.message_ids)
+    return await call.run_as(call.hub.service.mailbox.mark_read, body.message_ids)
 
 
 async def confirm_surfaced(call: Call) -> MarkResult:
@@ -86,13 +86,13 @@ async def confirm_surfaced(call: Call) -> MarkResult:
 async def record_receipt(call: Call) -> MarkResult:
     await call.identify()
     body = await call.body(ReceiptRequest)
-    return await call.run_as(call.hub.service.record_receipt, body.message_ids, body.status, body.reason)
+    return await call.run_as(call.hub.service.handover.record_receipt, body.message_ids, body.status, body.reason)
 
 
 async def ack(call: Call) -> AckResult:
     await call.identify()
     body = await call.body(AckRequest)
-    return await call.run_as(call.hub.service.ack, body.message_ids)
+    return await call.run_as(call.hub.service.mailbox.ack, body.message_ids)
 
 
 async def who(call: Call) -> WhoReport:
@@ -104,21 +104,14 @@ async def who(call: Call) -> WhoReport:
 async def register_session(call: Call) -> Answer:
     await call.identify()
     body = await call.body(SessionRequest)
-    session = await call.run_as(
-        call.hub.service.register_session,
-        pid=body.pid,
-        runtime=body.runtime,
-        machine=body.machine,
-        proc_start=body.proc_start,
-        terminal=body.terminal,
-    )
+    session = await call.run_as(call.hub.service.register_session, body)
     return Answer(session, 201)
 
 
 async def heartbeat(call: Call) -> Session:
     await call.identify()
     body = await call.body(HeartbeatRequest)
-    return await call.run_as(call.hub.service.heartbeat, call.path("session_id"), body.delivery_error)
+    return await call.run_as(call.hub.service.directory.heartbeat, call.path("session_id"), body.delivery_error)
 
 
 async def reach(call: Call) -> Reach:
@@ -126,7 +119,7 @@ async def reach(call: Call) -> Reach:
     address = call.query("address") or ""
     if not address.strip():
         raise BadRequest("name the address to look up: ?address=name, name@machine or name@machine#pid.")
-    return await call.run_as(call.hub.service.reach, address)
+    return await call.run_as(call.hub.service.presence.reach, address)
 
 
 async def end_session(call: Call) -> Session:
@@ -143,19 +136,19 @@ async def create_agent(call: Call) -> Answer:
     credential, _ = await call.identify()
     body = await call.body(AgentRequest)
     credential.check_manages(body.name)
-    agent = await call.run_as(call.hub.service.create_agent, body.name, body.description, body.skills)
+    agent = await call.run_as(call.hub.service.directory.create_agent, body.name, body.description, body.skills)
     return Answer(agent, 201)
 
 
 async def describe_agent(call: Call) -> Agent:
     await call.identify()
-    return await call.run_as(call.hub.service.describe_agent, call.path("name"))
+    return await call.run_as(call.hub.service.directory.describe_agent, call.path("name"))
 
 
 async def agent_card(call: Call) -> dict[str, Any]:
     """The agent's A2A card, as its /a2a/WORKSPACE/NAME/.well-known/agent-card.json serves it."""
     await call.identify()
-    agent = await call.run_as(call.hub.service.describe_agent, call.path("name"))
+    agent = await call.run_as(call.hub.service.directory.describe_agent, call.path("name"))
     base = call.hub.public_url or request_base_url(call.scope)
     return card_document(build_card(agent, base, compat_0_3=call.hub.a2a_compat_0_3))
 
@@ -165,7 +158,7 @@ async def update_agent(call: Call) -> Agent:
     credential, _ = await call.identify()
     credential.check_manages(name)
     body = await call.body(AgentUpdate)
-    return await call.run_as(call.hub.service.update_agent, name, body.description, body.skills)
+    return await call.run_as(call.hub.service.directory.update_agent, name, body.description, body.skills)
 
 
 async def delete_agent(call: Call) -> DeletedAgent:
@@ -173,19 +166,19 @@ async def delete_agent(call: Call) -> DeletedAgent:
     credential, _ = await call.identify()
     credential.check_manages(name)
     force = call.query_bool("force")
-    return await call.run_as(call.hub.service.delete_agent, name, force=force)
+    return await call.run_as(call.hub.service.directory.delete_agent, name, force=force)
 
 
 async def list_remotes(call: Call) -> list[RemoteAgent]:
     await call.identify()
-    return await call.run_as(call.hub.service.list_remotes)
+    return await call.run_as(call.hub.service.remotes.list)
 
 
 async def add_remote(call: Call) -> Answer:
     credential, _ = await call.identify()
     body = await call.body(RemoteRequest)
     credential.check_manages(body.name)
-    remote = await call.run_as(call.hub.service.add_remote, body.name, body.url, token=body.token)
+    remote = await call.run_as(call.hub.service.remotes.add, body.name, body.url, token=body.token)
     return Answer(remote, 201)
 
 
@@ -193,19 +186,19 @@ async def remove_remote(call: Call) -> RemoteAgent:
     name = call.path("name")
     credential, _ = await call.identify()
     credential.check_manages(name)
-    return await call.run_as(call.hub.service.remove_remote, name)
+    return await call.run_as(call.hub.service.remotes.remove, name)
 
 
 async def list_channels(call: Call) -> list[Channel]:
     await call.identify()
-    return await call.run_as(call.hub.service.list_channels)
+    return await call.run_as(call.hub.service.directory.list_channels)
 
 
 async def create_channel(call: Call) -> Answer:
     await call.identify()
     body = await call.body(ChannelRequest)
     channel = await call.run_as(
-        call.hub.service.create_channel, body.name, body.description, invite_only=body.invite_only
+        call.hub.service.directory.create_channel, body.name, body.description, invite_only=body.invite_only
     )
     return Answer(channel, 201)
 
@@ -213,36 +206,36 @@ async def create_channel(call: Call) -> Answer:
 async def join_channel(call: Call) -> Channel:
     await call.identify()
     await call.no_body()
-    return await call.run_as(call.hub.service.join_channel, call.path("name"))
+    return await call.run_as(call.hub.service.directory.join_channel, call.path("name"))
 
 
 async def leave_channel(call: Call) -> Channel:
     await call.identify()
     await call.no_body()
-    return await call.run_as(call.hub.service.leave_channel, call.path("name"))
+    return await call.run_as(call.hub.service.directory.leave_channel, call.path("name"))
 
 
 async def channel_members(call: Call) -> list[ChannelMember]:
     await call.identify()
-    return await call.run_as(call.hub.service.channel_members, call.path("name"))
+    return await call.run_as(call.hub.service.directory.channel_members, call.path("name"))
 
 
 async def invite_to_channel(call: Call) -> Channel:
     await call.identify()
     body = await call.body(InviteRequest)
-    return await call.run_as(call.hub.service.invite_to_channel, call.path("name"), body.agents)
+    return await call.run_as(call.hub.service.directory.invite_to_channel, call.path("name"), body.agents)
 
 
 async def remove_from_channel(call: Call) -> Channel:
     await call.identify()
     await call.no_body()
-    return await call.run_as(call.hub.service.remove_from_channel, call.path("name"), call.path("agent"))
+    return await call.run_as(call.hub.service.directory.remove_from_channel, call.path("name"), call.path("agent"))
 
 
 async def audit_trail(call: Call) -> list[AuditEntry]:
     await call.identify()
     limit = call.query_int("limit", AUDIT_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
-    return await call.run_as(call.hub.service.audit_trail, limit)
+    return await call.run_as(call.hub.service.directory.audit_trail, limit)
 
 
 # --- credentials: a token's own business, as no agent (their answers carry no unread count) ----

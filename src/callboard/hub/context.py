@@ -164,12 +164,12 @@ class HubContext:
         lineage); unchanged when it names none. Blocking: it may read the store."""
         session_id, process = headers.get(SESSION_HEADER), headers.get(PROCESS_HEADER)
         if session_id:
-            return self.service.in_session(caller, session_id=session_id.strip())
+            return self.service.directory.in_session(caller, session_id=session_id.strip())
         named = parse_process_header(process) if process else None
         if named is None:
             return caller
         try:
-            return self.service.in_session(caller, machine=named[0], lineage=named[1])
+            return self.service.directory.in_session(caller, machine=named[0], lineage=named[1])
         except BadName:  # not a machine name: the header is a hint, never a reason to refuse
             return caller
 

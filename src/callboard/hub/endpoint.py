@@ -165,7 +165,7 @@ class Call:
             if isinstance(result, ReadResult):
                 return acting, result, result.unread
             # A person who names no agent has no mailbox to count.
-            return acting, result, None if acting.agent is None else hub.service.unread_count(acting)
+            return acting, result, None if acting.agent is None else hub.service.mailbox.unread_count(acting)
 
         self.caller, result, self.unread = await blocking(work)
         self._in_session = True
@@ -179,9 +179,9 @@ class Call:
             return
         try:
             with from_memory():
-                self.unread = self.hub.service.unread_count(caller)
+                self.unread = self.hub.service.mailbox.unread_count(caller)
         except NotInMemory:
-            self.unread = await blocking(self.hub.service.unread_count, caller)
+            self.unread = await blocking(self.hub.service.mailbox.unread_count, caller)
 
     def answer_headers(self) -> dict[str, str]:
         """The headers every answer to this request carries: the one place the unread count is set."""

@@ -27,6 +27,7 @@ from callboard.hub.context import HubContext, bearer_token
 from callboard.hub.errors import encoded, error_document, error_headers, http_status
 from callboard.mcp.tools import call_in_thread, mailbox_server
 from callboard.model import Caller, ReadResult
+from callboard.requests import ReadQuery
 from callboard.service.credentials import Credential
 from callboard.service.door import Service
 
@@ -84,16 +85,17 @@ class CredentialBound(LocalClient):
         super().__init__(service, caller, "the token")
         self._still_valid = still_valid  # raises Unauthorized once the token is revoked
 
-    def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
-        self.service.check_read_options(limit=limit, after=after, wait=wait)
-        deadline = time.monotonic() + wait
+    def read(self, query: ReadQuery = ReadQuery()) -> ReadResult:
+        after = query.after
+        self.service.mailbox.check_read_options(limit=query.limit, after=after, wait=query.wait)
+        deadline = time.monotonic() + query.wait
         while (left := deadline - time.monotonic()) > 0 and not self.service.subscriptions.closed:
             self._still_valid()
-            look = super().read(peek=True, after=after, limit=1, wait=min(left, REVOCATION_CHECK_SECONDS))
+            look = super().read(ReadQuery(peek=True, after=after, limit=1, wait=min(left, REVOCATION_CHECK_SECONDS)))
             if look.items:
                 break
         self._still_valid()
-        return super().read(peek=peek, after=after, limit=limit)
+        return super().read(query.model_copy(update={"wait": 0.0}))
 
 
 def _principal(credential: Credential, caller: Caller) -> AuthenticatedUser:

@@ -33,7 +33,7 @@ from callboard.model import (
     Workspace,
 )
 from callboard.remotes import RemoteAgent
-from callboard.requests import SendRequest
+from callboard.requests import SendRequest, SessionRequest
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskPage, TaskSent
 
@@ -167,7 +167,7 @@ ROUTES: list[Route] = [
         "/v1/sessions",
         api.register_session,
         "Register a live session of your agent.",
-        schemas.SessionRequest,
+        SessionRequest,
         Session,
     ),
     Route(

@@ -17,9 +17,9 @@ async def report_runner(call: Call) -> RunnerReport:
     report = await call.body(RunnerReport)
     if parse_name(call.path("agent"), "agent") != report.agent.strip().lower():
         raise BadRequest(f"the path names agent {call.path('agent')!r}, the report {report.agent!r}: name one agent.")
-    return await call.run_as(call.hub.service.report_runner, report)
+    return await call.run_as(call.hub.service.runners.report, report)
 
 
 async def list_runners(call: Call) -> list[RunnerReport]:
     await call.identify()
-    return await call.run_as(call.hub.service.list_runners, call.query("agent") or None)
+    return await call.run_as(call.hub.service.runners.listed, call.query("agent") or None)

@@ -14,7 +14,6 @@ from callboard import address, limits
 from callboard.model import Part
 from callboard.requests import (
     Description,
-    MachineName,
     MessageId,
     Name,
     Request,
@@ -48,21 +47,6 @@ class ReceiptRequest(Request):
         description="what the session's client reported about the frame that carried them"
     )
     reason: str | None = Field(default=None, max_length=limits.DELIVERY_ERROR_CHARS)
-
-
-class SessionRequest(Request):
-    pid: int = Field(ge=1, le=limits.PID_MAX, description="the session's process id")
-    runtime: Name = "script"
-    machine: MachineName | None = Field(default=None, description="default: the hub's machine")
-    proc_start: int | None = Field(
-        default=None,
-        ge=0,
-        le=limits.PROC_START_MAX,
-        description="the process's start time (clock ticks since boot), to tell a recycled pid apart",
-    )
-    terminal: Annotated[str, text_field(limits.TERMINAL_CHARS, blank=False)] | None = Field(
-        default=None, description="the terminal window or pane, e.g. tmux:%3"
-    )
 
 
 class HeartbeatRequest(Request):

@@ -18,8 +18,10 @@ from callboard.hub.open_streams import OpenStream
 from callboard.hub.query_numbers import resume_point
 from callboard.limits import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
 from callboard.model import Caller, ReadResult
+from callboard.requests import ReadQuery, SurfaceQuery
 from callboard.service.credentials import Credential
 from callboard.service.events import AsyncSubscription, PushedDelivery
+from callboard.service.identity_gate import as_agent
 
 KEEPALIVE_SECONDS = 15.0
 STREAM_BATCH = 100
@@ -30,16 +32,15 @@ async def read(call: Call) -> ReadResult:
     """POST /v1/read?wait=&peek=&after=&limit= — drain (or peek) the caller's mail, waiting up to ``wait``."""
     service = call.hub.service
     credential, caller = await call.identify()
-    service.as_agent(caller)  # a mailbox is an agent's: no_identity before any wait
+    as_agent(caller)  # a mailbox is an agent's: no_identity before any wait
     await call.no_body()
     peek, wait = call.query_bool("peek"), call.query_float("wait", 0.0, 0.0, WAIT_SECONDS_MAX)
     after = call.query_int("after", None, 0, SEQ_MAX)
     limit = call.query_int("limit", READ_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
     assert limit is not None
-    service.check_read_options(limit=limit, after=after, wait=wait)
-    return await _long_poll(
-        call, credential, caller, wait, lambda acting: service.read(acting, peek=peek, after=after, limit=limit)
-    )
+    service.mailbox.check_read_options(limit=limit, after=after, wait=wait)
+    query = ReadQuery(peek=peek, after=after, limit=limit)  # each take looks now: the hub waits between
+    return await _long_poll(call, credential, caller, wait, lambda acting: service.mailbox.read(acting, query))
 
 
 async def surface(call: Call) -> ReadResult:
@@ -47,19 +48,20 @@ async def surface(call: Call) -> ReadResult:
     put before the agent, marked surfaced by ``via`` (see Service.surface), waiting up to ``wait``."""
     service = call.hub.service
     credential, caller = await call.identify()
-    service.as_agent(caller)  # a mailbox is an agent's: no_identity before any wait
+    as_agent(caller)  # a mailbox is an agent's: no_identity before any wait
     await call.no_body()
     via, urgent, peek = call.query("via") or "", call.query_bool("urgent"), call.query_bool("peek")
     wait = call.query_float("wait", 0.0, 0.0, WAIT_SECONDS_MAX)
     limit = call.query_int("limit", READ_LIMIT_DEFAULT, 1, READ_LIMIT_MAX)
     assert limit is not None
-    service.check_read_options(limit=limit, after=None, wait=wait)
+    service.mailbox.check_read_options(limit=limit, after=None, wait=wait)
+    query = SurfaceQuery(via=via, urgent_only=urgent, limit=limit, peek=peek)  # the hub waits between takes
     return await _long_poll(
         call,
         credential,
         caller,
         wait,
-        lambda acting: service.surface(acting, via=via, urgent_only=urgent, limit=limit, peek=peek),
+        lambda acting: service.surface(acting, query),
     )
 
 
@@ -100,10 +102,12 @@ async def events(call: Call) -> None:
     member's stream, and each event should cost little."""
     hub, reply = call.hub, call.reply
     credential, caller = await call.identify()
-    hub.service.as_agent(caller)  # a mailbox is an agent's: no_identity before the stream begins
+    as_agent(caller)  # a mailbox is an agent's: no_identity before the stream begins
     after = _resume_point(call.headers, call.query("after"))
     # One worker call at the start, which also counts the agent's unread mail for the header.
-    cursor = await call.run_as(lambda acting: after if after is not None else hub.service.mailbox_position(acting))
+    cursor = await call.run_as(
+        lambda acting: after if after is not None else hub.service.mailbox.mailbox_position(acting)
+    )
     in_session = call.caller  # the caller in the session the request names, now
     assert in_session is not None and in_session.agent is not None, "identified, as an agent"
     with (
@@ -145,9 +149,9 @@ async def _stream(
     while not hub.stopping and not gone.done() and not stream.revoked:
         # A stream of one session skips what is pushed to its agent's other live sessions (as the
         # store's reads do): which those are is asked once per wake-up, for the look and the wait.
-        hidden = tuple(await blocking(hub.service.hidden_targets, caller)) if caller.session_id else ()
+        hidden = tuple(await blocking(hub.service.directory.hidden_targets, caller)) if caller.session_id else ()
         if look:
-            items = await blocking(hub.service.deliveries_since, caller, cursor, STREAM_BATCH, hidden)
+            items = await blocking(hub.service.mailbox.deliveries_since, caller, cursor, STREAM_BATCH, hidden)
             for item in items:
                 if stream.revoked:
                     return

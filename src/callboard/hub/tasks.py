@@ -8,28 +8,29 @@ from __future__ import annotations
 
 from callboard.hub.endpoint import Answer, Call
 from callboard.hub.schemas import TaskRequest, TaskUpdateRequest
-from callboard.limits import HISTORY_MAX, PAGE_SIZE_MAX
+from callboard.limits import HISTORY_MAX, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from callboard.model import Part
+from callboard.requests import TaskListQuery
 from callboard.tasks import Task, TaskPage
-
-PAGE_SIZE_DEFAULT = 50
 
 
 async def list_tasks(call: Call) -> TaskPage:
     await call.identify()
-    return await call.run_as(
-        call.hub.service.list_tasks,
+    page_size = call.query_int("page_size", PAGE_SIZE_DEFAULT, 1, PAGE_SIZE_MAX)
+    assert page_size is not None  # a default was given
+    query = TaskListQuery(
         context_id=call.query("context_id") or None,
         state=call.query("state") or None,
-        page_size=call.query_int("page_size", PAGE_SIZE_DEFAULT, 1, PAGE_SIZE_MAX),
+        page_size=page_size,
         page_token=call.query("page_token") or None,
     )
+    return await call.run_as(call.hub.service.tasking.list_tasks, query)
 
 
 async def get_task(call: Call) -> Task:
     await call.identify()
     history_length = call.query_int("history_length", None, 0, HISTORY_MAX)
-    return await call.run_as(call.hub.service.get_task, call.path("task_id"), history_length=history_length)
+    return await call.run_as(call.hub.service.tasking.get_task, call.path("task_id"), history_length=history_length)
 
 
 async def open_task(call: Call) -> Answer:
@@ -37,7 +38,7 @@ async def open_task(call: Call) -> Answer:
     body = await call.body(TaskRequest)
     parts = ([Part(text=body.text)] if body.text is not None else []) + body.parts
     sent = await call.run_as(
-        call.hub.service.open_task,
+        call.hub.service.tasking.open_task,
         body.to,
         parts,
         task_id=body.task_id,
@@ -55,11 +56,11 @@ async def update_task(call: Call) -> Task:
     parts = ([Part(text=body.message)] if body.message is not None else []) + body.parts
     artifacts = [artifact.model_dump(exclude_none=True) for artifact in body.artifacts]
     return await call.run_as(
-        call.hub.service.update_task, call.path("task_id"), state=body.state, parts=parts, artifacts=artifacts
+        call.hub.service.tasking.update_task, call.path("task_id"), state=body.state, parts=parts, artifacts=artifacts
     )
 
 
 async def cancel_task(call: Call) -> Task:
     await call.identify()
     await call.no_body()
-    return await call.run_as(call.hub.service.cancel_task, call.path("task_id"))
+    return await call.run_as(call.hub.service.tasking.cancel_task, call.path("task_id"))

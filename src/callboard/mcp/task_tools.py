@@ -23,6 +23,7 @@ from callboard.client.base import Client
 from callboard.fence import fenced_words, one_line
 from callboard.mcp.replies import acted, tool_result, unread_line, unread_of
 from callboard.model import Message, Part, built
+from callboard.requests import TaskListQuery
 from callboard.tasks import Task
 
 T = TypeVar("T")
@@ -115,7 +116,7 @@ def add_task_tools(server: MCPServer, acting: Acting, run: Run) -> None:
             if task_id is not None:
                 tasks, token = [acted(lambda: client.get_task(task_id))], ""
             else:
-                page = acted(lambda: client.list_tasks(state=state, page_token=page_token, page_size=20))
+                page = acted(lambda: client.list_tasks(TaskListQuery(state=state, page_token=page_token, page_size=20)))
                 tasks, token = page.tasks, page.next_page_token
             result = Tasks(tasks=[_info(t) for t in tasks], next_page_token=token, unread=unread_of(client))
             lines = [_line(t) for t in result.tasks] or ["no tasks"]

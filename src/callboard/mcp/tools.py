@@ -47,7 +47,7 @@ from callboard.mcp.results import (
 )
 from callboard.mcp.task_tools import add_task_tools
 from callboard.model import DeliveryEvent, HeldMail, MailItem
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest
 
 log = logging.getLogger("callboard.inject")
 
@@ -188,7 +188,7 @@ def _send(
 
 
 def _read(client: Client, wait_seconds: float, limit: int) -> CallToolResult:
-    got = acted(lambda: client.read(limit=limit, wait=wait_seconds))
+    got = acted(lambda: client.read(ReadQuery(limit=limit, wait=wait_seconds)))
     held = [_held(h) for h in got.held]
     result = Inbox(messages=[_mail(item) for item in got.items], unread=got.unread, held=held)
     text = fenced_mail(got.items) if got.items else "no new messages"

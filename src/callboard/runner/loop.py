@@ -34,6 +34,7 @@ from callboard.client.session_keeper import SessionKeeper
 from callboard.errors import CallboardError
 from callboard.fence import visible
 from callboard.model import MailItem
+from callboard.requests import SurfaceQuery
 from callboard.runner import prompts
 from callboard.runner.adapters.base import Adapter, CliExited, CliUnavailable, Launch, TurnEvent
 from callboard.runner.env import cli_env, mcp_server
@@ -238,7 +239,7 @@ class Runner:
     def _take(self) -> list[MailItem]:
         """All the mail there is, handed to the runner's session (the watch looks again after)."""
         try:
-            items = self.session_client.surface(via="runner", limit=self.options.batch_limit).items
+            items = self.session_client.surface(SurfaceQuery(via="runner", limit=self.options.batch_limit)).items
         except CallboardError as error:
             self.log(f"could not take mail: {error.code}: {error.message}")
             items = []
@@ -308,10 +309,10 @@ class Runner:
             return
         self._urgent_looked = True  # once per turn: the rest waits for the turn's end
         try:
-            peeked = self.session_client.surface(via="runner", urgent_only=True, peek=True).items
+            peeked = self.session_client.surface(SurfaceQuery(via="runner", urgent_only=True, peek=True)).items
             if not peeked:
                 return
-            urgent = self.session_client.surface(via="runner", urgent_only=True).items
+            urgent = self.session_client.surface(SurfaceQuery(via="runner", urgent_only=True)).items
         except CallboardError as error:
             self.log(f"could not look for urgent mail: {error.code}: {error.message}")
             return

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from callboard.client.base import Client
 from callboard.errors import CallboardError
+from callboard.requests import SurfaceQuery
 
 LOOK_SECONDS = 25.0  # one waiting look; well under any hub or proxy timeout
 RETRY_SECONDS = 1.0  # after a failed look (the hub away for a moment)
@@ -80,7 +81,7 @@ class MailWatch:
             if self._stopped.is_set():
                 return
             try:
-                found = self._client.surface(via="runner", wait=self._look, peek=True, limit=1).items
+                found = self._client.surface(SurfaceQuery(via="runner", wait=self._look, peek=True, limit=1)).items
             except CallboardError as error:
                 self._log(f"mail watch: {error.code}: {error.message} (looking again in {RETRY_SECONDS:g} s)")
                 self._stopped.wait(RETRY_SECONDS)

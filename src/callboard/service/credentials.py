@@ -64,7 +64,7 @@ class Credential:
         """Who this request acts as: the agent token's own agent, or the agent the client names
         (a person's credential: user and admin tokens). A person's credential that names none
         is refused (unknown_agent), unless ``agent_needed`` is false: then it is the person,
-        acting as no agent, who may only look (``Service.as_agent``)."""
+        acting as no agent, who may only look (``service.identity_gate``)."""
         if self.kind == "agent":
             assert self.workspace is not None and self.agent is not None
             if agent is not None and parse_name(agent, "agent name") != self.agent:

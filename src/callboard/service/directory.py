@@ -39,11 +39,14 @@ from callboard.model import (
     ChannelMember,
     DeletedAgent,
     Session,
+    Workspace,
     new_id,
 )
+from callboard.requests import SessionRequest
 from callboard.service.agent_names import AgentNames
 from callboard.service.content import check_text, is_id
 from callboard.service.from_memory import memory_only, refresh_ahead, store_needed
+from callboard.service.identity_gate import as_agent
 from callboard.service.liveness import Liveness, OpenSessions
 from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
@@ -83,7 +86,8 @@ class Directory:
         only looks, or fails, calls it: looking writes nothing.
 
         Cheap to call before every such write: an agent known to exist is not looked up again."""
-        assert caller.agent is not None, "Service.as_agent first"
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
         if self.agent_exists(caller.workspace, caller.agent):
             return
         store_needed()
@@ -131,11 +135,16 @@ class Directory:
             for name in names:
                 index.noted(name, added)
 
+    def list_workspaces(self) -> list[Workspace]:
+        """The workspaces of this store (a person's look: the embedded store's, or a hub's admin)."""
+        return self.store.directory.list_workspaces()
+
     # --- agents --------------------------------------------------------------------------
 
     def create_agent(
         self, caller: Caller, name: str, description: str | None = None, skills: Sequence[str] = ()
     ) -> Agent:
+        caller = as_agent(caller)
         name = parse_name(name, "agent name")
         self._check_card(description, skills)
         self.store.directory.ensure_workspace(caller.workspace, self.clock())  # a fresh store's first agent
@@ -154,6 +163,7 @@ class Directory:
     def update_agent(
         self, caller: Caller, name: str, description: str | None = None, skills: Sequence[str] | None = None
     ) -> Agent:
+        caller = as_agent(caller)
         name = parse_name(name, "agent name")
         self._check_card(description, skills or ())
         if name == caller.agent:
@@ -177,6 +187,7 @@ class Directory:
         """Delete the agent, its mailbox, memberships and sessions (what it sent stays), and
         record who did. While its mailbox holds unread mail it is refused (has_unread_mail)
         unless ``force``d: that mail is then gone for good."""
+        caller = as_agent(caller)
         name = parse_name(name, "agent name")
         self._known_agents.discard((caller.workspace, name))
         record = self._record(caller, "agent.delete", name, forced=force)
@@ -230,7 +241,8 @@ class Directory:
         self, caller: Caller, name: str, description: str | None = None, *, invite_only: bool = False
     ) -> Channel:
         """A new channel, the caller its first member. An invite-only one is recorded."""
-        assert caller.agent is not None, "Service.as_agent first"
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
         name = parse_channel_name(name)
         self._check_card(description, ())
         record = self._record(caller, "channel.create", f"#{name}", invite_only=True) if invite_only else None
@@ -243,7 +255,8 @@ class Directory:
 
     def join_channel(self, caller: Caller, name: str) -> Channel:
         """Join an open channel; an invite-only one only as one who may add members (recorded)."""
-        assert caller.agent is not None, "Service.as_agent first"
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
         name = parse_channel_name(name)
         channel = self._channel(caller, name)
         record = None
@@ -257,6 +270,7 @@ class Directory:
     def invite_to_channel(self, caller: Caller, name: str, agents: Sequence[str]) -> Channel:
         """Add these existing agents to the channel (all or, when one is unknown, none), each
         addition recorded: its creator's or a person's to do."""
+        caller = as_agent(caller)
         name = parse_channel_name(name)
         channel = self._channel(caller, name)
         self._check_manages(caller, channel, f"{caller.agent} cannot add members to #{name}")
@@ -280,6 +294,7 @@ class Directory:
 
     def remove_from_channel(self, caller: Caller, name: str, agent: str) -> Channel:
         """Take a member out of the channel, recorded: its creator's or a person's to do."""
+        caller = as_agent(caller)
         name, agent = parse_channel_name(name), parse_name(agent, "agent name")
         channel = self._channel(caller, name)
         self._check_manages(caller, channel, f"{caller.agent} cannot remove members of #{name}")
@@ -299,7 +314,8 @@ class Directory:
             )
 
     def leave_channel(self, caller: Caller, name: str) -> Channel:
-        assert caller.agent is not None, "Service.as_agent first"
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
         name = parse_channel_name(name)
         self._channel(caller, name)
         if not self.store.directory.leave_channel(caller.workspace, name, caller.agent):
@@ -327,20 +343,13 @@ class Directory:
 
     # --- sessions ------------------------------------------------------------------------
 
-    def register_session(
-        self,
-        caller: Caller,
-        *,
-        pid: int,
-        runtime: str,
-        machine: str | None = None,
-        proc_start: int | None = None,
-        terminal: str | None = None,
-    ) -> Session:
+    def register_session(self, caller: Caller, request: SessionRequest) -> Session:
         """The caller's process ``pid`` on ``machine`` (this one by default) as a session of its
         agent; another agent's session of that pid ends with it, once no longer live (see
         ``_claimable``)."""
-        assert caller.agent is not None, "Service.as_agent first"
+        caller = as_agent(caller)
+        pid, machine, proc_start, terminal = request.pid, request.machine, request.proc_start, request.terminal
+        assert caller.agent is not None, "as_agent first"
         if not 1 <= pid <= PID_MAX:
             raise BadRequest(f"pid {shown(str(pid), 30)} is not a process id: pids are 1-{PID_MAX}.")
         if proc_start is not None and not 0 <= proc_start <= PROC_START_MAX:
@@ -349,7 +358,7 @@ class Directory:
                 f"it is 0-{PROC_START_MAX} clock ticks since boot, as /proc/PID/stat has it."
             )
         check_text(terminal, TERMINAL_CHARS, "terminal", hint=" (e.g. tmux:%3 or tty:/dev/pts/4)")
-        runtime = parse_name(runtime, "runtime name")
+        runtime = parse_name(request.runtime, "runtime name")
         machine = parse_machine(machine) if machine else self.machine
         may_end = self._claimable(caller, machine, pid)
         self.enter(caller)  # a session's agent exists from its first session on
@@ -387,6 +396,7 @@ class Directory:
     def heartbeat(self, caller: Caller, session_id: str, delivery_error: str | None = None) -> Session:
         """The session is still there; ``delivery_error`` says what its delivery path reports
         broken (a socket gone, a stream refused), None when it works."""
+        caller = as_agent(caller)
         self._own_session(caller, session_id)
         if delivery_error is not None and delivery_error.strip():
             check_text(delivery_error, DELIVERY_ERROR_CHARS, "delivery_error")
@@ -422,6 +432,7 @@ class Directory:
 
     def session_address(self, caller: Caller) -> str | None:
         """agent@machine#pid of the session the caller acts in, if it acts in one."""
+        caller = as_agent(caller)
         session = self.session_by_id(caller.workspace, caller.session_id) if caller.session_id else None
         return session.address if session else None
 
@@ -461,7 +472,7 @@ class Directory:
         """The sessions whose mail a read by ``caller`` skips: its agent's other live sessions.
         Mail pushed to one pane is that pane's while it lives; once it is gone, any pane's (and
         a read as the agent, in no session, sees the whole mailbox)."""
-        assert caller.agent is not None, "Service.as_agent first"
+        assert caller.agent is not None, "as_agent first"
         if caller.session_id is None:
             return ()
         now = self.clock()

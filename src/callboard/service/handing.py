@@ -29,6 +29,7 @@ from callboard.limits import DELIVERY_ERROR_CHARS
 from callboard.model import SURFACE_PATHS, Caller, DeliveryEvent, DeliveryState, MarkResult, RecipientStatus
 from callboard.procs import process_alive
 from callboard.service.content import check_message_ids, check_text
+from callboard.service.identity_gate import as_agent
 
 if TYPE_CHECKING:
     from callboard.service.directory import Directory
@@ -109,7 +110,7 @@ class Handover:
 
     def confirm_surfaced(self, caller: Caller, message_ids: Sequence[str], evidence: str) -> MarkResult:
         """See Service.confirm_surfaced."""
-        assert caller.agent is not None, "Service.as_agent first"
+        assert caller.agent is not None, "as_agent first"
         if evidence not in EVIDENCE:
             raise BadRequest(f"evidence must be one of {', '.join(EVIDENCE)}.")
         check_message_ids(message_ids, "confirm")
@@ -123,8 +124,11 @@ class Handover:
     def record_receipt(
         self, caller: Caller, message_ids: Sequence[str], status: str, reason: str | None = None
     ) -> MarkResult:
-        """See Service.record_receipt."""
-        assert caller.agent is not None, "Service.as_agent first"
+        """What the caller's session's client reported about mail handed to it (Claude Code's
+        ``peer_message_status``): recorded in each message's history; mail the model will never
+        see (expired, refused, denied, dropped) goes back to the mailbox. The ids recorded."""
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
         if status not in RECEIPTS:
             raise BadRequest(f"status must be one of {', '.join(RECEIPTS)}.")
         check_message_ids(message_ids, "record")

@@ -15,12 +15,14 @@ from datetime import datetime
 from callboard.errors import BadRequest, UnknownMessage
 from callboard.limits import SEQ_MAX, Limits
 from callboard.model import SURFACE_PATHS, AckResult, Caller, HeldMail, MailItem, MarkResult, ReadResult
+from callboard.requests import InboxQuery, ReadQuery, SurfaceQuery
 from callboard.service import holds
 from callboard.service.content import check_message_ids
 from callboard.service.directory import Directory
 from callboard.service.events import MailboxEvents
 from callboard.service.from_memory import memory_only, refresh_ahead, store_needed
 from callboard.service.handing import Handover, hands
+from callboard.service.identity_gate import as_agent
 from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
 
@@ -46,21 +48,15 @@ class Mailbox:
         self.limits = limits
         self.clock = clock
 
-    def read(
-        self,
-        caller: Caller,
-        *,
-        peek: bool = False,
-        after: int | None = None,
-        limit: int = 100,
-        wait: float = 0.0,
-    ) -> ReadResult:
+    def read(self, caller: Caller, query: ReadQuery = ReadQuery()) -> ReadResult:
         """Drain (claim and mark read) the caller's unread mail, or peek without marking.
 
         With ``after``, resume from a cursor: every delivery past that sequence number.
         With ``wait``, block up to that many seconds until something arrives.
         """
-        assert caller.agent is not None, "Service.as_agent first"
+        caller = as_agent(caller)
+        peek, after, limit, wait = query.peek, query.after, query.limit, query.wait
+        assert caller.agent is not None, "as_agent first"
         self.check_read_options(limit=limit, after=after, wait=wait)
         # Where the mailbox stood before looking: mail that lands while we look is past it, so a
         # reader that resumes from an empty read's cursor still gets that mail.
@@ -75,19 +71,11 @@ class Mailbox:
 
     def held_mail(self, caller: Caller) -> list[HeldMail]:
         """The caller's mail a loop or flood guard holds now, and why (see holds)."""
-        assert caller.agent is not None, "Service.as_agent first"
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
         return holds.held_mail(self.store.guard_facts, caller.workspace, [caller.agent], self.clock())
 
-    def surface(
-        self,
-        caller: Caller,
-        *,
-        via: str,
-        urgent_only: bool = False,
-        limit: int = 100,
-        wait: float = 0.0,
-        peek: bool = False,
-    ) -> ReadResult:
+    def surface(self, caller: Caller, query: SurfaceQuery) -> ReadResult:
         """Take the caller's mail that is neither read nor yet put before the agent, and mark it
         surfaced by ``via`` (a SurfacePath): what a hook, a waiter or a session's messaging
         socket puts into a coding agent's context, each message once. A hook's output is in the
@@ -97,8 +85,10 @@ class Mailbox:
         It stays unread, so ``read`` still returns it. With ``urgent_only``, only mail sent
         urgent; with ``wait``, block up to that many seconds until some arrives; with ``peek``,
         mark nothing (a look before deciding to surface)."""
+        caller = as_agent(caller)
+        via, urgent_only, limit, wait, peek = query.via, query.urgent_only, query.limit, query.wait, query.peek
         agent = caller.agent  # a local: the take below (a lambda) sees it narrowed
-        assert agent is not None, "Service.as_agent first"
+        assert agent is not None, "as_agent first"
         if via not in SURFACE_PATHS:
             raise BadRequest(f"via must be one of {', '.join(SURFACE_PATHS)}.")
         self.check_read_options(limit=limit, after=None, wait=wait)
@@ -132,7 +122,7 @@ class Mailbox:
 
     def _next_release(self, caller: Caller) -> float | None:
         """Seconds until the first of the caller's held mail is let through (None: none held)."""
-        assert caller.agent is not None, "Service.as_agent first"
+        assert caller.agent is not None, "as_agent first"
         held = self.store.guard_facts.held_mail(caller.workspace, [caller.agent], self.clock())
         if not held:
             return None
@@ -154,7 +144,8 @@ class Mailbox:
     ) -> list[MailItem]:
         """The caller's deliveries past ``cursor`` in sequence order, marking nothing (streams).
         ``hidden``: ``hidden_targets(caller)`` when the caller already has it."""
-        assert caller.agent is not None, "Service.as_agent first"
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
         self.check_read_options(limit=limit, after=cursor, wait=0)
         if hidden is None:
             hidden = self.directory.hidden_targets(caller)
@@ -164,12 +155,13 @@ class Mailbox:
         """How many of the caller's messages are unread (for a session: not counting another
         live session's). Decided from memory (``from_memory``), the count kept since it was last
         counted (see ``UnreadCounts``)."""
-        assert caller.agent is not None, "Service.as_agent first"
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
         return self._unread(caller, self.directory.hidden_targets(caller))
 
     def _unread(self, caller: Caller, hidden: Sequence[str]) -> int:
         workspace, agent = caller.workspace, caller.agent
-        assert agent is not None, "Service.as_agent first"
+        assert agent is not None, "as_agent first"
 
         def count() -> int:
             return self.unread.count(
@@ -188,7 +180,8 @@ class Mailbox:
 
     def mailbox_position(self, caller: Caller) -> int:
         """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
-        assert caller.agent is not None, "Service.as_agent first"
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
         return self.store.mailbox.last_seq(caller.workspace, caller.agent)
 
     def _wait_for(
@@ -201,7 +194,7 @@ class Mailbox:
         """``take()`` now, or, with ``wait``, again each time the caller's mailbox changes until
         it finds something or the wait ends. ``release``: seconds until held mail is let through
         (no send marks that moment, so the wait looks again then by itself)."""
-        assert caller.agent is not None, "Service.as_agent first"
+        assert caller.agent is not None, "as_agent first"
         if wait <= 0:
             return take()
         deadline = time.monotonic() + wait
@@ -216,23 +209,26 @@ class Mailbox:
                 subscription.wait(remaining if due is None else min(remaining, due + 0.01))
 
     def _take(self, caller: Caller, peek: bool, after: int | None, limit: int, hidden: Sequence[str]) -> list[MailItem]:
-        assert caller.agent is not None, "Service.as_agent first"
+        assert caller.agent is not None, "as_agent first"
         if peek:
             return self.store.mailbox.peek(caller.workspace, caller.agent, after, limit, hidden)
         return self.store.mailbox.claim(caller.workspace, caller.agent, after, limit, self.clock(), hidden)
 
-    def inbox(self, caller: Caller, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
+    def inbox(self, caller: Caller, query: InboxQuery = InboxQuery()) -> list[MailItem]:
         """The newest messages of the caller's mailbox (unacked unless asked), without marking."""
-        assert caller.agent is not None, "Service.as_agent first"
-        self._check_limit(limit)
-        return self.store.mailbox.newest(caller.workspace, caller.agent, include_acked, limit)
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
+        self._check_limit(query.limit)
+        return self.store.mailbox.newest(caller.workspace, caller.agent, query.include_acked, query.limit)
 
     def ack(self, caller: Caller, message_ids: Sequence[str]) -> AckResult:
         """Mark these messages of the caller's mailbox acknowledged (handled; read too)."""
+        caller = as_agent(caller)
         return AckResult(acked=self._mark(caller, message_ids, self.store.mailbox.ack, "acknowledge", "acknowledged"))
 
     def mark_read(self, caller: Caller, message_ids: Sequence[str]) -> MarkResult:
         """Mark these messages of the caller's mailbox read (acknowledged ones stay so)."""
+        caller = as_agent(caller)
         return MarkResult(
             marked=self._mark(caller, message_ids, self.store.mailbox.mark_read, "mark read", "marked read")
         )
@@ -246,7 +242,7 @@ class Mailbox:
         done: str,
     ) -> list[str]:
         """``mark`` these messages, all or (when any is not in the mailbox) none; the ids marked."""
-        assert caller.agent is not None, "Service.as_agent first"
+        assert caller.agent is not None, "as_agent first"
         check_message_ids(message_ids, verb)
         missing = mark(caller.workspace, caller.agent, message_ids, self.clock())
         self.unread.changed(caller.workspace, caller.agent)

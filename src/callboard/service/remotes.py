@@ -32,6 +32,7 @@ from callboard.model import Caller, Message, RecipientOutcome, built, new_id
 from callboard.remotes import OutsideCard, RemoteAgent
 from callboard.service.directory import Directory
 from callboard.service.from_memory import memory_only, refresh_ahead, store_needed
+from callboard.service.identity_gate import as_agent
 from callboard.service.push_targets import check_webhook
 from callboard.service.task_changes import move_write, new_task_write
 from callboard.store.base import Store
@@ -92,6 +93,7 @@ class Remotes:
 
     def add(self, caller: Caller, name: str, url: str, token: str | None = None) -> RemoteAgent:
         """Register the agent whose card is at ``url`` as ``name`` (again: its card fetched anew)."""
+        caller = as_agent(caller)
         name = parse_name(name, "agent name")
         url = self._checked_url(url)
         if token is not None and (not token.strip() or len(token) > REMOTE_TOKEN_CHARS or "\n" in token):
@@ -108,6 +110,7 @@ class Remotes:
 
     def remove(self, caller: Caller, name: str) -> RemoteAgent:
         """Forget the outside agent and its mailbox (what was not yet sent to it fails)."""
+        caller = as_agent(caller)
         remote = self.get(caller, name)
         unsent = f"the outside agent {remote.name} was removed before this was sent."
         self.store.remotes.delete_remote_agent(caller.workspace, remote.name, unsent)
@@ -223,7 +226,7 @@ class Remotes:
     # --- helpers ---------------------------------------------------------------------------
 
     def _waiting_task(self, caller: Caller, remote: RemoteAgent, thread_id: str) -> Task | None:
-        assert caller.agent is not None, "Service.as_agent first"
+        assert caller.agent is not None, "as_agent first"
         query = TaskQuery(workspace=caller.workspace, agent=caller.agent, limit=THREAD_TASKS, context_id=thread_id)
         tasks, _ = self.store.tasks.list_tasks(query)
         return next(

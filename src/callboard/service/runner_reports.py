@@ -16,6 +16,7 @@ from callboard.address import shown
 from callboard.errors import Forbidden
 from callboard.model import Caller
 from callboard.runners import FINAL_STATES, RunnerReport, checked_name, checked_report
+from callboard.service.identity_gate import as_agent
 from callboard.service.liveness import Liveness
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class RunnerReports:
 
     def report(self, caller: Caller, report: RunnerReport) -> RunnerReport:
         """Keep ``report`` as the newest of its runner (agent, machine); what was kept."""
+        caller = as_agent(caller)
         checked = checked_report(report).model_copy(update={"live": True})
         if checked.agent != caller.agent:
             raise Forbidden(f"{caller.agent} may report only its own runner, not {shown(report.agent)}'s.")

@@ -28,9 +28,10 @@ from callboard.address import AgentAddress, json_problem, parse_addresses
 from callboard.errors import BadRequest, Forbidden, TaskBusy, TooLarge, UnknownTask
 from callboard.limits import HISTORY_MAX, PAGE_SIZE_MAX, PUSH_CONFIGS_MAX, Limits
 from callboard.model import Caller, Message, Part, SendResult, built, new_id
-from callboard.requests import SendRequest
+from callboard.requests import SendRequest, TaskListQuery
 from callboard.service.content import check_idempotency_key, check_text
 from callboard.service.events import AsyncSubscription, MailboxEvents
+from callboard.service.identity_gate import as_agent
 from callboard.service.push_targets import check_webhook
 from callboard.service.sending import Sending
 from callboard.service.task_changes import (
@@ -100,6 +101,7 @@ class Tasking:
         subject: str | None = None,
     ) -> TaskSent:
         """A new task for ``worker`` (no ``task_id``), or the requester's follow-up on one."""
+        caller = as_agent(caller)
         key = _a2a_key(a2a_message_id, self.limits)
         _check_metadata(metadata, self.limits)
         if task_id is not None:
@@ -158,6 +160,7 @@ class Tasking:
 
     def cancel_task(self, caller: Caller, task_id: str) -> Task:
         """The requester's cancel: the task is canceled, and its worker told by mail."""
+        caller = as_agent(caller)
         for _ in range(MOVE_ATTEMPTS):
             task = self._party_task(caller, task_id)
             _requester_only(caller, task, "cancel it")
@@ -182,6 +185,7 @@ class Tasking:
         last_chunk: bool = True,
     ) -> Task:
         """The worker's move: a new state, a status message, artifacts; mail to the requester."""
+        caller = as_agent(caller)
         wanted = parse_state(state) if isinstance(state, str) and not isinstance(state, TaskState) else state
         status_parts = checked_parts(parts, self.limits)
         new_artifacts = checked_artifacts(artifacts, self.limits)
@@ -273,44 +277,36 @@ class Tasking:
     def get_task(self, caller: Caller, task_id: str, *, history_length: int | None = None) -> Task:
         """The task, for its requester or worker; ``history_length``: its newest messages with it
         (None or 0: none)."""
+        caller = as_agent(caller)
         task = self._party_task(caller, task_id)
         return self._with_history(task, history_length)
 
-    def list_tasks(
-        self,
-        caller: Caller,
-        *,
-        context_id: str | None = None,
-        state: TaskState | str | None = None,
-        page_size: int = 50,
-        page_token: str | None = None,
-        updated_after: datetime | None = None,
-        history_length: int = 0,
-        include_artifacts: bool = True,
-        with_agent: str | None = None,
-    ) -> TaskPage:
+    def list_tasks(self, caller: Caller, query: TaskListQuery = TaskListQuery()) -> TaskPage:
         """The caller's tasks (as requester or worker; ``with_agent``: only those between it and
         that agent), newest updated first, a page at a time."""
-        assert caller.agent is not None, "Service.as_agent first"
+        caller = as_agent(caller)
+        assert caller.agent is not None, "as_agent first"
+        page_size, history_length = query.page_size, query.history_length
         if not 1 <= page_size <= PAGE_SIZE_MAX:
             raise BadRequest(f"page size {page_size}: give 1-{PAGE_SIZE_MAX}.")
         _check_history_length(history_length)
+        state = query.state
         wanted = parse_state(state) if isinstance(state, str) and not isinstance(state, TaskState) else state
-        query = TaskQuery(
+        stored = TaskQuery(
             workspace=caller.workspace,
             agent=caller.agent,
             limit=page_size + 1,  # one more tells whether another page follows
-            context_id=context_id,
+            context_id=query.context_id,
             state=wanted.value if wanted is not None else None,
-            updated_after=updated_after.timestamp() if updated_after is not None else None,
-            after=_page_position(page_token),
-            with_agent=with_agent,
+            updated_after=query.updated_after.timestamp() if query.updated_after is not None else None,
+            after=_page_position(query.page_token),
+            with_agent=query.with_agent,
         )
-        tasks, total = self.store.tasks.list_tasks(query)
+        tasks, total = self.store.tasks.list_tasks(stored)
         more, tasks = len(tasks) > page_size, tasks[:page_size]
         token = _page_token(tasks[-1]) if more else ""
         shown = [
-            self._with_history(t if include_artifacts else t.model_copy(update={"artifacts": []}), history_length)
+            self._with_history(t if query.include_artifacts else t.model_copy(update={"artifacts": []}), history_length)
             for t in tasks
         ]
         return TaskPage(tasks=shown, next_page_token=token, page_size=page_size, total_size=total)
@@ -319,6 +315,7 @@ class Tasking:
         """The task's events past ``after_generation``, oldest first: what a subscriber missed.
         A generation the task has not reached (or below 0) is no place to resume from: Invalid,
         not an empty list that would leave the subscriber waiting for events it has seen."""
+        caller = as_agent(caller)
         task = self._party_task(caller, task_id)
         if isinstance(after_generation, bool) or not isinstance(after_generation, int) or after_generation < 0:
             raise BadRequest(f"a generation to resume after is a whole number 0 or more, not {after_generation!r}.")
@@ -348,6 +345,7 @@ class Tasking:
         auth_credentials: str | None = None,
     ) -> PushConfig:
         """Post the task's updates to ``url`` (checked: see push_targets); the id defaults to the task's."""
+        caller = as_agent(caller)
         task = self._party_task(caller, task_id)
         target = check_webhook(url, allow_private=self.allow_private_webhooks)
         config_id = config_id if config_id is not None else task.id
@@ -370,6 +368,7 @@ class Tasking:
         return self.store.tasks.set_push_config(caller.workspace, config)
 
     def get_push_config(self, caller: Caller, task_id: str, config_id: str) -> PushConfig:
+        caller = as_agent(caller)
         self._party_task(caller, task_id)
         config = self.store.tasks.get_push_config(caller.workspace, task_id, config_id)
         if config is None:
@@ -377,10 +376,12 @@ class Tasking:
         return config
 
     def list_push_configs(self, caller: Caller, task_id: str) -> list[PushConfig]:
+        caller = as_agent(caller)
         self._party_task(caller, task_id)
         return self.store.tasks.list_push_configs(caller.workspace, task_id)
 
     def delete_push_config(self, caller: Caller, task_id: str, config_id: str) -> None:
+        caller = as_agent(caller)
         self._party_task(caller, task_id)
         if not self.store.tasks.delete_push_config(caller.workspace, task_id, config_id):
             raise UnknownTask(f"task {task_id} has no push config {config_id!r}.", task_id=task_id)

@@ -20,7 +20,7 @@ from callboard.integrations.claude_code.socket_delivery import render
 from callboard.mcp.tools import mailbox_server, one_client
 from callboard.model import AgentPresence, InjectedInto, Session, WhoReport
 from callboard.procs import process_start_time
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest, SurfaceQuery
 from tests.support.claude_code_machine import FakeSession, Machine, machine  # noqa: F401 (the fixture)
 from tests.support.cli_runner import CLI, describe
 from tests.support.waiting import wait_until
@@ -59,10 +59,10 @@ def test_mail_is_injected_into_the_recipients_session_fenced_and_marked_handed_b
     assert frame[0] == {"type": "auth", "token": "f" * 32}  # the peerToken of the session's key file
     assert frame[1]["type"] == "user" and frame[1]["session_id"] == session.session_id
     text = frame[1]["message"]["content"]
-    assert text == render(alice.read(peek=True).items)
+    assert text == render(alice.read(ReadQuery(peek=True)).items)
     assert "from: bob" in text and "Can you review PR 12?" in text and "from-mode" not in text
     assert status(bob, sent.message_id, "alice") == ("handed", "socket")
-    assert alice.surface(via="hook").items == []  # the hooks will not put it before the agent again
+    assert alice.surface(SurfaceQuery(via="hook")).items == []  # the hooks will not put it before the agent again
 
 
 def test_a_message_goes_into_one_session_of_the_agent_once(machine):
@@ -120,7 +120,7 @@ def test_another_agents_session_is_not_touched(machine):
 
     assert report.injected == () and report.problem is None
     assert carol.listener.received() == []
-    assert machine.client("carol").read(peek=True).items == []
+    assert machine.client("carol").read(ReadQuery(peek=True)).items == []
 
 
 def test_a_session_of_another_workspace_is_not_touched(machine):
@@ -229,7 +229,7 @@ def test_a_dead_socket_surfaces_nothing_and_the_send_stands(machine):
     assert report.problem is not None
     assert report.problem.startswith(f"could not inject mail into Claude Code session {session.pid}: cannot write")
     assert status(bob, sent.message_id, "alice") == ("queued", None)
-    assert [i.message.id for i in machine.client("alice").surface(via="hook").items] == [sent.message_id]
+    assert [i.message.id for i in machine.client("alice").surface(SurfaceQuery(via="hook")).items] == [sent.message_id]
 
 
 def test_a_failing_mailbox_is_a_problem_reported_never_raised(machine):

@@ -20,7 +20,7 @@ from callboard.integrations.claude_code.socket_delivery import SessionSocket, So
 from callboard.integrations.hooks.state import injector_running
 from callboard.model import Message
 from callboard.procs import process_start_time
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest, SurfaceQuery
 from tests.support.forgery import assert_reads_as_from_only, forged
 from tests.support.frame_listener import FrameListener
 from tests.support.waiting import wait_until
@@ -90,12 +90,12 @@ def test_new_mail_is_written_into_the_session_fenced_once_and_marked_handed_by_s
     assert frame[0] == {"type": "auth", "token": "child-token"}
     assert frame[1]["type"] == "user" and frame[1]["priority"] == "next" and frame[1]["session_id"] == "sess-1"
     text = frame[1]["message"]["content"]
-    assert text == render(alice.read(peek=True).items)  # the fenced rendering, nothing else
+    assert text == render(alice.read(ReadQuery(peek=True)).items)  # the fenced rendering, nothing else
     assert "from: bob" in text and "Can you review PR 12?" in text and "BEGIN MESSAGE" in text
     # The frame was taken, not yet the model's: handed, until the transcript shows the turn.
     assert status_of(bob, sent.message_id, "alice") == ("handed", "socket", True)
-    assert alice.surface(via="hook").items == []  # the hooks will not put it before the agent again
-    assert alice.read(peek=True).items[0].message.id == sent.message_id  # still unread
+    assert alice.surface(SurfaceQuery(via="hook")).items == []  # the hooks will not put it before the agent again
+    assert alice.read(ReadQuery(peek=True)).items[0].message.id == sent.message_id  # still unread
 
     second = bob.send(SendRequest(to="alice", text="and PR 13"))
     wait_until(lambda: len(listener.received()) == 2, what="a second frame")
@@ -108,7 +108,7 @@ def test_mail_that_waited_before_the_injector_started_is_written_at_once(agents,
     alice, bob = agents("alice"), agents("bob")
     first = bob.send(SendRequest(to="alice", text="one"))
     bob.send(SendRequest(to="alice", text="two"))
-    alice.read(limit=1)  # the first is read already: only the second is new to the agent
+    alice.read(ReadQuery(limit=1))  # the first is read already: only the second is new to the agent
 
     injectors(alice, target)
     (frame,) = wait_until(listener.frames, what="a frame")
@@ -133,7 +133,7 @@ def test_a_socket_that_is_gone_stops_the_injector_and_leaves_the_mail_to_the_hoo
         "leave the mail for its hooks."
     ]
     assert status_of(bob, sent.message_id, "alice") == ("queued", None, False)  # never marked surfaced
-    assert [i.message.id for i in alice.surface(via="hook").items] == [sent.message_id]
+    assert [i.message.id for i in alice.surface(SurfaceQuery(via="hook")).items] == [sent.message_id]
 
 
 def test_a_session_that_holds_peer_messages_gets_its_mail_through_the_hooks(agents, session, injectors, project):

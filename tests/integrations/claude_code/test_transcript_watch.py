@@ -15,7 +15,7 @@ from callboard.integrations.claude_code.transcript_watch import (
     transcript_of,
 )
 from callboard.model import Caller, MailItem
-from callboard.requests import SendRequest
+from callboard.requests import SendRequest, SurfaceQuery
 from callboard.service.door import Service
 from callboard.store.opening import open_store
 
@@ -38,7 +38,7 @@ def shown(items: list[MailItem]) -> str:
 def test_only_records_that_take_text_to_the_model_are_evidence(tmp_path: Path):
     bob, alice = clients(tmp_path)
     bob.send(SendRequest(to="alice", text="hello"))
-    (item,) = alice.surface(via="socket").items
+    (item,) = alice.surface(SurfaceQuery(via="socket")).items
     text = shown([item])
     assert fenced_ids({"type": "attachment", "attachment": {"type": "queued_command", "prompt": text}}) == [
         item.message.id
@@ -55,7 +55,7 @@ def test_only_records_that_take_text_to_the_model_are_evidence(tmp_path: Path):
 def test_the_watcher_confirms_handed_mail_once_its_turn_is_recorded(tmp_path: Path):
     bob, alice = clients(tmp_path)
     sent = bob.send(SendRequest(to="alice", text="hello"))
-    (item,) = alice.surface(via="socket").items
+    (item,) = alice.surface(SurfaceQuery(via="socket")).items
     text = shown([item])
     home = tmp_path / "home"
     transcript = home / ".claude" / "projects" / "-x-proj" / "sess-9.jsonl"

@@ -19,7 +19,7 @@ from callboard.integrations.claude_code.socket_delivery import render
 from callboard.integrations.claude_code.unserved_sessions import Note
 from callboard.model import RecipientStatus
 from callboard.procs import process_start_time
-from callboard.requests import SendRequest
+from callboard.requests import ReadQuery, SendRequest, SurfaceQuery
 from tests.support.claude_code_machine import FakeSession, Machine, machine  # noqa: F401 (the fixture)
 from tests.support.waiting import wait_until
 
@@ -119,7 +119,7 @@ def test_the_next_injection_confirms_what_the_transcript_shows_the_model_took(ma
 
     row = alice_row(machine, sent.message_id)
     assert (row.state, row.history[-1].event, row.history[-1].detail) == ("surfaced", "surfaced", "transcript")
-    assert alice.surface(via="hook").items == []  # not again
+    assert alice.surface(SurfaceQuery(via="hook")).items == []  # not again
 
 
 def test_a_dead_sessions_transcript_is_read_before_its_mail_is_judged(machine):
@@ -140,7 +140,7 @@ def test_a_dead_sessions_transcript_is_read_before_its_mail_is_judged(machine):
     assert alice_row(machine, took.message_id).state == "surfaced"
     assert alice_row(machine, missed.message_id).state == "queued"
     # The next session's hooks put only the mail its model never took before it.
-    assert [i.message.id for i in alice.surface(via="hook").items] == [missed.message_id]
+    assert [i.message.id for i in alice.surface(SurfaceQuery(via="hook")).items] == [missed.message_id]
 
 
 def test_confirming_reads_only_evidence_records_and_goes_on_without_notes(machine):
@@ -149,7 +149,7 @@ def test_confirming_reads_only_evidence_records_and_goes_on_without_notes(machin
     assert confirm_injected(bob, machine.env) == []  # nothing injected: nothing to read
     sent = bob.send(SendRequest(to="alice", text="queued only"))
     inject_sent(bob, sent, machine.env)
-    text = render(machine.client("alice").read(peek=True).items)
+    text = render(machine.client("alice").read(ReadQuery(peek=True)).items)
     write_transcript(machine, session, text, kind="queue-operation")  # queued, no model request yet
 
     assert confirm_injected(bob, machine.env) == []

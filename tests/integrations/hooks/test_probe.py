@@ -9,7 +9,7 @@ from pathlib import Path
 from callboard.client.local import LocalClient
 from callboard.config import Settings
 from callboard.integrations.hooks.probe import may_have_mail
-from callboard.requests import SendRequest
+from callboard.requests import SendRequest, SurfaceQuery
 
 
 def test_the_probe_agrees_with_surface(tmp_path: Path) -> None:
@@ -24,7 +24,7 @@ def test_the_probe_agrees_with_surface(tmp_path: Path) -> None:
         assert may_have_mail(db, "default", "bob")
         assert not may_have_mail(db, "default", "bob", urgent_only=True)
         assert not may_have_mail(db, "default", "carol") and not may_have_mail(db, "elsewhere", "bob")
-        assert len(bob.surface(via="hook").items) == 1
+        assert len(bob.surface(SurfaceQuery(via="hook")).items) == 1
         assert not may_have_mail(db, "default", "bob")  # surfaced: nothing new
         alice.send(SendRequest(to="bob", text="now!", urgent=True))
         assert may_have_mail(db, "default", "bob", urgent_only=True)

@@ -15,6 +15,7 @@ from callboard.identity import DEFAULT_WORKSPACE
 from callboard.integrations.hooks.state import take_injector_lock
 from callboard.model import Caller
 from callboard.procs import process_start_time
+from callboard.requests import SurfaceQuery
 from callboard.service.door import Service
 from callboard.store.sqlite.store import SQLiteStore
 from tests.integrations.hooks.conftest import AGENT, Hooks
@@ -155,7 +156,7 @@ def test_the_stop_hook_confirms_handed_mail_surfaced_from_the_transcript(hooks: 
     service = Service(SQLiteStore(hooks.cli.default_db), machine="testhost")
     try:  # the session's server writes it into the socket: handed to the session
         caller = Caller(workspace=DEFAULT_WORKSPACE, agent=AGENT, session_id=session["id"])
-        handed = LocalClient(service, caller).surface(via="socket")
+        handed = LocalClient(service, caller).surface(SurfaceQuery(via="socket"))
     finally:
         service.store.close()
     assert [item.message.id for item in handed.items] == [message]

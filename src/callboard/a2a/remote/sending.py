@@ -93,7 +93,7 @@ class RowSender:
             return True
         try:
             if update.kind == "artifact" and update.artifact is not None:
-                self.service.update_task(
+                self.service.tasking.update_task(
                     out.worker,
                     out.task.id,
                     artifacts=[update.artifact],
@@ -116,13 +116,15 @@ class RowSender:
             state = None
         if state is None and not parts:
             return
-        self.service.update_task(out.worker, out.task.id, state=state, parts=parts)
+        self.service.tasking.update_task(out.worker, out.task.id, state=state, parts=parts)
 
     def _fail(self, out: Outgoing, reason: str) -> None:
         """The task failed with the reason, told to its sender by mail; the row settled."""
         with contextlib.suppress(TaskFinished):
             text = f"task {out.task.id} failed: {reason}"
-            self.service.update_task(out.worker, out.task.id, state=TaskState.FAILED, parts=[built(Part, text=text)])
+            self.service.tasking.update_task(
+                out.worker, out.task.id, state=TaskState.FAILED, parts=[built(Part, text=text)]
+            )
         self.outbox.settle(out.send, reason)
 
     async def _cancel_remote_task(self, out: Outgoing, remote_task_id: str) -> None:

@@ -52,6 +52,7 @@ from callboard.a2a.server.errors import a2a_errors
 from callboard.errors import UnknownTask
 from callboard.model import Caller, new_id
 from callboard.model import Message as OurMessage
+from callboard.requests import TaskListQuery
 from callboard.service.door import Service
 from callboard.service.events import AsyncSubscription
 from callboard.tasks import FINAL, WAITING_ON_REQUESTER, PushConfig, Task, TaskSent
@@ -90,7 +91,7 @@ class CallboardRequestHandler(RequestHandler):
             raise InvalidParamsError(message="historyLength must be 0 or more.")
         blocking = not config.return_immediately
         # Where the caller's mailbox stands before the send: a plain reply after it answers the send.
-        cursor = await self._run(self._service.mailbox_position, caller) if blocking else 0
+        cursor = await self._run(self._service.mailbox.mailbox_position, caller) if blocking else 0
         # Subscribed before the send: a move of the task after its commit wakes the wait below.
         waiting = (
             self._service.subscriptions.subscribe_async(caller.workspace, caller.agent) if blocking else nullcontext()
@@ -106,7 +107,7 @@ class CallboardRequestHandler(RequestHandler):
                 return a2a_task(answer)  # read with its history already
         if history:
             with a2a_errors():
-                task = await self._run(self._service.get_task, caller, task.id, history_length=history)
+                task = await self._run(self._service.tasking.get_task, caller, task.id, history_length=history)
         return a2a_task(task)
 
     @validate_request_params
@@ -134,7 +135,7 @@ class CallboardRequestHandler(RequestHandler):
             if message.task_id:
                 await self._own_task(caller, worker, message.task_id, message.context_id)
             sent = await self._run(
-                self._service.open_task,
+                self._service.tasking.open_task,
                 caller,
                 worker,
                 parts,
@@ -154,7 +155,7 @@ class CallboardRequestHandler(RequestHandler):
     async def _own_task(self, caller: Caller, worker: str, task_id: str, context_id: str) -> Task:
         """The task a follow-up names: the caller's, worked on by the agent addressed, in the
         context the message names (if it names one)."""
-        task = await self._run(self._service.get_task, caller, task_id)
+        task = await self._run(self._service.tasking.get_task, caller, task_id)
         if task.worker != worker:
             raise TaskNotFoundError(message=f"no task {task_id!r} of agent {worker}; ask the agent that has it.")
         if context_id and thread_of(caller, context_id) != task.context_id:
@@ -186,7 +187,7 @@ class CallboardRequestHandler(RequestHandler):
             if reply is not None:
                 return a2a_reply(reply, task.context_id)
         with a2a_errors():
-            return await self._run(self._service.get_task, caller, task.id, history_length=history)
+            return await self._run(self._service.tasking.get_task, caller, task.id, history_length=history)
 
     def _look(
         self, caller: Caller, task_id: str, history: int, cursor: int, sent: TaskSent
@@ -194,16 +195,16 @@ class CallboardRequestHandler(RequestHandler):
         """The task (with its history once settled: the answer) and the worker's plain reply past
         ``cursor``, in one trip off the event loop. The requester's every mail wakes its blocking
         sends, so most looks find their task unmoved: they read no history."""
-        task = self._service.get_task(caller, task_id)
+        task = self._service.tasking.get_task(caller, task_id)
         if task.state in SETTLED and history:
-            task = self._service.get_task(caller, task_id, history_length=history)
+            task = self._service.tasking.get_task(caller, task_id, history_length=history)
         reply, cursor = self._reply(caller, cursor, sent.send.message_id, task.worker)
         return task, reply, cursor
 
     def _reply(self, caller: Caller, cursor: int, asked: str, worker: str) -> tuple[OurMessage | None, int]:
         """The worker's plain reply (no task move) to the mail ``asked`` among the caller's mail
         past ``cursor``, and the cursor past what was looked at."""
-        items = self._service.deliveries_since(caller, cursor)
+        items = self._service.mailbox.deliveries_since(caller, cursor)
         for item in items:
             message = item.message
             if message.reply_to == asked and message.task_id is None and message.sender == worker:
@@ -220,10 +221,10 @@ class CallboardRequestHandler(RequestHandler):
         if stop_at_snapshot and task.state in SETTLED:
             return
         generation = task.generation if after is None else after
-        with self._service.subscribe_task(caller.workspace, task.id) as changes:
+        with self._service.tasking.subscribe_task(caller.workspace, task.id) as changes:
             while not self._service.subscriptions.closed:
                 with a2a_errors():
-                    events = await self._run(self._service.task_events, caller, task.id, generation)
+                    events = await self._run(self._service.tasking.task_events, caller, task.id, generation)
                 for event in events:
                     yield a2a_event(event, task.context_id)
                     generation = event.generation
@@ -248,7 +249,7 @@ class CallboardRequestHandler(RequestHandler):
         """The caller's task (requester or worker), if it is one of the agent the URL addresses:
         an agent's endpoint answers for its own tasks only."""
         with a2a_errors():
-            task = await self._run(self._service.get_task, caller, task_id, history_length=history)
+            task = await self._run(self._service.tasking.get_task, caller, task_id, history_length=history)
         if agent not in (task.worker, task.requester):
             raise TaskNotFoundError(message=f"no task {task_id!r} of agent {agent}; ask the agent that has it.")
         return task
@@ -266,16 +267,18 @@ class CallboardRequestHandler(RequestHandler):
         )
         with a2a_errors():
             page = await self._run(
-                self._service.list_tasks,
+                self._service.tasking.list_tasks,
                 caller,
-                context_id=thread_of(caller, params.context_id),
-                state=our_state(params.status),
-                page_size=params.page_size if params.HasField("page_size") else DEFAULT_PAGE_SIZE,
-                page_token=params.page_token or None,
-                updated_after=after,
-                history_length=history,
-                include_artifacts=params.include_artifacts,
-                with_agent=agent,
+                TaskListQuery(
+                    context_id=thread_of(caller, params.context_id),
+                    state=our_state(params.status),
+                    page_size=params.page_size if params.HasField("page_size") else DEFAULT_PAGE_SIZE,
+                    page_token=params.page_token or None,
+                    updated_after=after,
+                    history_length=history,
+                    include_artifacts=params.include_artifacts,
+                    with_agent=agent,
+                ),
             )
         return ListTasksResponse(
             tasks=[a2a_task(task, include_artifacts=params.include_artifacts) for task in page.tasks],
@@ -289,7 +292,7 @@ class CallboardRequestHandler(RequestHandler):
         caller, agent = _parties(context)
         await self._agents_task(caller, agent, params.id)
         with a2a_errors(canceling=True):
-            task = await self._run(self._service.cancel_task, caller, params.id)
+            task = await self._run(self._service.tasking.cancel_task, caller, params.id)
         return a2a_task(task)
 
     @validate_request_params
@@ -301,7 +304,7 @@ class CallboardRequestHandler(RequestHandler):
         after = resume_after(context)
         if after is not None:  # the service's rule on where one may resume, checked before the stream starts
             with a2a_errors():
-                await self._run(self._service.task_events, caller, task.id, after)
+                await self._run(self._service.tasking.task_events, caller, task.id, after)
         if task.state in FINAL and (after is None or after == task.generation):
             raise UnsupportedOperationError(
                 message=f"task {task.id} is {task.state.value}: nothing more will happen to it; GetTask reads it."
@@ -324,7 +327,7 @@ class CallboardRequestHandler(RequestHandler):
         with a2a_errors():
             auth = params.authentication if params.HasField("authentication") else None
             config = await self._run(
-                self._service.set_push_config,
+                self._service.tasking.set_push_config,
                 caller,
                 task_id,
                 params.url,
@@ -341,7 +344,7 @@ class CallboardRequestHandler(RequestHandler):
     ) -> TaskPushNotificationConfig:
         caller, _ = _parties(context)
         with a2a_errors():
-            config = await self._run(self._service.get_push_config, caller, params.task_id, params.id)
+            config = await self._run(self._service.tasking.get_push_config, caller, params.task_id, params.id)
         return a2a_push_config(config)
 
     @validate_request_params
@@ -350,7 +353,7 @@ class CallboardRequestHandler(RequestHandler):
     ) -> ListTaskPushNotificationConfigsResponse:
         caller, _ = _parties(context)
         with a2a_errors():
-            configs = await self._run(self._service.list_push_configs, caller, params.task_id)
+            configs = await self._run(self._service.tasking.list_push_configs, caller, params.task_id)
         return ListTaskPushNotificationConfigsResponse(configs=[a2a_push_config(config) for config in configs])
 
     @validate_request_params
@@ -359,9 +362,9 @@ class CallboardRequestHandler(RequestHandler):
     ) -> None:
         caller, _ = _parties(context)
         with a2a_errors():
-            await self._run(self._service.get_task, caller, params.task_id)  # an unknown task is not found
+            await self._run(self._service.tasking.get_task, caller, params.task_id)  # an unknown task is not found
         try:  # A2A: deleting a config that is gone already is no error
-            await self._run(self._service.delete_push_config, caller, params.task_id, params.id)
+            await self._run(self._service.tasking.delete_push_config, caller, params.task_id, params.id)
         except UnknownTask:
             pass
 

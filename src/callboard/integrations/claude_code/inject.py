@@ -54,6 +54,7 @@ from callboard.integrations.claude_code.socket_delivery import BATCH, write_batc
 from callboard.integrations.claude_code.unserved_sessions import Note
 from callboard.model import InjectedInto, SendResult, Session, WhoReport, unserved_runtime
 from callboard.procs import process_alive, process_command_line, process_environment, process_start_time
+from callboard.requests import SurfaceQuery
 
 UNSERVED_RUNTIME = unserved_runtime(CLAUDE_CODE.runtime)  # "claude-code-unserved": see Session.unserved
 TIMEOUT_SECONDS = 1.0  # a session's socket is local: it answers at once or not at all
@@ -112,7 +113,7 @@ def _inject(client: Client, sent: SendResult, env: Mapping[str, str], settings: 
 def _inject_into(
     client: Client, recipient: Client, agent: str, session: ClaudeSession, settings: Settings, env: Mapping[str, str]
 ) -> InjectedInto | None:
-    if not recipient.surface(via="socket", peek=True, limit=1).items:
+    if not recipient.surface(SurfaceQuery(via="socket", peek=True, limit=1)).items:
         return None  # nothing waiting: another session of the agent took it, or it was read
     current = claude_sessions.session_of(session.pid, env)  # the session id follows /clear
     if current is None or current.socket_path is None:

@@ -32,13 +32,12 @@ from callboard.model import (
     ReadResult,
     SendResult,
     Session,
-    SurfacePath,
     WhoAmI,
     WhoReport,
     Workspace,
 )
 from callboard.remotes import RemoteAgent
-from callboard.requests import SendRequest
+from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
@@ -97,11 +96,11 @@ class InjectingClient:
     def as_agent(self, agent: str, session_id: str | None = None) -> Client:
         return self._client.as_agent(agent, session_id)
 
-    def read(self, *, peek: bool = False, after: int | None = None, limit: int = 100, wait: float = 0.0) -> ReadResult:
-        return self._client.read(peek=peek, after=after, limit=limit, wait=wait)
+    def read(self, query: ReadQuery = ReadQuery()) -> ReadResult:
+        return self._client.read(query)
 
-    def inbox(self, *, include_acked: bool = False, limit: int = 50) -> list[MailItem]:
-        return self._client.inbox(include_acked=include_acked, limit=limit)
+    def inbox(self, query: InboxQuery = InboxQuery()) -> list[MailItem]:
+        return self._client.inbox(query)
 
     def unread_count(self) -> int:
         return self._client.unread_count()
@@ -115,10 +114,8 @@ class InjectingClient:
     def mark_read(self, message_ids: Sequence[str]) -> MarkResult:
         return self._client.mark_read(message_ids)
 
-    def surface(
-        self, *, via: SurfacePath, urgent_only: bool = False, limit: int = 100, wait: float = 0.0, peek: bool = False
-    ) -> ReadResult:
-        return self._client.surface(via=via, urgent_only=urgent_only, limit=limit, wait=wait, peek=peek)
+    def surface(self, query: SurfaceQuery) -> ReadResult:
+        return self._client.surface(query)
 
     def confirm_surfaced(self, message_ids: Sequence[str], evidence: str = "transcript") -> MarkResult:
         return self._client.confirm_surfaced(message_ids, evidence)
@@ -210,15 +207,8 @@ class InjectingClient:
     def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
         return self._client.get_task(task_id, history_length=history_length)
 
-    def list_tasks(
-        self,
-        *,
-        context_id: str | None = None,
-        state: TaskState | str | None = None,
-        page_size: int = 50,
-        page_token: str | None = None,
-    ) -> TaskPage:
-        return self._client.list_tasks(context_id=context_id, state=state, page_size=page_size, page_token=page_token)
+    def list_tasks(self, query: TaskListQuery = TaskListQuery()) -> TaskPage:
+        return self._client.list_tasks(query)
 
     def list_workspaces(self) -> list[Workspace]:
         return self._client.list_workspaces()

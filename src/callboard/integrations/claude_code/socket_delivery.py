@@ -38,6 +38,7 @@ from callboard.integrations.hooks.state import DeliveryClaim, take_injector_lock
 from callboard.limits import DELIVERY_ERROR_CHARS
 from callboard.model import DeliveryState, MailItem
 from callboard.procs import process_start_time
+from callboard.requests import ReadQuery, SurfaceQuery
 
 # Receipts after which the session will not take our frames: leave its mail to the hooks.
 REFUSING_RECEIPTS = frozenset({"refused", "denied"})
@@ -188,7 +189,7 @@ class SocketInjector:
             try:
                 # Peek, so nothing is taken before the socket is known to be there.
                 seen = self._client.read(
-                    peek=True, after=position, limit=BATCH, wait=0.0 if position is None else self._wait
+                    ReadQuery(peek=True, after=position, limit=BATCH, wait=0.0 if position is None else self._wait)
                 )
                 position = seen.cursor
                 fresh = any(item.state.rank < DeliveryState.handed.rank for item in seen.items)
@@ -248,7 +249,7 @@ def write_batch(
     is marked handed only to a session that is there to get it."""
     connection = claude_sessions.connect(socket_path, timeout=timeout)
     try:
-        taken = client.surface(via="socket", limit=BATCH)
+        taken = client.surface(SurfaceQuery(via="socket", limit=BATCH))
     except BaseException:
         connection.close()
         raise

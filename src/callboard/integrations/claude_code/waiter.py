@@ -42,6 +42,7 @@ from callboard.integrations.hooks.context import HookContext
 from callboard.integrations.hooks.handlers import register
 from callboard.integrations.hooks.state import injector_running, take_waiter_lock, waiter_lock_path
 from callboard.procs import process_alive, process_command_line
+from callboard.requests import SurfaceQuery
 
 WAIT_SECONDS = HEARTBEAT_SECONDS  # one round of waiting on the mailbox; each round heartbeats
 WATCH_SECONDS = 0.2  # how soon the end of the agent CLI is noticed
@@ -85,7 +86,7 @@ def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
     register(ctx)
     while True:
         # A look that marks nothing: the woken turn's UserPromptSubmit hook takes the mail.
-        if ctx.client().surface(via="waiter", wait=WAIT_SECONDS, peek=True).items:
+        if ctx.client().surface(SurfaceQuery(via="waiter", wait=WAIT_SECONDS, peek=True)).items:
             if injector_running(home, pid, start):
                 return 0  # the socket injector started meanwhile: the mail is its
             with watch.finish:

@@ -1,7 +1,7 @@
 """The synchronous hooks: session-start, prompt, post-tool and stop.
 
 Each takes the run's ``HookContext`` and returns the JSON to print, or None for nothing. Mail is
-taken with ``Client.surface(via="hook")``: each message reaches the model's context once, fenced
+taken with ``Client.surface(SurfaceQuery(via="hook"))``: each message reaches the model's context once, fenced
 as another agent's words, and stays unread in the mailbox.
 """
 
@@ -16,6 +16,7 @@ from callboard.errors import CallboardError, UnknownSession
 from callboard.integrations.hooks import budget, output
 from callboard.integrations.hooks.context import HookContext
 from callboard.integrations.hooks.state import prune
+from callboard.requests import SurfaceQuery
 
 if TYPE_CHECKING:
     from callboard.model import MailItem
@@ -66,7 +67,7 @@ def stop(ctx: HookContext) -> Output:
         if not budget.may_block(state, now, active):
             budget.cool_down(state, now)
             return None
-        items = ctx.client().surface(via="hook").items
+        items = ctx.client().surface(SurfaceQuery(via="hook")).items
         if not items:
             budget.quiet(state)
             return None
@@ -117,7 +118,7 @@ def mail_text(items: Sequence[MailItem], ask: str = REPLY_HINT) -> str:
 def _drain(ctx: HookContext, *, urgent_only: bool = False) -> Output:
     if not output.takes_context(ctx.client_name, ctx.event):
         return None
-    items = ctx.client().surface(via="hook", urgent_only=urgent_only).items
+    items = ctx.client().surface(SurfaceQuery(via="hook", urgent_only=urgent_only)).items
     return output.context(ctx.client_name, ctx.event, mail_text(items)) if items else None
 
 
