@@ -26,8 +26,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +93,9 @@ def refresh_ahead(key: object, refresh: Callable[[], object]) -> None:
         if _refreshing:
             return
         _refreshing = True
-        if _refresher is None:
+        if _refresher is None:  # imported here: a process that never decides from memory never needs it
+            from concurrent.futures import ThreadPoolExecutor
+
             _refresher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callboard-refresh")
         refresher = _refresher
     try:
