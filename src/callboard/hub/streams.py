@@ -21,7 +21,7 @@ from callboard.model import Caller, ReadResult
 from callboard.requests import ReadQuery, SurfaceQuery
 from callboard.service.credentials import Credential
 from callboard.service.events import AsyncSubscription, PushedDelivery
-from callboard.service.identity_gate import as_agent
+from callboard.service.identity_gate import AgentCaller, as_agent
 
 KEEPALIVE_SECONDS = 15.0
 STREAM_BATCH = 100
@@ -32,7 +32,7 @@ async def read(call: Call) -> ReadResult:
     """POST /v1/read?wait=&peek=&after=&limit= — drain (or peek) the caller's mail, waiting up to ``wait``."""
     service = call.hub.service
     credential, caller = await call.identify()
-    as_agent(caller)  # a mailbox is an agent's: no_identity before any wait
+    caller = as_agent(caller)  # a mailbox is an agent's: no_identity before any wait
     await call.no_body()
     peek, wait = call.query_bool("peek"), call.query_float("wait", 0.0, 0.0, WAIT_SECONDS_MAX)
     after = call.query_int("after", None, 0, SEQ_MAX)
@@ -48,7 +48,7 @@ async def surface(call: Call) -> ReadResult:
     put before the agent, marked surfaced by ``via`` (see Service.surface), waiting up to ``wait``."""
     service = call.hub.service
     credential, caller = await call.identify()
-    as_agent(caller)  # a mailbox is an agent's: no_identity before any wait
+    caller = as_agent(caller)  # a mailbox is an agent's: no_identity before any wait
     await call.no_body()
     via, urgent, peek = call.query("via") or "", call.query_bool("urgent"), call.query_bool("peek")
     wait = call.query_float("wait", 0.0, 0.0, WAIT_SECONDS_MAX)
@@ -66,12 +66,11 @@ async def surface(call: Call) -> ReadResult:
 
 
 async def _long_poll(
-    call: Call, credential: Credential, caller: Caller, wait: float, take: Callable[[Caller], ReadResult]
+    call: Call, credential: Credential, caller: AgentCaller, wait: float, take: Callable[[Caller], ReadResult]
 ) -> ReadResult:
     """``take(caller)`` on a worker thread, again at each signal of the caller's mailbox until it finds
     mail or ``wait`` seconds pass; the loop holds no thread while it waits. A read that waits
     counts against its credential's streams; any read ends (401) if its token is revoked."""
-    assert caller.agent is not None, "as_agent first (read, surface)"
     hub = call.hub
     deadline = time.monotonic() + wait
     with (

@@ -87,7 +87,6 @@ class Directory:
 
         Cheap to call before every such write: an agent known to exist is not looked up again."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         if self.agent_exists(caller.workspace, caller.agent):
             return
         store_needed()
@@ -242,7 +241,6 @@ class Directory:
     ) -> Channel:
         """A new channel, the caller its first member. An invite-only one is recorded."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         name = parse_channel_name(name)
         self._check_card(description, ())
         record = self._record(caller, "channel.create", f"#{name}", invite_only=True) if invite_only else None
@@ -256,7 +254,6 @@ class Directory:
     def join_channel(self, caller: Caller, name: str) -> Channel:
         """Join an open channel; an invite-only one only as one who may add members (recorded)."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         name = parse_channel_name(name)
         channel = self._channel(caller, name)
         record = None
@@ -315,7 +312,6 @@ class Directory:
 
     def leave_channel(self, caller: Caller, name: str) -> Channel:
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         name = parse_channel_name(name)
         self._channel(caller, name)
         if not self.store.directory.leave_channel(caller.workspace, name, caller.agent):
@@ -349,7 +345,6 @@ class Directory:
         ``_claimable``)."""
         caller = as_agent(caller)
         pid, machine, proc_start, terminal = request.pid, request.machine, request.proc_start, request.terminal
-        assert caller.agent is not None, "as_agent first"
         if not 1 <= pid <= PID_MAX:
             raise BadRequest(f"pid {shown(str(pid), 30)} is not a process id: pids are 1-{PID_MAX}.")
         if proc_start is not None and not 0 <= proc_start <= PROC_START_MAX:
@@ -472,8 +467,7 @@ class Directory:
         """The sessions whose mail a read by ``caller`` skips: its agent's other live sessions.
         Mail pushed to one pane is that pane's while it lives; once it is gone, any pane's (and
         a read as the agent, in no session, sees the whole mailbox)."""
-        assert caller.agent is not None, "as_agent first"
-        if caller.session_id is None:
+        if caller.session_id is None or caller.agent is None:  # (a session is always an agent's)
             return ()
         now = self.clock()
         return tuple(

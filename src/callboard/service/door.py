@@ -126,7 +126,6 @@ class Service:
         """Who the caller is: ``source`` says which rule (or credential) named its agent, ``store``
         where this service is reached (a hub's URL; by default, its store's location)."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         return WhoAmI(
             workspace=caller.workspace,
             agent=caller.agent,
@@ -181,7 +180,6 @@ class Service:
         """Register the caller's process as a session (see ``Directory.register_session``); a
         session this one replaced gives back its handed mail."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         session = self.directory.register_session(caller, request)
         self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
         return session
@@ -189,7 +187,6 @@ class Service:
     def end_session(self, caller: Caller, session_id: str) -> Session:
         """End the session; mail handed to it and not surfaced goes back to the mailbox."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         session = self.directory.end_session(caller, session_id)
         self.handover.return_stranded(caller.workspace, caller.agent, self.clock())
         return session

@@ -29,7 +29,7 @@ from callboard.limits import DELIVERY_ERROR_CHARS
 from callboard.model import SURFACE_PATHS, Caller, DeliveryEvent, DeliveryState, MarkResult, RecipientStatus
 from callboard.procs import process_alive
 from callboard.service.content import check_message_ids, check_text
-from callboard.service.identity_gate import as_agent
+from callboard.service.identity_gate import AgentCaller, as_agent
 
 if TYPE_CHECKING:
     from callboard.service.directory import Directory
@@ -108,9 +108,8 @@ class Handover:
         self.liveness = liveness
         self.clock = clock
 
-    def confirm_surfaced(self, caller: Caller, message_ids: Sequence[str], evidence: str) -> MarkResult:
+    def confirm_surfaced(self, caller: AgentCaller, message_ids: Sequence[str], evidence: str) -> MarkResult:
         """See Service.confirm_surfaced."""
-        assert caller.agent is not None, "as_agent first"
         if evidence not in EVIDENCE:
             raise BadRequest(f"evidence must be one of {', '.join(EVIDENCE)}.")
         check_message_ids(message_ids, "confirm")
@@ -128,7 +127,6 @@ class Handover:
         ``peer_message_status``): recorded in each message's history; mail the model will never
         see (expired, refused, denied, dropped) goes back to the mailbox. The ids recorded."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         if status not in RECEIPTS:
             raise BadRequest(f"status must be one of {', '.join(RECEIPTS)}.")
         check_message_ids(message_ids, "record")

@@ -22,7 +22,7 @@ from callboard.service.directory import Directory
 from callboard.service.events import MailboxEvents
 from callboard.service.from_memory import memory_only, refresh_ahead, store_needed
 from callboard.service.handing import Handover, hands
-from callboard.service.identity_gate import as_agent
+from callboard.service.identity_gate import AgentCaller, as_agent
 from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
 
@@ -56,7 +56,6 @@ class Mailbox:
         """
         caller = as_agent(caller)
         peek, after, limit, wait = query.peek, query.after, query.limit, query.wait
-        assert caller.agent is not None, "as_agent first"
         self.check_read_options(limit=limit, after=after, wait=wait)
         # Where the mailbox stood before looking: mail that lands while we look is past it, so a
         # reader that resumes from an empty read's cursor still gets that mail.
@@ -72,7 +71,6 @@ class Mailbox:
     def held_mail(self, caller: Caller) -> list[HeldMail]:
         """The caller's mail a loop or flood guard holds now, and why (see holds)."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         return holds.held_mail(self.store.guard_facts, caller.workspace, [caller.agent], self.clock())
 
     def surface(self, caller: Caller, query: SurfaceQuery) -> ReadResult:
@@ -87,8 +85,7 @@ class Mailbox:
         mark nothing (a look before deciding to surface)."""
         caller = as_agent(caller)
         via, urgent_only, limit, wait, peek = query.via, query.urgent_only, query.limit, query.wait, query.peek
-        agent = caller.agent  # a local: the take below (a lambda) sees it narrowed
-        assert agent is not None, "as_agent first"
+        agent = caller.agent
         if via not in SURFACE_PATHS:
             raise BadRequest(f"via must be one of {', '.join(SURFACE_PATHS)}.")
         self.check_read_options(limit=limit, after=None, wait=wait)
@@ -120,9 +117,8 @@ class Mailbox:
         unread = self._unread(caller, hidden)
         return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
 
-    def _next_release(self, caller: Caller) -> float | None:
+    def _next_release(self, caller: AgentCaller) -> float | None:
         """Seconds until the first of the caller's held mail is let through (None: none held)."""
-        assert caller.agent is not None, "as_agent first"
         held = self.store.guard_facts.held_mail(caller.workspace, [caller.agent], self.clock())
         if not held:
             return None
@@ -145,7 +141,6 @@ class Mailbox:
         """The caller's deliveries past ``cursor`` in sequence order, marking nothing (streams).
         ``hidden``: ``hidden_targets(caller)`` when the caller already has it."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         self.check_read_options(limit=limit, after=cursor, wait=0)
         if hidden is None:
             hidden = self.directory.hidden_targets(caller)
@@ -156,12 +151,10 @@ class Mailbox:
         live session's). Decided from memory (``from_memory``), the count kept since it was last
         counted (see ``UnreadCounts``)."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         return self._unread(caller, self.directory.hidden_targets(caller))
 
-    def _unread(self, caller: Caller, hidden: Sequence[str]) -> int:
+    def _unread(self, caller: AgentCaller, hidden: Sequence[str]) -> int:
         workspace, agent = caller.workspace, caller.agent
-        assert agent is not None, "as_agent first"
 
         def count() -> int:
             return self.unread.count(
@@ -181,12 +174,11 @@ class Mailbox:
     def mailbox_position(self, caller: Caller) -> int:
         """The caller's newest delivery sequence number: a stream that starts now resumes after it."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         return self.store.mailbox.last_seq(caller.workspace, caller.agent)
 
     def _wait_for(
         self,
-        caller: Caller,
+        caller: AgentCaller,
         take: Callable[[], list[MailItem]],
         wait: float,
         release: Callable[[], float | None] | None = None,
@@ -194,7 +186,6 @@ class Mailbox:
         """``take()`` now, or, with ``wait``, again each time the caller's mailbox changes until
         it finds something or the wait ends. ``release``: seconds until held mail is let through
         (no send marks that moment, so the wait looks again then by itself)."""
-        assert caller.agent is not None, "as_agent first"
         if wait <= 0:
             return take()
         deadline = time.monotonic() + wait
@@ -208,8 +199,9 @@ class Mailbox:
                 due = release() if release is not None else None
                 subscription.wait(remaining if due is None else min(remaining, due + 0.01))
 
-    def _take(self, caller: Caller, peek: bool, after: int | None, limit: int, hidden: Sequence[str]) -> list[MailItem]:
-        assert caller.agent is not None, "as_agent first"
+    def _take(
+        self, caller: AgentCaller, peek: bool, after: int | None, limit: int, hidden: Sequence[str]
+    ) -> list[MailItem]:
         if peek:
             return self.store.mailbox.peek(caller.workspace, caller.agent, after, limit, hidden)
         return self.store.mailbox.claim(caller.workspace, caller.agent, after, limit, self.clock(), hidden)
@@ -217,7 +209,6 @@ class Mailbox:
     def inbox(self, caller: Caller, query: InboxQuery = InboxQuery()) -> list[MailItem]:
         """The newest messages of the caller's mailbox (unacked unless asked), without marking."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         self._check_limit(query.limit)
         return self.store.mailbox.newest(caller.workspace, caller.agent, query.include_acked, query.limit)
 
@@ -235,14 +226,13 @@ class Mailbox:
 
     def _mark(
         self,
-        caller: Caller,
+        caller: AgentCaller,
         message_ids: Sequence[str],
         mark: Callable[[str, str, Sequence[str], datetime], list[str]],
         verb: str,
         done: str,
     ) -> list[str]:
         """``mark`` these messages, all or (when any is not in the mailbox) none; the ids marked."""
-        assert caller.agent is not None, "as_agent first"
         check_message_ids(message_ids, verb)
         missing = mark(caller.workspace, caller.agent, message_ids, self.clock())
         self.unread.changed(caller.workspace, caller.agent)

@@ -32,7 +32,7 @@ from callboard.model import Caller, Message, RecipientOutcome, built, new_id
 from callboard.remotes import OutsideCard, RemoteAgent
 from callboard.service.directory import Directory
 from callboard.service.from_memory import memory_only, refresh_ahead, store_needed
-from callboard.service.identity_gate import as_agent
+from callboard.service.identity_gate import AgentCaller, as_agent
 from callboard.service.push_targets import check_webhook
 from callboard.service.task_changes import move_write, new_task_write
 from callboard.store.base import Store
@@ -179,7 +179,7 @@ class Remotes:
         return names
 
     def task_for(
-        self, caller: Caller, remote: RemoteAgent, thread_id: str | None
+        self, caller: AgentCaller, remote: RemoteAgent, thread_id: str | None
     ) -> tuple[str, Callable[[Message], TaskWrite]]:
         """The task a send to ``remote`` carries, and its write (with the outbox row): the
         follow-up of the sender's task in that thread that waits on it, else a new task."""
@@ -225,8 +225,7 @@ class Remotes:
 
     # --- helpers ---------------------------------------------------------------------------
 
-    def _waiting_task(self, caller: Caller, remote: RemoteAgent, thread_id: str) -> Task | None:
-        assert caller.agent is not None, "as_agent first"
+    def _waiting_task(self, caller: AgentCaller, remote: RemoteAgent, thread_id: str) -> Task | None:
         query = TaskQuery(workspace=caller.workspace, agent=caller.agent, limit=THREAD_TASKS, context_id=thread_id)
         tasks, _ = self.store.tasks.list_tasks(query)
         return next(

@@ -48,7 +48,7 @@ from callboard.service.directory import Directory
 from callboard.service.events import MailboxEvents, PushedDelivery
 from callboard.service.from_memory import NotInMemory, memory_only, store_needed
 from callboard.service.holds import Guards
-from callboard.service.identity_gate import as_agent
+from callboard.service.identity_gate import AgentCaller, as_agent
 from callboard.service.recipients import Recipients, Target
 from callboard.service.remotes import Remotes
 from callboard.service.status import visible_message
@@ -75,7 +75,7 @@ class CheckedSend:
 class _Decided:
     """What a send was decided to be, before it is stored."""
 
-    caller: Caller
+    caller: AgentCaller
     request: CheckedSend
     message: Message
     targets: list[Target]
@@ -127,7 +127,6 @@ class Sending:
         the task's change to store in the same transaction; the answer then fails with
         TaskConflict when the task changed meanwhile."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         # 1. check, and answer a repeated key with the original
         checked = self._checked(request)
         if checked.request.idempotency_key is not None and not memory_only():
@@ -180,7 +179,7 @@ class Sending:
 
     def _decide(
         self,
-        caller: Caller,
+        caller: AgentCaller,
         checked: CheckedSend,
         now: datetime,
         task: Callable[[Message], TaskWrite] | None,
@@ -217,7 +216,7 @@ class Sending:
 
     def _remote_task(
         self,
-        caller: Caller,
+        caller: AgentCaller,
         remote: RemoteAgent,
         thread: str | None,
         task_id: str | None,
@@ -246,9 +245,8 @@ class Sending:
             )
         return CheckedSend(addresses, content, subject, request, fingerprint)
 
-    def _thread(self, caller: Caller, thread_id: str | None, reply_to: str | None) -> str | None:
+    def _thread(self, caller: AgentCaller, thread_id: str | None, reply_to: str | None) -> str | None:
         """A reply joins its parent's thread; a new message starts its own (its id)."""
-        assert caller.agent is not None, "as_agent first"
         if thread_id is not None or reply_to is not None:
             store_needed()
         if thread_id is not None:
@@ -294,7 +292,6 @@ class Sending:
         send committed first, unknown_recipient for a recipient deleted meanwhile, or the
         store's error."""
         caller, checked = decided.caller, decided.request
-        assert caller.agent is not None, "as_agent first"
         self.unread.sent(caller.workspace, _pushed_to(decided.targets), committed=done.exception() is None)
         try:
             seqs = done.result()

@@ -285,7 +285,6 @@ class Tasking:
         """The caller's tasks (as requester or worker; ``with_agent``: only those between it and
         that agent), newest updated first, a page at a time."""
         caller = as_agent(caller)
-        assert caller.agent is not None, "as_agent first"
         page_size, history_length = query.page_size, query.history_length
         if not 1 <= page_size <= PAGE_SIZE_MAX:
             raise BadRequest(f"page size {page_size}: give 1-{PAGE_SIZE_MAX}.")
