@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.config import JsonDict
 
 from callboard import address, limits
 from callboard.errors import BadRequest, CallboardError, TooLarge
@@ -127,6 +128,43 @@ class SendRequest(Request):
     require_live: bool = False
     idempotency_key: IdempotencyKey | None = None
     urgent: bool = Field(default=False, description="may reach a busy agent between tool calls")
+
+
+TaskId = Annotated[str, Field(json_schema_extra=described(address.UUID_PATTERN, limits.ID_CHARS, "a task id"))]
+ContextId = Annotated[
+    str, Field(json_schema_extra=described(address.UUID_PATTERN, limits.ID_CHARS, "a task's context (mail thread)"))
+]
+WorkerAddress = Annotated[
+    str,
+    Field(
+        json_schema_extra=described(
+            address.AGENT_ADDRESS_PATTERN, limits.ADDRESS_CHARS, "the agent that works on it: name, name@machine#pid"
+        )
+    ),
+]
+_ANY_CONTENT: JsonDict = {
+    "anyOf": [
+        {"required": ["text"], "properties": {"text": {"type": "string", "pattern": r"\S"}}},
+        {"required": ["parts"], "properties": {"parts": {"minItems": 1}}},
+    ]
+}
+
+
+class TaskRequest(Request):
+    """Open a task to an agent, or (with task_id) answer a task of yours that waits on you."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_ANY_CONTENT)
+
+    to: WorkerAddress
+    text: str | None = Field(default=None, description="what you ask, as text (first, before any parts)")
+    parts: list[Part] = Field(default_factory=list, max_length=limits.PARTS_MAX)
+    task_id: TaskId | None = Field(default=None, description="a task of yours waiting on you: this answers it")
+    context_id: ContextId | None = Field(default=None, description="the thread to open it in (default: a new one)")
+    subject: Subject | None = None
+    metadata: dict[str, Any] | None = None
+    message_id: Annotated[str, text_field(limits.IDEMPOTENCY_KEY_CHARS - 4, blank=False)] | None = Field(
+        default=None, description="your id for this message: a repeat with it returns the first task, never a second"
+    )
 
 
 class SessionRequest(Request):

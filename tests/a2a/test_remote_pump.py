@@ -18,7 +18,7 @@ from callboard.a2a.remote.pump import PumpSettings, RemotePump
 from callboard.a2a.remote.timeouts import RemoteTimeouts
 from callboard.errors import AlreadyExists, BadRemoteAnswer, BadRequest, RemoteUnreachable, UnknownAgent
 from callboard.model import Caller, MailItem
-from callboard.requests import ReadQuery, SendRequest
+from callboard.requests import ReadQuery, SendRequest, TaskRequest
 from callboard.service.door import Service
 from callboard.store.opening import open_store
 from callboard.tasks import TaskState
@@ -325,13 +325,15 @@ def test_a_task_opened_for_a_remote_goes_out_and_a_cancel_here_cancels_it_there(
     service: Service, outside: OutsideAgent
 ) -> None:
     service.remotes.add(ALICE, "echo", outside.url)
-    opened = service.tasking.open_task(ALICE, "echo", [{"text": "complete as a task"}])  # as the A2A face or MCP do
+    opened = service.tasking.open_task(
+        ALICE, TaskRequest(to="echo", parts=[{"text": "complete as a task"}])
+    )  # as the A2A face or MCP do
 
     def completed() -> bool:
         return service.tasking.get_task(ALICE, opened.task.id).state is TaskState.COMPLETED
 
     pump_until(service, completed, "a task opened for the remote to complete")
-    hanging = service.tasking.open_task(ALICE, "echo", [{"text": "hang for a cancel"}])
+    hanging = service.tasking.open_task(ALICE, TaskRequest(to="echo", parts=[{"text": "hang for a cancel"}]))
 
     def followed() -> bool:
         return _state(service, hanging.send.message_id) == "following"

@@ -28,6 +28,7 @@ from google.protobuf.json_format import MessageToDict
 from callboard.a2a.server.cards import GENERATION_AFTER
 from callboard.model import Caller, MailItem
 from callboard.model import Part as OurPart
+from callboard.requests import TaskRequest
 from callboard.tasks import TaskArtifact
 from callboard.tasks import TaskState as OurState
 from tests.a2a.conftest import A2A_ERRORS, BINDINGS, a2a_client, fetch_card, unique
@@ -289,11 +290,15 @@ async def test_a_resumed_subscription_replays_past_a_question_that_was_answered_
 ) -> None:
     bob, asker, token = pair
     card = await fetch_card(hub, bob)
-    task_id = hub.service.tasking.open_task(hub.caller(asker), bob, [OurPart(text="which?")]).task.id  # 1
+    task_id = hub.service.tasking.open_task(
+        hub.caller(asker), TaskRequest(to=bob, parts=[OurPart(text="which?")])
+    ).task.id  # 1
     hub.service.tasking.update_task(
         hub.caller(bob), task_id, state=OurState.INPUT_REQUIRED, parts=[OurPart(text="a or b?")]
     )
-    hub.service.tasking.open_task(hub.caller(asker), bob, [OurPart(text="b")], task_id=task_id)  # answered: submitted
+    hub.service.tasking.open_task(
+        hub.caller(asker), TaskRequest(to=bob, parts=[OurPart(text="b")], task_id=task_id)
+    )  # answered: submitted
     hub.service.tasking.update_task(hub.caller(bob), task_id, state=OurState.COMPLETED)  # taken up, completed
     seen = ClientCallContext(service_parameters={GENERATION_AFTER: "1"})
     async with a2a_client(card, token, "JSONRPC", streaming=True) as client:

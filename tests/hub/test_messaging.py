@@ -224,7 +224,7 @@ def test_a_post_to_a_channel_large_enough_to_fan_out_later_reaches_every_member_
         for client in clients.values():
             client.join_channel(channel)
         with ThreadPoolExecutor(1) as pool:  # a long-poll, woken by the post or finding it
-            waiting = pool.submit(clients[members[0]].read, wait=30)
+            waiting = pool.submit(clients[members[0]].read, ReadQuery(wait=30))
             sent = poster.send(SendRequest(to=f"#{channel}", text="to everyone"))
             assert [i.message.id for i in waiting.result(timeout=60).items] == [sent.message_id]
         for name in members[1:]:

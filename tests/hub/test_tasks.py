@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from callboard.requests import TaskListQuery
+from callboard.requests import TaskListQuery, TaskRequest
 from tests.hub.conftest import CLI, Tenant, expect_error, new_tenant
 
 
@@ -121,7 +121,7 @@ def test_no_task_is_readable_or_movable_from_another_agent_or_workspace(tenant: 
 def test_the_hub_client_and_openapi_speak_the_same_tasks(tenant: Tenant) -> None:
     alice, bob = tenant.client("alice"), tenant.client("bob")
     try:
-        sent = alice.open_task("bob", [{"text": "review"}], subject="PR 9", metadata={"pr": 9})
+        sent = alice.open_task(TaskRequest(to="bob", parts=[{"text": "review"}], subject="PR 9", metadata={"pr": 9}))
         assert sent.task.metadata == {"pr": 9}
         moved = bob.update_task(
             sent.task.id, state="completed", parts=[{"text": "ok"}], artifacts=[{"parts": [{"text": "x"}]}]
@@ -158,10 +158,12 @@ def test_a_repeated_message_id_returns_the_first_task_never_a_second(tenant: Ten
         assert again.json()["task"]["id"] == first.json()["task"]["id"] and again.json()["send"]["duplicate"]
     client = tenant.client("alice")
     try:
-        one = client.open_task("bob", [{"text": "twice"}], message_id="m-2")
-        two = client.open_task("bob", [{"text": "twice"}], message_id="m-2")
+        one = client.open_task(TaskRequest(to="bob", parts=[{"text": "twice"}], message_id="m-2"))
+        two = client.open_task(TaskRequest(to="bob", parts=[{"text": "twice"}], message_id="m-2"))
         assert one.task.id == two.task.id and two.send.duplicate
-        fresh = client.open_task("bob", [{"text": "its own key"}])  # a key of the client's own: not a duplicate
+        fresh = client.open_task(
+            TaskRequest(to="bob", parts=[{"text": "its own key"}])
+        )  # a key of the client's own: not a duplicate
         assert fresh.task.id != one.task.id and not fresh.send.duplicate
     finally:
         client.close()

@@ -8,6 +8,7 @@ import base64
 
 import pytest
 
+from callboard.requests import TaskRequest
 from tests.support.tool_results import failed, ok, text_of
 
 pytestmark = pytest.mark.anyio
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.anyio
 async def test_a_model_works_a_task_it_was_asked_with_update_task(agents, tools):
     alice = agents("alice")
     agents("bob")
-    opened = alice.open_task("bob", [{"text": "review PR 7"}]).task
+    opened = alice.open_task(TaskRequest(to="bob", parts=[{"text": "review PR 7"}])).task
     async with tools("bob") as bob:
         mail = ok(await bob.call_tool("read_messages", {}))
         assert "review PR 7" in mail["messages"][0]["message"]
@@ -29,7 +30,9 @@ async def test_a_model_works_a_task_it_was_asked_with_update_task(agents, tools)
         assert (asked["task"]["state"], asked["task"]["requester"]) == ("input-required", "alice")
         assert [i.message.text for i in alice.read().items] == ["which branch?"]  # the question is alice's mail
 
-        alice.open_task("bob", [{"text": "main"}], task_id=opened.id)  # the answer goes on with the same task
+        alice.open_task(
+            TaskRequest(to="bob", parts=[{"text": "main"}], task_id=opened.id)
+        )  # the answer goes on with the same task
         listed = ok(await bob.call_tool("list_tasks", {}))
         assert [(t["id"], t["state"]) for t in listed["tasks"]] == [(opened.id, "submitted")]
         assert "main" in ok(await bob.call_tool("read_messages", {}))["messages"][0]["message"]
@@ -66,7 +69,7 @@ async def test_a_model_works_a_task_it_was_asked_with_update_task(agents, tools)
 async def test_the_task_tools_refuse_with_codes_a_model_can_act_on(agents, tools):
     alice = agents("alice")
     agents("bob")
-    opened = alice.open_task("bob", [{"text": "do it"}]).task
+    opened = alice.open_task(TaskRequest(to="bob", parts=[{"text": "do it"}])).task
     async with tools("bob") as bob, tools("alice") as as_alice:
         text = failed(await bob.call_tool("update_task", {"task_id": opened.id, "state": "finished"}), "bad_task_state")
         assert "Next: use working, input-required" in text

@@ -13,7 +13,7 @@ import pytest
 
 from callboard.errors import CallboardError, NoIdentity
 from callboard.model import Caller
-from callboard.requests import InboxQuery, ReadQuery, SendRequest, SessionRequest, SurfaceQuery
+from callboard.requests import InboxQuery, ReadQuery, SendRequest, SessionRequest, SurfaceQuery, TaskRequest
 from callboard.runners import RunnerReport
 from callboard.service.door import Service
 from callboard.store.opening import open_store
@@ -41,7 +41,7 @@ def ids(service: Service) -> dict[str, str]:
     """alice, bob, #team (alice's), a message from alice to bob, a task bob was asked."""
     sent = service.sending.send(ALICE, SendRequest(to="bob", text="the build is green"))
     service.directory.create_channel(ALICE, "team")
-    task = service.tasking.open_task(ALICE, "bob", [{"text": "review it"}])
+    task = service.tasking.open_task(ALICE, TaskRequest(to="bob", parts=[{"text": "review it"}]))
     return {"message": sent.message_id, "task": task.task.id}
 
 
@@ -108,7 +108,9 @@ def _own(service: Service, ids: dict[str, str]) -> dict[str, Callable[[Caller], 
         "delete-unknown": lambda c: service.directory.delete_agent(c, "nobody"),
         "card-of-nobody": lambda c: service.directory.update_agent(c, "nobody", description="made up"),
         "own-card-refused": lambda c: service.directory.update_agent(c, c.agent or "zed", skills=["x" * 101]),
-        "task-to-bad-address": lambda c: service.tasking.open_task(c, "bad name!", [{"text": "x"}]),
+        "task-to-bad-address": lambda c: service.tasking.open_task(
+            c, TaskRequest(to="bad name!", parts=[{"text": "x"}])
+        ),
     }
 
 
@@ -169,7 +171,7 @@ def _acts(service: Service) -> dict[str, Callable[[Caller], object]]:
         "register_session": lambda c: service.register_session(c, SessionRequest(pid=os.getpid(), runtime="script")),
         "create_channel": lambda c: service.directory.create_channel(c, f"of-{c.agent}"),
         "join_channel": lambda c: service.directory.join_channel(c, "team"),
-        "open_task": lambda c: service.tasking.open_task(c, "bob", [{"text": "look at it"}]),
+        "open_task": lambda c: service.tasking.open_task(c, TaskRequest(to="bob", parts=[{"text": "look at it"}])),
         "report_runner": lambda c: service.runners.report(c, _runner(c.agent or "nobody")),
         "own_card": lambda c: service.directory.update_agent(
             c, c.agent or "nobody", description="reviews", skills=["review"]

@@ -27,7 +27,7 @@ from callboard.errors import (
 )
 from callboard.hub.replicas import Notifying, replica_wakeups
 from callboard.model import Caller, Message, Part, utcnow
-from callboard.requests import SendRequest, SurfaceQuery, TaskListQuery
+from callboard.requests import SendRequest, SurfaceQuery, TaskListQuery, TaskRequest
 from callboard.service.door import Service
 from callboard.service.events import MailboxEvents
 from callboard.service.task_changes import move_write
@@ -61,11 +61,11 @@ def service(db: str) -> Iterator[Service]:
 
 
 def opened(service: Service, words: str = "write the report") -> str:
-    return service.tasking.open_task(BOSS, "worker", text(words)).task.id
+    return service.tasking.open_task(BOSS, TaskRequest(to="worker", parts=text(words))).task.id
 
 
 def test_a_task_is_mail_to_its_worker_naming_the_task(service: Service) -> None:
-    sent = service.tasking.open_task(BOSS, "worker", text("write the report"), subject="report")
+    sent = service.tasking.open_task(BOSS, TaskRequest(to="worker", parts=text("write the report"), subject="report"))
     task = sent.task
     assert (task.state, task.requester, task.worker, task.generation) == (TaskState.SUBMITTED, "boss", "worker", 1)
     assert task.context_id == sent.send.thread_id  # the task's context is its mail thread
@@ -135,17 +135,19 @@ def test_an_artifact_in_chunks_is_appended(service: Service) -> None:
 
 
 def test_a_follow_up_answers_a_task_that_asked_for_input(service: Service) -> None:
-    first = service.tasking.open_task(BOSS, "worker", text("write the report"))
+    first = service.tasking.open_task(BOSS, TaskRequest(to="worker", parts=text("write the report")))
     task_id = first.task.id
     service.tasking.update_task(WORKER, task_id, state="input-required", parts=text("which quarter?"))
-    answer = service.tasking.open_task(BOSS, "worker", text("Q3"), task_id=task_id)
+    answer = service.tasking.open_task(BOSS, TaskRequest(to="worker", parts=text("Q3"), task_id=task_id))
     # submitted (1), taken up as the worker asked (2), input-required (3), answered: submitted (4)
     assert (answer.task.id, answer.task.state, answer.task.generation) == (task_id, TaskState.SUBMITTED, 4)
     assert answer.send.thread_id == first.task.context_id == answer.task.context_id
     items = service.mailbox.read(WORKER).items
     assert [(i.message.text, i.task_id) for i in items] == [("write the report", task_id), ("Q3", task_id)]
     with pytest.raises(BadRequest):  # a follow-up in another context is refused
-        service.tasking.open_task(BOSS, "worker", text("Q4"), task_id=task_id, context_id=first.send.message_id + "0")
+        service.tasking.open_task(
+            BOSS, TaskRequest(to="worker", parts=text("Q4"), task_id=task_id, context_id=first.send.message_id + "0")
+        )
     history = service.tasking.get_task(BOSS, task_id, history_length=10).history
     assert [m.text for m in history] == ["write the report", "which quarter?", "Q3"]
     assert [m.text for m in service.tasking.get_task(BOSS, task_id, history_length=1).history] == ["Q3"]
@@ -164,7 +166,7 @@ def test_a_cancel_tells_the_worker_and_a_finished_task_moves_no_more(service: Se
         lambda: service.tasking.update_task(WORKER, task_id, state="working"),
         lambda: service.tasking.update_task(WORKER, task_id, parts=text("late words")),
         lambda: service.tasking.cancel_task(BOSS, task_id),
-        lambda: service.tasking.open_task(BOSS, "worker", text("again?"), task_id=task_id),
+        lambda: service.tasking.open_task(BOSS, TaskRequest(to="worker", parts=text("again?"), task_id=task_id)),
     ):
         with pytest.raises(TaskFinished) as refused:
             move()
@@ -179,7 +181,7 @@ def test_whose_move_it_is_and_who_may_see_a_task(service: Service) -> None:
     with pytest.raises(Forbidden, match="only it may cancel"):
         service.tasking.cancel_task(WORKER, task_id)
     with pytest.raises(Forbidden):
-        service.tasking.open_task(WORKER, "boss", text("me too"), task_id=task_id)
+        service.tasking.open_task(WORKER, TaskRequest(to="boss", parts=text("me too"), task_id=task_id))
     with pytest.raises(BadTaskState):
         service.tasking.update_task(WORKER, task_id, state="canceled")  # the requester's move
     with pytest.raises(BadTaskState):
@@ -202,7 +204,7 @@ def test_whose_move_it_is_and_who_may_see_a_task(service: Service) -> None:
     with pytest.raises(UnknownTask):
         service.tasking.get_task(BOSS, "not-a-task")
     with pytest.raises(BadRequest):
-        service.tasking.open_task(BOSS, "#general", text("to a channel?"))
+        service.tasking.open_task(BOSS, TaskRequest(to="#general", parts=text("to a channel?")))
 
 
 def test_tasks_are_listed_newest_updated_first_a_page_at_a_time(service: Service) -> None:
@@ -238,8 +240,8 @@ def test_tasks_are_listed_newest_updated_first_a_page_at_a_time(service: Service
 
 
 def test_a_retried_a2a_message_is_the_same_task(service: Service) -> None:
-    first = service.tasking.open_task(BOSS, "worker", text("do it"), a2a_message_id="client-msg-1")
-    again = service.tasking.open_task(BOSS, "worker", text("do it"), a2a_message_id="client-msg-1")
+    first = service.tasking.open_task(BOSS, TaskRequest(to="worker", parts=text("do it"), message_id="client-msg-1"))
+    again = service.tasking.open_task(BOSS, TaskRequest(to="worker", parts=text("do it"), message_id="client-msg-1"))
     assert again.task.id == first.task.id and again.send.duplicate
     assert service.tasking.list_tasks(BOSS).total_size == 1
     assert len(service.mailbox.read(WORKER).items) == 1
@@ -433,7 +435,7 @@ def test_a_subscriber_wakes_on_a_change_made_through_another_store(db: str) -> N
 def test_bad_task_input_is_refused_before_anything_is_written(service: Service) -> None:
     for bad in ({"x": float("nan")}, ["not", "an", "object"]):
         with pytest.raises(BadRequest):
-            service.tasking.open_task(BOSS, "worker", text("go"), metadata=bad)  # type: ignore[arg-type]
+            service.tasking.open_task(BOSS, TaskRequest(to="worker", parts=text("go"), metadata=bad))  # type: ignore[arg-type]
     task_id = opened(service)
     for artifacts in (
         [{"artifact_id": "a", "parts": []}],
@@ -464,7 +466,9 @@ def test_a_task_surfaced_into_its_workers_context_is_working_and_its_requester_h
     assert "working" in heard.message.text
     # Taken up once: surfacing it again, or after the worker moved it on, changes nothing.
     service.tasking.update_task(WORKER, task_id, state="input-required", parts=text("which branch?"))
-    service.tasking.open_task(BOSS, "worker", text("main"), task_id=task_id)  # the answer: submitted again
+    service.tasking.open_task(
+        BOSS, TaskRequest(to="worker", parts=text("main"), task_id=task_id)
+    )  # the answer: submitted again
     service.surface(WORKER, SurfaceQuery(via="hook"))
     assert service.tasking.get_task(BOSS, task_id).state == TaskState.WORKING  # the answer was taken up too
     assert service.surface(WORKER, SurfaceQuery(via="hook")).items == []
@@ -501,7 +505,7 @@ def test_an_answer_to_a_task_not_yet_taken_up_says_working_first_in_the_same_wri
 
 def test_a_list_with_an_agent_takes_only_the_tasks_between_the_two(service: Service) -> None:
     to_worker = opened(service)
-    to_stranger = service.tasking.open_task(BOSS, "stranger", text("other work")).task.id
+    to_stranger = service.tasking.open_task(BOSS, TaskRequest(to="stranger", parts=text("other work"))).task.id
     assert [t.id for t in service.tasking.list_tasks(BOSS, TaskListQuery(with_agent="worker")).tasks] == [to_worker]
     assert [t.id for t in service.tasking.list_tasks(BOSS, TaskListQuery(with_agent="stranger")).tasks] == [to_stranger]
     assert [t.id for t in service.tasking.list_tasks(WORKER, TaskListQuery(with_agent="boss")).tasks] == [

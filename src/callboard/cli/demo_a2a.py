@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from callboard.cli import render
 from callboard.client.base import Client
 from callboard.model import MailItem, Part
-from callboard.requests import ReadQuery, SendRequest
+from callboard.requests import ReadQuery, SendRequest, TaskRequest
 from callboard.tasks import TaskArtifact, TaskState
 
 TRANSLATION = "Les commandes indiquent désormais leur devise."
@@ -123,7 +123,7 @@ def run(lead: Client, writer: Client, step: Callable[[str], None]) -> None:
         )
 
         step("lead gives writer a task: callboard task send writer '…'")
-        asked = lead.open_task("writer", [Part(text="Write the 1.4 release note, in French.")])
+        asked = lead.open_task(TaskRequest(to="writer", text="Write the 1.4 release note, in French."))
         render.console.print(f"task {asked.task.id}: {render.task_state(asked.task.state.value)}")
         step("writer reads it (its mail says which task, and its state) and starts on it")
         for item in writer.read().items:

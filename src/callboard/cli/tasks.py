@@ -23,7 +23,7 @@ from callboard.errors import BadRequest, TooLarge
 from callboard.fence import one_line
 from callboard.limits import MESSAGE_BYTES
 from callboard.model import Part
-from callboard.requests import TaskListQuery
+from callboard.requests import TaskListQuery, TaskRequest
 from callboard.tasks import Task
 
 task_app = typer.Typer(
@@ -99,9 +99,10 @@ def task_send(
 ) -> None:
     """Ask an agent to do something: a task, mailed to it. Prints the task's id."""
     with open_client(db) as client:
-        sent = client.open_task(
-            agent, [{"text": text}], task_id=answer, context_id=context, subject=subject, message_id=message_id
+        request = TaskRequest(
+            to=agent, text=text, task_id=answer, context_id=context, subject=subject, message_id=message_id
         )
+        sent = client.open_task(request)
     mail = sent.send
     for outcome in mail.recipients:  # a name nobody had used (a typo?): said, as send says it
         if outcome.new_agent and outcome.reason:

@@ -31,7 +31,7 @@ from callboard.model import (
     Workspace,
 )
 from callboard.remotes import RemoteAgent
-from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery
+from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery, TaskRequest
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
@@ -130,17 +130,7 @@ class Client(Protocol):
         ...
 
     # tasks (mail with an A2A lifecycle: Tasking.open_task and the rest)
-    def open_task(
-        self,
-        worker: str,
-        parts: Sequence[Part | dict],
-        *,
-        task_id: str | None = None,
-        context_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        subject: str | None = None,
-        message_id: str | None = None,
-    ) -> TaskSent:
+    def open_task(self, request: TaskRequest) -> TaskSent:
         """Ask ``worker`` to do something (a new task, submitted); with ``task_id``, answer a
         task of yours that waits on you (it goes on, same task and context). ``message_id``:
         the caller's id for this message; a repeat with it returns the first, never a second."""

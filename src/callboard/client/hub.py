@@ -55,7 +55,7 @@ from callboard.model import (
 )
 from callboard.procs import process_start_time
 from callboard.remotes import RemoteAgent
-from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery
+from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery, TaskRequest
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
@@ -420,31 +420,13 @@ class HubClient:
 
     # --- tasks ----------------------------------------------------------------------------
 
-    def open_task(
-        self,
-        worker: str,
-        parts: Sequence[Part | dict],
-        *,
-        task_id: str | None = None,
-        context_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        subject: str | None = None,
-        message_id: str | None = None,
-    ) -> TaskSent:
+    def open_task(self, request: TaskRequest) -> TaskSent:
         # As a send: an id of our own when none is given, so a request tried again after the hub
         # was cut off returns the task the first one opened instead of opening a second.
-        key = message_id or f"retry-{uuid.uuid4().hex}"
-        body = {
-            "to": worker,
-            "parts": _parts(parts),
-            "task_id": task_id,
-            "context_id": context_id,
-            "metadata": metadata,
-            "subject": subject,
-            "message_id": key,
-        }
+        key = request.message_id or f"retry-{uuid.uuid4().hex}"
+        body = request.model_copy(update={"message_id": key}).model_dump(mode="json")
         sent = self._retried(lambda: self._model(TaskSent, "POST", "/v1/tasks", json=body), key, "--message-id")
-        if message_id is None and sent.send.duplicate:  # our own retry, not the caller's repeat
+        if request.message_id is None and sent.send.duplicate:  # our own retry, not the caller's repeat
             sent = sent.model_copy(update={"send": sent.send.model_copy(update={"duplicate": False})})
         return sent
 

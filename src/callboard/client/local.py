@@ -34,7 +34,15 @@ from callboard.model import (
 )
 from callboard.procs import process_start_time
 from callboard.remotes import RemoteAgent
-from callboard.requests import InboxQuery, ReadQuery, SendRequest, SessionRequest, SurfaceQuery, TaskListQuery
+from callboard.requests import (
+    InboxQuery,
+    ReadQuery,
+    SendRequest,
+    SessionRequest,
+    SurfaceQuery,
+    TaskListQuery,
+    TaskRequest,
+)
 from callboard.runners import RunnerReport
 from callboard.service.door import Service
 from callboard.service.remotes import CardSource
@@ -238,27 +246,8 @@ class LocalClient:
     def list_runners(self, agent: str | None = None) -> list[RunnerReport]:
         return self.service.runners.listed(self._as(), agent)
 
-    def open_task(
-        self,
-        worker: str,
-        parts: Sequence[Part | dict],
-        *,
-        task_id: str | None = None,
-        context_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        subject: str | None = None,
-        message_id: str | None = None,
-    ) -> TaskSent:
-        return self.service.tasking.open_task(
-            self._as(),
-            worker,
-            parts,
-            task_id=task_id,
-            context_id=context_id,
-            a2a_message_id=message_id,
-            metadata=metadata,
-            subject=subject,
-        )
+    def open_task(self, request: TaskRequest) -> TaskSent:
+        return self.service.tasking.open_task(self._as(), request)
 
     def update_task(
         self,

@@ -33,7 +33,7 @@ from callboard.model import (
     Workspace,
 )
 from callboard.remotes import RemoteAgent
-from callboard.requests import SendRequest, SessionRequest
+from callboard.requests import SendRequest, SessionRequest, TaskRequest
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskPage, TaskSent
 
@@ -277,7 +277,7 @@ ROUTES: list[Route] = [
         "/v1/tasks",
         tasks.open_task,
         "Ask an agent to do something (a task, mailed to it); with task_id, answer your task that waits on you.",
-        schemas.TaskRequest,
+        TaskRequest,
         TaskSent,
     ),
     Route(

@@ -7,10 +7,10 @@ service's, here only what the request brings and what to answer."""
 from __future__ import annotations
 
 from callboard.hub.endpoint import Answer, Call
-from callboard.hub.schemas import TaskRequest, TaskUpdateRequest
+from callboard.hub.schemas import TaskUpdateRequest
 from callboard.limits import HISTORY_MAX, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from callboard.model import Part
-from callboard.requests import TaskListQuery
+from callboard.requests import TaskListQuery, TaskRequest
 from callboard.tasks import Task, TaskPage
 
 
@@ -36,17 +36,7 @@ async def get_task(call: Call) -> Task:
 async def open_task(call: Call) -> Answer:
     await call.identify()
     body = await call.body(TaskRequest)
-    parts = ([Part(text=body.text)] if body.text is not None else []) + body.parts
-    sent = await call.run_as(
-        call.hub.service.tasking.open_task,
-        body.to,
-        parts,
-        task_id=body.task_id,
-        context_id=body.context_id,
-        a2a_message_id=body.message_id,
-        metadata=body.metadata,
-        subject=body.subject,
-    )
+    sent = await call.run_as(call.hub.service.tasking.open_task, body)
     return Answer(sent, 200 if sent.send.duplicate else 201)
 
 

@@ -28,7 +28,7 @@ from callboard.address import AgentAddress, json_problem, parse_addresses
 from callboard.errors import BadRequest, Forbidden, TaskBusy, TooLarge, UnknownTask
 from callboard.limits import HISTORY_MAX, PAGE_SIZE_MAX, PUSH_CONFIGS_MAX, Limits
 from callboard.model import Caller, Message, Part, SendResult, built, new_id
-from callboard.requests import SendRequest, TaskListQuery
+from callboard.requests import SendRequest, TaskListQuery, TaskRequest
 from callboard.service.content import check_idempotency_key, check_text
 from callboard.service.events import AsyncSubscription, MailboxEvents
 from callboard.service.identity_gate import as_agent
@@ -88,20 +88,13 @@ class Tasking:
 
     # --- the requester's moves -------------------------------------------------------------
 
-    def open_task(
-        self,
-        caller: Caller,
-        worker: str,
-        parts: Sequence[Part | dict],
-        *,
-        task_id: str | None = None,
-        context_id: str | None = None,
-        a2a_message_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        subject: str | None = None,
-    ) -> TaskSent:
-        """A new task for ``worker`` (no ``task_id``), or the requester's follow-up on one."""
+    def open_task(self, caller: Caller, request: TaskRequest) -> TaskSent:
+        """A new task for ``request.to`` (no ``task_id``), or the requester's follow-up on one.
+        ``message_id``: the requester's id for this message (an A2A client's), its retries' key."""
         caller = as_agent(caller)
+        worker, task_id, context_id, subject = request.to, request.task_id, request.context_id, request.subject
+        a2a_message_id, metadata = request.message_id, request.metadata
+        parts = ([built(Part, text=request.text)] if request.text is not None else []) + request.parts
         key = _a2a_key(a2a_message_id, self.limits)
         _check_metadata(metadata, self.limits)
         if task_id is not None:

@@ -52,7 +52,7 @@ from callboard.a2a.server.errors import a2a_errors
 from callboard.errors import UnknownTask
 from callboard.model import Caller, new_id
 from callboard.model import Message as OurMessage
-from callboard.requests import TaskListQuery
+from callboard.requests import TaskListQuery, TaskRequest
 from callboard.service.door import Service
 from callboard.service.events import AsyncSubscription
 from callboard.tasks import FINAL, WAITING_ON_REQUESTER, PushConfig, Task, TaskSent
@@ -137,12 +137,14 @@ class CallboardRequestHandler(RequestHandler):
             sent = await self._run(
                 self._service.tasking.open_task,
                 caller,
-                worker,
-                parts,
-                task_id=message.task_id or None,
-                context_id=thread_of(caller, message.context_id),
-                a2a_message_id=sent_id(message),
-                metadata=metadata,
+                TaskRequest(
+                    to=worker,
+                    parts=parts,
+                    task_id=message.task_id or None,
+                    context_id=thread_of(caller, message.context_id),
+                    message_id=sent_id(message),
+                    metadata=metadata,
+                ),
             )
         if params.configuration.HasField("task_push_notification_config"):
             push = params.configuration.task_push_notification_config

@@ -37,7 +37,7 @@ from callboard.model import (
     Workspace,
 )
 from callboard.remotes import RemoteAgent
-from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery
+from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery, TaskRequest
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
@@ -56,26 +56,8 @@ class InjectingClient:
     def send(self, request: SendRequest) -> SendResult:
         return self._injected(self._client.send(request))
 
-    def open_task(
-        self,
-        worker: str,
-        parts: Sequence[Part | dict],
-        *,
-        task_id: str | None = None,
-        context_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        subject: str | None = None,
-        message_id: str | None = None,
-    ) -> TaskSent:
-        opened = self._client.open_task(
-            worker,
-            parts,
-            task_id=task_id,
-            context_id=context_id,
-            metadata=metadata,
-            subject=subject,
-            message_id=message_id,
-        )
+    def open_task(self, request: TaskRequest) -> TaskSent:
+        opened = self._client.open_task(request)
         return opened.model_copy(update={"send": self._injected(opened.send)})
 
     def _injected(self, sent: SendResult) -> SendResult:
