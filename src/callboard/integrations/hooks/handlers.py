@@ -16,7 +16,6 @@ from callboard.errors import CallboardError, UnknownSession
 from callboard.integrations.hooks import budget, output
 from callboard.integrations.hooks.context import HookContext
 from callboard.integrations.hooks.state import prune
-from callboard.requests import SurfaceQuery
 
 if TYPE_CHECKING:
     from callboard.model import MailItem
@@ -67,6 +66,8 @@ def stop(ctx: HookContext) -> Output:
         if not budget.may_block(state, now, active):
             budget.cool_down(state, now)
             return None
+        from callboard.requests import SurfaceQuery  # with the client: an empty mailbox loads neither
+
         items = ctx.client().surface(SurfaceQuery(via="hook")).items
         if not items:
             budget.quiet(state)
@@ -118,6 +119,8 @@ def mail_text(items: Sequence[MailItem], ask: str = REPLY_HINT) -> str:
 def _drain(ctx: HookContext, *, urgent_only: bool = False) -> Output:
     if not output.takes_context(ctx.client_name, ctx.event):
         return None
+    from callboard.requests import SurfaceQuery  # with the client: an empty mailbox loads neither
+
     items = ctx.client().surface(SurfaceQuery(via="hook", urgent_only=urgent_only)).items
     return output.context(ctx.client_name, ctx.event, mail_text(items)) if items else None
 
