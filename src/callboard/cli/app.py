@@ -85,17 +85,16 @@ def open_client(db: str | None, *, as_admin: bool = False) -> Iterator[Client]:
     ``as_admin``, the hub's admin token this machine keeps (``client.admin_client``).
 
     An agent's client injects what it sends into this machine's Claude Code sessions that no
-    Callboard process serves (``InjectingClient``): handed in here, once, for every command."""
+    Callboard process serves (``ClaudeCodeInjector``, its step after each send): handed in here,
+    once, for every command."""
     settings = Settings.load(db=db)
     if as_admin:
         client: Client = admin_client(settings)
     else:
-        from callboard.integrations.claude_code.injecting import InjectingClient  # what only a send needs
+        from callboard.integrations.claude_code.injecting import ClaudeCodeInjector  # what only a send needs
 
-        client = InjectingClient(
-            client_for(settings, card_source=_card_source, on_wait=note, remote_pumping=REMOTE_PUMPING),
-            settings=settings,
-        )
+        client = client_for(settings, card_source=_card_source, on_wait=note, remote_pumping=REMOTE_PUMPING)
+        client.after_send = ClaudeCodeInjector(settings=settings)
     try:
         yield client
     finally:

@@ -4,6 +4,10 @@
 runs the service in this process on the embedded store; ``HubClient`` (hub.py) speaks the same
 interface to a hub over HTTP. A client acts as one agent of one workspace, named when it opens,
 and in the session its process belongs to; ``opening.open_client`` picks one.
+
+``AfterSend`` is what the process that opened a client adds to the sends it makes (the CLI: mail
+injected into this machine's Claude Code sessions that no Callboard process serves). It is a
+step of the client's own send, not a wrapper around the client: nothing is forwarded.
 """
 
 from __future__ import annotations
@@ -36,8 +40,43 @@ from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
 
+class AfterSend(Protocol):
+    """Run by a client after each send it makes (a task it opens is mail to its worker too), and
+    before it asks a message's status; best effort: it never fails the send."""
+
+    def sent(self, client: Client, result: SendResult) -> SendResult:
+        """``result``, with what this step did to it said (e.g. the sessions injected into)."""
+        ...
+
+    def before_status(self, client: Client) -> None:
+        """Tell the mailbox what this step knows of delivery before a status is judged."""
+        ...
+
+
+class NothingAfterSend:
+    """The step of a client nobody handed one: a send's result as it is."""
+
+    def sent(self, client: Client, result: SendResult) -> SendResult:
+        return result
+
+    def before_status(self, client: Client) -> None:
+        return None
+
+
+NOTHING_AFTER_SEND = NothingAfterSend()
+
+
+def task_sent(after: AfterSend, client: Client, opened: TaskSent) -> TaskSent:
+    """``opened`` with ``after`` run on the mail that opened the task."""
+    send = after.sent(client, opened.send)
+    return opened if send is opened.send else opened.model_copy(update={"send": send})
+
+
 class Client(Protocol):
     """Mailbox operations as one agent. Errors are ``callboard.errors.CallboardError``."""
+
+    # Run after each send; a client another one makes (as_agent) starts with none.
+    after_send: AfterSend
 
     def whoami(self) -> WhoAmI: ...
     def as_agent(self, agent: str, session_id: str | None = None) -> Client:

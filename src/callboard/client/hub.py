@@ -20,6 +20,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, TypeAdapter
 
 from callboard.client.backoff import Backoff
+from callboard.client.base import NOTHING_AFTER_SEND, AfterSend, task_sent
 from callboard.client.hub_errors import answer_error, transport_error, unverified_certificate
 from callboard.config import hub_urls
 from callboard.errors import BadRequest, HubUnavailable
@@ -105,6 +106,7 @@ class HubClient:
 
         from callboard import __version__
 
+        self.after_send: AfterSend = NOTHING_AFTER_SEND
         self._urls = hub_urls(url)
         self.url = self._urls[0]
         self.identity_source = identity_source
@@ -236,7 +238,8 @@ class HubClient:
             lambda: self._model(SendResult, "POST", "/v1/messages", json=body), key, "--idempotency-key"
         )
         # A repeat of our own first try is not the caller's "earlier send with this key".
-        return result if request.idempotency_key else result.model_copy(update={"duplicate": False})
+        sent = result if request.idempotency_key else result.model_copy(update={"duplicate": False})
+        return self.after_send.sent(self, sent)
 
     def _retried(self, attempt: Callable[[], T], key: str, option: str) -> T:
         """``attempt()`` (a request carrying ``key``, so that a repeat stores nothing twice), tried
@@ -315,6 +318,7 @@ class HubClient:
         return self._model(ReadResult, "POST", "/v1/surface", params=params, timeout=query.wait + TIMEOUT_SECONDS)
 
     def message_status(self, message_id: str) -> MessageStatus:
+        self.after_send.before_status(self)
         return self._model(MessageStatus, "GET", f"/v1/messages/{_segment(message_id)}/status")
 
     def who(self) -> WhoReport:
@@ -428,7 +432,7 @@ class HubClient:
         sent = self._retried(lambda: self._model(TaskSent, "POST", "/v1/tasks", json=body), key, "--message-id")
         if request.message_id is None and sent.send.duplicate:  # our own retry, not the caller's repeat
             sent = sent.model_copy(update={"send": sent.send.model_copy(update={"duplicate": False})})
-        return sent
+        return task_sent(self.after_send, self, sent)
 
     def update_task(
         self,

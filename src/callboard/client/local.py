@@ -9,6 +9,7 @@ from typing import Any
 
 from callboard.address import parse_machine, parse_name
 from callboard.client.background import BackgroundWork, RemotePumping
+from callboard.client.base import NOTHING_AFTER_SEND, AfterSend, task_sent
 from callboard.config import Settings
 from callboard.errors import NoIdentity
 from callboard.identity import SessionHint, acting_pid, machine_name, resolve_agent
@@ -64,6 +65,7 @@ class LocalClient:
         remote_pumping: RemotePumping | None = None,
     ) -> None:
         self.service = service
+        self.after_send: AfterSend = NOTHING_AFTER_SEND
         self.caller = caller
         self.identity_source = identity_source
         self.session = session
@@ -126,7 +128,7 @@ class LocalClient:
         return self.service.whoami(self._as(), self.identity_source)
 
     def send(self, request: SendRequest) -> SendResult:
-        return self.service.sending.send(self._as(), request)
+        return self.after_send.sent(self, self.service.sending.send(self._as(), request))
 
     def read(self, query: ReadQuery = ReadQuery()) -> ReadResult:
         result = self.service.mailbox.read(self._as(), query)
@@ -160,6 +162,7 @@ class LocalClient:
         return self.service.handover.record_receipt(self._as(), message_ids, status, reason)
 
     def message_status(self, message_id: str) -> MessageStatus:
+        self.after_send.before_status(self)
         return self.service.message_status(self._as(), message_id)
 
     def who(self) -> WhoReport:
@@ -247,7 +250,7 @@ class LocalClient:
         return self.service.runners.listed(self._as(), agent)
 
     def open_task(self, request: TaskRequest) -> TaskSent:
-        return self.service.tasking.open_task(self._as(), request)
+        return task_sent(self.after_send, self, self.service.tasking.open_task(self._as(), request))
 
     def update_task(
         self,

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from mcp import Client as McpClient
 
+from callboard.client.base import NOTHING_AFTER_SEND
 from callboard.client.local import LocalClient
 from callboard.integrations.claude_code.inject import _served_pids, inject_sent
-from callboard.integrations.claude_code.injecting import InjectingClient
+from callboard.integrations.claude_code.injecting import ClaudeCodeInjector
 from callboard.integrations.claude_code.socket_delivery import render
 from callboard.mcp.tools import mailbox_server, one_client
 from callboard.model import AgentPresence, InjectedInto, Session, WhoReport
@@ -292,7 +293,7 @@ def test_the_cli_warns_in_one_line_when_an_injection_fails_and_the_send_stands(m
 
 @pytest.mark.anyio
 async def test_the_stdio_servers_send_message_injects_and_a_hubs_does_not(machine, monkeypatch: pytest.MonkeyPatch):
-    """The stdio server gets the CLI's injecting client (cli/app.open_client); a hub's tools act
+    """The stdio server gets a client with the CLI's injector (cli/app.open_client); a hub's tools act
     through a plain one."""
     for key, value in machine.env.items():
         monkeypatch.setenv(key, value)
@@ -300,7 +301,8 @@ async def test_the_stdio_servers_send_message_injects_and_a_hubs_does_not(machin
     bob = machine.client("bob")
 
     async def send(inject: bool, text: str) -> str:
-        server = mailbox_server(one_client(InjectingClient(bob) if inject else bob))
+        bob.after_send = ClaudeCodeInjector() if inject else NOTHING_AFTER_SEND
+        server = mailbox_server(one_client(bob))
         async with McpClient(server) as tools:
             result = await tools.call_tool("send_message", {"to": "alice", "message": text})
         assert not result.is_error
