@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 AGENT = "alice"
 SERVER = "callboard"
 # Outside callers in turn: one sender's 20 messages a minute to one agent would be a flood the
-# guards hold back (delivery/guard.py); this measures delivery, not the guard.
+# guards hold back (guards.py); this measures delivery, not the guard.
 CALLERS = ("outside-1", "outside-2", "outside-3", "outside-4")
 PATHS = ("a2a", "frame")
 WAKE_TIMEOUT_S = 30.0

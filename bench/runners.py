@@ -154,7 +154,7 @@ def measure_wakes(
             began = time.monotonic()
             if path == "runner":
                 # Senders in turn: one sender's 20+ messages a minute is a flood the guard holds
-                # back (delivery/guard.py), and the bench measures delivery, not the guard.
+                # back (guards.py), and the bench measures delivery, not the guard.
                 senders[(i // 2) % len(senders)].send(SendRequest(to="alice", text=text))
                 runner.turns += 1
             else:
