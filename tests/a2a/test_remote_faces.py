@@ -141,6 +141,9 @@ def test_the_cli_refuses_bad_remotes_with_a_clear_error(tmp_path: Path) -> None:
     cli = CLI(tmp_path / "machine")
     port = OutsideAgent(tmp_path).port  # nothing listens there
     down = cli.run("agent", "add-remote", "ghost", f"http://127.0.0.1:{port}", agent="alice")
+    # A slow machine may be told what it waits for first (cli/waiting.saying_after): a note, not the error.
+    waiting_note = f"callboard: fetching the agent card at http://127.0.0.1:{port} (Ctrl-C stops)\n"
+    down.stderr = down.stderr.removeprefix(waiting_note)
     message = expect_error(down, "remote_unreachable", as_json=False)
     assert "did not arrive: nothing answered there" in str(message)
     bad = cli.run("send", "a2a:ftp://example.invalid/x", "hi", "--json", agent="alice")
