@@ -580,24 +580,3 @@ class DeletedAgent(Model):
     unread_dropped: int = Field(
         default=0, description="unread messages its mailbox held (only a forced delete drops any)"
     )
-
-
-# --- credentials ----------------------------------------------------------------------------
-
-
-class TokenInfo(Model):
-    """A hub credential as lists show it; the secret itself is never stored or shown again."""
-
-    id: str
-    kind: TokenKind
-    workspace: str | None = Field(default=None, description="None for the admin token")
-    agent: str | None = Field(default=None, description="set for agent tokens: the one agent it acts as")
-    label: str | None = None
-    created_at: datetime
-    revoked_at: datetime | None = None
-
-
-class IssuedToken(TokenInfo):
-    """A credential just created: the only time its secret is shown."""
-
-    token: str

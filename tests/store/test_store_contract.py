@@ -12,14 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from callboard.model import (
-    Agent,
-    DeliveryState,
-    Part,
-    TokenInfo,
-    Workspace,
-    new_id,
-)
+from callboard.model import Agent, DeliveryState, Part, Workspace, new_id
 from callboard.store.records import (
     DuplicateIdempotencyKey,
     IdempotentSend,
@@ -28,6 +21,7 @@ from callboard.store.records import (
     RecipientsGone,
     TokenTaken,
 )
+from callboard.tokens import TokenInfo
 from tests.support.store_data import (
     OTHER_WS,
     T0,

@@ -23,7 +23,7 @@ from callboard.client.opening import open_client as client_for
 from callboard.config import Settings, clear_login, hub_urls, kept_login, save_login
 from callboard.errors import BadRequest, HubUnavailable
 from callboard.limits import DEFAULT_WINDOW_SECONDS
-from callboard.model import TokenInfo
+from callboard.tokens import TokenInfo
 
 token_app = typer.Typer(help="Hub credentials: create, list and revoke tokens.", no_args_is_help=True)
 app.add_typer(token_app, name="token")

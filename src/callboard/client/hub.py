@@ -40,7 +40,6 @@ from callboard.model import (
     Channel,
     ChannelMember,
     DeletedAgent,
-    IssuedToken,
     MailItem,
     MarkResult,
     MessageStatus,
@@ -49,7 +48,6 @@ from callboard.model import (
     ReadResult,
     SendResult,
     Session,
-    TokenInfo,
     WhoAmI,
     WhoReport,
     Workspace,
@@ -59,6 +57,7 @@ from callboard.remotes import RemoteAgent
 from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery, TaskRequest
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
+from callboard.tokens import IssuedToken, TokenInfo
 
 if TYPE_CHECKING:
     import ssl

@@ -39,13 +39,13 @@ from callboard.model import (
     MessageStatus,
     Reach,
     Session,
-    TokenInfo,
     WhoAmI,
     WhoReport,
     Workspace,
 )
 from callboard.remotes import RemoteAgent
 from callboard.requests import InboxQuery, SessionRequest
+from callboard.tokens import TokenInfo
 
 
 async def health(call: Call) -> dict[str, object]:

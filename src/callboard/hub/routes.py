@@ -19,7 +19,6 @@ from callboard.model import (
     Channel,
     ChannelMember,
     DeletedAgent,
-    IssuedToken,
     MailItem,
     MarkResult,
     MessageStatus,
@@ -27,7 +26,6 @@ from callboard.model import (
     ReadResult,
     SendResult,
     Session,
-    TokenInfo,
     WhoAmI,
     WhoReport,
     Workspace,
@@ -36,6 +34,7 @@ from callboard.remotes import RemoteAgent
 from callboard.requests import SendRequest, SessionRequest, TaskRequest
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskPage, TaskSent
+from callboard.tokens import IssuedToken, TokenInfo
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,11 @@ from callboard.address import parse_name
 from callboard.errors import AlreadyExists, BadRequest, Forbidden, Unauthorized, UnknownAgent, UnknownToken
 from callboard.identity import DEFAULT_WORKSPACE
 from callboard.limits import TOKEN_LABEL_CHARS
-from callboard.model import Caller, IssuedToken, TokenInfo, TokenKind, Workspace, new_id, utcnow
+from callboard.model import Caller, TokenKind, Workspace, new_id, utcnow
 from callboard.service.content import check_text
 from callboard.store.base import Store
 from callboard.store.records import NewToken, TokenTaken
+from callboard.tokens import IssuedToken, TokenInfo
 
 TOKEN_PREFIX = "cb_"
 NAME_THE_AGENT = "name the agent you act as: set CALLBOARD_AGENT (sent as the X-Callboard-Agent header)."

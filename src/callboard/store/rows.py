@@ -26,12 +26,12 @@ from callboard.model import (
     Part,
     RecipientStatus,
     Session,
-    TokenInfo,
     built,
     mail_item,
 )
 from callboard.store.records import NewToken
 from callboard.tasks import TaskState
+from callboard.tokens import TokenInfo
 
 log = logging.getLogger("callboard.store")
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal, Protocol
 
-from callboard.model import TokenInfo
 from callboard.store.records import NewToken, TokenTaken
 from callboard.store.rows import TOKEN_COLUMNS, check_token, to_ts, token_from_row
 from callboard.store.sql import Database
+from callboard.tokens import TokenInfo
 
 
 class TokensPart(Protocol):
