@@ -17,6 +17,7 @@ with the request model the face built (``callboard.requests``):
 - ``statuses`` (``Statuses``): what happened to a message, per recipient;
 - ``tasking`` (``Tasking``): tasks (A2A's), each move of one mail in its thread;
 - ``remotes`` (``Remotes``): outside A2A agents (``remote_outbox``: the pump's door);
+- ``push_outbox`` (``PushOutbox``): a task's push notifications, as the hub's poster takes them;
 - ``runners`` (``RunnerReports``): what each runner reports of itself.
 
 Each operation that acts as an agent asks for one itself (``identity_gate.as_agent``). The
@@ -29,7 +30,7 @@ a server asks of the store it serves.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from callboard.limits import DEFAULT_WINDOW_SECONDS, Limits
 from callboard.model import (
@@ -52,7 +53,7 @@ from callboard.service.holds import Guards
 from callboard.service.identity_gate import as_agent
 from callboard.service.liveness import Liveness
 from callboard.service.presence import Presence
-from callboard.service.push_targets import check_webhook
+from callboard.service.push_outbox import PushOutbox
 from callboard.service.reading import Mailbox
 from callboard.service.recipients import Recipients
 from callboard.service.remote_outbox import RemoteOutbox
@@ -65,8 +66,6 @@ from callboard.service.tasking import Tasking
 from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
 from callboard.store.opening import store_kind
-from callboard.store.records import PushDelivery
-from callboard.tasks import Task
 
 
 class Service:
@@ -115,6 +114,7 @@ class Service:
         self.mailbox = Mailbox(store, self.directory, self.handover, self.events, limits, clock, unread)
         self.statuses = Statuses(store.sent, self.handover, self.presence, clock)
         self.remote_outbox = RemoteOutbox(store, self.remotes, clock)  # the remote pump's door
+        self.push_outbox = PushOutbox(store.tasks, clock, allow_private=allow_private_webhooks)  # the push poster's
         self.runners = RunnerReports(store.runners, self.liveness, clock, self.directory.enter)
         self.tasking = Tasking(
             store, self.sending, self.events, limits, clock, allow_private_webhooks=allow_private_webhooks
@@ -207,24 +207,3 @@ class Service:
             return report
         agents = [a.model_copy(update={"remote": urls[a.name]}) if a.name in urls else a for a in report.agents]
         return report.model_copy(update={"agents": agents})
-
-    # --- the push outbox (posted by the hub: ``a2a/server/push.py``) --------------------------------
-
-    def claim_push_deliveries(self, lease_seconds: float, limit: int) -> list[PushDelivery]:
-        """Due push posts, leased to this poster for ``lease_seconds`` (another replica's poster
-        takes them up when a lease ends unposted)."""
-        return self.store.tasks.claim_push_deliveries(self.clock(), lease_seconds, limit)
-
-    def push_target(self, delivery: PushDelivery) -> tuple[Task | None, str]:
-        """The task a claimed post is about, and its URL checked again (names move): BadWebhook
-        for a target no longer allowed."""
-        url = check_webhook(delivery.url, allow_private=self.tasking.allow_private_webhooks)
-        return self.store.tasks.get_task(delivery.workspace, delivery.task_id), url
-
-    def push_delivered(self, delivery_id: str) -> None:
-        self.store.tasks.push_delivered(delivery_id, self.clock())
-
-    def push_failed(self, delivery_id: str, error: str, retry_in: float | None) -> None:
-        """A post failed: tried again ``retry_in`` seconds from now, or never (None: given up)."""
-        retry_at = self.clock() + timedelta(seconds=retry_in) if retry_in is not None else None
-        self.store.tasks.push_failed(delivery_id, error, retry_at)

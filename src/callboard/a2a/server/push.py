@@ -14,7 +14,7 @@ What a post carries, so the receiver can trust it:
   (else its credentials), so a receiver that knows the secret knows the body is ours, unchanged;
 - ``X-Callboard-Task-Generation``: the event's generation (a receiver drops what it has seen).
 
-The target is checked again before each post (``Service.push_target``): a name may have moved
+The target is checked again before each post (``PushOutbox.target``): a name may have moved
 to a private address since the config was set.
 """
 
@@ -99,7 +99,7 @@ class PushPoster:
         async with httpx.AsyncClient(timeout=POST_TIMEOUT_SECONDS, follow_redirects=False) as http:
             while not self._service.subscriptions.closed:
                 try:
-                    due = await self._run(self._service.claim_push_deliveries, LEASE_SECONDS, BATCH)
+                    due = await self._run(self._service.push_outbox.claim, LEASE_SECONDS, BATCH)
                     # One post's failure is its own (recorded); the others go on.
                     await asyncio.gather(*(self._post(http, delivery) for delivery in due), return_exceptions=True)
                 except Exception as error:  # the store is away, or closing: look again later
@@ -112,12 +112,12 @@ class PushPoster:
 
     async def _post(self, http: httpx.AsyncClient, delivery: PushDelivery) -> None:
         try:
-            task, url = await self._run(self._service.push_target, delivery)
+            task, url = await self._run(self._service.push_outbox.target, delivery)
         except CallboardError as error:  # no longer a target the hub posts to
-            await self._run(self._service.push_failed, delivery.id, error.message, None)
+            await self._run(self._service.push_outbox.failed, delivery.id, error.message, None)
             return
         if task is None:
-            await self._run(self._service.push_failed, delivery.id, "the task is gone", None)
+            await self._run(self._service.push_outbox.failed, delivery.id, "the task is gone", None)
             return
         body = post_body(TaskEvent.model_validate_json(delivery.payload), task.context_id)
         try:
@@ -126,6 +126,6 @@ class PushPoster:
         except httpx.HTTPError as error:
             problem = f"posting failed: {error!r}"
         if problem is None:
-            await self._run(self._service.push_delivered, delivery.id)
+            await self._run(self._service.push_outbox.delivered, delivery.id)
         else:
-            await self._run(self._service.push_failed, delivery.id, problem, backoff(delivery.attempts))
+            await self._run(self._service.push_outbox.failed, delivery.id, problem, backoff(delivery.attempts))
