@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from callboard.cli import warm_client
-from callboard.cli.main import ALL_MODULES, COMMAND_MODULES
+from callboard.cli.main import ALL_MODULES, COMMAND_MODULES, SUBCOMMAND_MODULES
 from tests.support.cli_runner import CLI, describe
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-HEAVY = ("typer", "click", "rich", "pydantic", "httpx", "callboard.service.door", "callboard.store", "callboard.model")
+HEAVY = ("typer", "click", "rich", "pydantic", "httpx", "callboard.service", "callboard.store", "callboard.model")
 COLD = {"CALLBOARD_WARM": "0"}  # the command in its own process, as before
 
 
@@ -248,11 +248,8 @@ def test_each_command_is_registered_by_the_module_the_table_names():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
     assert proc.returncode == 0, proc.stderr
-    # a command's first module registers it; the others add subcommands to it (agent add-remote)
-    first = {name: modules if isinstance(modules, str) else modules[0] for name, modules in COMMAND_MODULES.items()}
-    assert json.loads(proc.stdout) == first
-    named = {m for modules in COMMAND_MODULES.values() for m in ((modules,) if isinstance(modules, str) else modules)}
-    assert set(ALL_MODULES) == named
+    assert json.loads(proc.stdout) == COMMAND_MODULES
+    assert set(ALL_MODULES) == {*COMMAND_MODULES.values(), *(m for more in SUBCOMMAND_MODULES.values() for m in more)}
 
 
 # A thin client that, once its request is sent, waits until the served command has ended

@@ -29,7 +29,7 @@ COMMAND_MODULES = {
     "demo": "demo",
     "whoami": "directory",
     "who": "directory",
-    "agent": ("directory", "remotes"),  # agent add-remote / remove-remote are remotes' commands
+    "agent": "directory",
     "session": "directory",
     "workspace": "directory",
     "up": "hub",
@@ -47,10 +47,11 @@ COMMAND_MODULES = {
     "runner": "runner",
     "team": "team",
 }
+# Modules that add subcommands to another module's command group, loaded with it (agent
+# add-remote / remove-remote are remotes', on directory's agent group).
+SUBCOMMAND_MODULES = {"directory": ("remotes",)}
 ALL_MODULES = tuple(
-    dict.fromkeys(
-        m for modules in COMMAND_MODULES.values() for m in ((modules,) if isinstance(modules, str) else modules)
-    )
+    dict.fromkeys([*COMMAND_MODULES.values(), *(m for more in SUBCOMMAND_MODULES.values() for m in more)])
 )
 
 
@@ -109,8 +110,8 @@ def command_for(args: list[str]) -> TyperGroup:
 
     from callboard.cli.app import app, plain_metavars
 
-    modules = COMMAND_MODULES.get(args[0]) if args else None
-    wanted = ALL_MODULES if modules is None else (modules,) if isinstance(modules, str) else modules
+    module = COMMAND_MODULES.get(args[0]) if args else None
+    wanted = ALL_MODULES if module is None else (module, *SUBCOMMAND_MODULES.get(module, ()))
     for module in wanted:
         importlib.import_module(f"callboard.cli.{module}")
     loaded = frozenset(m for m in ALL_MODULES if f"callboard.cli.{m}" in sys.modules)

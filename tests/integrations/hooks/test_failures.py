@@ -127,7 +127,7 @@ def test_an_empty_mailbox_loads_neither_the_service_nor_the_cli(hooks: Hooks) ->
             "rich",
             "pydantic",
             "httpx",
-            "callboard.service.door",
+            "callboard.service",
             "callboard.client.base",
             "callboard.model",
         }

@@ -65,7 +65,7 @@ def test_through_a_hub_an_empty_mailbox_is_answered_without_loading_the_client(h
     assert hooks.context("session-start", env=env) is None  # registered: no heartbeat due for a while
     for event in ("prompt", "post-tool", "stop"):
         loaded = hooks.modules_loaded(event, env)
-        heavy = {"pydantic", "httpx", "callboard.service.door", "callboard.client.base", "callboard.model"}
+        heavy = {"pydantic", "httpx", "callboard.service", "callboard.client.base", "callboard.model"}
         assert not heavy & loaded, f"{event} loaded {sorted(heavy & loaded)}"
     sender = HubClient(hub.url, hub.admin_token, SENDER, workspace)
     try:
