@@ -153,10 +153,6 @@ class PostgresDatabase:
         rows = self.run(lambda conn: conn.execute(notices.notifying(dml), args).fetchall())
         return [row[:-1] for row in rows]
 
-    def changed_one(self, dml: str, args: dict[str, object]) -> bool:
-        """Run ``dml`` as ``notifying`` does; True when it changed a row."""
-        return len(self.notifying(dml + " RETURNING 1", args)) == 1
-
     def notify(self, conn: psycopg.Connection, payload: str | None = None) -> None:
         """Notify, in the transaction open on ``conn`` (default: "something changed")."""
         conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payload or notices.payload(self.replica)))
