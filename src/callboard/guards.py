@@ -73,8 +73,10 @@ def decide(sender: str, now: float, traffic: Sequence[Exchange]) -> Hold | None:
     ``traffic``: the pair's earlier messages, both directions, newest first (the store's
     ``pair_traffic``: at least the last ``LOOKBACK_MESSAGES`` of each direction within
     ``LOOKBACK_SECONDS``). The later of the two guards' holds wins."""
-    holds = [h for h in (_echo_loop(sender, now, traffic), _flood(sender, now, traffic)) if h is not None]
-    return max(holds, key=lambda h: h.until, default=None)
+    echo, flood = _echo_loop(sender, now, traffic), _flood(sender, now, traffic)
+    if echo is None or flood is None:
+        return echo or flood
+    return flood if flood.until > echo.until else echo
 
 
 def _echo_loop(sender: str, now: float, traffic: Sequence[Exchange]) -> Hold | None:

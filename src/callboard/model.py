@@ -74,7 +74,7 @@ M = TypeVar("M", bound=BaseModel)
 _REQUIRED = object()
 # Per model class: every field with its default (in declaration order), and the fields whose
 # default comes from a factory (a fresh list each time; pydantic's may take the data, ours none).
-_templates: dict[type[BaseModel], tuple[dict[str, Any], list[tuple[str, Callable[..., Any]]]]] = {}
+_templates: dict[type[BaseModel], tuple[dict[str, Any], list[tuple[str, Callable[..., Any]]], list[str]]] = {}
 
 
 def built(cls: type[M], **values: Any) -> M:
@@ -85,8 +85,9 @@ def built(cls: type[M], **values: Any) -> M:
     if known is None:
         fields = cls.model_fields.items()
         template = {n: _REQUIRED if f.is_required() else f.default for n, f in fields}
-        known = _templates[cls] = (template, [(n, f.default_factory) for n, f in fields if f.default_factory])
-    template, factories = known
+        factories = [(n, f.default_factory) for n, f in fields if f.default_factory]
+        known = _templates[cls] = (template, factories, [n for n, f in fields if f.is_required()])
+    template, factories, required = known
     # In declaration order (the template's), as pydantic serialises a model's __dict__.
     ordered = {**template, **values}
     if len(ordered) != len(template):
@@ -94,9 +95,11 @@ def built(cls: type[M], **values: Any) -> M:
     for name, factory in factories:
         if name not in values:
             ordered[name] = factory()
-    if _REQUIRED in ordered.values():
-        missing = next(name for name, value in ordered.items() if value is _REQUIRED)
-        raise TypeError(f"{cls.__name__}.{missing} is required")
+    # By name, not by scanning the values for the marker: that compares each value with it (a
+    # model's __eq__ is Python code).
+    for name in required:
+        if name not in values:
+            raise TypeError(f"{cls.__name__}.{name} is required")
     given = set(values)
     model = cls.__new__(cls)
     object.__setattr__(model, "__dict__", ordered)

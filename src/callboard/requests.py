@@ -49,6 +49,11 @@ class Request(BaseModel):
         except ValidationError as error:
             raise refusal(error) from None
 
+    # Only a face's own construction needs the refusal above: validating a request's JSON (the
+    # hub's every request, which maps pydantic's error itself) must not go through this __init__,
+    # which pydantic would otherwise call with the parsed fields, validating them a second time.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # pydantic's own marker, as BaseModel sets it
+
 
 def described(pattern: str, most: int, description: str | None = None) -> dict[str, object]:
     """A string field's pattern and length as the schema states them (the service checks them)."""

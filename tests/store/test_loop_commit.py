@@ -486,3 +486,15 @@ def test_requests_queued_behind_a_full_batch_of_cancelled_ones_still_commit(atta
         db(attached).submit(lambda conn: None).result(DEADLINE)
     assert behind.result(DEADLINE) == "committed"
     assert not stalled, "the request behind them only committed once another write came along"
+
+
+def test_the_writer_keeps_its_statement_journals_in_memory_and_readers_keep_sqlites_default(tmp_path):
+    # A group commit's multi-row INSERT journals the first image of every page it changes; past
+    # 64 KiB SQLite would spill that to a temporary file on every batch.
+    store = SQLiteStore(tmp_path / "c.db")
+    try:
+        assert db(store).transact(lambda conn: conn.execute("PRAGMA temp_store").fetchone()[0]) == 2  # MEMORY
+        with db(store).read() as conn:
+            assert conn.execute("PRAGMA temp_store").fetchone()[0] == 0  # DEFAULT: a reader's sort may be large
+    finally:
+        store.close()

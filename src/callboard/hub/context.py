@@ -68,8 +68,13 @@ async def settled(future: Pending[T]) -> T:
         woken = loop.create_future()
         here = threading.get_ident()
 
-        def wake(_: Pending[T]) -> None:  # the loop's own thread need not write to its wake-up pipe
-            (loop.call_soon if threading.get_ident() == here else loop.call_soon_threadsafe)(_wake, woken)
+        def wake(_: Pending[T]) -> None:
+            # On the loop's own thread (a group commit settling), at once: setting the future
+            # schedules the waiting task itself. From another thread, through the loop's wake-up.
+            if threading.get_ident() == here:
+                _wake(woken)
+            else:
+                loop.call_soon_threadsafe(_wake, woken)
 
         future.add_done_callback(wake)
         await woken

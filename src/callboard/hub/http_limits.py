@@ -109,7 +109,10 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+        before = self.cycle
         super().on_headers_complete()
+        if self.cycle is not before:  # a new request's cycle (an upgrade makes none)
+            self.cycle.transport = OneWriteResponse(self.transport, self.loop)  # type: ignore[assignment]  # the cycle uses only write, close and is_closing
 
     def on_message_complete(self) -> None:
         if self._body_timer is not None:
@@ -175,3 +178,40 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             if timer is not None:
                 timer.cancel()
         self._head_timer = self._body_timer = None
+
+
+class OneWriteResponse:
+    """The transport as one response's cycle sees it: the response's head is held back until its
+    body's first write, and goes out with it. uvicorn writes a head and its body separately: two
+    system calls and two TCP segments for each JSON answer, where one does. A head whose body does
+    not follow at once (a stream waiting for its first event) goes out by itself when the loop
+    has run what is ready."""
+
+    __slots__ = ("_transport", "_loop", "_head", "_began")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._head: bytes | None = None
+        self._began = False
+
+    def write(self, data: bytes) -> None:
+        if not self._began:  # the cycle's first write is the response's head
+            self._began = True
+            self._head = data
+            self._loop.call_soon(self.flush)
+            return
+        head, self._head = self._head, None
+        self._transport.write(data if head is None else head + data)
+
+    def flush(self) -> None:
+        head, self._head = self._head, None
+        if head is not None and not self._transport.is_closing():
+            self._transport.write(head)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()

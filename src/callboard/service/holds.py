@@ -47,25 +47,27 @@ class Guards:
         at = now.timestamp()
         holds: dict[str, Held] = {}
         others = [recipient for recipient in recipients if recipient != sender]
-        if memory_only():  # every pair's traffic in memory before the first is changed, or none
-            with self._lock:
+        decided: list[tuple[str, guard.Hold]] = []
+        with self._lock:
+            if len(others) > 1 and memory_only():  # every pair's traffic in memory before the first is changed, or none
                 for recipient in others:
                     self._pair_traffic(workspace, sender, recipient, now)
-        for recipient in others:
-            with self._lock:
+            for recipient in others:
                 traffic = self._pair_traffic(workspace, sender, recipient, now)
                 hold = guard.decide(sender, at, traffic)
-                traffic.insert(
-                    0, guard.Exchange(sender, at, hold.until if hold else None, hold.reason if hold else None)
-                )
+                if hold is None:
+                    traffic.insert(0, guard.Exchange(sender, at))
+                else:
+                    traffic.insert(0, guard.Exchange(sender, at, hold.until, hold.reason))
+                    decided.append((recipient, hold))
                 del traffic[2 * guard.LOOKBACK_MESSAGES :]
-            if hold is not None:
-                holds[recipient] = built(
-                    Held,
-                    reason=hold.reason,
-                    until=datetime.fromtimestamp(hold.until, UTC),
-                    why=guard.describe(hold.reason, sender, recipient),
-                )
+        for recipient, hold in decided:
+            holds[recipient] = built(
+                Held,
+                reason=hold.reason,
+                until=datetime.fromtimestamp(hold.until, UTC),
+                why=guard.describe(hold.reason, sender, recipient),
+            )
         return holds
 
     def _pair_traffic(self, workspace: str, a: str, b: str, now: datetime) -> list[guard.Exchange]:

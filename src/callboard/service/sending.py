@@ -378,7 +378,8 @@ def _check_live(checked: CheckedSend, targets: list[Target]) -> None:
 def _outcome(target: Target, held: Held | None = None) -> RecipientOutcome:
     """What the send did for one recipient, in words where it did not simply deliver."""
     if held is not None:  # stored and queued, and said so: it is not surfaced before its time
-        reason = f"held until {held.until:%H:%M:%S}Z: {held.why}"
+        until = held.until  # not strftime (a C call through the locale): every held send says it
+        reason = f"held until {until.hour:02d}:{until.minute:02d}:{until.second:02d}Z: {held.why}"
     elif target.new_agent:
         reason = f"no agent named {target.agent} had been seen; it was created and will get this when it reads."
         reason += target.guess
