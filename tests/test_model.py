@@ -216,3 +216,17 @@ def test_parts_json_is_the_parts_as_a_message_serialises_them_with_only_the_fiel
     assert json.loads(message.model_dump_json())["parts"] == expected
     assert Message.model_validate_json(message.model_dump_json()).parts == parts  # and they read back the same
     assert parts_json([]) == b"[]"
+
+
+def test_a_send_results_json_is_encoded_once_and_a_copy_is_encoded_afresh() -> None:
+    # The stored row and the hub's answer share one encoding; a repeat's copy says duplicate.
+    outcome = built(RecipientOutcome, address="bob", agent="bob", state="queued")
+    result = built(
+        SendResult, message_id=new_id(), thread_id=new_id(), created_at=datetime.now(UTC), recipients=[outcome]
+    )
+    first = result.as_json()
+    assert first == result.model_dump_json()
+    assert result.as_json() is first
+    repeat = result.model_copy(update={"duplicate": True})
+    assert json.loads(repeat.as_json())["duplicate"] is True
+    assert json.loads(result.as_json())["duplicate"] is False

@@ -315,6 +315,18 @@ class SendResult(Model):
     injected: list[InjectedInto] = Field(default_factory=list, exclude=True)
     inject_problem: str | None = Field(default=None, exclude=True)  # what went wrong injecting, one sentence
 
+    # Its JSON, once encoded: a send's stored row and the hub's answer are the same text. A slot,
+    # not a field: a copy (``model_copy``: a repeat's ``duplicate``) starts without it.
+    __slots__ = ("_json",)
+
+    def as_json(self) -> str:
+        """``model_dump_json()``, encoded once for this result (it is frozen)."""
+        encoded: str | None = getattr(self, "_json", None)
+        if encoded is None:
+            encoded = self.model_dump_json()
+            object.__setattr__(self, "_json", encoded)
+        return encoded
+
 
 class MailItem(Model):
     """One message in one recipient's mailbox."""

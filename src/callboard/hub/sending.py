@@ -23,4 +23,4 @@ async def send_message(call: Call) -> Answer:
     result = await settled(pending)
     if any(r.agent == caller.agent for r in result.recipients):
         await call.recount()  # a send to itself: its count was taken before the commit
-    return Answer(result, 200 if result.duplicate else 201)
+    return Answer(result.as_json().encode(), 200 if result.duplicate else 201)  # encoded when it was stored

@@ -120,7 +120,7 @@ def submit_args(
         "at": to_ts(message.created_at),
         "key": idempotency_key,
         "request_hash": request_hash,
-        "result": result.model_dump_json(),
+        "result": result.as_json(),
         "urgent": bool(message.urgent),
         "sender_address": message.sender_address,
         "sender_terminal": message.sender_terminal,

@@ -107,7 +107,7 @@ class NewMessage:
             at,
             idempotency_key,
             request_hash,
-            result.model_dump_json(),
+            result.as_json(),
             int(message.urgent),
             message.sender_address,
             message.sender_terminal,
