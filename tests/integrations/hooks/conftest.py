@@ -60,7 +60,12 @@ class Hooks:
         **kwargs: Any,
     ) -> subprocess.CompletedProcess[str]:
         payload = raw if raw is not None else self.stdin(event, client, session, **kwargs)
-        return self.cli.run("hook", event, "--client", client, input=payload, env={**PATIENT, **(env or {})})
+        return self.cli.run("hook", event, "--client", client, input=payload, env=self.patient(env))
+
+    @staticmethod
+    def patient(env: Mapping[str, str | None] | None = None) -> dict[str, str | None]:
+        """A hook run's environment overrides: the long test deadline, then ``env``."""
+        return {**PATIENT, **(env or {})}
 
     def output(self, proc: subprocess.CompletedProcess[str]) -> dict[str, Any] | None:
         """The hook's JSON answer (None for an empty stdout); asserts a clean exit 0."""
@@ -77,7 +82,7 @@ class Hooks:
         proc = subprocess.run(
             [sys.executable, "-X", "importtime", "-m", "callboard", "hook", event],
             input=self.stdin(event),
-            env=self.cli.env(env={**PATIENT, **(env or {})}),
+            env=self.cli.env(env=self.patient(env)),
             cwd=self.cli.workdir,
             capture_output=True,
             text=True,

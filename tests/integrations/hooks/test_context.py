@@ -105,7 +105,7 @@ def test_a_hook_run_through_a_shell_registers_the_shells_parent(hooks: Hooks) ->
     proc = subprocess.run(
         ["/bin/sh", "-c", f"{command}; true"],  # '; true' keeps sh from exec-ing the command
         input=hooks.stdin("session-start"),
-        env=hooks.cli.env(),
+        env=hooks.cli.env(env=hooks.patient()),
         cwd=hooks.cli.workdir,
         capture_output=True,
         text=True,
