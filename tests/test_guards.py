@@ -132,6 +132,44 @@ def test_a_flood_is_let_through_at_the_window_rate_and_nothing_is_dropped(count:
         assert verdicts[guard.FLOOD_MESSAGES].until == times[0] + guard.FLOOD_WINDOW_SECONDS
 
 
+exchanges = st.builds(
+    Exchange,
+    st.sampled_from("ab"),
+    st.floats(0, 1000),
+    st.one_of(st.none(), st.floats(0, 3000)),
+    st.sampled_from([None, "flood", "echo_loop"]),
+)
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(exchanges, max_size=80),
+    # mostly one way and quick, so that floods come and old holds leave the kept traffic
+    st.lists(st.tuples(st.sampled_from("aaab"), st.floats(0, 3), st.booleans()), min_size=70, max_size=150),
+)
+def test_pair_traffic_kept_send_by_send_decides_as_decide_does(
+    read: list[Exchange], sends: list[tuple[str, float, bool]]
+) -> None:
+    """The service keeps each pair's traffic as a PairTraffic, adding its sends as it decides
+    them: its verdicts are decide's on the same traffic, also as the oldest leave it."""
+    read.sort(key=lambda e: e.at, reverse=True)
+    traffic = guard.PairTraffic(read)
+    assert traffic.exchanges == read[: guard.PairTraffic.KEPT]
+    now = read[0].at if read else 0.0
+    for sender, step, held_long in sends:
+        now += step
+        verdict = traffic.decide(sender, now)
+        assert verdict == guard.decide(sender, now, traffic.exchanges)
+        if verdict is None and held_long:  # some sends held for other reasons (as read from a store)
+            verdict = Hold("echo_loop", now + 900)
+        newest = Exchange(sender, now, *((verdict.until, verdict.reason) if verdict else (None, None)))
+        expected = [newest, *traffic.exchanges][: guard.PairTraffic.KEPT]
+        traffic.add(newest)
+        assert traffic.exchanges == expected
+        for who in "ab":
+            assert list(traffic.released(who)) == sorted(e.released for e in expected if e.sender == who)
+
+
 def test_describe_names_the_pair_and_the_rule() -> None:
     assert "echo loop" in guard.describe("echo_loop", "a", "b")
     assert "flood" in guard.describe("flood", "a", "b")

@@ -24,6 +24,8 @@ stores its answer with the delivery. Times are Unix seconds.
 
 from __future__ import annotations
 
+import bisect
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -73,7 +75,46 @@ def decide(sender: str, now: float, traffic: Sequence[Exchange]) -> Hold | None:
     ``traffic``: the pair's earlier messages, both directions, newest first (the store's
     ``pair_traffic``: at least the last ``LOOKBACK_MESSAGES`` of each direction within
     ``LOOKBACK_SECONDS``). The later of the two guards' holds wins."""
-    echo, flood = _echo_loop(sender, now, traffic), _flood(sender, now, traffic)
+    released = sorted(e.released for e in traffic if e.sender == sender)
+    return _later(_echo_loop(sender, now, traffic), _flood(now, released))
+
+
+class PairTraffic:
+    """A pair's traffic as ``decide`` takes it (``exchanges``, newest first, the newest ``KEPT``),
+    kept up to date send by send (``add``), with each sender's release times kept in order: a
+    decision (``decide``, the same verdict as ``decide(sender, now, exchanges)``) then need not
+    gather and sort them again. Not thread-safe: its owner locks."""
+
+    KEPT = 2 * LOOKBACK_MESSAGES
+
+    __slots__ = ("exchanges", "_released")
+
+    def __init__(self, exchanges: Sequence[Exchange]) -> None:
+        self.exchanges = list(exchanges[: self.KEPT])
+        self._released: dict[str, list[float]] = {}
+        for exchange in self.exchanges:
+            self._released.setdefault(exchange.sender, []).append(exchange.released)
+        for times in self._released.values():
+            times.sort()
+
+    def decide(self, sender: str, now: float) -> Hold | None:
+        return _later(_echo_loop(sender, now, self.exchanges), _flood(now, self.released(sender)))
+
+    def released(self, sender: str) -> Sequence[float]:
+        """When ``sender``'s messages among ``exchanges`` were (or will be) let through, in order."""
+        return self._released.get(sender, ())
+
+    def add(self, exchange: Exchange) -> None:
+        """The pair's newest message; the oldest beyond ``KEPT`` leave."""
+        self.exchanges.insert(0, exchange)
+        bisect.insort(self._released.setdefault(exchange.sender, []), exchange.released)
+        while len(self.exchanges) > self.KEPT:
+            gone = self.exchanges.pop()
+            times = self._released[gone.sender]
+            del times[bisect.bisect_left(times, gone.released)]
+
+
+def _later(echo: Hold | None, flood: Hold | None) -> Hold | None:
     if echo is None or flood is None:
         return echo or flood
     return flood if flood.until > echo.until else echo
@@ -93,15 +134,15 @@ def _echo_loop(sender: str, now: float, traffic: Sequence[Exchange]) -> Hold | N
     return Hold("echo_loop", now + min(ECHO_HOLD_SECONDS * 2.0 ** min(holds, 16), ECHO_MAX_HOLD_SECONDS))
 
 
-def _flood(sender: str, now: float, traffic: Sequence[Exchange]) -> Hold | None:
-    released = [e.released for e in traffic if e.sender == sender]
+def _flood(now: float, released: Sequence[float]) -> Hold | None:
+    """``released``: when the sender's messages in the pair's traffic were let through, in order."""
     if len(released) < FLOOD_MESSAGES:
         return None
-    released.sort(reverse=True)
-    window_opens = released[FLOOD_MESSAGES - 1] + FLOOD_WINDOW_SECONDS  # the 20th latest leaves the window
+    window_opens = released[-FLOOD_MESSAGES] + FLOOD_WINDOW_SECONDS  # the 20th latest leaves the window
     return Hold("flood", window_opens) if window_opens > now else None
 
 
+@functools.lru_cache(maxsize=4096)  # every held send of a pair says the same sentence
 def describe(reason: str, sender: str, recipient: str) -> str:
     """One sentence on why mail from ``sender`` to ``recipient`` is held."""
     if reason == "echo_loop":

@@ -102,7 +102,7 @@ def test_a_send_that_needs_the_store_stops_before_it_changed_anything(service: S
     with pytest.raises(NotInMemory), from_memory():
         submit(service, ALICE, "bob", "a reply", reply_to=service.mailbox.read(BOB).items[0].message.id)
     traffic = service.guards._traffic[(WS, "alice", "bob")][1]
-    assert [e.sender for e in traffic] == ["alice"]  # the guards saw one send, not five
+    assert [e.sender for e in traffic.exchanges] == ["alice"]  # the guards saw one send, not five
     assert service.mailbox.read(BOB).items == []
     with pytest.raises(UnknownRecipient):  # decided where the store may be read: as always
         submit(service, Caller(workspace=WS, agent="alice", person=False), "carol", "hi")
@@ -171,7 +171,7 @@ def test_a_pairs_traffic_read_again_keeps_this_services_sends_the_store_does_not
     key = (WS, "alice", "bob")
     read_at, traffic = service.guards._traffic[key]
     on_its_way = Exchange("alice", read_at + 0.1)  # decided here, not committed yet
-    traffic.insert(0, on_its_way)
+    traffic.add(on_its_way)
     service.guards._read_again(key, datetime.fromtimestamp(read_at + 0.5, UTC))
-    again = service.guards._traffic[key][1]
+    again = service.guards._traffic[key][1].exchanges
     assert again[0] is on_its_way and [e.sender for e in again] == ["alice", "alice"]

@@ -37,7 +37,7 @@ class Guards:
 
     def __init__(self, facts: GuardFactsPart) -> None:
         self._facts = facts
-        self._traffic: OrderedDict[tuple[str, str, str], tuple[float, list[guard.Exchange]]] = OrderedDict()
+        self._traffic: OrderedDict[tuple[str, str, str], tuple[float, guard.PairTraffic]] = OrderedDict()
         self._lock = threading.Lock()  # sends are decided on the loop and on worker threads
 
     def decide(self, workspace: str, sender: str, recipients: Sequence[str], now: datetime) -> dict[str, Held]:
@@ -54,13 +54,12 @@ class Guards:
                     self._pair_traffic(workspace, sender, recipient, now)
             for recipient in others:
                 traffic = self._pair_traffic(workspace, sender, recipient, now)
-                hold = guard.decide(sender, at, traffic)
+                hold = traffic.decide(sender, at)
                 if hold is None:
-                    traffic.insert(0, guard.Exchange(sender, at))
+                    traffic.add(guard.Exchange(sender, at))
                 else:
-                    traffic.insert(0, guard.Exchange(sender, at, hold.until, hold.reason))
+                    traffic.add(guard.Exchange(sender, at, hold.until, hold.reason))
                     decided.append((recipient, hold))
-                del traffic[2 * guard.LOOKBACK_MESSAGES :]
         for recipient, hold in decided:
             holds[recipient] = built(
                 Held,
@@ -70,7 +69,7 @@ class Guards:
             )
         return holds
 
-    def _pair_traffic(self, workspace: str, a: str, b: str, now: datetime) -> list[guard.Exchange]:
+    def _pair_traffic(self, workspace: str, a: str, b: str, now: datetime) -> guard.PairTraffic:
         """The pair's traffic, newest first: the one read less than ``TRAFFIC_REUSE_SECONDS`` ago
         (with the sends decided since), or a fresh read. Call with the lock held."""
         first, second = sorted((a, b))
@@ -84,11 +83,11 @@ class Guards:
             return kept[1]
         store_needed()
         since = now - timedelta(seconds=guard.LOOKBACK_SECONDS)
-        traffic = self._facts.pair_traffic(workspace, a, b, since, guard.LOOKBACK_MESSAGES)
+        traffic = guard.PairTraffic(self._facts.pair_traffic(workspace, a, b, since, guard.LOOKBACK_MESSAGES))
         self._keep(key, now.timestamp(), traffic)
         return traffic
 
-    def _keep(self, key: tuple[str, str, str], read_at: float, traffic: list[guard.Exchange]) -> None:
+    def _keep(self, key: tuple[str, str, str], read_at: float, traffic: guard.PairTraffic) -> None:
         self._traffic[key] = (read_at, traffic)
         self._traffic.move_to_end(key)
         while len(self._traffic) > TRAFFIC_PAIRS_KEPT:
@@ -104,9 +103,9 @@ class Guards:
             kept = self._traffic.get(key)
             if kept is not None:  # since the last read, only this service's own sends were added
                 seen = {(e.sender, e.at) for e in stored}
-                ours = [e for e in kept[1] if e.at >= kept[0] and (e.sender, e.at) not in seen]
-                stored = sorted([*ours, *stored], key=lambda e: e.at, reverse=True)[: 2 * guard.LOOKBACK_MESSAGES]
-            self._keep(key, now.timestamp(), stored)
+                ours = [e for e in kept[1].exchanges if e.at >= kept[0] and (e.sender, e.at) not in seen]
+                stored = sorted([*ours, *stored], key=lambda e: e.at, reverse=True)
+            self._keep(key, now.timestamp(), guard.PairTraffic(stored))
 
 
 def explained(held: HeldMail) -> HeldMail:
