@@ -153,6 +153,12 @@ class BadRemoteAnswer(Invalid):
     code = "bad_remote_answer"
 
 
+class TimedOut(Unavailable):
+    """What a command waited for (a task's end, a reply) did not come within its timeout."""
+
+    code = "timed_out"
+
+
 class TaskBusy(Unavailable):
     """The task kept changing while an update of it was being written (other updates won)."""
 

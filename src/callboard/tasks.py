@@ -39,6 +39,12 @@ def parse_state(text: str) -> TaskState:
         raise BadTaskState(f"{text!r} is not a task state; one of: {known}.") from None
 
 
+def moved_past(task: Task, generation: int) -> bool:
+    """Whether a follower that saw ``generation`` has something new to see: the task moved past
+    it, or it is final (it will not move again, so a follower waits no longer)."""
+    return task.generation > generation or task.state in FINAL
+
+
 def worker_moves(task_id: str, current: TaskState, wanted: TaskState) -> TaskState:
     """The state a worker's update leaves the task in, or why it cannot."""
     _still_open(task_id, current)

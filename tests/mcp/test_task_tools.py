@@ -84,3 +84,33 @@ async def test_the_task_tools_refuse_with_codes_a_model_can_act_on(agents, tools
         assert "send_message" in text
         failed(await as_alice.call_tool("list_tasks", {"task_id": "missing"}), "unknown_task")
     assert alice.get_task(opened.id).state == "rejected" and agents("carol").list_tasks().tasks == []
+
+
+async def test_a_model_delegates_with_send_message_as_task_and_follows_it_with_list_tasks(agents, tools):
+    bob = agents("bob")
+    async with tools("alice") as alice:
+        sent = ok(await alice.call_tool("send_message", {"to": "bob", "message": "write a haiku", "as_task": True}))
+        task_id = sent["task_id"]
+        task = bob.get_task(task_id)
+        assert (task.requester, task.worker, task.state) == ("alice", "bob", "submitted")
+        assert sent["recipients"][0]["agent"] == "bob"
+        same = ok(await alice.call_tool("list_tasks", {"task_id": task_id, "after_generation": 1, "wait_seconds": 0.1}))
+        assert same["tasks"][0]["generation"] == 1  # nothing moved within the wait: the task as it is
+        bob.update_task(task_id, state="completed", artifacts=[{"name": "haiku.txt", "parts": [{"text": "queues"}]}])
+        followed = ok(
+            await alice.call_tool("list_tasks", {"task_id": task_id, "after_generation": 1, "wait_seconds": 30})
+        )
+        assert followed["tasks"][0]["state"] == "completed" and "queues" in followed["tasks"][0]["latest"]
+
+
+async def test_delegating_and_following_refuse_what_does_not_fit(agents, tools):
+    agents("bob")
+    async with tools("alice") as alice:
+        for bad in ({"reply_to": "m-1"}, {"urgent": True}, {"require_live": True}):
+            args = {"to": "bob", "message": "x", "as_task": True, **bad}
+            failed(await alice.call_tool("send_message", args), "bad_request")
+        failed(await alice.call_tool("send_message", {"to": "#ops", "message": "x", "as_task": True}), "bad_request")
+        failed(await alice.call_tool("list_tasks", {"wait_seconds": 5}), "bad_request")  # follows one task
+        sent = ok(await alice.call_tool("send_message", {"to": "bob", "message": "y", "as_task": True}))
+        failed(await alice.call_tool("list_tasks", {"task_id": sent["task_id"], "wait_seconds": 5}), "bad_request")
+    assert [t.worker for t in agents("alice").list_tasks().tasks] == ["bob"]  # the refused ones opened nothing

@@ -43,6 +43,7 @@ COMMAND_MODULES = {
     "mcp": "mcp_server",
     "channel": "channels",
     "task": "tasks",
+    "delegate": "tasks",
     "run": "runner",
     "runner": "runner",
     "team": "team",

@@ -11,12 +11,16 @@ import typer
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.cli.following import follow_mail
+from callboard.client.reply_wait import first_reply, mailbox_position
 from callboard.errors import BadRequest
+from callboard.limits import TIMEOUT_MAX
 from callboard.model import MailItem, SendResult
 from callboard.requests import InboxQuery, ReadQuery, SendRequest
 
 if TYPE_CHECKING:
     from callboard.client.base import Client
+
+REPLY_TIMEOUT_DEFAULT = 300.0  # send --wait-reply: how long a script asks and waits by default
 
 
 def _parts(data: list[str], urls: list[str]) -> list[dict]:
@@ -76,12 +80,22 @@ def send(
         ),
     ] = None,
     urgent: UrgentOption = False,
+    wait_reply: Annotated[
+        bool,
+        typer.Option("--wait-reply", help="Then wait for the first reply in its thread and print it (exit 2 if none)."),
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", metavar="S", help="With --wait-reply: wait at most this many seconds.")
+    ] = REPLY_TIMEOUT_DEFAULT,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Send a message to agents or a channel; says per recipient whether it was delivered or queued."""
+    if not 0 < timeout <= TIMEOUT_MAX:  # False for NaN too
+        raise BadRequest(f"--timeout is 0-{TIMEOUT_MAX:g} seconds, not {timeout:g}.")
     text = _stdin_text() if message == "-" else message
     with open_client(db) as client:
+        position = mailbox_position(client) if wait_reply else 0
         result = client.send(
             SendRequest(
                 to=to,
@@ -96,6 +110,16 @@ def send(
             ),
         )
         _send_to_outside_agents(client, result)
+        if wait_reply:
+            if not as_json:
+                emit_sent(result, False)
+            answer = first_reply(client, result, position, timeout)
+            render.emit(
+                {**render.jsonable(result), render.INJECTED_KEY: render.jsonable(result.injected), "reply": answer},
+                as_json,
+                lambda: render.mail_item(answer),
+            )
+            return
     emit_sent(result, as_json)
 
 

@@ -1,4 +1,4 @@
-"""task list, show, update, cancel, send: tasks (mail with an A2A lifecycle) for people and scripts.
+"""task list, show, update, cancel, send, and delegate: tasks (mail with an A2A lifecycle) for people and scripts.
 
 A task is asked of an agent (``task send``, or an A2A client through the hub); its worker moves
 it (``task update``: working, input-required, completed … with a message and artifacts), its
@@ -19,12 +19,14 @@ import typer
 
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
+from callboard.cli.artifacts_out import write_artifacts
+from callboard.client.task_follow import follow_task
 from callboard.errors import BadRequest, TooLarge
 from callboard.fence import one_line
-from callboard.limits import MESSAGE_BYTES
-from callboard.model import Part
+from callboard.limits import MESSAGE_BYTES, TIMEOUT_MAX
+from callboard.model import Part, SendResult
 from callboard.requests import TaskListQuery, TaskRequest
-from callboard.tasks import Task
+from callboard.tasks import WAITING_ON_REQUESTER, Task, TaskState
 
 task_app = typer.Typer(
     help="Tasks asked of agents: list, show, send one, update one you work on, cancel one you asked.",
@@ -69,6 +71,22 @@ def task_show(
     render.emit(task, as_json, lambda: render.task_detail(task))
 
 
+WaitOption = Annotated[
+    bool,
+    typer.Option(
+        "--wait",
+        help="Follow the task to its end: exit 0 completed, 1 failed, rejected or canceled, 2 timed out (then canceled).",
+    ),
+]
+TimeoutOption = Annotated[
+    float, typer.Option("--timeout", metavar="S", help="With --wait: cancel the task past this many seconds.")
+]
+OutOption = Annotated[
+    Optional[Path], typer.Option("--out", metavar="DIR", help="With --wait: write the task's artifacts into DIR.")
+]
+WAIT_TIMEOUT_DEFAULT = 600.0
+
+
 @task_app.command("send")
 def task_send(
     agent: Annotated[str, typer.Argument(help="The agent to ask (name, or name@machine#pid).")],
@@ -94,26 +112,92 @@ def task_send(
             help="Your id for this message: sending again with it never opens a second task.",
         ),
     ] = None,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = WAIT_TIMEOUT_DEFAULT,
+    out: OutOption = None,
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """Ask an agent to do something: a task, mailed to it. Prints the task's id."""
+    """Ask an agent to do something: a task, mailed to it. Prints the task's id (with --wait, its end)."""
+    request = TaskRequest(
+        to=agent, text=text, task_id=answer, context_id=context, subject=subject, message_id=message_id
+    )
+    _ask(request, wait, timeout, out, as_json, db)
+
+
+@app.command("delegate")
+def delegate(
+    agent: Annotated[str, typer.Argument(help="The agent to ask (name, or name@machine#pid).")],
+    text: Annotated[
+        str, typer.Argument(metavar="MESSAGE", help="What you ask of it; '-' reads it from standard input.")
+    ],
+    subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="A short subject line.")] = None,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = WAIT_TIMEOUT_DEFAULT,
+    out: OutOption = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Hand a piece of work to an agent (a task): with --wait, wait for its result and write its files."""
+    words = sys.stdin.read() if text == "-" else text
+    _ask(TaskRequest(to=agent, text=words, subject=subject), wait, timeout, out, as_json, db)
+
+
+def _ask(request: TaskRequest, wait: bool, timeout: float, out: Path | None, as_json: bool, db: str | None) -> None:
+    """Open (or answer) the task; with ``wait``, follow it to its end (``follow_task``)."""
+    if not wait and out is not None:
+        raise BadRequest("--out writes the task's artifacts when it ends: give --wait too.")
+    if not 0 < timeout <= TIMEOUT_MAX:  # False for NaN too
+        raise BadRequest(f"--timeout is 0-{TIMEOUT_MAX:g} seconds, not {timeout:g}.")
     with open_client(db) as client:
-        request = TaskRequest(
-            to=agent, text=text, task_id=answer, context_id=context, subject=subject, message_id=message_id
-        )
         sent = client.open_task(request)
-    mail = sent.send
+        _said(sent.send)
+        if not wait:
+            document = {**render.jsonable(sent), render.INJECTED_KEY: render.jsonable(sent.send.injected)}
+            render.emit(document, as_json, lambda: render.console.print(render.peer(sent.task.id)))
+            return
+        sys.stderr.write(f"task {sent.task.id}: asked {one_line(sent.task.worker)}; waiting up to {timeout:g} s\n")
+        task = follow_task(client, sent.task, timeout, _told)
+    written, urls = write_artifacts(task, out) if out is not None else ([], [])
+    document = {
+        **render.jsonable(sent),
+        "task": render.jsonable(task),
+        "written": [str(path) for path in written],
+        "urls": urls,
+    }
+    render.emit(document, as_json, lambda: _ended(task, written, urls))
+    if task.state is not TaskState.COMPLETED:
+        raise typer.Exit(1)
+
+
+def _said(mail: SendResult) -> None:
+    """What a send did besides storing (a name nobody had used, an injection): to stderr, so
+    the id stays stdout's only line and scripts take it with $(…)."""
     for outcome in mail.recipients:  # a name nobody had used (a typo?): said, as send says it
         if outcome.new_agent and outcome.reason:
             sys.stderr.write(f"note: {one_line(outcome.reason)}\n")
     if mail.inject_problem:
         sys.stderr.write(f"warning: {one_line(mail.inject_problem)}\n")
-    for into in mail.injected:  # the id stays stdout's only line: scripts take it with $(…)
+    for into in mail.injected:
         name = f" ({into.name})" if into.name else ""
         sys.stderr.write(one_line(f"injected into Claude Code session {into.pid}{name} for {into.agent}") + "\n")
-    document = {**render.jsonable(sent), render.INJECTED_KEY: render.jsonable(mail.injected)}
-    render.emit(document, as_json, lambda: render.console.print(render.peer(sent.task.id)))
+
+
+def _told(task: Task) -> None:
+    """A move of a followed task, as a line on stderr."""
+    words = one_line(" ".join(p.text for p in task.status_parts if p.text))[:200]
+    line = f"task {task.id}: {task.state}" + (f" — {task.worker}: {words}" if words else "")
+    if task.state in WAITING_ON_REQUESTER:
+        line += f" (answer it: callboard task send {task.worker} ANSWER --answer {task.id} --wait)"
+    sys.stderr.write(line + "\n")
+
+
+def _ended(task: Task, written: list[Path], urls: list[str]) -> None:
+    render.task_detail(task)
+    for path in written:
+        render.console.print(f"wrote {render.peer(path)}")
+    for url in urls:
+        render.console.print(f"handed over a link (not fetched): {render.peer(url)}")
 
 
 @task_app.command("update")

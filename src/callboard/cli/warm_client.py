@@ -41,6 +41,7 @@ COMMANDS = frozenset(
         "ack",
         "hook",
         "task",
+        "delegate",
         "agent",
         "channel",
         "session",

@@ -190,7 +190,13 @@ class Client(Protocol):
         """The requester's cancel (its worker is told by mail)."""
         ...
 
-    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task: ...
+    def get_task(
+        self, task_id: str, *, history_length: int | None = None, after_generation: int | None = None, wait: float = 0.0
+    ) -> Task:
+        """One task of this agent's; with ``after_generation`` (a generation seen), waits up to
+        ``wait`` seconds until the task moves past it or is final (a long-poll)."""
+        ...
+
     def list_tasks(self, query: TaskListQuery = TaskListQuery()) -> TaskPage:
         """The tasks this agent asked or was asked, newest updated first, a page at a time."""
         ...

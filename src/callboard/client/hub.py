@@ -451,9 +451,13 @@ class HubClient:
     def cancel_task(self, task_id: str) -> Task:
         return self._model(Task, "POST", f"/v1/tasks/{_segment(task_id)}/cancel")
 
-    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
-        params = None if history_length is None else {"history_length": history_length}
-        return self._model(Task, "GET", f"/v1/tasks/{_segment(task_id)}", params=params)
+    def get_task(
+        self, task_id: str, *, history_length: int | None = None, after_generation: int | None = None, wait: float = 0.0
+    ) -> Task:
+        given = {"history_length": history_length, "after_generation": after_generation, "wait": wait or None}
+        params = {name: value for name, value in given.items() if value is not None}
+        path = f"/v1/tasks/{_segment(task_id)}"
+        return self._model(Task, "GET", path, params=params or None, timeout=wait + TIMEOUT_SECONDS)
 
     def list_tasks(self, query: TaskListQuery = TaskListQuery()) -> TaskPage:
         beyond = sorted(query.model_fields_set - set(_TASK_LIST_PARAMS))

@@ -265,8 +265,12 @@ class LocalClient:
     def cancel_task(self, task_id: str) -> Task:
         return self.service.tasking.cancel_task(self._as(), task_id)
 
-    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
-        return self.service.tasking.get_task(self._as(), task_id, history_length=history_length)
+    def get_task(
+        self, task_id: str, *, history_length: int | None = None, after_generation: int | None = None, wait: float = 0.0
+    ) -> Task:
+        return self.service.tasking.get_task(
+            self._as(), task_id, history_length=history_length, after_generation=after_generation, wait=wait
+        )
 
     def list_tasks(self, query: TaskListQuery = TaskListQuery()) -> TaskPage:
         return self.service.tasking.list_tasks(self._as(), query)

@@ -283,9 +283,14 @@ ROUTES: list[Route] = [
         "GET",
         "/v1/tasks/{task_id}",
         tasks.get_task,
-        "One task of yours: its state, latest status message and artifacts (history_length: its newest mail).",
+        "One task of yours: its state, latest status message and artifacts (history_length: its newest mail); "
+        "with after_generation, wait= seconds long-polls until it moves past that generation or ends.",
         answer=Task,
-        query={"history_length": {"type": "integer", "minimum": 0, "maximum": HISTORY_MAX}},
+        query={
+            "history_length": {"type": "integer", "minimum": 0, "maximum": HISTORY_MAX},
+            "after_generation": {"type": "integer", "minimum": 0, "maximum": limits.SEQ_MAX},
+            "wait": WAIT,
+        },
     ),
     Route(
         "POST",

@@ -8,12 +8,12 @@ sequence number), so a reconnecting client gets every delivery once, in order.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 
 from callboard.hub.asgi import Receive, Reply
 from callboard.hub.context import HubContext, blocking, secret_hash_of
 from callboard.hub.endpoint import Call
+from callboard.hub.long_poll import long_poll
 from callboard.hub.open_streams import OpenStream
 from callboard.hub.query_numbers import resume_point
 from callboard.limits import READ_LIMIT_DEFAULT, READ_LIMIT_MAX, SEQ_MAX, WAIT_SECONDS_MAX
@@ -68,24 +68,10 @@ async def surface(call: Call) -> ReadResult:
 async def _long_poll(
     call: Call, credential: Credential, caller: AgentCaller, wait: float, take: Callable[[Caller], ReadResult]
 ) -> ReadResult:
-    """``take(caller)`` on a worker thread, again at each signal of the caller's mailbox until it finds
-    mail or ``wait`` seconds pass; the loop holds no thread while it waits. A read that waits
-    counts against its credential's streams; any read ends (401) if its token is revoked."""
-    hub = call.hub
-    deadline = time.monotonic() + wait
-    with (
-        hub.service.subscriptions.subscribe_async(caller.workspace, caller.agent) as subscription,
-        hub.streams.opened(
-            credential, secret_hash_of(call.headers), lambda: subscription.receive(None), counted=wait > 0
-        ) as stream,
-    ):
-        while True:
-            async with stream.taking():  # refused once revoked; a revocation waits for it
-                result = await call.run_as(take)
-            remaining = deadline - time.monotonic()
-            if result.items or remaining <= 0 or hub.stopping:
-                return result
-            await subscription.wait(remaining)  # shutdown and revocation wake every waiter too
+    """``take(caller)``, again at each signal of the caller's mailbox, until it finds mail or
+    ``wait`` seconds pass (``long_poll``)."""
+    subscribed = call.hub.service.subscriptions.subscribe_async(caller.workspace, caller.agent)
+    return await long_poll(call, credential, subscribed, wait, take, lambda result: bool(result.items))
 
 
 def _resume_point(headers: dict[str, str], after: str | None) -> int | None:

@@ -7,11 +7,13 @@ service's, here only what the request brings and what to answer."""
 from __future__ import annotations
 
 from callboard.hub.endpoint import Answer, Call
+from callboard.hub.long_poll import long_poll
 from callboard.hub.schemas import TaskUpdateRequest
-from callboard.limits import HISTORY_MAX, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
-from callboard.model import Part
+from callboard.limits import HISTORY_MAX, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, SEQ_MAX, WAIT_SECONDS_MAX
+from callboard.model import Caller, Part
 from callboard.requests import TaskListQuery, TaskRequest
-from callboard.tasks import Task, TaskPage
+from callboard.service.identity_gate import as_agent
+from callboard.tasks import TASK_KEY_PREFIX, Task, TaskPage, moved_past
 
 
 async def list_tasks(call: Call) -> TaskPage:
@@ -28,9 +30,22 @@ async def list_tasks(call: Call) -> TaskPage:
 
 
 async def get_task(call: Call) -> Task:
-    await call.identify()
+    """The task; with ``after_generation`` and ``wait``, once it moves past that generation (a
+    long-poll: ``Tasking.get_task`` says when, the hub waits between looks without a thread)."""
+    credential, caller = await call.identify()
+    tasking, task_id = call.hub.service.tasking, call.path("task_id")
     history_length = call.query_int("history_length", None, 0, HISTORY_MAX)
-    return await call.run_as(call.hub.service.tasking.get_task, call.path("task_id"), history_length=history_length)
+    after = call.query_int("after_generation", None, 0, SEQ_MAX)
+    wait = call.query_float("wait", 0.0, 0.0, WAIT_SECONDS_MAX)
+    tasking.check_follow(after, wait)
+
+    def look(acting: Caller) -> Task:  # each look now: the hub waits between them
+        return tasking.get_task(acting, task_id, history_length=history_length, after_generation=after)
+
+    if wait <= 0 or after is None:
+        return await call.run_as(look)
+    subscribed = call.hub.service.subscriptions.subscribe_async(as_agent(caller).workspace, TASK_KEY_PREFIX + task_id)
+    return await long_poll(call, credential, subscribed, wait, look, lambda task: moved_past(task, after))
 
 
 async def open_task(call: Call) -> Answer:

@@ -22,6 +22,7 @@ class Sent(BaseModel):
     message_id: str
     thread_id: str
     recipients: list[Recipient]
+    task_id: str | None = Field(default=None, description="the task it opened (as_task)")
     unread: int = Field(description="your unread messages")
 
 

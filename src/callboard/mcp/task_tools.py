@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -76,8 +77,9 @@ class Tasks(BaseModel):
     unread: int
 
 
-def add_task_tools(server: MCPServer, acting: Acting, run: Run) -> None:
-    """Register the task tools on ``server`` (``acting``: the client a call acts through)."""
+def add_task_tools(server: MCPServer, acting: Acting, run: Run, waiting: Run) -> None:
+    """Register the task tools on ``server`` (``acting``: the client a call acts through;
+    ``waiting``: how a call that may wait is run, off the server's loop)."""
 
     @server.tool()
     async def update_task(
@@ -108,13 +110,20 @@ def add_task_tools(server: MCPServer, acting: Acting, run: Run) -> None:
         task_id: Annotated[str | None, Field(description="show this one task in full")] = None,
         state: Annotated[str | None, Field(description="only tasks in this state")] = None,
         page_token: str | None = None,
+        after_generation: Annotated[
+            int | None, Field(description="with task_id: the generation you saw; wait_seconds waits for a newer one")
+        ] = None,
+        wait_seconds: Annotated[float, Field(description="with after_generation: block up to this long")] = 0.0,
     ) -> Annotated[CallToolResult, Tasks]:
-        """Tasks you asked or were asked: who, state, latest status and artifacts."""
+        """Tasks you asked or were asked: state, latest status, artifacts; wait on one."""
         client = await acting(ctx)
+        if (after_generation is not None or wait_seconds) and task_id is None:
+            raise ToolError("bad_request: after_generation and wait_seconds follow one task: give its task_id.")
 
         def look() -> CallToolResult:
             if task_id is not None:
-                tasks, token = [acted(lambda: client.get_task(task_id))], ""
+                one = acted(lambda: client.get_task(task_id, after_generation=after_generation, wait=wait_seconds))
+                tasks, token = [one], ""
             else:
                 page = acted(lambda: client.list_tasks(TaskListQuery(state=state, page_token=page_token, page_size=20)))
                 tasks, token = page.tasks, page.next_page_token
@@ -123,7 +132,7 @@ def add_task_tools(server: MCPServer, acting: Acting, run: Run) -> None:
             lines += [f"more: page_token={token}"] if token else []
             return tool_result(result, "\n\n".join([*lines, unread_line(result.unread)]))
 
-        return await run(look)
+        return await (waiting if wait_seconds > 0 else run)(look)
 
 
 def _artifact(given: ArtifactPart) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from callboard.mcp.results import (
 )
 from callboard.mcp.task_tools import add_task_tools
 from callboard.model import DeliveryEvent, HeldMail, MailItem
-from callboard.requests import ReadQuery, SendRequest
+from callboard.requests import ReadQuery, SendRequest, TaskRequest
 
 log = logging.getLogger("callboard.inject")
 
@@ -106,9 +106,19 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
         reply_to: Annotated[str | None, Field(description="id of the message this answers")] = None,
         require_live: Annotated[bool, Field(description="fail unless a live session can read it now")] = False,
         urgent: Annotated[bool, Field(description="may interrupt a busy agent between tool calls")] = False,
+        as_task: Annotated[
+            bool,
+            Field(
+                description="ask it as a task (one agent): it answers with a state and files; follow with list_tasks"
+            ),
+        ] = False,
     ) -> Annotated[CallToolResult, Sent]:
-        """Send a message to another agent or a #channel."""
+        """Send a message to an agent or a #channel; as_task delegates work you can follow."""
         client = await acting(ctx)
+        if as_task:
+            if reply_to is not None or require_live or urgent:
+                raise ToolError("bad_request: as_task takes to, message and subject; send other mail without it.")
+            return await run(lambda: _delegate(client, to, message, subject))
         return await run(lambda: _send(client, to, message, subject, reply_to, require_live, urgent))
 
     @server.tool()
@@ -157,7 +167,7 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
         client = await acting(ctx)
         return await run(lambda: _who(client, address))
 
-    add_task_tools(server, acting, run)
+    add_task_tools(server, acting, run, call_in_thread)
     return server
 
 
@@ -184,6 +194,24 @@ def _send(
     lines = [f"sent {sent.message_id} (thread {sent.thread_id})"]
     lines += [f"- {r.address}: {r.state}" + (f" — {r.note}" if r.note else "") for r in recipients]
     lines += [f"- injected into {p.agent}'s Claude Code session {p.pid}" for p in sent.injected]
+    return tool_result(result, "\n".join([*lines, unread_line(result.unread)]))
+
+
+def _delegate(client: Client, to: str, message: str, subject: str | None) -> CallToolResult:
+    sent = acted(lambda: client.open_task(TaskRequest(to=to, text=message, subject=subject)))
+    mail = sent.send
+    recipients = [Recipient(address=r.address, state=r.state, agent=r.agent, note=r.reason) for r in mail.recipients]
+    result = Sent(
+        message_id=mail.message_id,
+        thread_id=mail.thread_id,
+        recipients=recipients,
+        task_id=sent.task.id,
+        unread=unread_of(client),
+    )
+    lines = [
+        f"task {sent.task.id} asked of {sent.task.worker}: {sent.task.state}",
+        f"follow it: list_tasks(task_id={sent.task.id!r}, after_generation={sent.task.generation}, wait_seconds=60)",
+    ]
     return tool_result(result, "\n".join([*lines, unread_line(result.unread)]))
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -31,7 +32,7 @@ from callboard.model import Caller, Message, Part, SendResult, built, new_id
 from callboard.requests import SendRequest, TaskListQuery, TaskRequest
 from callboard.service.content import check_idempotency_key, check_text
 from callboard.service.events import AsyncSubscription, MailboxEvents
-from callboard.service.identity_gate import as_agent
+from callboard.service.identity_gate import AgentCaller, as_agent
 from callboard.service.push_targets import check_webhook
 from callboard.service.sending import Sending
 from callboard.service.task_changes import (
@@ -52,6 +53,7 @@ from callboard.tasks import (
     TaskPage,
     TaskSent,
     TaskState,
+    moved_past,
     parse_state,
     requester_answers,
     requester_cancels,
@@ -267,12 +269,47 @@ class Tasking:
 
     # --- reading and following -------------------------------------------------------------
 
-    def get_task(self, caller: Caller, task_id: str, *, history_length: int | None = None) -> Task:
+    def get_task(
+        self,
+        caller: Caller,
+        task_id: str,
+        *,
+        history_length: int | None = None,
+        after_generation: int | None = None,
+        wait: float = 0.0,
+    ) -> Task:
         """The task, for its requester or worker; ``history_length``: its newest messages with it
-        (None or 0: none)."""
+        (None or 0: none). Followed: with ``after_generation`` (a generation the caller saw),
+        blocks up to ``wait`` seconds until the task moves past it or is final (a long-poll)."""
         caller = as_agent(caller)
+        self.check_follow(after_generation, wait)
         task = self._party_task(caller, task_id)
+        if after_generation is not None:
+            _check_generation(task, after_generation)
+            if wait > 0 and not moved_past(task, after_generation):
+                task = self._followed(caller, task, after_generation, wait)
         return self._with_history(task, history_length)
+
+    def check_follow(self, after_generation: int | None, wait: float) -> None:
+        """A follow's options, checked before anything is looked up or waited on."""
+        if after_generation is not None and (
+            isinstance(after_generation, bool) or not isinstance(after_generation, int) or after_generation < 0
+        ):
+            raise BadRequest(f"after_generation is a generation you saw (0 or more), not {after_generation!r}.")
+        if not 0 <= wait <= self.limits.wait_seconds:  # False for NaN too
+            raise BadRequest(f"wait must be 0-{self.limits.wait_seconds:g} seconds.")
+        if wait > 0 and after_generation is None:
+            raise BadRequest("wait follows a task past a generation: give after_generation too (0 for its start).")
+
+    def _followed(self, caller: AgentCaller, task: Task, after_generation: int, wait: float) -> Task:
+        deadline = time.monotonic() + wait
+        with self.events.subscribe(caller.workspace, TASK_KEY_PREFIX + task.id) as changes:
+            while True:  # subscribed first, then looked: a change in between still wakes it
+                task = self._party_task(caller, task.id)
+                remaining = deadline - time.monotonic()
+                if moved_past(task, after_generation) or remaining <= 0 or self.events.closed:
+                    return task
+                changes.wait(remaining)
 
     def list_tasks(self, caller: Caller, query: TaskListQuery = TaskListQuery()) -> TaskPage:
         """The caller's tasks (as requester or worker; ``with_agent``: only those between it and
@@ -311,11 +348,7 @@ class Tasking:
         task = self._party_task(caller, task_id)
         if isinstance(after_generation, bool) or not isinstance(after_generation, int) or after_generation < 0:
             raise BadRequest(f"a generation to resume after is a whole number 0 or more, not {after_generation!r}.")
-        if after_generation > task.generation:
-            raise BadRequest(
-                f"task {task_id} is at generation {task.generation}, not {after_generation}: "
-                f"resume after a generation you saw (0 to {task.generation})."
-            )
+        _check_generation(task, after_generation)
         return self.store.tasks.task_events(caller.workspace, task_id, after_generation)
 
     def subscribe_task(self, workspace: str, task_id: str) -> AbstractContextManager[AsyncSubscription]:
@@ -446,6 +479,15 @@ def _check_metadata(metadata: dict[str, Any] | None, limits: Limits) -> None:
         raise BadRequest(f"the task's {problem}; give only what JSON can carry.")
     if len(json.dumps(metadata)) > limits.message_bytes:
         raise TooLarge(f"the task's metadata is larger than a message may be ({limits.message_bytes} bytes).")
+
+
+def _check_generation(task: Task, generation: int) -> None:
+    """A generation to follow or resume from is one the task has reached."""
+    if generation > task.generation:
+        raise BadRequest(
+            f"task {task.id} is at generation {task.generation}, not {generation}: "
+            f"resume after a generation you saw (0 to {task.generation})."
+        )
 
 
 def _check_history_length(history_length: int | None) -> None:
