@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from callboard.client.local import LocalClient
-from callboard.client.task_follow import follow_task
+from callboard.coord.delegation import follow_task
 from callboard.errors import BadRequest, TimedOut, UnknownTask
 from callboard.requests import TaskRequest
 from callboard.service.door import Service

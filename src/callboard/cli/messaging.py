@@ -11,7 +11,7 @@ import typer
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.cli.following import follow_mail
-from callboard.client.reply_wait import first_reply, mailbox_position
+from callboard.coord.replies import first_reply, mailbox_position
 from callboard.errors import BadRequest
 from callboard.limits import TIMEOUT_MAX
 from callboard.model import MailItem, SendResult

@@ -20,7 +20,7 @@ import typer
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.cli.artifacts_out import write_artifacts
-from callboard.client.task_follow import follow_task
+from callboard.coord.delegation import follow_task
 from callboard.errors import BadRequest, TooLarge
 from callboard.fence import one_line
 from callboard.limits import MESSAGE_BYTES, TIMEOUT_MAX
