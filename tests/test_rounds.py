@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -23,12 +24,12 @@ def spec(kind: rounds.RoundKind = "artifact", quorum: int = 2, max_rounds: int =
 class Round:
     """A round driven act by act, as the service drives it (one act a transaction)."""
 
-    def __init__(self, the_spec: Spec, now: float = 0.0) -> None:
-        self.spec, self.now = the_spec, now
-        self.events: list[Event] = [rounds.opened(the_spec, now)]
+    def __init__(self, the_spec: Spec) -> None:
+        self.spec, self.now = the_spec, datetime(2026, 12, 7, tzinfo=UTC)
+        self.events: list[Event] = [rounds.opened(the_spec, self.now)]
 
     def act(self, act: rounds.Act, after: float = 1.0) -> list[Event]:
-        self.now += after
+        self.now += timedelta(seconds=after)
         added = rounds.judge(self.spec, self.events, act, self.now)
         self.events += added
         return added

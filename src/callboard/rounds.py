@@ -19,7 +19,7 @@ something not proposed, a non-participant, the wrong phase.
 Event-sourced and pure: a round's state is what its events say (``standing``), and ``judge``
 says which events an incoming act adds (the act itself or its refusal, then any phase change
 and the decision). The service stores the events, one act per transaction; nothing here does
-I/O. The statements are property tests (tests/test_rounds.py). Times are Unix seconds.
+I/O. The statements are property tests (tests/test_rounds.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import Field
+
+from callboard.model import Model
 
 RoundKind = Literal["artifact", "value"]
 Phase = Literal["proposal", "vote", "decided", "canceled"]
@@ -63,27 +68,23 @@ class Spec:
     phase_seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One thing that happened to a round. ``agent``: who acted (the absentee, the canceler);
-    ``value``: a value round's number; ``content``: an artifact proposal's (opaque here);
-    ``choice``: the proposer a vote endorses, or a decision's winner; ``code``: a refusal's;
-    ``attempted``: what a refused act was; ``deadline``: a phase's (for opened and phase)."""
+class Event(Model):
+    """One thing that happened to a round, as stored and shown."""
 
     kind: EventKind
     epoch: int
-    at: float
-    agent: str | None = None
-    phase: Phase | None = None
-    value: float | None = None
-    content: object = None
-    choice: str | None = None
-    reason: str | None = None
-    code: Refusal | None = None
-    attempted: str | None = None
-    deadline: float | None = None
+    at: datetime
+    agent: str | None = Field(default=None, description="who acted: the proposer, voter, absentee, canceler")
+    phase: Phase | None = Field(default=None, description="the phase begun (opened, phase) or missed (absent)")
+    value: float | None = Field(default=None, description="a value round's proposal, or its decision")
+    content: Any = Field(default=None, description="an artifact proposal: its parts")
+    choice: str | None = Field(default=None, description="the proposer a vote endorses, or the decision's winner")
+    reason: str | None = Field(default=None, description="a vote's reason, a refusal's or an undecided end's words")
+    code: Refusal | None = Field(default=None, description="a refusal's stable code")
+    attempted: str | None = Field(default=None, description="what a refused act was: proposal or vote")
+    deadline: datetime | None = Field(default=None, description="when the phase begun ends")
     endorsements: int | None = None
-    forced: bool = False
+    forced: bool = Field(default=False, description="decided at the round limit without a quorum")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +123,7 @@ class Standing:
 
     epoch: int = 0
     phase: Phase = "proposal"
-    deadline: float = 0.0
+    deadline: datetime | None = None
     proposals: dict[str, Event] = field(default_factory=dict)  # proposer -> its proposal
     votes: dict[str, Event] = field(default_factory=dict)  # voter -> its vote
     absent: set[str] = field(default_factory=set)  # missed this phase's deadline
@@ -150,9 +151,13 @@ def default_quorum(participants: int) -> int:
     return participants // 2 + 1
 
 
-def opened(spec: Spec, now: float) -> Event:
+def opened(spec: Spec, now: datetime) -> Event:
     """The first event of a round: epoch 0's proposal phase begins."""
-    return Event("opened", 0, now, phase="proposal", deadline=now + spec.phase_seconds)
+    return Event(kind="opened", epoch=0, at=now, phase="proposal", deadline=_deadline(spec, now))
+
+
+def _deadline(spec: Spec, now: datetime) -> datetime:
+    return now + timedelta(seconds=spec.phase_seconds)
 
 
 def standing(events: Sequence[Event]) -> Standing:
@@ -163,7 +168,7 @@ def standing(events: Sequence[Event]) -> Standing:
     return state
 
 
-def judge(spec: Spec, events: Sequence[Event], act: Act, now: float) -> list[Event]:
+def judge(spec: Spec, events: Sequence[Event], act: Act, now: datetime) -> list[Event]:
     """The events ``act`` adds to the round at ``now``: a refusal, or the act and what follows
     from it (absences, a new phase, the decision). A sweep before the deadline adds nothing."""
     state = standing(events)
@@ -175,31 +180,31 @@ def judge(spec: Spec, events: Sequence[Event], act: Act, now: float) -> list[Eve
 
     if isinstance(act, Cancel):
         if state.phase in OPEN:
-            add(Event("canceled", state.epoch, now, agent=act.agent))
+            add(Event(kind="canceled", epoch=state.epoch, at=now, agent=act.agent))
         return added
     if isinstance(act, Sweep):
-        if state.phase in OPEN and now >= state.deadline:
+        if state.phase in OPEN and state.deadline is not None and now >= state.deadline:
             for agent in spec.participants:
                 if not _acted(state, agent):
-                    add(Event("absent", state.epoch, now, agent=agent, phase=state.phase))
+                    add(Event(kind="absent", epoch=state.epoch, at=now, agent=agent, phase=state.phase))
             _phase_over(spec, state, now, add)
         return added
     refusal = _refusal(spec, state, act)
     if refusal is not None:
         code, reason = refusal
         kind = "proposal" if isinstance(act, Propose) else "vote"
-        add(Event("refused", act.epoch, now, agent=act.agent, code=code, reason=reason, attempted=kind))
+        add(Event(kind="refused", epoch=act.epoch, at=now, agent=act.agent, code=code, reason=reason, attempted=kind))
         return added
     if isinstance(act, Propose):
-        add(Event("proposal", state.epoch, now, agent=act.agent, value=act.value, content=act.content))
+        add(Event(kind="proposal", epoch=state.epoch, at=now, agent=act.agent, value=act.value, content=act.content))
         if spec.kind == "value" and len(state.proposals) >= spec.quorum:
             add(_median_decision(state, now, forced=False))
             return added
     else:
-        add(Event("vote", state.epoch, now, agent=act.agent, choice=act.choice, reason=act.reason))
+        add(Event(kind="vote", epoch=state.epoch, at=now, agent=act.agent, choice=act.choice, reason=act.reason))
         endorsed = sum(1 for vote in state.votes.values() if vote.choice == act.choice)
         if endorsed >= spec.quorum:
-            add(Event("decided", state.epoch, now, choice=act.choice, endorsements=endorsed))
+            add(Event(kind="decided", epoch=state.epoch, at=now, choice=act.choice, endorsements=endorsed))
             return added
     if all(_acted(state, agent) for agent in spec.participants):
         _phase_over(spec, state, now, add)
@@ -249,31 +254,32 @@ def _acted(state: Standing, agent: str) -> bool:
     return agent in done or agent in state.absent
 
 
-def _phase_over(spec: Spec, state: Standing, now: float, add: Callable[[Event], None]) -> None:
+def _phase_over(spec: Spec, state: Standing, now: datetime, add: Callable[[Event], None]) -> None:
     """Every participant acted or was absent: vote, go on to the next epoch, or decide."""
     last = state.epoch + 1 >= spec.max_rounds
     if state.phase == "proposal" and spec.kind == "artifact" and state.proposals:
-        add(Event("phase", state.epoch, now, phase="vote", deadline=now + spec.phase_seconds))
+        add(Event(kind="phase", epoch=state.epoch, at=now, phase="vote", deadline=_deadline(spec, now)))
         return
     if not last:
-        add(Event("phase", state.epoch + 1, now, phase="proposal", deadline=now + spec.phase_seconds))
+        add(Event(kind="phase", epoch=state.epoch + 1, at=now, phase="proposal", deadline=_deadline(spec, now)))
         return
     if spec.kind == "value":
         add(_median_decision(state, now, forced=True))
         return
     ranked = tally(state)
     if not ranked:
-        add(Event("decided", state.epoch, now, forced=True, reason="nobody proposed anything"))
+        add(Event(kind="decided", epoch=state.epoch, at=now, forced=True, reason="nobody proposed anything"))
         return
     winner, endorsements = ranked[0]
-    add(Event("decided", state.epoch, now, choice=winner, endorsements=endorsements, forced=True))
+    add(Event(kind="decided", epoch=state.epoch, at=now, choice=winner, endorsements=endorsements, forced=True))
 
 
-def _median_decision(state: Standing, now: float, *, forced: bool) -> Event:
+def _median_decision(state: Standing, now: datetime, *, forced: bool) -> Event:
     values = [p.value for p in state.proposals.values() if p.value is not None]
     if not values:
-        return Event("decided", state.epoch, now, forced=forced, reason="nobody proposed a value")
-    return Event("decided", state.epoch, now, value=statistics.median(values), endorsements=len(values), forced=forced)
+        return Event(kind="decided", epoch=state.epoch, at=now, forced=forced, reason="nobody proposed a value")
+    median = statistics.median(values)
+    return Event(kind="decided", epoch=state.epoch, at=now, value=median, endorsements=len(values), forced=forced)
 
 
 def _apply(state: Standing, event: Event) -> None:
@@ -281,7 +287,7 @@ def _apply(state: Standing, event: Event) -> None:
     if kind in ("opened", "phase"):
         if event.epoch != state.epoch:
             state.proposals, state.votes = {}, {}
-        state.epoch, state.phase, state.deadline = event.epoch, event.phase or "proposal", event.deadline or 0.0
+        state.epoch, state.phase, state.deadline = event.epoch, event.phase or "proposal", event.deadline
         state.absent = set()
     elif kind == "proposal" and event.agent is not None:
         state.proposals[event.agent] = event
@@ -294,3 +300,55 @@ def _apply(state: Standing, event: Event) -> None:
     elif kind == "canceled":
         state.phase = "canceled"
 
+
+# --- a round as stored and shown ------------------------------------------------------------------
+
+
+class RoundInfo(Model):
+    """A round: what it was opened with, where it stands, and (shown whole) its events."""
+
+    id: str
+    workspace: str
+    coordinator: str = Field(description="the agent that opened it (it asks each phase of the participants)")
+    goal: str
+    participants: list[str]
+    quorum: int
+    max_rounds: int
+    kind: RoundKind
+    phase_seconds: float
+    channel: str | None = Field(default=None, description="where the decision is posted")
+    epoch: int
+    phase: Phase
+    deadline: datetime | None = Field(default=None, description="when the current phase ends")
+    decision: Event | None = None
+    created_at: datetime
+    updated_at: datetime
+    events: list[Event] = Field(default_factory=list, description="every event, oldest first, when shown whole")
+    mine: str | None = Field(default=None, description="what is the asking agent's to do now: propose or vote")
+
+    def spec(self) -> Spec:
+        return Spec(tuple(self.participants), self.quorum, self.max_rounds, self.kind, self.phase_seconds)
+
+
+def stood(info: RoundInfo, state: Standing, now: datetime) -> RoundInfo:
+    """``info`` where ``state`` says it stands now."""
+    return info.model_copy(
+        update={
+            "epoch": state.epoch,
+            "phase": state.phase,
+            "deadline": state.deadline if state.phase in OPEN else None,
+            "decision": state.decision,
+            "updated_at": now,
+        }
+    )
+
+
+def to_do(info: RoundInfo, events: Sequence[Event], agent: str) -> str | None:
+    """What ``agent`` has to do in the round now: ``propose``, ``vote``, or nothing."""
+    if info.phase not in OPEN or agent not in info.participants:
+        return None
+    state = standing(events)
+    done = state.proposals if state.phase == "proposal" else state.votes
+    if agent in done or agent in state.absent:
+        return None
+    return "propose" if state.phase == "proposal" else "vote"

@@ -8,7 +8,7 @@ contract: a new implementation passes it unchanged.
 Each part is a small interface of its own (``store/parts/``), an attribute of the store, and the
 service hands each collaborator the parts it uses: ``store.directory`` (workspaces, agents,
 channels), ``sessions``, ``sent`` (a send read back), ``mailbox``, ``handing`` (mail handed to
-a session), ``guard_facts``, ``audit``, ``tokens``, ``tasks``, ``remotes``, ``runners``. What
+a session), ``guard_facts``, ``audit``, ``tokens``, ``tasks``, ``remotes``, ``runners``, ``rounds``. What
 is the store's own stays here: storing a send (it writes into several parts at once), the
 change counter, group commit, closing.
 """
@@ -27,6 +27,7 @@ from callboard.store.parts.guard_facts import GuardFactsPart
 from callboard.store.parts.handing import HandingPart
 from callboard.store.parts.mailbox import MailboxPart
 from callboard.store.parts.remotes import RemotesPart
+from callboard.store.parts.rounds import RoundsPart
 from callboard.store.parts.runners import RunnersPart
 from callboard.store.parts.sent import SentPart
 from callboard.store.parts.sessions import SessionsPart
@@ -64,6 +65,8 @@ class Store(Protocol):
     def remotes(self) -> RemotesPart: ...
     @property
     def runners(self) -> RunnersPart: ...
+    @property
+    def rounds(self) -> RoundsPart: ...
 
     def close(self) -> None: ...
 

@@ -316,6 +316,50 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX runner_reports_by_update ON runner_reports (workspace, updated_at);
     """,
+    # 13: rounds (rounds.py): what each was opened with and where it stands, who takes part (to list
+    # an agent's rounds), and its events in order; an accepted proposal or vote is unique per epoch,
+    # kind and agent (a replay counts once), a refusal or any other event is not (agent NULL there).
+    """
+    CREATE TABLE rounds (
+        workspace           TEXT NOT NULL,
+        id                  TEXT NOT NULL,
+        coordinator         TEXT NOT NULL,
+        goal                TEXT NOT NULL,
+        participants        TEXT NOT NULL,
+        quorum              INTEGER NOT NULL,
+        max_rounds          INTEGER NOT NULL,
+        kind                TEXT NOT NULL,
+        phase_seconds       REAL NOT NULL,
+        channel             TEXT,
+        epoch               INTEGER NOT NULL,
+        phase               TEXT NOT NULL,
+        deadline            REAL,
+        decision            TEXT,
+        created_at          REAL NOT NULL,
+        updated_at          REAL NOT NULL,
+        PRIMARY KEY (workspace, id)
+    );
+    CREATE INDEX rounds_due ON rounds (deadline) WHERE phase IN ('proposal', 'vote');
+    CREATE TABLE round_members (
+        workspace           TEXT NOT NULL,
+        round_id            TEXT NOT NULL,
+        agent               TEXT NOT NULL,
+        PRIMARY KEY (workspace, agent, round_id)
+    );
+    CREATE TABLE round_events (
+        workspace           TEXT NOT NULL,
+        round_id            TEXT NOT NULL,
+        seq                 INTEGER NOT NULL,
+        epoch               INTEGER NOT NULL,
+        kind                TEXT NOT NULL,
+        agent               TEXT,
+        at                  REAL NOT NULL,
+        event               TEXT NOT NULL,
+        PRIMARY KEY (workspace, round_id, seq)
+    );
+    CREATE UNIQUE INDEX round_acts_once ON round_events (workspace, round_id, epoch, kind, agent)
+        WHERE agent IS NOT NULL;
+    """,
 ]
 
 

@@ -29,6 +29,7 @@ from callboard.store.parts.audit import SQLAudit
 from callboard.store.parts.directory import SQLDirectory
 from callboard.store.parts.guard_facts import SQLGuardFacts
 from callboard.store.parts.handing import SQLHanding
+from callboard.store.parts.rounds import SQLRounds
 from callboard.store.parts.runners import SQLRunners
 from callboard.store.parts.sent import SQLSent
 from callboard.store.parts.sessions import SQLSessions
@@ -62,6 +63,7 @@ class SQLiteStore:
         self.tasks = SQLiteTasks(sql)
         self.remotes = SQLiteRemotes(sql)
         self.runners = SQLRunners(sql)
+        self.rounds = SQLRounds(sql)
         self.path = self._db.path
         self.location = str(self.path)
         self._watch: FolderWatch | Literal[False] | None = None  # False: this system has none
