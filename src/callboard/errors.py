@@ -153,6 +153,12 @@ class BadRemoteAnswer(Invalid):
     code = "bad_remote_answer"
 
 
+class UnknownRound(NotFound):
+    """No such round, or not one the caller takes part in or opened."""
+
+    code = "unknown_round"
+
+
 class TimedOut(Unavailable):
     """What a command waited for (a task's end, a reply) did not come within its timeout."""
 

@@ -31,6 +31,7 @@ READ_LIMIT_DEFAULT = 100
 INBOX_LIMIT_DEFAULT = 50
 AUDIT_LIMIT_DEFAULT = 50
 WAIT_SECONDS_MAX = 3600.0  # how long one long-poll read may block
+GOAL_CHARS = 4000  # a round's goal: a paragraph, not a document (send that as a file)
 TIMEOUT_MAX = 7 * 24 * 3600.0  # how long a command may wait for a task's end or a reply (a week)
 
 # --- a message --------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.config import JsonDict
 
-from callboard import address, limits
+from callboard import address, limits, rounds
 from callboard.errors import BadRequest, CallboardError, TooLarge
 from callboard.model import Part
 from callboard.tasks import TaskState
@@ -235,3 +235,33 @@ class TaskListQuery(Request):
     history_length: int = 0
     include_artifacts: bool = True
     with_agent: str | None = None
+
+
+class RoundRequest(Request):
+    """Open a round: a goal put to agents, who propose, vote and converge (rounds.py)."""
+
+    goal: Annotated[str, text_field(limits.GOAL_CHARS, blank=False)]
+    agents: list[Name] = Field(min_length=1, max_length=rounds.PARTICIPANTS_MAX, description="the participants")
+    quorum: int | None = Field(default=None, ge=1, le=rounds.PARTICIPANTS_MAX, description="default: a majority")
+    max_rounds: int = Field(default=3, ge=1, le=rounds.ROUNDS_MAX, description="epochs before a decision is forced")
+    kind: rounds.RoundKind = Field(default="artifact", description="artifact: propose and vote; value: the median")
+    phase_timeout: float = Field(
+        default=rounds.PHASE_SECONDS_DEFAULT, ge=rounds.PHASE_SECONDS_MIN, le=rounds.PHASE_SECONDS_MAX
+    )
+    channel: Name | None = Field(default=None, description="a channel of yours the decision is posted to")
+
+
+class RoundProposal(Request):
+    """A participant's proposal: an artifact's parts, or a value round's number."""
+
+    epoch: int | None = Field(default=None, ge=0, description="the epoch proposed in (default: the round's current)")
+    value: float | None = None
+    parts: list[Part] = Field(default_factory=list, max_length=limits.PARTS_MAX)
+
+
+class RoundVote(Request):
+    """A participant's vote: the proposer it endorses (its own allowed), and why."""
+
+    epoch: int | None = Field(default=None, ge=0, description="the epoch voted in (default: the round's current)")
+    endorse: Name = Field(description="the agent whose proposal this vote endorses")
+    reason: Annotated[str, text_field(limits.SUBJECT_CHARS)] | None = None

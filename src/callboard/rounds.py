@@ -352,3 +352,11 @@ def to_do(info: RoundInfo, events: Sequence[Event], agent: str) -> str | None:
     if agent in done or agent in state.absent:
         return None
     return "propose" if state.phase == "proposal" else "vote"
+
+
+class RoundActed(Model):
+    """What a proposal or a vote did: taken, or refused (with the refusal as recorded)."""
+
+    accepted: bool
+    refusal: Event | None = None
+    round: RoundInfo

@@ -58,6 +58,7 @@ from callboard.service.reading import Mailbox
 from callboard.service.recipients import Recipients
 from callboard.service.remote_outbox import RemoteOutbox
 from callboard.service.remotes import CardSource, Remotes
+from callboard.service.rounds import Rounds
 from callboard.service.runner_reports import RunnerReports
 from callboard.service.sending import Sending
 from callboard.service.status import Statuses
@@ -119,6 +120,7 @@ class Service:
         self.tasking = Tasking(
             store, self.sending, self.events, limits, clock, allow_private_webhooks=allow_private_webhooks
         )
+        self.rounds = Rounds(store.rounds, store.directory, self.tasking, self.sending, self.events, clock)
 
     # --- who calls ------------------------------------------------------------------------
 
