@@ -360,3 +360,13 @@ class RoundActed(Model):
     accepted: bool
     refusal: Event | None = None
     round: RoundInfo
+
+
+def describe_decision(info: RoundInfo, decision: Event) -> str:
+    """The decision in words: the winner or the value, its endorsements, forced or not."""
+    forced = " (forced at the round limit)" if decision.forced else ""
+    if decision.choice is not None:
+        return f"{decision.choice}'s proposal, endorsed by {decision.endorsements} (quorum {info.quorum}){forced}"
+    if decision.value is not None:
+        return f"{decision.value:g}, the median of {decision.endorsements} proposals{forced}"
+    return f"nothing: {decision.reason or 'no proposal'}{forced}"

@@ -64,7 +64,7 @@ def test_a_round_asks_each_phase_as_tasks_and_is_decided_at_the_quorum(
     # alice never voted: her vote task is canceled with the round decided; nothing is left open
     assert all(t.state in ("completed", "canceled") for t in alice.list_tasks().tasks)
     post = [i.message.text for i in bob.read().items if i.message.channel == "team"]
-    assert post and "alice's proposal, 2 of 2 endorsements" in post[-1]
+    assert post and "alice's proposal, endorsed by 2 (quorum 2)" in post[-1]
 
 
 def test_refusals_are_answered_and_recorded_never_raised(service: Service, alice: LocalClient) -> None:

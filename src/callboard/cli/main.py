@@ -44,6 +44,8 @@ COMMAND_MODULES = {
     "channel": "channels",
     "task": "tasks",
     "delegate": "tasks",
+    "coordinate": "rounds",
+    "round": "rounds",
     "run": "runner",
     "runner": "runner",
     "team": "team",

@@ -42,6 +42,7 @@ COMMANDS = frozenset(
         "hook",
         "task",
         "delegate",
+        "round",
         "agent",
         "channel",
         "session",

@@ -35,7 +35,18 @@ from callboard.model import (
     Workspace,
 )
 from callboard.remotes import RemoteAgent
-from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery, TaskRequest
+from callboard.requests import (
+    InboxQuery,
+    ReadQuery,
+    RoundProposal,
+    RoundRequest,
+    RoundVote,
+    SendRequest,
+    SurfaceQuery,
+    TaskListQuery,
+    TaskRequest,
+)
+from callboard.rounds import RoundActed, RoundInfo
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 
@@ -200,6 +211,24 @@ class Client(Protocol):
     def list_tasks(self, query: TaskListQuery = TaskListQuery()) -> TaskPage:
         """The tasks this agent asked or was asked, newest updated first, a page at a time."""
         ...
+
+    # rounds (a goal put to agents, who propose, vote and converge: Rounds)
+    def open_round(self, request: RoundRequest) -> RoundInfo:
+        """Open a round as its coordinator; each participant is asked each phase by a task."""
+        ...
+
+    def get_round(self, round_id: str, *, after_events: int | None = None, wait: float = 0.0) -> RoundInfo:
+        """A round whole; with ``after_events`` (how many events seen), waits up to ``wait``
+        seconds until it has more or ends."""
+        ...
+
+    def list_rounds(self, *, every: bool = False) -> list[RoundInfo]:
+        """The rounds this agent takes part in or opened (open ones, or ``every`` one)."""
+        ...
+
+    def propose(self, round_id: str, request: RoundProposal) -> RoundActed: ...
+    def vote(self, round_id: str, request: RoundVote) -> RoundActed: ...
+    def cancel_round(self, round_id: str) -> RoundInfo: ...
 
     def list_workspaces(self) -> list[Workspace]: ...
 

@@ -54,7 +54,18 @@ from callboard.model import (
 )
 from callboard.procs import process_start_time
 from callboard.remotes import RemoteAgent
-from callboard.requests import InboxQuery, ReadQuery, SendRequest, SurfaceQuery, TaskListQuery, TaskRequest
+from callboard.requests import (
+    InboxQuery,
+    ReadQuery,
+    RoundProposal,
+    RoundRequest,
+    RoundVote,
+    SendRequest,
+    SurfaceQuery,
+    TaskListQuery,
+    TaskRequest,
+)
+from callboard.rounds import RoundActed, RoundInfo
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskArtifact, TaskPage, TaskSent, TaskState
 from callboard.tokens import IssuedToken, TokenInfo
@@ -420,6 +431,31 @@ class HubClient:
 
     def list_runners(self, agent: str | None = None) -> list[RunnerReport]:
         return self._models(RunnerReport, "GET", "/v1/runners", params={"agent": agent} if agent is not None else None)
+
+    # --- rounds ---------------------------------------------------------------------------
+
+    def open_round(self, request: RoundRequest) -> RoundInfo:
+        return self._model(RoundInfo, "POST", "/v1/rounds", json=request.model_dump(mode="json"))
+
+    def get_round(self, round_id: str, *, after_events: int | None = None, wait: float = 0.0) -> RoundInfo:
+        given = {"after_events": after_events, "wait": wait or None}
+        params = {name: value for name, value in given.items() if value is not None}
+        path = f"/v1/rounds/{_segment(round_id)}"
+        return self._model(RoundInfo, "GET", path, params=params or None, timeout=wait + TIMEOUT_SECONDS)
+
+    def list_rounds(self, *, every: bool = False) -> list[RoundInfo]:
+        return self._models(RoundInfo, "GET", "/v1/rounds", params={"all": "true"} if every else None)
+
+    def propose(self, round_id: str, request: RoundProposal) -> RoundActed:
+        body = request.model_dump(mode="json", exclude_none=True)
+        return self._model(RoundActed, "POST", f"/v1/rounds/{_segment(round_id)}/proposals", json=body)
+
+    def vote(self, round_id: str, request: RoundVote) -> RoundActed:
+        body = request.model_dump(mode="json", exclude_none=True)
+        return self._model(RoundActed, "POST", f"/v1/rounds/{_segment(round_id)}/votes", json=body)
+
+    def cancel_round(self, round_id: str) -> RoundInfo:
+        return self._model(RoundInfo, "POST", f"/v1/rounds/{_segment(round_id)}/cancel")
 
     # --- tasks ----------------------------------------------------------------------------
 

@@ -38,12 +38,16 @@ from callboard.remotes import RemoteAgent
 from callboard.requests import (
     InboxQuery,
     ReadQuery,
+    RoundProposal,
+    RoundRequest,
+    RoundVote,
     SendRequest,
     SessionRequest,
     SurfaceQuery,
     TaskListQuery,
     TaskRequest,
 )
+from callboard.rounds import RoundActed, RoundInfo
 from callboard.runners import RunnerReport
 from callboard.service.door import Service
 from callboard.service.remotes import CardSource
@@ -274,6 +278,24 @@ class LocalClient:
 
     def list_tasks(self, query: TaskListQuery = TaskListQuery()) -> TaskPage:
         return self.service.tasking.list_tasks(self._as(), query)
+
+    def open_round(self, request: RoundRequest) -> RoundInfo:
+        return self.service.rounds.open_round(self._as(), request)
+
+    def get_round(self, round_id: str, *, after_events: int | None = None, wait: float = 0.0) -> RoundInfo:
+        return self.service.rounds.get_round(self._as(), round_id, after_events=after_events, wait=wait)
+
+    def list_rounds(self, *, every: bool = False) -> list[RoundInfo]:
+        return self.service.rounds.list_rounds(self._as(), open_only=not every)
+
+    def propose(self, round_id: str, request: RoundProposal) -> RoundActed:
+        return self.service.rounds.propose(self._as(), round_id, request)
+
+    def vote(self, round_id: str, request: RoundVote) -> RoundActed:
+        return self.service.rounds.vote(self._as(), round_id, request)
+
+    def cancel_round(self, round_id: str) -> RoundInfo:
+        return self.service.rounds.cancel(self._as(), round_id)
 
     def run_background(self) -> Callable[[], None]:
         self.background.start()

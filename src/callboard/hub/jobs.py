@@ -2,8 +2,8 @@
 
 Each job runs on the server's event loop from start-up until the hub stops (its task is then
 canceled and waited for, before the store's last commits): the A2A push poster, the recheck
-of open streams' tokens (replicas over one PostgreSQL store), the outside-agent pump. A new
-job (round deadlines, retention) is one entry in ``hub_jobs``.
+of open streams' tokens (replicas over one PostgreSQL store), the outside-agent pump, the
+rounds' deadlines. A new job (retention) is one entry in ``hub_jobs``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ def hub_jobs(hub: HubContext, recheck_seconds: float | None, *, pump_remotes: bo
         jobs.append(Job("revocation recheck", lambda: hub.streams.recheck(hub.credentials, recheck_seconds, blocking)))
     if pump_remotes:  # mail to outside A2A agents: every replica pumps, the outbox's leases share it
         jobs.append(Job("outside-agent pump", lambda: _pump(service)))
+    jobs.append(Job("round deadlines", lambda: _sweep_rounds(service)))
     return jobs
 
 
@@ -68,3 +69,17 @@ async def _pump(service: Service) -> None:
         await asyncio.Event().wait()
     finally:
         await asyncio.to_thread(pump.stop)
+
+
+ROUND_SWEEP_SECONDS = 1.0  # a phase ends within about this long after its deadline
+
+
+async def _sweep_rounds(service: Service) -> None:
+    """End the rounds' phases past their deadline (absentees recorded), on a worker thread,
+    every ``ROUND_SWEEP_SECONDS``; every replica sweeps, each act taking its turn per round."""
+    while True:
+        try:
+            await blocking(service.rounds.sweep)
+        except Exception:  # the store unavailable a moment: the next sweep tries again
+            log.exception("sweeping the rounds' deadlines failed")
+        await asyncio.sleep(ROUND_SWEEP_SECONDS)

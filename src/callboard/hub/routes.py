@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from callboard import address, limits
-from callboard.hub import api, runners, schemas, sending, streams, tasks
+from callboard.hub import api, rounds, runners, schemas, sending, streams, tasks
 from callboard.hub.endpoint import Endpoint
 from callboard.limits import HISTORY_MAX, PAGE_SIZE_MAX
 from callboard.model import (
@@ -31,7 +31,8 @@ from callboard.model import (
     Workspace,
 )
 from callboard.remotes import RemoteAgent
-from callboard.requests import SendRequest, SessionRequest, TaskRequest
+from callboard.requests import RoundProposal, RoundRequest, RoundVote, SendRequest, SessionRequest, TaskRequest
+from callboard.rounds import RoundActed, RoundInfo
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskPage, TaskSent
 from callboard.tokens import IssuedToken, TokenInfo
@@ -323,6 +324,55 @@ ROUTES: list[Route] = [
         answer=RunnerReport,
         many=True,
         query={"agent": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": limits.NAME_CHARS}},
+    ),
+    Route(
+        "POST",
+        "/v1/rounds",
+        rounds.open_round,
+        "Open a round: a goal put to agents, who propose, vote and converge at a quorum; each is asked by a task.",
+        RoundRequest,
+        RoundInfo,
+    ),
+    Route(
+        "GET",
+        "/v1/rounds",
+        rounds.list_rounds,
+        "Rounds you take part in or opened, newest first, each with what is yours to do (all=true: ended ones too).",
+        answer=RoundInfo,
+        many=True,
+        query={"all": BOOLEAN},
+    ),
+    Route(
+        "GET",
+        "/v1/rounds/{round_id}",
+        rounds.get_round,
+        "One round whole: every proposal, vote, refusal, absence and the decision; with after_events, wait= "
+        "seconds long-polls until it has more events or ends.",
+        answer=RoundInfo,
+        query={"after_events": AFTER, "wait": WAIT},
+    ),
+    Route(
+        "POST",
+        "/v1/rounds/{round_id}/proposals",
+        rounds.propose,
+        "Your proposal (parts, or a value round's number); a refusal is answered (accepted=false) and recorded.",
+        RoundProposal,
+        RoundActed,
+    ),
+    Route(
+        "POST",
+        "/v1/rounds/{round_id}/votes",
+        rounds.vote,
+        "Your vote: the proposer you endorse (your own allowed) and why; a refusal is answered and recorded.",
+        RoundVote,
+        RoundActed,
+    ),
+    Route(
+        "POST",
+        "/v1/rounds/{round_id}/cancel",
+        rounds.cancel_round,
+        "Cancel a round you opened (or, with a person's token, any): it ends undecided, its tasks canceled.",
+        answer=RoundInfo,
     ),
     Route(
         "GET",

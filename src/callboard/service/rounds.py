@@ -36,6 +36,7 @@ from callboard.rounds import (
     Vote,
     check_spec,
     default_quorum,
+    describe_decision,
     judge,
     opened,
     standing,
@@ -288,16 +289,6 @@ class Rounds:
             work()
         except CallboardError as error:  # the round stands: a task or a post that fails is logged
             log.warning("a round's follow-up did not go through: %s", error.message)
-
-
-def describe_decision(info: RoundInfo, decision: Event) -> str:
-    """The decision in words: the winner or the value, its endorsements, forced or not."""
-    forced = " (forced at the round limit)" if decision.forced else ""
-    if decision.choice is not None:
-        return f"{decision.choice}'s proposal, {decision.endorsements} of {info.quorum} endorsements{forced}"
-    if decision.value is not None:
-        return f"{decision.value:g}, the median of {decision.endorsements} proposals{forced}"
-    return f"nothing: {decision.reason or 'no proposal'}{forced}"
 
 
 def _asks(task: Task, epoch: int, phase: str) -> bool:
