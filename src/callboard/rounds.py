@@ -55,6 +55,7 @@ PHASE_SECONDS_MIN = 1.0
 PHASE_SECONDS_MAX = 24 * 3600.0
 PHASE_SECONDS_DEFAULT = 300.0
 OPEN: frozenset[Phase] = frozenset({"proposal", "vote"})
+ROUND_METADATA = "callboard_round"  # a phase task's metadata key: {"id", "epoch", "phase"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,6 +138,9 @@ NOT_TYPER = {"hook"}  # `callboard hook` answers before typer loads (integration
 OPTION = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
 
 
+SHELL_OPERATOR = re.compile(r"\s(?:\|\|?|&&|;|>|<|\))")
+
+
 def _mentions() -> list[tuple[str, bool]]:
     """Each place the documents show a command: a code span or shell line with ``callboard …`` in
     it (from that word on: it must name a command), and a table's first column, which names one
@@ -149,7 +152,11 @@ def _mentions() -> list[tuple[str, bool]]:
         for block in re.findall(r"^```(?:bash|sh)[^\n]*\n(.*?)^```", text, re.M | re.S):
             spans += [line.split(" #")[0] for line in block.splitlines() if not line.lstrip().startswith("#")]
         for span in spans:
-            found += [(m.group(1), True) for m in re.finditer(r"\bcallboard ([a-z].*?)(?=\bcallboard |$)", span)]
+            # A command ends where the shell's next operator begins (a pipe, &&, ;, a redirection).
+            found += [
+                (SHELL_OPERATOR.split(m.group(1))[0], True)
+                for m in re.finditer(r"\bcallboard ([a-z].*?)(?=\bcallboard |$)", span)
+            ]
         found += [(row, False) for row in re.findall(r"^\| `([a-z][^`]*)` \|", text, re.M)]
     return found
 

@@ -86,6 +86,23 @@ def test_the_a2a_demo_works_a_task_through_an_outside_agent_with_a_question_back
     assert not cli.default_db.exists()
 
 
+def test_the_delegate_demo_hands_off_a_task_and_waits_for_its_file(cli, run):
+    out = _ok(run("demo", "--scenario", "delegate", timeout=60))
+    assert re.search(r"^\s*\d+ ms\s+lead\s+asked writer: task \S+ \(submitted\)", out, re.MULTILINE), out
+    assert re.search(r"^\s*\d+ ms\s+writer\s+task \S+: completed", out, re.MULTILINE), out
+    assert "release-notes.md" in out and "Orders carry a currency." in out
+    assert not cli.default_db.exists()
+
+
+def test_the_coordinate_demo_shows_each_event_and_the_decision(cli, run):
+    out = _ok(run("demo", "--scenario", "coordinate", timeout=60))
+    for who in ("ana", "ben", "cai"):
+        assert re.search(rf"^\s*\d+ ms\s+{who}\s+epoch 0\s+proposed", out, re.MULTILINE), out
+    assert re.search(r"^\s*\d+ ms\s+round\s+epoch 0\s+vote phase begins", out, re.MULTILINE), out
+    assert re.search(r"^\s*\d+ ms\s+round\s+epoch 0\s+decided$", out, re.MULTILINE), out
+    assert "ana's proposal, endorsed by 2 (quorum 2)" in out
+
+
 def test_a_demo_scenario_it_does_not_know_is_refused(cli, run):
     proc = run("demo", "--scenario", "nope")
     assert proc.returncode != 0 and "bad_request" in proc.stderr and "mailbox, a2a" in proc.stderr

@@ -106,6 +106,7 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
         "secret_desc": unique("SECRET-DESC"),
         "laptop": unique("laptop"),
         "secret_task": unique("SECRET-TASK"),
+        "secret_goal": unique("SECRET-GOAL"),
         "secret_answer": unique("SECRET-ANSWER"),
         "remote": unique("remote"),  # an outside A2A agent of A, registered with a token
         "remote_b": unique("remote-b"),  # B's own, at the same URL
@@ -135,6 +136,7 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
             201,
         )
         asked = _ok(http.post("/v1/tasks", json={"to": n["bob"], "text": n["secret_task"]}), 201)["task"]
+        a_round = _ok(http.post("/v1/rounds", json={"goal": n["secret_goal"], "agents": [n["bob"], n["alice"]]}), 201)
         remote = {"name": n["remote"], "url": outside.url, "token": n["secret_remote_token"]}
         _ok(http.post("/v1/remotes", json=remote), 201)
     with hub.http(bob["token"]) as http:
@@ -145,7 +147,7 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
         _ok(http.get("/v1/whoami"), 200)
     names.update(m_secret=dm["message_id"], m_post=post["message_id"], s_bob=session["id"], tok_bob_id=bob["id"])
     spare = hub.issue(b.token, agent=n["bob"])  # a token of B's that B may revoke in its own workspace
-    names.update(s_bob_laptop=laptop["id"], tok_b_spare=spare["id"], t_secret=asked["id"])
+    names.update(s_bob_laptop=laptop["id"], tok_b_spare=spare["id"], t_secret=asked["id"], r_secret=a_round["id"])
     world = World(hub, a, b, names, bob["token"])
     world.attackers = {
         "eve": Attacker(eve["token"], None, None, a.workspace, n["eve"]),
@@ -156,6 +158,7 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
     }
     world.cross_agent_markers = [n[k] for k in ("secret_dm", "secret_subject", "secret_post", "m_secret", "m_post")]
     world.cross_agent_markers += [bob["id"], a.token_id, n["secret_task"], n["secret_answer"], asked["id"]]
+    world.cross_agent_markers += [n["secret_goal"], a_round["id"]]
     world.cross_agent_markers.append(n["secret_remote_token"])  # a remote's token is never shown, to anyone
     world.cross_workspace_markers = world.cross_agent_markers + [
         a.workspace,
@@ -229,6 +232,17 @@ REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked,
         "json": {"state": "completed", "message": "defaced"},
     },
     ("POST", "/v1/tasks/{task_id}/cancel"): {"path": {"task_id": "{t_secret}"}},
+    # A round is its coordinator's and its participants': proposing, voting or canceling in alice's
+    # round, or opening one that posts to a channel one is not in.
+    ("GET", "/v1/rounds"): {"params": {"all": "true"}},
+    ("POST", "/v1/rounds"): {"json": {"goal": "hijack", "agents": ["{bob}"], "channel": "{inner}"}},
+    ("GET", "/v1/rounds/{round_id}"): {"path": {"round_id": "{r_secret}"}},
+    ("POST", "/v1/rounds/{round_id}/proposals"): {
+        "path": {"round_id": "{r_secret}"},
+        "json": {"parts": [{"text": "x"}]},
+    },
+    ("POST", "/v1/rounds/{round_id}/votes"): {"path": {"round_id": "{r_secret}"}, "json": {"endorse": "{bob}"}},
+    ("POST", "/v1/rounds/{round_id}/cancel"): {"path": {"round_id": "{r_secret}"}},
     # Pointing A's outside agent elsewhere (its mail would go there), or removing it.
     ("GET", "/v1/remotes"): {},
     ("POST", "/v1/remotes"): {"json": {"name": "{remote}", "url": "{remote_url}", "token": "hijacked"}},
@@ -305,6 +319,10 @@ def _no_tasks(world: World, attacker: Attacker, body: Any) -> None:
     assert body["tasks"] == [] and body["total_size"] == 0, body
 
 
+def _no_rounds(world: World, attacker: Attacker, body: Any) -> None:
+    assert body == [], body
+
+
 FORBIDDEN_EVERYWHERE = ["eve-naming-bob", "B-naming-A"]
 
 
@@ -347,6 +365,12 @@ def _rows() -> list[Row]:
         ("GET", "/v1/tasks/{task_id}", 404, "unknown_task", {}, None),
         ("POST", "/v1/tasks/{task_id}/update", 404, "unknown_task", {}, None),
         ("POST", "/v1/tasks/{task_id}/cancel", 404, "unknown_task", {}, None),
+        ("GET", "/v1/rounds", 200, None, {}, _no_rounds),
+        ("POST", "/v1/rounds", 400, "bad_request", {}, None),
+        ("GET", "/v1/rounds/{round_id}", 404, "unknown_round", {}, None),
+        ("POST", "/v1/rounds/{round_id}/proposals", 404, "unknown_round", {}, None),
+        ("POST", "/v1/rounds/{round_id}/votes", 404, "unknown_round", {}, None),
+        ("POST", "/v1/rounds/{round_id}/cancel", 404, "unknown_round", {}, None),
     ]
     for attacker in ("eve", "carol", "B"):
         rows += [Row(attacker, m, p, s, c, o, k) for m, p, s, c, o, k in read_paths]
@@ -531,6 +555,9 @@ def _victim_state(world: World, route: str) -> dict[str, Any]:
         elif route.startswith("/v1/tasks"):
             task = _ok(http.get(f"/v1/tasks/{n['t_secret']}", params={"history_length": 100}), 200)
             state["bob's task"] = (task["state"], task["generation"], [m["id"] for m in task["history"]])
+        elif route.startswith("/v1/rounds"):
+            shown = _ok(http.get(f"/v1/rounds/{n['r_secret']}"), 200)
+            state["alice's round"] = (shown["phase"], shown["epoch"], len(shown["events"]))
         elif route.startswith("/v1/runners"):
             with world.a.http(n["alice"]) as alice:
                 reports = _ok(alice.get("/v1/runners"), 200)
@@ -555,6 +582,9 @@ VALID_BODIES = {
     ("POST", "/v1/tokens"): {"agent": "newcomer"},
     ("POST", "/v1/tasks"): {"to": "newcomer", "text": "hi"},
     ("POST", "/v1/tasks/{task_id}/update"): {"state": "working"},
+    ("POST", "/v1/rounds"): {"goal": "g", "agents": ["newcomer"]},
+    ("POST", "/v1/rounds/{round_id}/proposals"): {"parts": [{"text": "x"}]},
+    ("POST", "/v1/rounds/{round_id}/votes"): {"endorse": "a"},
     ("PUT", "/v1/runners/{agent}"): {**RUNNER_REPORT, "agent": "a"},
 }
 
@@ -577,6 +607,7 @@ def _concrete(route: Route) -> str:
         token_id="t",
         agent="a",
         task_id="00000000-0000-7000-8000-000000000000",
+        round_id="00000000-0000-7000-8000-000000000000",
     )
 
 

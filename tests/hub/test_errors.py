@@ -58,6 +58,7 @@ def world(hub: Hub) -> Iterator[World]:
         "name": agent,
         "token_id": tenant.token_id,
         "task_id": str(uuid.uuid4()),  # bad input is refused before any task is looked for
+        "round_id": str(uuid.uuid4()),  # or any round
     }
     yield World(tenant, agent, session_id, channel, values)
 

@@ -12,7 +12,7 @@ from callboard.errors import BadRequest, Forbidden, UnknownRound
 from callboard.model import Caller, Part
 from callboard.requests import RoundProposal, RoundRequest, RoundVote
 from callboard.service.door import Service
-from callboard.service.rounds import ROUND_METADATA
+from callboard.rounds import ROUND_METADATA
 from tests.support.service_setup import WS, Clock, new_agent
 
 

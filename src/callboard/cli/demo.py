@@ -25,7 +25,7 @@ def _step(text: str) -> None:
     render.console.print(f"\n[bold magenta]▸ {text}[/]")
 
 
-SCENARIOS = ("mailbox", "a2a")
+SCENARIOS = ("mailbox", "a2a", "delegate", "coordinate")
 
 
 @app.command()
@@ -36,7 +36,8 @@ def demo(
         typer.Option(
             "--scenario",
             help="mailbox: three agents, DMs, a thread and a channel. a2a: a task with a question back and an "
-            "artifact, through an outside A2A agent.",
+            "artifact, through an outside A2A agent. delegate: a task handed off and waited for. coordinate: "
+            "three agents propose, vote and converge.",
         ),
     ] = "mailbox",
 ) -> None:
@@ -58,6 +59,17 @@ def demo(
             render.console.print(
                 "\n[bold green]done.[/] Agents on a hub are A2A agents too: see `callboard agent card`."
             )
+        elif scenario in ("delegate", "coordinate"):
+            from callboard.cli import demo_together
+
+            render.console.print(f"[bold]Callboard demo: {scenario}[/] — embedded store {store.location}")
+            lead = LocalClient(service, Caller(workspace="demo", agent="lead"))
+            if scenario == "delegate":
+                demo_together.delegate_scene(lead, lead.as_agent("writer"), _step)
+            else:
+                members = {name: lead.as_agent(name) for name in ("ana", "ben", "cai")}
+                demo_together.coordinate_scene(lead, members, _step)
+            render.console.print("\n[bold green]done.[/] See README: Delegation that waits, Rounds.")
         else:
             _mailbox_scene(service, store.location)
     finally:

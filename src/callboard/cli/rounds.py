@@ -57,7 +57,7 @@ def coordinate(
         Optional[str], typer.Option("--channel", metavar="C", help="Post the decision to this channel of yours.")
     ] = None,
     out: Annotated[
-        Optional[Path], typer.Option("--out", metavar="PATH", help="Write the decision to this file.")
+        Optional[Path], typer.Option("--out", metavar="FILE", help="Write the decision to this file.")
     ] = None,
     as_json: JsonOption = False,
     db: DbOption = None,

@@ -132,6 +132,12 @@ _LINKS: dict[str, dict[str, dict[str, Any]]] = {
         "update_task": _path("task_id", "task/id"),
         "cancel_task": _path("task_id", "task/id"),
     },
+    "open_round": {
+        "get_round": _path("round_id", "id"),
+        "propose": _path("round_id", "id"),
+        "vote": _path("round_id", "id"),
+        "cancel_round": _path("round_id", "id"),
+    },
 }
 
 # The answer header with the acting agent's unread count (hub/endpoint.py sets it).
@@ -148,6 +154,7 @@ _PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "session_id": _ID,
     "token_id": _ID,
     "task_id": _ID,
+    "round_id": _ID,
     "name": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": limits.NAME_CHARS},
     "agent": {"type": "string", "pattern": address.NAME_PATTERN, "maxLength": limits.NAME_CHARS},
 }

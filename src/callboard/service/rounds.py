@@ -20,11 +20,12 @@ from collections.abc import Callable
 from datetime import datetime
 
 from callboard.address import parse_name
-from callboard.errors import BadRequest, CallboardError, Forbidden, UnknownRound
+from callboard.errors import BadRequest, CallboardError, Forbidden, TaskFinished, UnknownRound
 from callboard.model import Caller, Part, new_id
 from callboard.requests import RoundProposal, RoundRequest, RoundVote, SendRequest, TaskListQuery, TaskRequest
 from callboard.rounds import (
     OPEN,
+    ROUND_METADATA,
     Act,
     Cancel,
     Event,
@@ -53,7 +54,6 @@ from callboard.tasks import FINAL, Task
 
 log = logging.getLogger(__name__)
 
-ROUND_METADATA = "callboard_round"  # a phase task's metadata key: {"id", "epoch", "phase"}
 SWEEP_BATCH = 100  # rounds past their deadline ended per sweep
 
 
@@ -287,6 +287,8 @@ class Rounds:
     def _quietly(work: Callable[[], object]) -> None:
         try:
             work()
+        except TaskFinished:  # its participant or the coordinator ended it just now: as wanted
+            pass
         except CallboardError as error:  # the round stands: a task or a post that fails is logged
             log.warning("a round's follow-up did not go through: %s", error.message)
 
