@@ -11,8 +11,8 @@ from callboard.client.local import LocalClient
 from callboard.errors import BadRequest, Forbidden, UnknownRound
 from callboard.model import Caller, Part
 from callboard.requests import RoundProposal, RoundRequest, RoundVote
-from callboard.service.door import Service
 from callboard.rounds import ROUND_METADATA
+from callboard.service.door import Service
 from tests.support.service_setup import WS, Clock, new_agent
 
 
