@@ -266,6 +266,7 @@ class Row:
     override: dict[str, Any] = field(default_factory=dict)  # replaces parts of REQUESTS[route]
     check: Callable[[World, Attacker, Any], None] | None = None
     before: Callable[[World], None] | None = None  # sets the scene just before the request
+    shows: tuple[str, ...] = ()  # markers this row may answer (a person looking workspace-wide)
 
     @property
     def id(self) -> str:
@@ -373,7 +374,14 @@ def _rows() -> list[Row]:
         ("POST", "/v1/rounds/{round_id}/cancel", 404, "unknown_round", {}, None),
     ]
     for attacker in ("eve", "carol", "B"):
-        rows += [Row(attacker, m, p, s, c, o, k) for m, p, s, c, o, k in read_paths]
+        rows += [
+            Row(attacker, m, p, s, c, o, k)
+            for m, p, s, c, o, k in read_paths
+            if not (attacker == "carol" and (m, p) == ("GET", "/v1/rounds/{round_id}"))
+        ]
+    # A round is the workspace's decision: a person's token looks at it (and only looks), as it
+    # reads the audit trail; an agent's token sees only the rounds it takes part in.
+    rows.append(Row("carol", "GET", "/v1/rounds/{round_id}", 200, shows=("secret_goal", "r_secret")))
     # Session takeover on a machine the hub cannot look into, by a person's token acting as carol.
     laptop_claim = {"pid": LAPTOP_PID, "runtime": "script", "machine": "{laptop}", "proc_start": 222}
     rows.append(
@@ -519,7 +527,8 @@ def test_no_credential_reaches_another_agents_or_workspaces_data(world: World, r
 
     sent = _request_text(row.method, path, {"json": body, "params": params}, attacker)
     markers = world.cross_workspace_markers if attacker.acts_in != world.a.workspace else world.cross_agent_markers
-    leaked = [m for m in markers if m in text and m not in sent]
+    shown = {world.names[name] for name in row.shows}
+    leaked = [m for m in markers if m in text and m not in sent and m not in shown]
     assert not leaked, f"{row.id} answered something of the victim: {leaked}\n{text[:2000]}"
     if row.check is not None and answer is not None:
         row.check(world, attacker, answer.json())

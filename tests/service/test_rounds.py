@@ -110,8 +110,10 @@ def test_a_value_round_takes_the_median(service: Service, alice: LocalClient, bo
 
 def test_only_its_parties_see_a_round_and_only_its_coordinator_cancels(service: Service, dave: LocalClient) -> None:
     round_id = opened(service)
+    dave_token = Caller(workspace=WS, agent="dave", person=False)  # an agent's token: not a party, not a person
     with pytest.raises(UnknownRound):
-        service.rounds.get_round(as_("dave"), round_id)
+        service.rounds.get_round(dave_token, round_id)
+    assert service.rounds.get_round(as_("dave"), round_id).goal  # a person looks at the workspace's rounds
     with pytest.raises(UnknownRound):
         propose(service, "dave", round_id)
     assert service.rounds.list_rounds(as_("dave")) == []

@@ -196,11 +196,11 @@ class Rounds:
     def get_round(
         self, caller: Caller, round_id: str, *, after_events: int | None = None, wait: float = 0.0
     ) -> RoundInfo:
-        """The round whole (every event), for its coordinator and participants; with
+        """The round whole (every event), for its coordinator, participants and persons; with
         ``after_events`` (how many events the caller has seen), waits up to ``wait`` seconds for
         more. A phase past its deadline is ended first (on the embedded store nobody else might)."""
         caller = as_agent(caller)
-        info = self._party_round(caller, round_id)
+        info = self._party_round(caller, round_id, looking=True)
         deadline = time.monotonic() + wait
         with self._events.subscribe(info.workspace, round_key(info.id)) as changes:
             while True:
@@ -229,9 +229,12 @@ class Rounds:
             return self._act(info, Sweep())[0]
         return info
 
-    def _party_round(self, caller: AgentCaller, round_id: str) -> RoundInfo:
+    def _party_round(self, caller: AgentCaller, round_id: str, *, looking: bool = False) -> RoundInfo:
+        """The round, for its coordinator and participants; one that only looks may be a person
+        (a round is the workspace's decision: a person audits it, as the audit trail)."""
         info = self._rounds.get_round(caller.workspace, round_id) if isinstance(round_id, str) else None
-        if info is None or (caller.agent not in info.participants and caller.agent != info.coordinator):
+        party = info is not None and (caller.agent in info.participants or caller.agent == info.coordinator)
+        if info is None or not (party or (looking and caller.person)):
             raise UnknownRound(
                 f"no round {round_id!r} that {caller.agent} takes part in; `callboard round list` shows yours.",
                 round_id=round_id,
