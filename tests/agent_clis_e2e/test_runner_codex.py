@@ -5,6 +5,7 @@ says surfaced via the runner; the report carries the turn's tokens."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,46 @@ def test_a_codex_runner_answers_mail_through_our_tools(codex: Path, machine: Mac
         assert status.via == "runner" and status.state in ("surfaced", "read", "acked"), status
     finally:
         assert runner.stop() == 0, runner.output()
+
+
+def test_a_hand_off_reaches_a_codex_runners_first_model_request(
+    codex: Path, machine: Machine, model: MockModel, tmp_path: Path
+):
+    """The packet a Claude Code session hands over (its summary, its repository's diff) is in the
+    first model request Codex makes for the receiving runner."""
+    import subprocess
+    from datetime import UTC, datetime
+
+    from callboard.coord.handoff_packet import build_packet
+    from callboard.handoff import handoff_request
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "queue.py").write_text("LIMIT = 'DIFF-MARKER-7'\n")
+    subprocess.run(["git", "-C", str(repo), "add", "queue.py"], check=True)
+    codex_home = machine.home / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(offline_config(model))
+    env = machine.env(
+        {
+            "CODEX_HOME": str(codex_home),
+            "MOCK_MODEL_API_KEY": "mock-key",
+            "CALLBOARD_CODEX_BIN": str(codex),
+            **model.proxy_env(),
+        }
+    )
+    runner = RunnerProcess(machine, "alice", "codex", env)
+    try:
+        runner.wait_state("idle", "the runner to be idle")
+        packet = build_packet(
+            "claude-dev", "alice", "SUMMARY-MARKER: the queue limit is half done.", ["finish it"], repo,
+            datetime.now(UTC), cli="claude",
+        )  # fmt: skip
+        with machine.client("claude-dev") as giver:
+            giver.open_task(handoff_request(packet))
+        wait_until(model.model_requests, timeout=WAKE_TIMEOUT, what="Codex's first model request")
+        first = json.dumps(model.model_requests()[0].body)
+        assert "SUMMARY-MARKER" in first and "DIFF-MARKER-7" in first and "1. finish it" in first, first[:2000]
+    finally:
+        runner.stop()

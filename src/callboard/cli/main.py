@@ -46,6 +46,7 @@ COMMAND_MODULES = {
     "delegate": "tasks",
     "coordinate": "rounds",
     "round": "rounds",
+    "handoff": "handoff",
     "run": "runner",
     "runner": "runner",
     "team": "team",

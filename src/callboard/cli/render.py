@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.segment import Segment
 from rich.table import Table
 
-from callboard.fence import one_line, visible
+from callboard.fence import HANDOFF_MEDIA_TYPE, handoff_named, one_line, visible
 from callboard.integrations.claude_code.sessions import ClaudeSession
 from callboard.model import DeliveryEvent, Held, MailItem, MessageStatus, Part, Reach, SendResult, Session
 from callboard.tasks import Task, TaskPage
@@ -170,14 +170,16 @@ def mail_item(item: MailItem) -> None:
     if item.task_id:  # a task's mail says which task, and the state this message moved it to
         console.print(f"[dim]task {peer(item.task_id)}[/] {task_state(item.task_state) if item.task_state else ''}")
     for part in message.parts:
-        print_part(part)
+        print_part(part, message.task_id)
 
 
-def print_part(part: Part) -> None:
-    """One part of a message or an artifact: text as it is (its lines kept), data as JSON, a file
-    by its name."""
+def print_part(part: Part, task_id: str | None = None) -> None:
+    """One part of a message or an artifact: text as it is (its lines kept), data as JSON (a
+    hand-off's packet by name: ``task_id`` names its task), a file by its name."""
     if part.text is not None:
         console.print(peer(part.text, lines=True))
+    elif part.data is not None and part.media_type == HANDOFF_MEDIA_TYPE:
+        console.print(f"[dim]{peer(handoff_named(len(json.dumps(part.data).encode()), task_id))}[/]")
     elif part.data is not None:
         console.print_json(json.dumps(part.data))  # JSON escapes C0 controls; the console the rest
     elif part.url is not None:

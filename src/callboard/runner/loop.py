@@ -33,6 +33,7 @@ from callboard.client.base import Client
 from callboard.client.session_keeper import SessionKeeper
 from callboard.errors import CallboardError
 from callboard.fence import visible
+from callboard.handoff import full, packet_in
 from callboard.model import MailItem
 from callboard.requests import SurfaceQuery
 from callboard.runner import prompts
@@ -213,6 +214,7 @@ class Runner:
             self.carry = []
             if items:
                 self.backoff.reset()
+                self._take_handoffs(items)
                 self._turn(items, prompts.mail_prompt(self.options.agent, items), self._describe(items))
             elif reasons & {"signal", "tick"}:
                 if "signal" in reasons:
@@ -245,6 +247,15 @@ class Runner:
             items = []
         self.watch.rearm()
         return list(items)
+
+    def _take_handoffs(self, items: Sequence[MailItem]) -> None:
+        """A hand-off's packet goes into the CLI's context whole, ahead of the turn's mail (the
+        mail itself shows the packet by name only: see fence)."""
+        for item in items:
+            packet = packet_in(item.message.parts)
+            if packet is not None:
+                self.log(f"hand-off from {packet.from_agent}: its packet goes into {self.adapter.name}'s context")
+                self.adapter.inject_context(full(packet))
 
     def _describe(self, items: Sequence[MailItem]) -> str:
         senders = sorted({item.message.sender for item in items})
