@@ -85,9 +85,8 @@ def compact(packet: Packet) -> str:
     repo = packet.repository
     if repo is not None:
         lines += ["", f"Repository: {repo.root}" + (f" ({repo.remote})" if repo.remote else "")]
-        lines.append(
-            f"Branch {repo.branch or '(detached)'} at {(repo.head or '?')[:12]}; {repo.changed_total} changed files"
-        )
+        files = f"{repo.changed_total} changed file" + ("" if repo.changed_total == 1 else "s")
+        lines.append(f"Branch {repo.branch or '(detached)'} at {(repo.head or '?')[:12]}; {files}")
     named = []
     if packet.diff is not None:
         named.append(f"a diff of {packet.diff.whole_bytes} bytes" + (" (cut)" if packet.diff.truncated else ""))

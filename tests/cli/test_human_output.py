@@ -86,6 +86,15 @@ def test_the_a2a_demo_works_a_task_through_an_outside_agent_with_a_question_back
     assert not cli.default_db.exists()
 
 
+def test_the_handoff_demo_shows_the_packet_compact_in_mail_and_whole_for_the_cli(cli, run):
+    out = _ok(run("demo", "--scenario", "handoff", timeout=60))
+    assert re.search(r"^\s*\d+ ms\s+claude-dev\s+handed over as task \S+", out, re.MULTILINE), out
+    mail, whole = out.split("the packet whole")
+    assert "Retries are in; the backoff cap is not." in mail and "[hand-off packet, " in mail
+    assert "+MAX_ATTEMPTS = 5" not in mail and "+MAX_ATTEMPTS = 5" in whole and "Diff — whole" in whole
+    assert "; 1 changed file\n" in out
+
+
 def test_the_delegate_demo_hands_off_a_task_and_waits_for_its_file(cli, run):
     out = _ok(run("demo", "--scenario", "delegate", timeout=60))
     assert re.search(r"^\s*\d+ ms\s+lead\s+asked writer: task \S+ \(submitted\)", out, re.MULTILINE), out

@@ -42,6 +42,24 @@ async def test_two_stdio_sessions_exchange_mail_through_their_tools(machine: CLI
     assert machine.run_json("status", sent["message_id"], agent="alice")["recipients"][0]["state"] == "read"
 
 
+async def test_a_model_hands_off_its_work_with_its_repositorys_diff(machine: CLI, era: str):
+    """send_message with handoff: the packet is built where the session works (its folder's
+    repository and diff) and reaches the receiver as a task, named in its mail."""
+    folder = machine.workdir
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    (folder / "plan.md").write_text("STEP-MARKER: cap the retries\n")
+    subprocess.run(["git", "-C", str(folder), "add", "plan.md"], check=True)
+    async with Client(server(machine, "alice"), mode=era) as alice:
+        sent = ok(
+            await alice.call_tool("send_message", {"to": "bob", "message": "Half done; see plan.md.", "handoff": True})
+        )
+    packet = machine.run_json("handoff", "show", sent["task_id"], "--json", agent="bob")
+    assert packet["summary"] == "Half done; see plan.md." and packet["from_agent"] == "alice"
+    assert "STEP-MARKER" in packet["diff"]["text"] and packet["repository"]["changed"] == ["A  plan.md"]
+    mail = machine.run("read", agent="bob").stdout
+    assert "Half done; see plan.md." in mail and "STEP-MARKER" not in mail  # named, not dumped
+
+
 def test_a_server_that_cannot_name_its_agent_fails_on_stderr_and_writes_nothing_to_stdout(machine: CLI):
     assert machine.outside_any_project()
     proc = machine.run("mcp", input="")

@@ -114,3 +114,20 @@ async def test_delegating_and_following_refuse_what_does_not_fit(agents, tools):
         sent = ok(await alice.call_tool("send_message", {"to": "bob", "message": "y", "as_task": True}))
         failed(await alice.call_tool("list_tasks", {"task_id": sent["task_id"], "wait_seconds": 5}), "bad_request")
     assert [t.worker for t in agents("alice").list_tasks().tasks] == ["bob"]  # the refused ones opened nothing
+
+
+async def test_a_model_hands_off_over_the_hub_with_its_summary(agents, tools):
+    bob = agents("bob")
+    async with tools("alice") as alice:
+        sent = ok(await alice.call_tool("send_message", {"to": "bob", "message": "over to you", "handoff": True}))
+        for bad in ({"subject": "x"}, {"as_task": True}, {"urgent": True}):
+            failed(
+                await alice.call_tool("send_message", {"to": "bob", "message": "x", "handoff": True, **bad}),
+                "bad_request",
+            )
+    task = bob.get_task(sent["task_id"], history_length=5)
+    assert task.metadata["callboard_handoff"]["from"] == "alice"
+    [mail] = task.history
+    assert mail.parts[0].text.startswith("Hand-off from alice to bob.") and "over to you" in mail.parts[0].text
+    assert mail.parts[1].data["summary"] == "over to you" and mail.parts[1].data["repository"] is None
+    assert len(bob.list_tasks().tasks) == 1  # the refused ones handed nothing

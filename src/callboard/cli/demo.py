@@ -25,7 +25,7 @@ def _step(text: str) -> None:
     render.console.print(f"\n[bold magenta]▸ {text}[/]")
 
 
-SCENARIOS = ("mailbox", "a2a", "delegate", "coordinate")
+SCENARIOS = ("mailbox", "a2a", "handoff", "delegate", "coordinate")
 
 
 @app.command()
@@ -36,7 +36,8 @@ def demo(
         typer.Option(
             "--scenario",
             help="mailbox: three agents, DMs, a thread and a channel. a2a: a task with a question back and an "
-            "artifact, through an outside A2A agent. delegate: a task handed off and waited for. coordinate: "
+            "artifact, through an outside A2A agent. handoff: a session's work handed to another agent. delegate: "
+            "a task given and waited for. coordinate: "
             "three agents propose, vote and converge.",
         ),
     ] = "mailbox",
@@ -59,17 +60,19 @@ def demo(
             render.console.print(
                 "\n[bold green]done.[/] Agents on a hub are A2A agents too: see `callboard agent card`."
             )
-        elif scenario in ("delegate", "coordinate"):
+        elif scenario in ("handoff", "delegate", "coordinate"):
             from callboard.cli import demo_together
 
             render.console.print(f"[bold]Callboard demo: {scenario}[/] — embedded store {store.location}")
             lead = LocalClient(service, Caller(workspace="demo", agent="lead"))
-            if scenario == "delegate":
+            if scenario == "handoff":
+                demo_together.handoff_scene(lead.as_agent("claude-dev"), lead.as_agent("codex-dev"), _step)
+            elif scenario == "delegate":
                 demo_together.delegate_scene(lead, lead.as_agent("writer"), _step)
             else:
                 members = {name: lead.as_agent(name) for name in ("ana", "ben", "cai")}
                 demo_together.coordinate_scene(lead, members, _step)
-            render.console.print("\n[bold green]done.[/] See README: Delegation that waits, Rounds.")
+            render.console.print("\n[bold green]done.[/] See README: Hand-off, Delegation that waits, Rounds.")
         else:
             _mailbox_scene(service, store.location)
     finally:

@@ -1,4 +1,4 @@
-"""demo --scenario delegate | coordinate: agents working together, scripted, nothing to start.
+"""demo --scenario handoff | delegate | coordinate: agents working together, scripted, nothing to start.
 
 Everything runs in this process on a throwaway embedded store. The scripted agents are threads,
 each a Client of its own that waits for its mail as a runner would and answers with the same
@@ -138,3 +138,51 @@ def _event_words(event: Event) -> str:
     if event.kind == "refused":
         return f"{event.attempted} refused: {event.code}"
     return event.kind
+
+
+def handoff_scene(claude_dev: Client, codex_dev: Client, step: Callable[[str], None]) -> None:
+    """claude-dev hands its half-done change to codex-dev: the packet of a throwaway repository."""
+    import subprocess
+    import tempfile
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from callboard.coord.handoff_packet import build_packet
+    from callboard.handoff import full, handoff_request, packet_in
+
+    clock = Clock()
+    with tempfile.TemporaryDirectory(prefix="callboard-demo-repo-") as folder:
+        repo = Path(folder)
+        for args in (
+            ["init", "-q"],
+            [
+                "-c",
+                "user.email=demo@example.invalid",
+                "-c",
+                "user.name=demo",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "start",
+            ],
+        ):
+            subprocess.run(["git", "-C", folder, *args], check=True, capture_output=True)
+        (repo / "retry.py").write_text("MAX_ATTEMPTS = 5\n# TODO: cap the backoff at 30 s\n")
+        subprocess.run(["git", "-C", folder, "add", "retry.py"], check=True, capture_output=True)
+        step("claude-dev hands its half-done change to codex-dev (callboard handoff --to codex-dev)")
+        packet = build_packet(
+            "claude-dev", "codex-dev", "Retries are in; the backoff cap is not.", ["cap the backoff at 30 s", "open the PR"],
+            repo, datetime.now(UTC), cli="claude",
+        )  # fmt: skip
+    sent = claude_dev.open_task(handoff_request(packet))
+    clock.say("claude-dev", f"handed over as task {sent.task.id[-8:]}: summary, 2 next steps, 1 changed file, a diff")
+    [item] = codex_dev.read().items
+    step("what codex-dev's live session reads: the summary, the large parts named")
+    render.mail_item(item)
+    received = packet_in(item.message.parts)
+    assert received is not None
+    step("what codex-dev's runner gives its CLI before the next turn: the packet whole")
+    render.console.print(render.peer(full(received), lines=True))
+    codex_dev.update_task(sent.task.id, state="working", parts=[{"text": "taking it from here"}])
+    clock.say("codex-dev", "took it over (working)")

@@ -57,7 +57,7 @@ def handoff(
     ] = None,
     summary: Annotated[
         Optional[str],
-        typer.Option("--summary", metavar="TEXT", help="Where things stand, in your words; '-' reads stdin."),
+        typer.Option("--summary", metavar="SUMMARY", help="Where things stand, in your words; '-' reads stdin."),
     ] = None,
     next_steps: Annotated[
         list[str], typer.Option("--next", metavar="STEP", help="A next step for the receiver (repeatable).")

@@ -5,15 +5,18 @@ from __future__ import annotations
 import gc
 import os
 from importlib.util import find_spec
+from pathlib import Path
 
 from callboard.cli.app import DbOption, app, open_client
 from callboard.client.base import Client
 from callboard.client.session_keeper import SessionKeeper
+from callboard.handoff import Packet
 from callboard.identity import terminal_of
 from callboard.integrations.agent_clis import runtime_of
 from callboard.integrations.claude_code.socket_delivery import SocketInjector
 from callboard.integrations.claude_code.transcript_watch import TranscriptWatcher
 from callboard.mcp.ending import Ending
+from callboard.model import utcnow
 from callboard.runner.env import RUNNER_ENV
 
 
@@ -36,7 +39,8 @@ def mcp_command(db: DbOption = None) -> None:
         client.whoami()  # a bad identity or an unreachable hub fails here, on stderr, before any protocol
         # On the embedded store no hub sends mail to outside A2A agents: this process does.
         ending.then(client.run_background())
-        server = mailbox_server(one_client(client))  # open_client's: a send injects into local sessions
+        # open_client's: a send injects into local sessions; a hand-off reads this session's folder
+        server = mailbox_server(one_client(client), packet_of=_packet_here)
         # Under a runner the runner's session is ours (CALLBOARD_SESSION) and the runner feeds
         # the mail as turns: a session, a injector or a watcher of our own would race it.
         if not os.environ.get(RUNNER_ENV):
@@ -90,3 +94,10 @@ def settle_collector() -> None:
     together reached it together. Collections still happen; they walk only what came later."""
     gc.collect()
     gc.freeze()
+
+
+def _packet_here(from_agent: str, to_agent: str, summary: str) -> Packet:
+    """A hand-off's packet of the work in this server's folder (its session's project)."""
+    from callboard.coord.handoff_packet import build_packet
+
+    return build_packet(from_agent, to_agent, summary, [], Path.cwd(), utcnow())

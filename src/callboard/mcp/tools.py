@@ -28,6 +28,7 @@ from callboard import __version__
 from callboard.client.base import Client
 from callboard.errors import CallboardError
 from callboard.fence import fenced_mail, fenced_words, one_line
+from callboard.handoff import Packet, handoff_request
 from callboard.mcp.replies import acted, tool_result, unread_line, unread_of
 from callboard.mcp.results import (
     AgentInfo,
@@ -46,7 +47,7 @@ from callboard.mcp.results import (
     Who,
 )
 from callboard.mcp.task_tools import add_task_tools
-from callboard.model import DeliveryEvent, HeldMail, MailItem
+from callboard.model import DeliveryEvent, HeldMail, MailItem, utcnow
 from callboard.requests import ReadQuery, SendRequest, TaskRequest
 
 log = logging.getLogger("callboard.inject")
@@ -62,6 +63,7 @@ DEFAULT_READ_LIMIT = 100  # the service's own default: a read drains what a mode
 T = TypeVar("T")
 ClientOf = Callable[[Context], Awaitable[Client]]  # the Client a tool call acts through
 Run = Callable[[Callable[[], T]], Awaitable[T]]  # how a tool's (blocking) client calls are run
+PacketOf = Callable[[str, str, str], Packet]  # (from, to, summary): a hand-off's packet, built where the work is
 
 
 async def call_in_place(work: Callable[[], T]) -> T:
@@ -84,11 +86,19 @@ def one_client(client: Client) -> ClientOf:
     return client_of
 
 
-def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str = "callboard") -> MCPServer:
+def mailbox_server(
+    client_of: ClientOf,
+    *,
+    run: Run = call_in_place,
+    name: str = "callboard",
+    packet_of: PacketOf | None = None,
+) -> MCPServer:
     """An MCP server whose tools act through ``await client_of(ctx)``: the one agent of a stdio
     session, or the agent a hub request's credential names. A read that may wait for mail always
     runs on a worker thread, so other calls go on meanwhile. What a send did besides (mail the
-    client injected into local sessions) is the client's to tell, in its result."""
+    client injected into local sessions) is the client's to tell, in its result. ``packet_of``:
+    how a hand-off's packet is built where the session works (a stdio server's; without it, as
+    on the hub, a packet carries the summary alone)."""
     server = MCPServer(name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     async def acting(ctx: Context) -> Client:
@@ -112,12 +122,21 @@ def mailbox_server(client_of: ClientOf, *, run: Run = call_in_place, name: str =
                 description="ask it as a task (one agent): it answers with a state and files; follow with list_tasks"
             ),
         ] = False,
+        handoff: Annotated[
+            bool,
+            Field(description="hand your work to this agent: message is your summary; your repository's diff goes too"),
+        ] = False,
     ) -> Annotated[CallToolResult, Sent]:
-        """Send a message to an agent or a #channel; as_task delegates work you can follow."""
+        """Send to an agent or a #channel; as_task delegates work; handoff hands it over."""
         client = await acting(ctx)
-        if as_task:
-            if reply_to is not None or require_live or urgent:
-                raise ToolError("bad_request: as_task takes to, message and subject; send other mail without it.")
+        if as_task or handoff:
+            if reply_to is not None or require_live or urgent or (as_task and handoff) or (handoff and subject):
+                raise ToolError(
+                    "bad_request: as_task takes to, message and subject; handoff takes to and message (your "
+                    "summary). Send other mail without them."
+                )
+            if handoff:
+                return await run(lambda: _hand_off(client, to, message, packet_of))
             return await run(lambda: _delegate(client, to, message, subject))
         return await run(lambda: _send(client, to, message, subject, reply_to, require_live, urgent))
 
@@ -213,6 +232,27 @@ def _delegate(client: Client, to: str, message: str, subject: str | None) -> Cal
         f"follow it: list_tasks(task_id={sent.task.id!r}, after_generation={sent.task.generation}, wait_seconds=60)",
     ]
     return tool_result(result, "\n".join([*lines, unread_line(result.unread)]))
+
+
+def _hand_off(client: Client, to: str, summary: str, packet_of: PacketOf | None) -> CallToolResult:
+    me = acted(client.whoami).agent or ""
+    if packet_of is not None:
+        packet = packet_of(me, to, summary)
+    else:
+        packet = Packet(from_agent=me, to_agent=to, created_at=utcnow(), summary=summary)
+    sent = acted(lambda: client.open_task(handoff_request(packet)))
+    mail = sent.send
+    recipients = [Recipient(address=r.address, state=r.state, agent=r.agent, note=r.reason) for r in mail.recipients]
+    result = Sent(
+        message_id=mail.message_id,
+        thread_id=mail.thread_id,
+        recipients=recipients,
+        task_id=sent.task.id,
+        unread=unread_of(client),
+    )
+    carried = "summary" + (", repository and diff" if packet.repository is not None else "")
+    line = f"handed over to {sent.task.worker} as task {sent.task.id} ({carried})"
+    return tool_result(result, "\n".join([line, unread_line(result.unread)]))
 
 
 def _read(client: Client, wait_seconds: float, limit: int) -> CallToolResult:
