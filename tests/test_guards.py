@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from callboard import guards as guard
@@ -141,7 +141,7 @@ exchanges = st.builds(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])  # long sends lists: slow to draw
 @given(
     st.lists(exchanges, max_size=80),
     # mostly one way and quick, so that floods come and old holds leave the kept traffic

@@ -44,7 +44,7 @@ def test_a_round_over_rest_is_asked_proposed_voted_and_decided(tenant: Tenant) -
         assert decided["round"]["phase"] == "decided" and decided["round"]["decision"]["choice"] == "ana"
         shown = lead.get(path).json()
         assert [e["kind"] for e in shown["events"]].count("vote") == 2
-        with tenant.http("eve") as eve:
+        with tenant.hub.http(tenant.agent_token("eve")["token"]) as eve:  # an agent's token (a person's may look)
             _error(eve.get(path), 404, "unknown_round")
             _error(eve.post(f"{path}/votes", json={"endorse": "ana"}), 404, "unknown_round")
             assert eve.get("/v1/rounds").json() == []
