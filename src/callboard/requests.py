@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.config import JsonDict
 
-from callboard import address, limits, rounds
+from callboard import address, leases, limits, rounds
 from callboard.errors import BadRequest, CallboardError, TooLarge
 from callboard.model import Part
 from callboard.tasks import TaskState
@@ -265,3 +265,42 @@ class RoundVote(Request):
     epoch: int | None = Field(default=None, ge=0, description="the epoch voted in (default: the round's current)")
     endorse: Name = Field(description="the agent whose proposal this vote endorses")
     reason: Annotated[str, text_field(limits.SUBJECT_CHARS)] | None = None
+
+
+class LeaseRequest(Request):
+    """Take a lease on paths of a repository (leases.py); the face names the repository."""
+
+    scope: Annotated[str, text_field(limits.SUBJECT_CHARS, blank=False)] = Field(
+        description="the repository: its normalised remote, else machine:root"
+    )
+    patterns: list[str] = Field(
+        min_length=1, max_length=leases.PATTERNS_MAX, description="repository-relative paths or globs"
+    )
+    ttl: float = Field(default=leases.TTL_DEFAULT_SECONDS, gt=0, le=leases.TTL_MAX_SECONDS)
+    shared: bool = False
+    reason: Annotated[str, text_field(leases.REASON_CHARS)] | None = None
+
+
+class LeaseRelease(Request):
+    """Release leases: by id, or the caller's own covering ``patterns`` in ``scope``; ``force``
+    (a person, with a reason, audited) releases another agent's."""
+
+    ids: list[str] = Field(default_factory=list, max_length=leases.PATTERNS_MAX)
+    patterns: list[str] = Field(default_factory=list, max_length=leases.PATTERNS_MAX)
+    scope: str | None = None
+    force: bool = False
+    reason: Annotated[str, text_field(leases.REASON_CHARS)] | None = None
+
+
+class LeaseRenewal(Request):
+    """Renew the caller's leases (all when ``ids`` is empty) for ``ttl`` seconds from now."""
+
+    ids: list[str] = Field(default_factory=list, max_length=leases.PATTERNS_MAX)
+    ttl: float = Field(default=leases.TTL_DEFAULT_SECONDS, gt=0, le=leases.TTL_MAX_SECONDS)
+
+
+class LeaseCheck(Request):
+    """Which of these paths of a repository other agents hold exclusively (read-only)."""
+
+    scope: Annotated[str, text_field(limits.SUBJECT_CHARS, blank=False)]
+    paths: list[str] = Field(min_length=1, max_length=1000)

@@ -107,6 +107,7 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
         "laptop": unique("laptop"),
         "secret_task": unique("SECRET-TASK"),
         "secret_goal": unique("SECRET-GOAL"),
+        "secret_scope": unique("SECRET-SCOPE"),
         "secret_answer": unique("SECRET-ANSWER"),
         "remote": unique("remote"),  # an outside A2A agent of A, registered with a token
         "remote_b": unique("remote-b"),  # B's own, at the same URL
@@ -125,6 +126,7 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
         _ok(http.post("/v1/channels", json={"name": n["chan"]}), 201)
         runner = {**RUNNER_REPORT, "agent": n["bob"], "detail": n["secret_runner"]}
         _ok(http.put(f"/v1/runners/{n['bob']}", json=runner), 200)
+        held = _ok(http.post("/v1/leases", json={"scope": n["secret_scope"], "patterns": ["src/"]}), 201)["lease"]
     with a.http(n["alice"]) as http:
         _ok(http.post(f"/v1/channels/{n['chan']}/join"), 200)
         _ok(http.post("/v1/channels", json={"name": n["chan2"]}), 201)
@@ -147,7 +149,13 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
         _ok(http.get("/v1/whoami"), 200)
     names.update(m_secret=dm["message_id"], m_post=post["message_id"], s_bob=session["id"], tok_bob_id=bob["id"])
     spare = hub.issue(b.token, agent=n["bob"])  # a token of B's that B may revoke in its own workspace
-    names.update(s_bob_laptop=laptop["id"], tok_b_spare=spare["id"], t_secret=asked["id"], r_secret=a_round["id"])
+    names.update(
+        s_bob_laptop=laptop["id"],
+        tok_b_spare=spare["id"],
+        t_secret=asked["id"],
+        r_secret=a_round["id"],
+        l_secret=held["id"],
+    )
     world = World(hub, a, b, names, bob["token"])
     world.attackers = {
         "eve": Attacker(eve["token"], None, None, a.workspace, n["eve"]),
@@ -171,6 +179,8 @@ def world(hub: Hub, outside: OutsideAgent) -> Iterator[World]:
         eve["id"],
         n["remote"],
         n["secret_runner"],
+        n["secret_scope"],  # a workspace's leases are its own agents' business
+        held["id"],
     ]
     yield world
 
@@ -243,6 +253,12 @@ REQUESTS: dict[tuple[str, str], dict[str, Any]] = {  # what each route is asked,
     },
     ("POST", "/v1/rounds/{round_id}/votes"): {"path": {"round_id": "{r_secret}"}, "json": {"endorse": "{bob}"}},
     ("POST", "/v1/rounds/{round_id}/cancel"): {"path": {"round_id": "{r_secret}"}},
+    # Leases: taking one's own, listing the workspace's, renewing or releasing bob's, checking paths.
+    ("POST", "/v1/leases"): {"json": {"scope": "an-attackers-clone", "patterns": ["src/x.py"]}},
+    ("GET", "/v1/leases"): {"params": {"all": "true"}},
+    ("POST", "/v1/leases/renew"): {"json": {"ids": ["{l_secret}"], "ttl": 99999}},
+    ("POST", "/v1/leases/release"): {"json": {"ids": ["{l_secret}"]}},
+    ("POST", "/v1/leases/check"): {"json": {"scope": "{secret_scope}", "paths": ["src/x.py"]}},
     # Pointing A's outside agent elsewhere (its mail would go there), or removing it.
     ("GET", "/v1/remotes"): {},
     ("POST", "/v1/remotes"): {"json": {"name": "{remote}", "url": "{remote_url}", "token": "hijacked"}},
@@ -322,6 +338,14 @@ def _no_tasks(world: World, attacker: Attacker, body: Any) -> None:
 
 def _no_rounds(world: World, attacker: Attacker, body: Any) -> None:
     assert body == [], body
+
+
+def _nothing_renewed(world: World, attacker: Attacker, body: Any) -> None:
+    assert body == [], body
+
+
+def _only_own_leases(world: World, attacker: Attacker, body: Any) -> None:
+    assert all(x["workspace"] == attacker.acts_in for x in body), body
 
 
 FORBIDDEN_EVERYWHERE = ["eve-naming-bob", "B-naming-A"]
@@ -410,6 +434,12 @@ def _rows() -> list[Row]:
         Row("eve", "POST", "/v1/remotes", 403, "forbidden"),
         Row("eve", "DELETE", "/v1/remotes/{name}", 403, "forbidden"),
         Row("eve", "GET", "/v1/runners", 200),  # the workspace's runners are shared, as its directory
+        # A workspace's leases are shared (who holds what); bob's own stays bob's to renew or release.
+        Row("eve", "POST", "/v1/leases", 201),
+        Row("eve", "GET", "/v1/leases", 200),
+        Row("eve", "POST", "/v1/leases/renew", 200, check=_nothing_renewed),
+        Row("eve", "POST", "/v1/leases/release", 400, "bad_request"),
+        Row("eve", "POST", "/v1/leases/check", 200),
         Row("eve", "PUT", "/v1/runners/{agent}", 403, "forbidden"),  # only bob reports bob's runner
         Row("eve", "GET", "/v1/agents/{name}", 200),  # the workspace's directory is shared
         Row("eve", "GET", "/v1/agents/{name}/card", 200),  # an A2A card is public anyway
@@ -452,6 +482,11 @@ def _rows() -> list[Row]:
         ),
         Row("B", "DELETE", "/v1/remotes/{name}", 404, "unknown_agent"),
         Row("B", "GET", "/v1/runners", 200, check=_no_runners_of_a),
+        Row("B", "POST", "/v1/leases", 201),  # in its own workspace: A's bob's lease is not there
+        Row("B", "GET", "/v1/leases", 200, check=_only_own_leases),
+        Row("B", "POST", "/v1/leases/renew", 200, check=_nothing_renewed),
+        Row("B", "POST", "/v1/leases/release", 400, "bad_request"),
+        Row("B", "POST", "/v1/leases/check", 200, check=_nothing_renewed),
         Row("B", "PUT", "/v1/runners/{agent}", 200),  # B's own bob: A's report stays as it was
         Row("B", "GET", "/v1/channels", 200),
         Row("B", "POST", "/v1/channels", 201, override={"json": {"name": "{chan2}"}}, check=_in_own_workspace),
@@ -564,6 +599,9 @@ def _victim_state(world: World, route: str) -> dict[str, Any]:
         elif route.startswith("/v1/tasks"):
             task = _ok(http.get(f"/v1/tasks/{n['t_secret']}", params={"history_length": 100}), 200)
             state["bob's task"] = (task["state"], task["generation"], [m["id"] for m in task["history"]])
+        elif route.startswith("/v1/leases"):
+            held = _ok(http.get("/v1/leases"), 200)
+            state["bob's leases"] = [(x["id"], x["expires_at"], x["released_at"]) for x in held]
         elif route.startswith("/v1/rounds"):
             shown = _ok(http.get(f"/v1/rounds/{n['r_secret']}"), 200)
             state["alice's round"] = (shown["phase"], shown["epoch"], len(shown["events"]))
@@ -592,6 +630,8 @@ VALID_BODIES = {
     ("POST", "/v1/tasks"): {"to": "newcomer", "text": "hi"},
     ("POST", "/v1/tasks/{task_id}/update"): {"state": "working"},
     ("POST", "/v1/rounds"): {"goal": "g", "agents": ["newcomer"]},
+    ("POST", "/v1/leases"): {"scope": "s", "patterns": ["src/"]},
+    ("POST", "/v1/leases/check"): {"scope": "s", "paths": ["src/a.py"]},
     ("POST", "/v1/rounds/{round_id}/proposals"): {"parts": [{"text": "x"}]},
     ("POST", "/v1/rounds/{round_id}/votes"): {"endorse": "a"},
     ("PUT", "/v1/runners/{agent}"): {**RUNNER_REPORT, "agent": "a"},

@@ -47,6 +47,7 @@ COMMAND_MODULES = {
     "coordinate": "rounds",
     "round": "rounds",
     "handoff": "handoff",
+    "lease": "leases",
     "run": "runner",
     "runner": "runner",
     "team": "team",

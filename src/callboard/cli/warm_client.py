@@ -43,6 +43,7 @@ COMMANDS = frozenset(
         "task",
         "delegate",
         "round",
+        "lease",
         "agent",
         "channel",
         "session",

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from callboard.leases import Lease, LeaseTaken
 from callboard.model import (
     AckResult,
     Agent,
@@ -37,6 +38,10 @@ from callboard.model import (
 from callboard.remotes import RemoteAgent
 from callboard.requests import (
     InboxQuery,
+    LeaseCheck,
+    LeaseRelease,
+    LeaseRenewal,
+    LeaseRequest,
     ReadQuery,
     RoundProposal,
     RoundRequest,
@@ -229,6 +234,13 @@ class Client(Protocol):
     def propose(self, round_id: str, request: RoundProposal) -> RoundActed: ...
     def vote(self, round_id: str, request: RoundVote) -> RoundActed: ...
     def cancel_round(self, round_id: str) -> RoundInfo: ...
+
+    # leases (advisory claims on repository paths: Leases)
+    def take_lease(self, request: LeaseRequest) -> LeaseTaken: ...
+    def list_leases(self, *, every: bool = False, scope: str | None = None) -> list[Lease]: ...
+    def renew_leases(self, request: LeaseRenewal) -> list[Lease]: ...
+    def release_leases(self, request: LeaseRelease) -> list[str]: ...
+    def check_leases(self, request: LeaseCheck) -> list[Lease]: ...
 
     def list_workspaces(self) -> list[Workspace]: ...
 

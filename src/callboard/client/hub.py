@@ -33,6 +33,7 @@ from callboard.headers import (
     process_header,
 )
 from callboard.identity import SessionHint, acting_pid, machine_name
+from callboard.leases import Lease, LeaseTaken
 from callboard.model import (
     AckResult,
     Agent,
@@ -56,6 +57,10 @@ from callboard.procs import process_start_time
 from callboard.remotes import RemoteAgent
 from callboard.requests import (
     InboxQuery,
+    LeaseCheck,
+    LeaseRelease,
+    LeaseRenewal,
+    LeaseRequest,
     ReadQuery,
     RoundProposal,
     RoundRequest,
@@ -431,6 +436,25 @@ class HubClient:
 
     def list_runners(self, agent: str | None = None) -> list[RunnerReport]:
         return self._models(RunnerReport, "GET", "/v1/runners", params={"agent": agent} if agent is not None else None)
+
+    # --- leases ---------------------------------------------------------------------------
+
+    def take_lease(self, request: LeaseRequest) -> LeaseTaken:
+        return self._model(LeaseTaken, "POST", "/v1/leases", json=request.model_dump(mode="json"))
+
+    def list_leases(self, *, every: bool = False, scope: str | None = None) -> list[Lease]:
+        given = {"all": "true" if every else None, "scope": scope}
+        params = {name: value for name, value in given.items() if value is not None}
+        return self._models(Lease, "GET", "/v1/leases", params=params or None)
+
+    def renew_leases(self, request: LeaseRenewal) -> list[Lease]:
+        return self._models(Lease, "POST", "/v1/leases/renew", json=request.model_dump(mode="json"))
+
+    def release_leases(self, request: LeaseRelease) -> list[str]:
+        return list(self._call("POST", "/v1/leases/release", json=request.model_dump(mode="json"))["released"])
+
+    def check_leases(self, request: LeaseCheck) -> list[Lease]:
+        return self._models(Lease, "POST", "/v1/leases/check", json=request.model_dump(mode="json"))
 
     # --- rounds ---------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from callboard.client.base import NOTHING_AFTER_SEND, AfterSend, task_sent
 from callboard.config import Settings
 from callboard.errors import NoIdentity
 from callboard.identity import SessionHint, acting_pid, machine_name, resolve_agent
+from callboard.leases import Lease, LeaseTaken
 from callboard.model import (
     AckResult,
     Agent,
@@ -37,6 +38,10 @@ from callboard.procs import process_start_time
 from callboard.remotes import RemoteAgent
 from callboard.requests import (
     InboxQuery,
+    LeaseCheck,
+    LeaseRelease,
+    LeaseRenewal,
+    LeaseRequest,
     ReadQuery,
     RoundProposal,
     RoundRequest,
@@ -296,6 +301,21 @@ class LocalClient:
 
     def cancel_round(self, round_id: str) -> RoundInfo:
         return self.service.rounds.cancel(self._as(), round_id)
+
+    def take_lease(self, request: LeaseRequest) -> LeaseTaken:
+        return self.service.leases.take(self._as(), request)
+
+    def list_leases(self, *, every: bool = False, scope: str | None = None) -> list[Lease]:
+        return self.service.leases.list_leases(self._as(), every=every, scope=scope)
+
+    def renew_leases(self, request: LeaseRenewal) -> list[Lease]:
+        return self.service.leases.renew(self._as(), request)
+
+    def release_leases(self, request: LeaseRelease) -> list[str]:
+        return self.service.leases.release(self._as(), request)
+
+    def check_leases(self, request: LeaseCheck) -> list[Lease]:
+        return self.service.leases.check(self._as(), request)
 
     def run_background(self) -> Callable[[], None]:
         self.background.start()

@@ -11,13 +11,11 @@ repository there is no repository part; nothing here fails a hand-off for want o
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 from datetime import datetime
 from pathlib import Path
 
+from callboard.coord.repository import git, repository_of
 from callboard.handoff import (
-    CHANGED_FILES_MAX,
     DIFF_BYTES,
     NEXT_STEP_CHARS,
     NEXT_STEPS_MAX,
@@ -25,12 +23,8 @@ from callboard.handoff import (
     TRANSCRIPT_BYTES,
     Bounded,
     Packet,
-    Repository,
     bounded,
 )
-
-GIT_TIMEOUT_SECONDS = 10.0
-_CREDENTIALS = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
 
 
 def build_packet(
@@ -58,28 +52,12 @@ def build_packet(
     )
 
 
-def repository_of(folder: Path) -> Repository | None:
-    root = _git(folder, "rev-parse", "--show-toplevel")
-    if root is None:
-        return None
-    status = _git(folder, "status", "--porcelain=v1", "--untracked-files=normal") or ""
-    changed = [line for line in status.splitlines() if line.strip()]
-    return Repository(
-        root=root.strip(),
-        remote=normalised_remote(_git(folder, "remote", "get-url", "origin")),
-        branch=(_git(folder, "symbolic-ref", "--quiet", "--short", "HEAD") or "").strip() or None,
-        head=(_git(folder, "rev-parse", "--verify", "--quiet", "HEAD") or "").strip() or None,
-        changed=changed[:CHANGED_FILES_MAX],
-        changed_total=len(changed),
-    )
-
-
 def diff_of(folder: Path) -> Bounded | None:
     """``git diff HEAD`` (or of the index, before a first commit), cut to its bound; None without
     a repository or changes."""
-    diff = _git(folder, "diff", "HEAD", "--no-color", "--no-ext-diff")
+    diff = git(folder, "diff", "HEAD", "--no-color", "--no-ext-diff")
     if diff is None:
-        diff = _git(folder, "diff", "--cached", "--no-color", "--no-ext-diff")
+        diff = git(folder, "diff", "--cached", "--no-color", "--no-ext-diff")
     return bounded(diff, DIFF_BYTES) if diff else None
 
 
@@ -94,25 +72,3 @@ def transcript_excerpt(path: Path) -> Bounded | None:
         return None
     kept = bounded(tail, TRANSCRIPT_BYTES, keep_end=True)
     return kept.model_copy(update={"whole_bytes": size})
-
-
-def normalised_remote(url: str | None) -> str | None:
-    """A remote's URL as a repository's name: no credentials, no trailing ``.git`` or slash."""
-    if not url or not url.strip():
-        return None
-    text = _CREDENTIALS.sub(r"\g<scheme>", url.strip())
-    return text.removesuffix("/").removesuffix(".git")
-
-
-def _git(folder: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(folder), *args],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_SECONDS,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 else None

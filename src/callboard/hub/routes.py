@@ -8,8 +8,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from callboard import address, limits
-from callboard.hub import api, rounds, runners, schemas, sending, streams, tasks
+from callboard.hub import api, leases, rounds, runners, schemas, sending, streams, tasks
 from callboard.hub.endpoint import Endpoint
+from callboard.leases import Lease, LeaseTaken
 from callboard.limits import HISTORY_MAX, PAGE_SIZE_MAX
 from callboard.model import (
     SURFACE_PATHS,
@@ -31,7 +32,18 @@ from callboard.model import (
     Workspace,
 )
 from callboard.remotes import RemoteAgent
-from callboard.requests import RoundProposal, RoundRequest, RoundVote, SendRequest, SessionRequest, TaskRequest
+from callboard.requests import (
+    LeaseCheck,
+    LeaseRelease,
+    LeaseRenewal,
+    LeaseRequest,
+    RoundProposal,
+    RoundRequest,
+    RoundVote,
+    SendRequest,
+    SessionRequest,
+    TaskRequest,
+)
 from callboard.rounds import RoundActed, RoundInfo
 from callboard.runners import RunnerReport
 from callboard.tasks import Task, TaskPage, TaskSent
@@ -373,6 +385,48 @@ ROUTES: list[Route] = [
         rounds.cancel_round,
         "Cancel a round you opened (or, with a person's token, any): it ends undecided, its tasks canceled.",
         answer=RoundInfo,
+    ),
+    Route(
+        "POST",
+        "/v1/leases",
+        leases.take_lease,
+        "Take an advisory lease on paths of a repository: granted, with the other agents' leases it conflicts with.",
+        LeaseRequest,
+        LeaseTaken,
+    ),
+    Route(
+        "GET",
+        "/v1/leases",
+        leases.list_leases,
+        "Your active leases (all=true: the workspace's), of one repository with scope=.",
+        answer=Lease,
+        many=True,
+        query={"all": BOOLEAN, "scope": {"type": "string", "maxLength": limits.SUBJECT_CHARS}},
+    ),
+    Route(
+        "POST",
+        "/v1/leases/renew",
+        leases.renew_leases,
+        "Renew your leases (all, or those named) for ttl seconds from now.",
+        LeaseRenewal,
+        Lease,
+        many=True,
+    ),
+    Route(
+        "POST",
+        "/v1/leases/release",
+        leases.release_leases,
+        "Release your leases by id or by path; force (a person, with a reason, audited) releases another's.",
+        LeaseRelease,
+    ),
+    Route(
+        "POST",
+        "/v1/leases/check",
+        leases.check_leases,
+        "Which of these paths other agents hold exclusively (read-only; a pre-commit hook asks it).",
+        LeaseCheck,
+        Lease,
+        many=True,
     ),
     Route(
         "GET",

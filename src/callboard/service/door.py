@@ -51,6 +51,7 @@ from callboard.service.events import MailboxEvents
 from callboard.service.handing import Handover
 from callboard.service.holds import Guards
 from callboard.service.identity_gate import as_agent
+from callboard.service.leases import Leases
 from callboard.service.liveness import Liveness
 from callboard.service.presence import Presence
 from callboard.service.push_outbox import PushOutbox
@@ -121,6 +122,7 @@ class Service:
             store, self.sending, self.events, limits, clock, allow_private_webhooks=allow_private_webhooks
         )
         self.rounds = Rounds(store.rounds, store.directory, self.tasking, self.sending, self.events, clock)
+        self.leases = Leases(store.leases, clock)
 
     # --- who calls ------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ contract: a new implementation passes it unchanged.
 Each part is a small interface of its own (``store/parts/``), an attribute of the store, and the
 service hands each collaborator the parts it uses: ``store.directory`` (workspaces, agents,
 channels), ``sessions``, ``sent`` (a send read back), ``mailbox``, ``handing`` (mail handed to
-a session), ``guard_facts``, ``audit``, ``tokens``, ``tasks``, ``remotes``, ``runners``, ``rounds``. What
+a session), ``guard_facts``, ``audit``, ``tokens``, ``tasks``, ``remotes``, ``runners``, ``rounds``, ``leases``. What
 is the store's own stays here: storing a send (it writes into several parts at once), the
 change counter, group commit, closing.
 """
@@ -25,6 +25,7 @@ from callboard.store.parts.audit import AuditPart
 from callboard.store.parts.directory import DirectoryPart
 from callboard.store.parts.guard_facts import GuardFactsPart
 from callboard.store.parts.handing import HandingPart
+from callboard.store.parts.leases import LeasesPart
 from callboard.store.parts.mailbox import MailboxPart
 from callboard.store.parts.remotes import RemotesPart
 from callboard.store.parts.rounds import RoundsPart
@@ -67,6 +68,8 @@ class Store(Protocol):
     def runners(self) -> RunnersPart: ...
     @property
     def rounds(self) -> RoundsPart: ...
+    @property
+    def leases(self) -> LeasesPart: ...
 
     def close(self) -> None: ...
 

@@ -28,6 +28,7 @@ from callboard.store.parts.audit import SQLAudit
 from callboard.store.parts.directory import SQLDirectory
 from callboard.store.parts.guard_facts import SQLGuardFacts
 from callboard.store.parts.handing import SQLHanding
+from callboard.store.parts.leases import SQLLeases
 from callboard.store.parts.rounds import SQLRounds
 from callboard.store.parts.runners import SQLRunners
 from callboard.store.parts.sent import SQLSent
@@ -64,6 +65,7 @@ class PostgresStore:
         self.remotes = PostgresRemotes(sql)
         self.runners = SQLRunners(sql)
         self.rounds = SQLRounds(sql)
+        self.leases = SQLLeases(sql)
         self.location = self._db.location  # the URL less its password
         self.replica = self._db.replica
         self.schema = self._db.schema

@@ -360,6 +360,24 @@ MIGRATIONS: list[str] = [
     CREATE UNIQUE INDEX round_acts_once ON round_events (workspace, round_id, epoch, kind, agent)
         WHERE agent IS NOT NULL;
     """,
+    # 14: leases (leases.py): an agent's advisory claim on repository paths, active while not
+    # released, not expired, and its session (when taken in one) not ended.
+    """
+    CREATE TABLE leases (
+        id                  TEXT PRIMARY KEY,
+        workspace           TEXT NOT NULL,
+        agent               TEXT NOT NULL,
+        session_id          TEXT,
+        scope               TEXT NOT NULL,
+        patterns            TEXT NOT NULL,
+        shared              INTEGER NOT NULL,
+        reason              TEXT,
+        created_at          REAL NOT NULL,
+        expires_at          REAL NOT NULL,
+        released_at         REAL
+    );
+    CREATE INDEX leases_active ON leases (workspace, scope, expires_at) WHERE released_at IS NULL;
+    """,
 ]
 
 

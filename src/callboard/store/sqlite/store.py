@@ -29,6 +29,7 @@ from callboard.store.parts.audit import SQLAudit
 from callboard.store.parts.directory import SQLDirectory
 from callboard.store.parts.guard_facts import SQLGuardFacts
 from callboard.store.parts.handing import SQLHanding
+from callboard.store.parts.leases import SQLLeases
 from callboard.store.parts.rounds import SQLRounds
 from callboard.store.parts.runners import SQLRunners
 from callboard.store.parts.sent import SQLSent
@@ -64,6 +65,7 @@ class SQLiteStore:
         self.remotes = SQLiteRemotes(sql)
         self.runners = SQLRunners(sql)
         self.rounds = SQLRounds(sql)
+        self.leases = SQLLeases(sql)
         self.path = self._db.path
         self.location = str(self.path)
         self._watch: FolderWatch | Literal[False] | None = None  # False: this system has none
