@@ -20,11 +20,14 @@ from callboard.cli.app import JsonOption, app
 from callboard.cli.mcp_config import server_command
 from callboard.config import Settings, home_dir
 from callboard.identity import find_git_root
+from callboard.integrations import git_guard
 from callboard.integrations.install import install_plans
 from callboard.integrations.install.installer import Report, install, uninstall
 
 # The CLIs ``install`` puts the mailbox into: every one that takes an MCP server (agent_clis, the one table).
-Client = StrEnum("Client", {name: name for name in install_plans.CLIENTS})  # type: ignore[misc]  # members from the table: mypy cannot list them
+# And the git guard (``integrations/git_guard``): a repository's pre-commit hook asking lease check.
+GIT_GUARD = "git-guard"
+Client = StrEnum("Client", {name: name for name in [*install_plans.CLIENTS, GIT_GUARD]})  # type: ignore[misc]  # members from the table: mypy cannot list them
 
 
 class Scope(StrEnum):
@@ -35,7 +38,9 @@ class Scope(StrEnum):
 ClientArgument = Annotated[
     Client,
     typer.Argument(
-        case_sensitive=False, help=f"The agent CLI: {', '.join(install_plans.CLIENTS)}.", show_default=False
+        case_sensitive=False,
+        help=f"The agent CLI: {', '.join(install_plans.CLIENTS)}; or {GIT_GUARD}, this repository's lease check.",
+        show_default=False,
     ),
 ]
 ScopeOption = Annotated[
@@ -79,12 +84,17 @@ def install_command(
     client: ClientArgument,
     scope: ScopeOption = Scope.user,
     dry_run: DryRunOption = False,
+    warn: Annotated[bool, typer.Option("--warn", help="git-guard: warn about leased files, never refuse.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Set up an agent CLI so the mailbox reaches its sessions: MCP server, hooks (and for Claude
     Code the wake-up hook, tool permissions and /inbox; Cursor gets the MCP server only). Merges
     into your settings; undo with 'callboard uninstall CLIENT'. --scope project writes files a team
-    can commit: they run 'callboard' from each teammate's PATH."""
+    can commit: they run 'callboard' from each teammate's PATH. 'install git-guard' adds a
+    pre-commit check of the staged files against other agents' leases (an existing hook runs first)."""
+    if client.value == GIT_GUARD:
+        _guard(git_guard.install(Path.cwd(), server_command()[:-1], warn=warn), as_json)
+        return
     # The hooks' shell finds Callboard's home in CALLBOARD_HOME, or else where it is by default.
     folders = install_plans.Folders(home=Path.home(), project=_project(), env=os.environ, callboard_home=home_dir({}))
     callboard = server_command()[:-1]  # the command that runs callboard, without "mcp"
@@ -102,9 +112,29 @@ def uninstall_command(
 ) -> None:
     """Take out what 'callboard install CLIENT' added: a file still as it left it is restored
     byte for byte; in one you changed since, only Callboard's entries are removed."""
+    if client.value == GIT_GUARD:
+        _guard(git_guard.uninstall(Path.cwd()), as_json)
+        return
     project = _project() if scope is Scope.project else None
     report = uninstall(client.value, scope.value, project, home_dir(os.environ), dry_run=dry_run)
     _print(report, "uninstall", as_json)
+
+
+def _guard(report: git_guard.GuardReport, as_json: bool) -> None:
+    document = {
+        "client": GIT_GUARD,
+        "hook": str(report.hook),
+        "action": report.action,
+        "chained": str(report.chained) if report.chained else None,
+    }
+    chained = (
+        f" (the hook that was there runs first: {report.chained})"
+        if report.chained and report.action != "removed"
+        else ""
+    )
+    render.emit(
+        document, as_json, lambda: render.console.print(f"git-guard {report.action}: {_label(report.hook)}{chained}")
+    )
 
 
 def _label(path: Path) -> str:
