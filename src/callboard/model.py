@@ -514,6 +514,9 @@ class AgentPresence(Model):
     sessions: list[Session]
     held: list[HeldMail] = Field(default_factory=list, description="its mail a loop or flood guard holds now")
     remote: str | None = Field(default=None, description="an outside A2A agent: the URL of its card", exclude_if=_unset)
+    leases: list[str] = Field(
+        default_factory=list, description="its active leases, each 'paths (exclusive|shared) in repository, id ID'"
+    )
 
 
 class WhoReport(Model):

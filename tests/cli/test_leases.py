@@ -28,6 +28,9 @@ def test_leases_are_granted_with_their_conflicts_and_checked(cli: CLI) -> None:
     subprocess.run(["git", "-C", str(cli.workdir), "add", "src/retry.py"], check=True)
     staged_proc = cli.run("lease", "check", "--staged", "--json", agent="cai")
     assert staged_proc.returncode == 1, describe(staged_proc)
+    who = {a["name"]: a["leases"] for a in cli.run_json("who", agent="cai")["agents"]}
+    assert who["ana"] == [f"src/ (exclusive) in {ana['lease']['scope']}, id {ana['lease']['id']}"]
+    assert "ana leases src/ (exclusive)" in cli.run("who", agent="cai").stdout
     listed = cli.run_json("lease", "list", "--all", agent="cai")
     assert sorted(x["agent"] for x in listed) == ["ana", "ben"] and cli.run_json("lease", "list", agent="cai") == []
     assert cli.run_json("lease", "release", "src/", agent="ana")["released"] == [ana["lease"]["id"]]

@@ -86,6 +86,9 @@ def who(
         for agent in report.agents:
             for held in agent.held:
                 render.console.print(render.held_line(f"{agent.name} ← {held.sender} ({held.message_id})", held))
+        for agent in report.agents:
+            for lease in agent.leases:
+                render.console.print(f"{render.peer(agent.name)} [yellow]leases[/] {render.peer(lease)}")
         if report.machines:
             render.console.print()
             machines = render.table("machine", "state", "last seen")

@@ -122,7 +122,7 @@ class Service:
             store, self.sending, self.events, limits, clock, allow_private_webhooks=allow_private_webhooks
         )
         self.rounds = Rounds(store.rounds, store.directory, self.tasking, self.sending, self.events, clock)
-        self.leases = Leases(store.leases, clock)
+        self.leases = Leases(store.leases, clock, self.directory.enter)
 
     # --- who calls ------------------------------------------------------------------------
 
@@ -203,11 +203,19 @@ class Service:
         return [a.model_copy(update={"remote": urls[a.name]}) if a.name in urls else a for a in agents]
 
     def who(self, caller: Caller) -> WhoReport:
-        """Every agent of the workspace with its sessions, unread count and held mail, and every
-        machine, up or down; outside A2A agents marked with their URL."""
+        """Every agent of the workspace with its sessions, unread count, held mail and leases, and
+        every machine, up or down; outside A2A agents marked with their URL."""
         report = self.presence.who(caller)
         urls = {r.name: r.url for r in self.remotes.list(caller)}
-        if not urls:
+        held: dict[str, list[str]] = {}
+        for lease in self.leases.of_workspace(report.workspace):
+            kind = "shared" if lease.shared else "exclusive"
+            held.setdefault(lease.agent, []).append(
+                f"{', '.join(lease.patterns)} ({kind}) in {lease.scope}, id {lease.id}"
+            )
+        if not urls and not held:
             return report
-        agents = [a.model_copy(update={"remote": urls[a.name]}) if a.name in urls else a for a in report.agents]
+        agents = [
+            a.model_copy(update={"remote": urls.get(a.name), "leases": held.get(a.name, [])}) for a in report.agents
+        ]
         return report.model_copy(update={"agents": agents})

@@ -18,9 +18,10 @@ from callboard.store.parts.leases import LeasesPart
 
 
 class Leases:
-    def __init__(self, leases: LeasesPart, clock: Callable[[], datetime]) -> None:
+    def __init__(self, leases: LeasesPart, clock: Callable[[], datetime], enter: Callable[[AgentCaller], None]) -> None:
         self._leases = leases
         self._clock = clock
+        self._enter = enter  # the directory's: an agent that takes a lease exists from then on
 
     def take(self, caller: Caller, request: LeaseRequest) -> LeaseTaken:
         """A lease of the caller's (its session's, when it acts in one), and the other agents'
@@ -41,8 +42,13 @@ class Leases:
             expires_at=now + timedelta(seconds=request.ttl),
         )
         others = self._leases.active_leases(caller.workspace, now, request.scope)
+        self._enter(caller)
         self._leases.add_lease(lease)
         return LeaseTaken(lease=lease, conflicts=conflicting(lease, others))
+
+    def of_workspace(self, workspace: str) -> list[Lease]:
+        """The workspace's active leases (for ``who``: the caller was let look already)."""
+        return self._leases.active_leases(workspace, self._clock())
 
     def list_leases(self, caller: Caller, *, every: bool = False, scope: str | None = None) -> list[Lease]:
         """The caller's active leases, or (``every``) the workspace's, oldest first."""
