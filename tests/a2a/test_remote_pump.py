@@ -387,3 +387,35 @@ def test_a_remote_that_wants_a_token_gets_the_one_registered_and_refuses_without
         assert [s["message_id"] for s in guarded.seen()] == [sent.message_id]  # the refused one never got in
     finally:
         guarded.stop()
+
+
+def test_an_outside_agent_takes_part_in_a_round_by_answering_its_phase_tasks(
+    service: Service, outside: OutsideAgent
+) -> None:
+    """Each phase prompt reaches the outside agent as an A2A task; it proposes with an artifact
+    and votes in words, as an A2A agent does, and the round is decided with no person in it."""
+    from callboard.requests import RoundProposal, RoundRequest
+
+    service.remotes.add(ALICE, "echo", outside.url)
+    info = service.rounds.open_round(BOB, RoundRequest(goal="pick one", agents=["echo", "alice"], quorum=2))
+    service.rounds.propose(ALICE, info.id, RoundProposal(parts=[{"text": "alice's plan"}]))
+
+    def proposed() -> bool:
+        events = service.rounds.get_round(BOB, info.id).events
+        return any(e.kind == "proposal" and e.agent == "echo" for e in events)
+
+    pump_until(service, proposed, "the outside agent's proposal", timeout=30)
+    from callboard.requests import RoundVote
+
+    assert service.rounds.vote(ALICE, info.id, RoundVote(endorse="alice", reason="mine")).accepted
+
+    def decided() -> bool:
+        return service.rounds.get_round(BOB, info.id).phase == "decided"
+
+    pump_until(service, decided, "the outside agent's vote", timeout=30)
+    final = service.rounds.get_round(BOB, info.id)
+    assert final.decision is not None and final.decision.choice == "alice"  # echo voted for alice too
+    echo_proposal = next(e for e in final.events if e.kind == "proposal" and e.agent == "echo")
+    assert "result: Round" in str(echo_proposal.content)
+    echo_vote = next(e for e in final.events if e.kind == "vote" and e.agent == "echo")
+    assert (echo_vote.choice, echo_vote.reason) == ("alice", "the first one")

@@ -138,3 +138,32 @@ def test_a_round_that_cannot_be_opened_opens_nothing(service: Service, alice: Lo
     with pytest.raises(BadRequest, match=said):
         service.rounds.open_round(as_("lead"), request)
     assert service.rounds.list_rounds(as_("lead"), open_only=False) == [] and alice.list_tasks().tasks == []
+
+
+def test_a_participant_that_completes_its_phase_task_takes_part_with_that_answer(
+    service: Service, alice: LocalClient, bob: LocalClient, carol: LocalClient
+) -> None:
+    """An outside A2A agent (or any worker) answers the task it was given: the answer is its act."""
+    round_id = opened(service)
+
+    def phase_task(client: LocalClient, phase: str):
+        return next(
+            t
+            for t in client.list_tasks().tasks
+            if t.metadata[ROUND_METADATA]["phase"] == phase and t.state == "submitted"
+        )
+
+    artifact = {"name": "plan.md", "parts": [{"text": "bob's plan", "filename": "plan.md"}]}
+    bob.update_task(phase_task(bob, "proposal").id, state="completed", artifacts=[artifact])
+    propose(service, "alice", round_id)
+    carol.update_task(phase_task(carol, "proposal").id, state="completed", parts=[{"text": "carol's idea"}])
+    info = service.rounds.get_round(as_("lead"), round_id)
+    proposals = {e.agent: e.content for e in info.events if e.kind == "proposal"}
+    assert proposals["bob"] == [{"text": "bob's plan", "filename": "plan.md"}] and info.phase == "vote"
+    bob.update_task(phase_task(bob, "vote").id, state="completed", parts=[{"text": "vote: carol — the simplest"}])
+    carol.update_task(phase_task(carol, "vote").id, state="completed", parts=[{"data": {"vote": "carol"}}])
+    decided = service.rounds.get_round(as_("lead"), round_id)
+    assert decided.decision.choice == "carol" and decided.phase == "decided"
+    votes = [(e.agent, e.choice, e.reason) for e in decided.events if e.kind == "vote"]
+    assert votes == [("bob", "carol", "the simplest"), ("carol", "carol", None)]
+    assert not [e for e in decided.events if e.kind == "refused"]  # its own completions are not acts twice

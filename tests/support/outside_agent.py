@@ -15,6 +15,8 @@ What it does is chosen by the first word of the message it gets:
     hang ...      working, then nothing ever again
     stall ...     nothing at all (the request is never answered)
     die ...       working, then the process exits (a stream cut mid-way)
+    Round ...     a Callboard round's phase prompt: proposes (an artifact, as above), or in a vote
+                  phase completes saying "vote: <the first proposer named>"
     reply ...     a plain message and no task
 
 Every message id it receives (and every task it is asked to cancel, as ``{"canceled": id}``)
@@ -93,7 +95,10 @@ def _executor(seen: Path):  # noqa: ANN202
                 await up.complete(up.new_agent_message([Part(text="done")]))
                 return
             await up.start_work(up.new_agent_message([Part(text="on it")]))
-            if word in ("ask", "restate", "nag"):
+            if word == "Round" and "vote phase" in text and "Proposals by: " in text:
+                first = text.split("Proposals by: ", 1)[1].split(",")[0].split(".")[0].strip()
+                await up.complete(up.new_agent_message([Part(text=f"vote: {first}, the first one")]))
+            elif word in ("ask", "restate", "nag"):
                 await up.requires_input(up.new_agent_message([Part(text="which branch?")]))
             elif word == "hang":
                 await asyncio.Event().wait()

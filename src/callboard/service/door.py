@@ -122,6 +122,7 @@ class Service:
             store, self.sending, self.events, limits, clock, allow_private_webhooks=allow_private_webhooks
         )
         self.rounds = Rounds(store.rounds, store.directory, self.tasking, self.sending, self.events, clock)
+        self.tasking.worker_moved = self.rounds.task_answered  # a phase task's answer is a round's act
         self.leases = Leases(store.leases, clock, self.directory.enter)
 
     # --- who calls ------------------------------------------------------------------------

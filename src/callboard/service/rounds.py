@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -50,7 +51,7 @@ from callboard.service.sending import Sending
 from callboard.service.tasking import Tasking
 from callboard.store.parts.directory import DirectoryPart
 from callboard.store.parts.rounds import RoundsPart, round_key
-from callboard.tasks import FINAL, Task
+from callboard.tasks import FINAL, Task, TaskState
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +141,27 @@ class Rounds:
         epoch = request.epoch if request.epoch is not None else info.epoch
         return self._acted(caller, info, Vote(caller.agent, epoch, endorsed, request.reason))
 
+    def task_answered(self, caller: AgentCaller, task: Task) -> None:
+        """A participant completed its phase task instead of calling propose or vote (an outside
+        A2A agent does, or any worker answering the task it was given): its answer is its act.
+        A proposal is the task's artifacts (else its status message), or a value round's number;
+        a vote names the proposer it endorses (a data part {"vote": AGENT, "reason": …}, or
+        "vote: AGENT …" in words). A participant that acted already is left be."""
+        asked = (task.metadata or {}).get(ROUND_METADATA)
+        if task.state is not TaskState.COMPLETED or not isinstance(asked, dict) or task.worker != caller.agent:
+            return
+        info = self._rounds.get_round(caller.workspace, str(asked.get("id")))
+        epoch, phase = asked.get("epoch"), asked.get("phase")
+        if info is None or not isinstance(epoch, int) or caller.agent not in info.participants:
+            return
+        kind = "proposal" if phase == "proposal" else "vote"
+        events = self._rounds.round_events(info.workspace, info.id)
+        if any(e.kind == kind and e.epoch == epoch and e.agent == caller.agent for e in events):
+            return  # it acted (its act completed this task): nothing more to take
+        act = _act_of(caller.agent, epoch, phase, info.kind, task)
+        if act is not None:
+            self._acted(caller, info, act)
+
     def cancel(self, caller: Caller, round_id: str) -> RoundInfo:
         """The coordinator's (or a person's) cancel: the round ends undecided, its tasks canceled."""
         caller = as_agent(caller)
@@ -183,7 +205,8 @@ class Rounds:
         for event in added:
             if event.kind == "phase":
                 self._close_tasks(info)
-                self._ask(info, event.epoch, event.phase or "proposal")
+                proposers = list(standing(self._rounds.round_events(info.workspace, info.id)).proposals)
+                self._ask(info, event.epoch, event.phase or "proposal", proposers)
             elif event.kind in ("decided", "canceled"):
                 self._close_tasks(info)
                 if event.kind == "decided":
@@ -243,13 +266,14 @@ class Rounds:
 
     # --- its tasks and its post -----------------------------------------------------------
 
-    def _ask(self, info: RoundInfo, epoch: int, phase: str) -> None:
-        """Ask each participant this phase: a task from the coordinator, in the round's thread."""
+    def _ask(self, info: RoundInfo, epoch: int, phase: str, proposers: list[str] | None = None) -> None:
+        """Ask each participant this phase: a task from the coordinator, in the round's thread
+        (a vote's names the proposers)."""
         coordinator = Caller(workspace=info.workspace, agent=info.coordinator)
         for agent in info.participants:
             request = TaskRequest(
                 to=agent,
-                text=_prompt(info, epoch, phase),
+                text=_prompt(info, epoch, phase, proposers or []),
                 context_id=info.id,
                 subject=f"round {info.id[-8:]}: {phase} (epoch {epoch})",
                 metadata={ROUND_METADATA: {"id": info.id, "epoch": epoch, "phase": phase}},
@@ -296,6 +320,35 @@ class Rounds:
             log.warning("a round's follow-up did not go through: %s", error.message)
 
 
+_VOTE = re.compile(r"\b(?:vote|endorse)[:\s]+@?([A-Za-z0-9][A-Za-z0-9._-]*)[\s,;:.—-]*(.*)", re.IGNORECASE | re.DOTALL)
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _act_of(agent: str, epoch: int, phase: object, kind: str, task: Task) -> Propose | Vote | None:
+    """The act a completed phase task stands for, or None when its answer says none."""
+    words = " ".join(p.text for p in task.status_parts if p.text)
+    data = next((p.data for p in task.status_parts if isinstance(p.data, dict)), {})
+    if phase == "vote":
+        choice = data.get("vote") or data.get("endorse")
+        reason = data.get("reason")
+        if not isinstance(choice, str):
+            found = _VOTE.search(words)
+            if found is None:
+                return None
+            choice, reason = found.group(1), found.group(2).strip() or None
+        return Vote(agent, epoch, choice.lower(), reason if isinstance(reason, str) else None)
+    if kind == "value":
+        value = data.get("value")
+        if not isinstance(value, int | float):
+            found = _NUMBER.search(words)
+            value = float(found.group()) if found else None
+        return Propose(agent, epoch, value=float(value) if value is not None else None)
+    parts = [p.model_dump(mode="json") for a in task.artifacts for p in a.parts] or [
+        p.model_dump(mode="json") for p in task.status_parts
+    ]
+    return Propose(agent, epoch, content=parts or None)
+
+
 def _asks(task: Task, epoch: int, phase: str) -> bool:
     asked = (task.metadata or {}).get(ROUND_METADATA, {})
     return asked.get("epoch") == epoch and asked.get("phase") == phase
@@ -308,15 +361,16 @@ def _until(info: RoundInfo, now: datetime) -> float:
     return max(0.05, (info.deadline - now).total_seconds() + 0.05)
 
 
-def _prompt(info: RoundInfo, epoch: int, phase: str) -> str:
+def _prompt(info: RoundInfo, epoch: int, phase: str, proposers: list[str]) -> str:
     what = "a number" if info.kind == "value" else "your answer as a file"
     how = (
         f"Propose {what}: callboard round propose {info.id} "
         + ("--value N" if info.kind == "value" else "--file FILE")
-        + f" --epoch {epoch}"
+        + f" --epoch {epoch} (or complete this task with it as an artifact)"
         if phase == "proposal"
-        else f"Read the proposals (callboard round show {info.id}) and endorse one, your own allowed: "
-        f"callboard round vote {info.id} --for AGENT --reason WHY --epoch {epoch}"
+        else f"Proposals by: {', '.join(proposers)}. Read them (callboard round show {info.id}) and endorse one, "
+        f"your own allowed: callboard round vote {info.id} --for AGENT --reason WHY --epoch {epoch} (or complete "
+        "this task saying: vote: AGENT, and why)"
     )
     deadline = f" before {info.deadline:%H:%M:%S}Z" if info.deadline is not None else ""
     return (

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -62,6 +63,8 @@ from callboard.tasks import (
     worker_notes,
 )
 
+log = logging.getLogger(__name__)
+
 # A move that lost the race to another reads the task again and tries again, this many times.
 MOVE_ATTEMPTS = 8
 # An A2A client's message id is its retries' idempotency key, under this prefix.
@@ -87,6 +90,8 @@ class Tasking:
         self.limits = limits
         self.clock = clock
         self.allow_private_webhooks = allow_private_webhooks
+        # Told of each move a worker makes, after it committed (the service sets it: rounds).
+        self.worker_moved: Callable[[AgentCaller, Task], None] | None = None
 
     # --- the requester's moves -------------------------------------------------------------
 
@@ -213,8 +218,18 @@ class Tasking:
                 take_up=take_up,
             )
             if moved is not None:
+                self._worker_moved(caller, moved)
                 return moved
         raise _busy(task_id)
+
+    def _worker_moved(self, caller: AgentCaller, task: Task) -> None:
+        """Tell the worker's move to whoever watches them (a round, for its phase tasks)."""
+        if self.worker_moved is None:
+            return
+        try:
+            self.worker_moved(caller, task)
+        except Exception:  # the move stands whatever a watcher makes of it
+            log.exception("a watcher of task %s's move failed", task.id)
 
     def taken_up(self, caller: Caller, task_ids: Sequence[str | None]) -> None:
         """The caller's agent has these tasks' mail in its model's context now (surfaced): a task
