@@ -8,7 +8,7 @@ from __future__ import annotations
 from callboard.requests import RoundProposal, RoundRequest, RoundVote
 from tests.hub.conftest import Hub, Tenant
 from tests.support.threads import in_thread
-from tests.support.waiting import DEADLINE, wait_until
+from tests.support.waiting import DEADLINE, scaled, wait_until
 
 
 def _error(answer, status: int, code: str) -> str:
@@ -57,7 +57,9 @@ def test_a_round_over_rest_is_asked_proposed_voted_and_decided(tenant: Tenant) -
 def test_the_hubs_deadline_job_ends_a_phase_and_records_the_absentee(tenant: Tenant) -> None:
     ana = tenant.client("ana")
     try:
-        info = ana.open_round(RoundRequest(goal="g", agents=["ana", "ben"], quorum=1, max_rounds=1, phase_timeout=1))
+        # ana proposes at once (well within a phase, even on a loaded machine); ben never does
+        request = RoundRequest(goal="g", agents=["ana", "ben"], quorum=1, max_rounds=1, phase_timeout=scaled(3))
+        info = ana.open_round(request)
         ana.propose(info.id, RoundProposal(parts=[{"text": "mine"}]))
 
         def absent() -> list[tuple[str | None, str | None]]:
