@@ -20,7 +20,8 @@ from tests.support.waiting import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
 
 
-def test_a_codex_runner_answers_mail_through_our_tools(codex: Path, machine: Machine, model: MockModel):
+def codex_runner(codex: Path, machine: Machine, model: MockModel) -> RunnerProcess:
+    """alice's Codex runner, its Codex offline against the mock model."""
     codex_home = machine.home / ".codex"
     codex_home.mkdir()
     (codex_home / "config.toml").write_text(offline_config(model))
@@ -32,7 +33,11 @@ def test_a_codex_runner_answers_mail_through_our_tools(codex: Path, machine: Mac
             **model.proxy_env(),
         }
     )
-    runner = RunnerProcess(machine, "alice", "codex", env)
+    return RunnerProcess(machine, "alice", "codex", env)
+
+
+def test_a_codex_runner_answers_mail_through_our_tools(codex: Path, machine: Machine, model: MockModel):
+    runner = codex_runner(codex, machine, model)
     try:
         runner.wait_state("idle", "the runner to be idle")
         assert model.model_requests() == [] and runner.cli_pids() == []  # idle: no Codex process at all
@@ -69,18 +74,7 @@ def test_a_hand_off_reaches_a_codex_runners_first_model_request(
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "queue.py").write_text("LIMIT = 'DIFF-MARKER-7'\n")
     subprocess.run(["git", "-C", str(repo), "add", "queue.py"], check=True)
-    codex_home = machine.home / ".codex"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text(offline_config(model))
-    env = machine.env(
-        {
-            "CODEX_HOME": str(codex_home),
-            "MOCK_MODEL_API_KEY": "mock-key",
-            "CALLBOARD_CODEX_BIN": str(codex),
-            **model.proxy_env(),
-        }
-    )
-    runner = RunnerProcess(machine, "alice", "codex", env)
+    runner = codex_runner(codex, machine, model)
     try:
         runner.wait_state("idle", "the runner to be idle")
         packet = build_packet(

@@ -6,15 +6,9 @@ that finishes the round after restart with no vote lost or counted twice."""
 from __future__ import annotations
 
 from callboard.requests import RoundProposal, RoundRequest, RoundVote
-from tests.hub.conftest import Hub, Tenant
+from tests.hub.conftest import Hub, Tenant, expect_http_error
 from tests.support.threads import in_thread
 from tests.support.waiting import DEADLINE, scaled, wait_until
-
-
-def _error(answer, status: int, code: str) -> str:
-    assert answer.status_code == status, answer.text
-    assert answer.json()["error"]["code"] == code, answer.text
-    return answer.json()["error"]["message"]
 
 
 def _proposal(agent: str) -> dict:
@@ -45,11 +39,13 @@ def test_a_round_over_rest_is_asked_proposed_voted_and_decided(tenant: Tenant) -
         shown = lead.get(path).json()
         assert [e["kind"] for e in shown["events"]].count("vote") == 2
         with tenant.hub.http(tenant.agent_token("eve")["token"]) as eve:  # an agent's token (a person's may look)
-            _error(eve.get(path), 404, "unknown_round")
-            _error(eve.post(f"{path}/votes", json={"endorse": "ana"}), 404, "unknown_round")
+            expect_http_error(eve.get(path), 404, "unknown_round")
+            expect_http_error(eve.post(f"{path}/votes", json={"endorse": "ana"}), 404, "unknown_round")
             assert eve.get("/v1/rounds").json() == []
-        _error(lead.post("/v1/rounds", json={"goal": "g", "agents": ["ana"], "quorum": 2}), 400, "bad_request")
-        _error(lead.post(f"{path}/votes", json={"endorse": "ana", "bogus": 1}), 400, "bad_request")
+        expect_http_error(
+            lead.post("/v1/rounds", json={"goal": "g", "agents": ["ana"], "quorum": 2}), 400, "bad_request"
+        )
+        expect_http_error(lead.post(f"{path}/votes", json={"endorse": "ana", "bogus": 1}), 400, "bad_request")
         paths = lead.get("/openapi.json").json()["paths"]
     assert {"/v1/rounds", "/v1/rounds/{round_id}", "/v1/rounds/{round_id}/votes"} <= set(paths)
 

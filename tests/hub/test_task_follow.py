@@ -9,16 +9,10 @@ import subprocess
 from pathlib import Path
 
 from callboard.requests import TaskRequest
-from tests.hub.conftest import CLI, Tenant
+from tests.hub.conftest import CLI, Tenant, expect_http_error
 from tests.support.cli_runner import CALL_TIMEOUT, describe
 from tests.support.threads import in_thread
 from tests.support.waiting import DEADLINE, scaled, wait_until
-
-
-def _error(answer, status: int, code: str) -> str:
-    assert answer.status_code == status, answer.text
-    assert answer.json()["error"]["code"] == code, answer.text
-    return answer.json()["error"]["message"]
 
 
 def test_a_long_poll_on_a_task_answers_when_the_worker_moves_it(tenant: Tenant) -> None:
@@ -44,11 +38,13 @@ def test_follow_options_are_checked_with_their_status_and_code(tenant: Tenant) -
     with tenant.http("alice") as alice, tenant.http("carol") as carol:
         task = alice.post("/v1/tasks", json={"to": "bob", "text": "review"}).json()["task"]
         path = f"/v1/tasks/{task['id']}"
-        assert "after_generation" in _error(alice.get(path, params={"wait": 5}), 400, "bad_request")
-        _error(alice.get(path, params={"after_generation": 99}), 400, "bad_request")
-        _error(alice.get(path, params={"after_generation": -1}), 400, "bad_request")
-        _error(alice.get(path, params={"after_generation": 1, "wait": 99999}), 400, "bad_request")
-        _error(carol.get(path, params={"after_generation": 1, "wait": 5}), 404, "unknown_task")
+        assert (
+            "after_generation" in expect_http_error(alice.get(path, params={"wait": 5}), 400, "bad_request")["message"]
+        )
+        expect_http_error(alice.get(path, params={"after_generation": 99}), 400, "bad_request")
+        expect_http_error(alice.get(path, params={"after_generation": -1}), 400, "bad_request")
+        expect_http_error(alice.get(path, params={"after_generation": 1, "wait": 99999}), 400, "bad_request")
+        expect_http_error(carol.get(path, params={"after_generation": 1, "wait": 5}), 404, "unknown_task")
         paths = alice.get("/openapi.json").json()["paths"]
     named = {p["name"] for p in paths["/v1/tasks/{task_id}"]["get"]["parameters"]}
     assert {"after_generation", "wait", "history_length"} <= named

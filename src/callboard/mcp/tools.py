@@ -49,6 +49,7 @@ from callboard.mcp.results import (
 from callboard.mcp.task_tools import add_task_tools
 from callboard.model import DeliveryEvent, HeldMail, MailItem, utcnow
 from callboard.requests import ReadQuery, SendRequest, TaskRequest
+from callboard.tasks import TaskSent
 
 log = logging.getLogger("callboard.inject")
 
@@ -218,20 +219,10 @@ def _send(
 
 def _delegate(client: Client, to: str, message: str, subject: str | None) -> CallToolResult:
     sent = acted(lambda: client.open_task(TaskRequest(to=to, text=message, subject=subject)))
-    mail = sent.send
-    recipients = [Recipient(address=r.address, state=r.state, agent=r.agent, note=r.reason) for r in mail.recipients]
-    result = Sent(
-        message_id=mail.message_id,
-        thread_id=mail.thread_id,
-        recipients=recipients,
-        task_id=sent.task.id,
-        unread=unread_of(client),
+    follow = f"list_tasks(task_id={sent.task.id!r}, after_generation={sent.task.generation}, wait_seconds=60)"
+    return _task_sent(
+        client, sent, [f"task {sent.task.id} asked of {sent.task.worker}: {sent.task.state}", f"follow it: {follow}"]
     )
-    lines = [
-        f"task {sent.task.id} asked of {sent.task.worker}: {sent.task.state}",
-        f"follow it: list_tasks(task_id={sent.task.id!r}, after_generation={sent.task.generation}, wait_seconds=60)",
-    ]
-    return tool_result(result, "\n".join([*lines, unread_line(result.unread)]))
 
 
 def _hand_off(client: Client, to: str, summary: str, packet_of: PacketOf | None) -> CallToolResult:
@@ -241,6 +232,12 @@ def _hand_off(client: Client, to: str, summary: str, packet_of: PacketOf | None)
     else:
         packet = Packet(from_agent=me, to_agent=to, created_at=utcnow(), summary=summary)
     sent = acted(lambda: client.open_task(handoff_request(packet)))
+    carried = "summary" + (", repository and diff" if packet.repository is not None else "")
+    return _task_sent(client, sent, [f"handed over to {sent.task.worker} as task {sent.task.id} ({carried})"])
+
+
+def _task_sent(client: Client, sent: TaskSent, lines: list[str]) -> CallToolResult:
+    """A task opened by send_message (as_task, handoff): what the send did, and the task's id."""
     mail = sent.send
     recipients = [Recipient(address=r.address, state=r.state, agent=r.agent, note=r.reason) for r in mail.recipients]
     result = Sent(
@@ -250,9 +247,7 @@ def _hand_off(client: Client, to: str, summary: str, packet_of: PacketOf | None)
         task_id=sent.task.id,
         unread=unread_of(client),
     )
-    carried = "summary" + (", repository and diff" if packet.repository is not None else "")
-    line = f"handed over to {sent.task.worker} as task {sent.task.id} ({carried})"
-    return tool_result(result, "\n".join([line, unread_line(result.unread)]))
+    return tool_result(result, "\n".join([*lines, unread_line(result.unread)]))
 
 
 def _read(client: Client, wait_seconds: float, limit: int) -> CallToolResult:
