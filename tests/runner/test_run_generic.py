@@ -240,3 +240,15 @@ def test_the_runners_log_shows_each_event_once_and_ends_quietly(machine: RunnerM
     assert sum("mail from alice (1 message)" in e for e in events) == 1, logged  # the turn, said once
     assert events[0].startswith("ready: rbot@") and events[-1] == "stopped", logged
     assert not [line for line in machine.err if "Traceback" in line or "Error" in line], machine.describe()
+
+
+def test_a_program_that_dies_while_idle_is_started_again_at_once(machine: RunnerMachine) -> None:
+    """Not when the next mail comes (which would then wait for the start): at once, resuming."""
+    machine.start()
+    [first] = machine.records("start")
+    os.kill(first["pid"], signal.SIGKILL)  # idle: no mail, no turn
+    starts = wait_until(lambda: machine.records("start")[1:], 30, "the program started again, with no mail")
+    assert starts[0]["resume"] == first["session"], starts  # its session resumed
+    assert machine.prompts() == []  # no turn was needed to notice
+    machine.send("still there tok-idle")
+    wait_until(lambda: answered(machine, "echo tok-idle"), 30, "the answer")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -51,6 +52,7 @@ EXIT_OK = 0
 EXIT_CRASH_LOOP = 3  # also a CLI that did not start: the runner gave up on its CLI
 RUNTIME = "runner"
 TIMED_OUT_RETRIES = 1  # a turn's mail is given again once after the turn ran past its limit
+CLI_WATCH_SECONDS = 0.5  # how often an idle runner looks whether its CLI still runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,7 @@ class Runner:
             if self._stopping:
                 return code
             self.watch.start()
+            threading.Thread(target=self._watch_cli, name="callboard-runner-cli-watch", daemon=True).start()
             self.log(f"ready: {session.address} with --cli {self.options.cli}")
             self.on_ready(session.address)
             self._loop()
@@ -210,6 +213,8 @@ class Runner:
                 self.log("clear asked for by `callboard runner clear`")
                 self.clear_gate.ask()
             self._clear_if_due()
+            if "died" in reasons and not self.adapter.alive():
+                self._respawn(f"{self.adapter.name} exited while idle")
             items = [*self.carry, *self._take()]
             self.carry = []
             if items:
@@ -222,6 +227,14 @@ class Runner:
                 else:
                     self.backoff.ticked()
                 self._turn([], prompts.tick_prompt(), "tick" if "tick" in reasons else "wake")
+
+    def _watch_cli(self) -> None:
+        """A CLI that dies between turns is started again at once, not when the next mail comes
+        (which would then wait for the start); a per-turn CLI has no process to watch."""
+        while not self._stopping:
+            time.sleep(CLI_WATCH_SECONDS)
+            if not self._in_turn and not self._stopping and not self.adapter.alive():
+                self.wake.set("died")
 
     def _wait(self) -> set[str]:
         """Wait for a wake or the tick; the reasons ("mail", "signal", "tick", "stop")."""

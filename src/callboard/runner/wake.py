@@ -83,6 +83,8 @@ class MailWatch:
             try:
                 found = self._client.surface(SurfaceQuery(via="runner", wait=self._look, peek=True, limit=1)).items
             except CallboardError as error:
+                if self._stopped.is_set():  # the runner stops and closed the store under it: nothing to say
+                    return
                 self._log(f"mail watch: {error.code}: {error.message} (looking again in {RETRY_SECONDS:g} s)")
                 self._stopped.wait(RETRY_SECONDS)
                 continue
