@@ -10,7 +10,7 @@ import pytest
 from callboard.client.local import LocalClient
 from callboard.errors import BadRequest, Forbidden, UnknownRound
 from callboard.model import Caller, Part
-from callboard.requests import RoundProposal, RoundRequest, RoundVote
+from callboard.requests import RoundProposal, RoundRequest, RoundVote, SurfaceQuery
 from callboard.rounds import ROUND_METADATA
 from callboard.service.door import Service
 from tests.support.service_setup import WS, Clock, new_agent
@@ -167,3 +167,16 @@ def test_a_participant_that_completes_its_phase_task_takes_part_with_that_answer
     votes = [(e.agent, e.choice, e.reason) for e in decided.events if e.kind == "vote"]
     assert votes == [("bob", "carol", "the simplest"), ("carol", "carol", None)]
     assert not [e for e in decided.events if e.kind == "refused"]  # its own completions are not acts twice
+
+
+def test_a_participant_taking_up_its_phase_task_sends_the_coordinator_no_working_notice(
+    service: Service, alice: LocalClient, bob: LocalClient, carol: LocalClient
+) -> None:
+    lead = new_agent(service, "lead")
+    round_id = opened(service)
+    surfaced = bob.surface(SurfaceQuery(via="runner"))  # a runner puts it before its model
+    assert [i.task_state for i in surfaced.items] == ["submitted"]
+    [task] = bob.list_tasks().tasks
+    assert task.state == "submitted"  # not moved to working: its answer is the act
+    assert lead.read().items == []  # nothing in the coordinator's mailbox
+    assert propose(service, "bob", round_id).accepted

@@ -31,6 +31,7 @@ from callboard.errors import BadRequest, Forbidden, TaskBusy, TooLarge, UnknownT
 from callboard.limits import HISTORY_MAX, PAGE_SIZE_MAX, PUSH_CONFIGS_MAX, Limits
 from callboard.model import Caller, Message, Part, SendResult, built, new_id
 from callboard.requests import SendRequest, TaskListQuery, TaskRequest
+from callboard.rounds import ROUND_METADATA
 from callboard.service.content import check_idempotency_key, check_text
 from callboard.service.events import AsyncSubscription, MailboxEvents
 from callboard.service.identity_gate import AgentCaller, as_agent
@@ -235,9 +236,13 @@ class Tasking:
         """The caller's agent has these tasks' mail in its model's context now (surfaced): a task
         it works on that still waits to be taken up (submitted) is working, and its requester
         hears so, without the agent having to say it. Best effort: surfacing has committed
-        already, and a task moved on meanwhile (by its worker, a cancel) keeps that move."""
+        already, and a task moved on meanwhile (by its worker, a cancel) keeps that move. A round's
+        phase task is left as it is: its answer is the participant's act, and a "working" notice
+        per participant and phase would only fill the coordinator's mailbox."""
         for task_id in dict.fromkeys(t for t in task_ids if t):
             task = self.store.tasks.get_task(caller.workspace, task_id)
+            if task is not None and ROUND_METADATA in (task.metadata or {}):
+                continue
             moved_to = taken_up(task.state) if task is not None and task.worker == caller.agent else None
             if task is not None and moved_to is not None:
                 words = mail_words(task_id, moved_to, [], [])
