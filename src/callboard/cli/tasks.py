@@ -19,7 +19,7 @@ import typer
 
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
-from callboard.cli.artifacts_out import write_artifacts
+from callboard.coord.artifacts import write_artifacts
 from callboard.coord.delegation import follow_task
 from callboard.errors import BadRequest, TooLarge
 from callboard.fence import one_line

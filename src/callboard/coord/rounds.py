@@ -8,13 +8,12 @@ deadline is swept by the hub (or, on the embedded store, by this follower's own 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 from callboard.client.base import Client
+from callboard.coord.artifacts import part_bytes
+from callboard.model import Part
 from callboard.rounds import OPEN, Event, RoundInfo
 
 LONG_POLL_SECONDS = 25.0  # one waiting look; well under proxies' idle timeouts
@@ -56,24 +55,12 @@ def decision_bytes(info: RoundInfo) -> bytes | None:
 
 
 def proposal_bytes(proposal: Event) -> bytes:
-    """A proposal as it was handed in: one text part as text, raw bytes as they are, several
-    parts one after another (a data part as JSON), a value as its number."""
+    """A proposal as it was handed in: its parts' bytes one after another (one text part: its
+    text; raw bytes as they are; a data part as JSON), a value as its number."""
     if proposal.value is not None:
         return f"{proposal.value:g}\n".encode()
-    pieces: list[bytes] = []
-    for part in proposal.content if isinstance(proposal.content, list) else []:
-        if not isinstance(part, dict):
-            continue
-        if isinstance(part.get("text"), str):
-            pieces.append(part["text"].encode("utf-8"))
-        elif isinstance(part.get("raw"), str):
-            try:
-                pieces.append(base64.b64decode(part["raw"], validate=True))
-            except (binascii.Error, ValueError):
-                pieces.append(part["raw"].encode("ascii", "replace"))
-        elif "data" in part:
-            pieces.append(json.dumps(part["data"], indent=2).encode("utf-8") + b"\n")
-    return b"".join(pieces)
+    parts = proposal.content if isinstance(proposal.content, list) else []
+    return b"".join(part_bytes(Part.model_validate(part))[0] for part in parts if isinstance(part, dict))
 
 
 def write_decision(info: RoundInfo, path: Path) -> bool:

@@ -1,4 +1,4 @@
-"""A finished task's artifacts written to a folder (cli/artifacts_out.py): the other agent names
+"""A finished task's artifacts written to a folder (coord/artifacts.py): the other agent names
 the files, so every name stays a plain file inside the folder, two parts never share a file, and
 each kind of part is written as it is meant."""
 
@@ -8,7 +8,7 @@ import base64
 from datetime import UTC, datetime
 from pathlib import Path
 
-from callboard.cli.artifacts_out import write_artifacts
+from callboard.coord.artifacts import write_artifacts
 from callboard.model import Part
 from callboard.tasks import Task, TaskArtifact, TaskState
 

@@ -42,13 +42,14 @@ def write_artifacts(task: Task, folder: Path) -> tuple[list[Path], list[str]]:
             if part.url is not None:
                 urls.append(part.url)
                 continue
-            content, extension = _content(part)
+            content, extension = part_bytes(part)
             name = _unique(_file_name(part, artifact, index, extension), taken)
             written.append(_write(folder / name, content))
     return written, urls
 
 
-def _content(part: Part) -> tuple[bytes, str]:
+def part_bytes(part: Part) -> tuple[bytes, str]:
+    """A part as the bytes it stands for, and the file extension that says what they are."""
     if part.text is not None:
         return part.text.encode("utf-8"), ".txt"
     if part.raw is not None:
