@@ -22,14 +22,9 @@ import typer
 
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
-from callboard.client.base import Client
-from callboard.coord.delegation import follow_task
-from callboard.coord.handoff_packet import build_packet
+from callboard.coord.handoff_packet import asked_summary, build_packet
 from callboard.errors import BadRequest
-from callboard.fence import one_line
 from callboard.handoff import Packet, full, handoff_request, packet_in
-from callboard.requests import TaskRequest
-from callboard.tasks import TaskState
 
 handoff_app = typer.Typer(
     help="Hand an in-progress session to another agent: its summary, repository, diff and next steps.",
@@ -39,10 +34,6 @@ handoff_app = typer.Typer(
 app.add_typer(handoff_app, name="handoff")
 
 SUMMARY_TIMEOUT_DEFAULT = 300.0
-SUMMARY_ASK = (
-    "Summarize your session for a hand-off to {to}: what you were asked, what you did, where things "
-    "stand, what is open. Complete this task with the summary as its message."
-)
 
 
 @handoff_app.callback()
@@ -95,7 +86,7 @@ def handoff(
             if not (words and words.strip()) and from_agent is None:
                 raise BadRequest("say where things stand: --summary TEXT (or '-' to read it from standard input).")
             if not (words and words.strip()):
-                words = _asked_summary(client, giver, to, timeout)
+                words = asked_summary(client, giver, to, timeout, lambda line: sys.stderr.write(line + "\n"))
             packet = build_packet(
                 giver,
                 to,
@@ -139,19 +130,6 @@ def handoff_show(
         update={"diff": packet.diff if diff else None, "transcript": packet.transcript if transcript else None}
     )
     render.emit(packet, as_json, lambda: render.console.print(render.peer(full(shown), lines=True)))
-
-
-def _asked_summary(client: Client, giver: str, to: str, timeout: float) -> str:
-    """Ask ``giver`` (a runner, or any agent) for its summary, as a task, and wait for it."""
-    asked = client.open_task(TaskRequest(to=giver, text=SUMMARY_ASK.format(to=to), subject="hand-off summary"))
-    sys.stderr.write(f"asked {one_line(giver)} for its summary (task {asked.task.id}); waiting up to {timeout:g} s\n")
-    done = follow_task(client, asked.task, timeout)
-    if done.state is not TaskState.COMPLETED:
-        raise BadRequest(f"{giver} did not give a summary (its task ended {done.state}); give --summary instead.")
-    words = [p.text for p in done.status_parts if p.text] + [p.text for a in done.artifacts for p in a.parts if p.text]
-    if not words:
-        raise BadRequest(f"{giver} completed the task with no words; give --summary instead.")
-    return "\n\n".join(words)
 
 
 def _own_transcript() -> Path | None:

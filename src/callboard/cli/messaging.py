@@ -11,9 +11,9 @@ import typer
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.cli.following import follow_mail
+from callboard.coord.delegation import check_timeout
 from callboard.coord.replies import first_reply, mailbox_position
 from callboard.errors import BadRequest
-from callboard.limits import TIMEOUT_MAX
 from callboard.model import MailItem, SendResult
 from callboard.requests import InboxQuery, ReadQuery, SendRequest
 
@@ -91,8 +91,7 @@ def send(
     db: DbOption = None,
 ) -> None:
     """Send a message to agents or a channel; says per recipient whether it was delivered or queued."""
-    if not 0 < timeout <= TIMEOUT_MAX:  # False for NaN too
-        raise BadRequest(f"--timeout is 0-{TIMEOUT_MAX:g} seconds, not {timeout:g}.")
+    check_timeout(timeout)
     text = _stdin_text() if message == "-" else message
     with open_client(db) as client:
         position = mailbox_position(client) if wait_reply else 0

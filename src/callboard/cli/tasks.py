@@ -20,10 +20,10 @@ import typer
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
 from callboard.coord.artifacts import write_artifacts
-from callboard.coord.delegation import follow_task
+from callboard.coord.delegation import check_timeout, follow_task
 from callboard.errors import BadRequest, TooLarge
 from callboard.fence import one_line
-from callboard.limits import MESSAGE_BYTES, TIMEOUT_MAX
+from callboard.limits import MESSAGE_BYTES
 from callboard.model import Part, SendResult
 from callboard.requests import TaskListQuery, TaskRequest
 from callboard.tasks import WAITING_ON_REQUESTER, Task, TaskState
@@ -147,8 +147,7 @@ def _ask(request: TaskRequest, wait: bool, timeout: float, out: Path | None, as_
     """Open (or answer) the task; with ``wait``, follow it to its end (``follow_task``)."""
     if not wait and out is not None:
         raise BadRequest("--out writes the task's artifacts when it ends: give --wait too.")
-    if not 0 < timeout <= TIMEOUT_MAX:  # False for NaN too
-        raise BadRequest(f"--timeout is 0-{TIMEOUT_MAX:g} seconds, not {timeout:g}.")
+    check_timeout(timeout)
     with open_client(db) as client:
         sent = client.open_task(request)
         _said(sent.send)

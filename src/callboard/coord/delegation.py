@@ -14,10 +14,17 @@ import time
 from collections.abc import Callable
 
 from callboard.client.base import Client
-from callboard.errors import TaskFinished, TimedOut
+from callboard.errors import BadRequest, TaskFinished, TimedOut
+from callboard.limits import TIMEOUT_MAX
 from callboard.tasks import FINAL, Task
 
 LONG_POLL_SECONDS = 25.0  # one waiting look; well under proxies' idle timeouts
+
+
+def check_timeout(timeout: float) -> None:
+    """A command's ``--timeout``: 0-TIMEOUT_MAX seconds (NaN refused), checked before it sends."""
+    if not 0 < timeout <= TIMEOUT_MAX:  # False for NaN too
+        raise BadRequest(f"--timeout is 0-{TIMEOUT_MAX:g} seconds, not {timeout:g}.")
 
 
 def follow_task(client: Client, task: Task, timeout: float, on_move: Callable[[Task], None] | None = None) -> Task:

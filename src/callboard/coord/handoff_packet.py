@@ -11,10 +11,15 @@ repository there is no repository part; nothing here fails a hand-off for want o
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from callboard.client.base import Client
+from callboard.coord.delegation import follow_task
 from callboard.coord.repository import git, repository_of
+from callboard.errors import BadRequest
+from callboard.fence import one_line
 from callboard.handoff import (
     DIFF_BYTES,
     NEXT_STEP_CHARS,
@@ -25,6 +30,8 @@ from callboard.handoff import (
     Packet,
     bounded,
 )
+from callboard.requests import TaskRequest
+from callboard.tasks import TaskState
 
 
 def build_packet(
@@ -72,3 +79,26 @@ def transcript_excerpt(path: Path) -> Bounded | None:
         return None
     kept = bounded(tail, TRANSCRIPT_BYTES, keep_end=True)
     return kept.model_copy(update={"whole_bytes": size})
+
+
+SUMMARY_ASK = (
+    "Summarize your session for a hand-off to {to}: what you were asked, what you did, where things "
+    "stand, what is open. Complete this task with the summary as its message."
+)
+
+
+def asked_summary(
+    client: Client, giver: str, to: str, timeout: float, told: Callable[[str], object] | None = None
+) -> str:
+    """Ask ``giver`` (a runner, or any agent) for its summary, as a task, and wait for it;
+    ``told``: a sentence on the asking, for the person waiting."""
+    asked = client.open_task(TaskRequest(to=giver, text=SUMMARY_ASK.format(to=to), subject="hand-off summary"))
+    if told is not None:
+        told(f"asked {one_line(giver)} for its summary (task {asked.task.id}); waiting up to {timeout:g} s")
+    done = follow_task(client, asked.task, timeout)
+    if done.state is not TaskState.COMPLETED:
+        raise BadRequest(f"{giver} did not give a summary (its task ended {done.state}); give --summary instead.")
+    words = [p.text for p in done.status_parts if p.text] + [p.text for a in done.artifacts for p in a.parts if p.text]
+    if not words:
+        raise BadRequest(f"{giver} completed the task with no words; give --summary instead.")
+    return "\n\n".join(words)
