@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from callboard.errors import BadRequest
 from callboard.hub.endpoint import Answer, Call
 from callboard.leases import Lease
-from callboard.limits import SUBJECT_CHARS
 from callboard.requests import LeaseCheck, LeaseRelease, LeaseRenewal, LeaseRequest
 
 
@@ -21,8 +19,6 @@ async def take_lease(call: Call) -> Answer:
 async def list_leases(call: Call) -> list[Lease]:
     await call.identify()
     scope = call.query("scope") or None
-    if scope is not None and len(scope) > SUBJECT_CHARS:
-        raise BadRequest(f"scope is at most {SUBJECT_CHARS} characters.")
     return await call.run_as(call.hub.service.leases.list_leases, every=call.query_bool("all"), scope=scope)
 
 

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from callboard.errors import BadRequest, Forbidden
 from callboard.leases import TTL_MAX_SECONDS, Lease, LeaseTaken, blocking, conflicting, covers, pattern
+from callboard.limits import SUBJECT_CHARS
 from callboard.model import AuditEntry, Caller, new_id
 from callboard.requests import LeaseCheck, LeaseRelease, LeaseRenewal, LeaseRequest
 from callboard.service.identity_gate import AgentCaller, as_agent
@@ -53,6 +54,8 @@ class Leases:
     def list_leases(self, caller: Caller, *, every: bool = False, scope: str | None = None) -> list[Lease]:
         """The caller's active leases, or (``every``) the workspace's, oldest first."""
         caller = as_agent(caller)
+        if scope is not None and len(scope) > SUBJECT_CHARS:  # as a lease's own scope is bounded
+            raise BadRequest(f"scope is at most {SUBJECT_CHARS} characters.")
         active = self._leases.active_leases(caller.workspace, self._clock(), scope)
         return active if every else [lease for lease in active if lease.agent == caller.agent]
 
