@@ -404,7 +404,7 @@ def test_an_outside_agent_takes_part_in_a_round_by_answering_its_phase_tasks(
         events = service.rounds.get_round(BOB, info.id).events
         return any(e.kind == "proposal" and e.agent == "echo" for e in events)
 
-    pump_until(service, proposed, "the outside agent's proposal", timeout=30)
+    pump_until(service, proposed, "the outside agent's proposal", timeout=scaled(60))
     from callboard.requests import RoundVote
 
     assert service.rounds.vote(ALICE, info.id, RoundVote(endorse="alice", reason="mine")).accepted
@@ -412,7 +412,7 @@ def test_an_outside_agent_takes_part_in_a_round_by_answering_its_phase_tasks(
     def decided() -> bool:
         return service.rounds.get_round(BOB, info.id).phase == "decided"
 
-    pump_until(service, decided, "the outside agent's vote", timeout=30)
+    pump_until(service, decided, "the outside agent's vote", timeout=scaled(60))
     final = service.rounds.get_round(BOB, info.id)
     assert final.decision is not None and final.decision.choice == "alice"  # echo voted for alice too
     echo_proposal = next(e for e in final.events if e.kind == "proposal" and e.agent == "echo")
