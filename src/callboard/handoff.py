@@ -86,7 +86,9 @@ def compact(packet: Packet) -> str:
     if repo is not None:
         lines += ["", f"Repository: {repo.root}" + (f" ({repo.remote})" if repo.remote else "")]
         files = f"{repo.changed_total} changed file" + ("" if repo.changed_total == 1 else "s")
-        lines.append(f"Branch {repo.branch or '(detached)'} at {repo.head[:12] if repo.head else 'no commit yet'}; {files}")
+        lines.append(
+            f"Branch {repo.branch or '(detached)'} at {repo.head[:12] if repo.head else 'no commit yet'}; {files}"
+        )
     named = []
     if packet.diff is not None:
         named.append(f"a diff of {packet.diff.whole_bytes} bytes" + (" (cut)" if packet.diff.truncated else ""))
