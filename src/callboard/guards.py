@@ -27,8 +27,8 @@ from __future__ import annotations
 import bisect
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
 
 GuardReason = Literal["echo_loop", "flood"]
 
@@ -44,21 +44,23 @@ LOOKBACK_MESSAGES = 32
 LOOKBACK_SECONDS = 2 * ECHO_MAX_HOLD_SECONDS + ECHO_GAP_SECONDS * LOOKBACK_MESSAGES
 
 
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """One earlier message between the pair: who sent it, when, and what the guard decided."""
+class Exchange(NamedTuple):
+    """One earlier message between the pair: who sent it, when, and what the guard decided.
+
+    A named tuple, not a frozen dataclass: the hub makes one per send and per row it reads, and
+    a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__`` (about four
+    times the cost)."""
 
     sender: str
     at: float
     held_until: float | None = None
     held_reason: str | None = None
-    # When it was (or will be) let through to its recipient: worked out once, as every send's
-    # decision reads it for each exchange of the pair.
-    released: float = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        released = self.at if self.held_until is None else max(self.at, self.held_until)
-        object.__setattr__(self, "released", released)
+    @property
+    def released(self) -> float:
+        """When it was (or will be) let through to its recipient."""
+        held_until = self.held_until
+        return self.at if held_until is None or held_until < self.at else held_until
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,10 @@ from callboard.store.parts.guard_facts import GuardFactsPart
 
 # How long a pair's traffic read from the store is reused, with this service's own sends added
 # to it: a send must not pay a query (on the hub's event loop) each time, and a guard that sees
-# another process's sends up to a second late still damps a loop or a flood measured over 20-60 s.
-TRAFFIC_REUSE_SECONDS = 1.0
+# another process's sends up to a few seconds late still damps a loop (gaps under 20 s) or a
+# flood (a 60 s window). Re-reading it more often cost a busy hub's refresher about a tenth of
+# its CPU per send (32 pairs read again every half second, a 64-row query each).
+TRAFFIC_REUSE_SECONDS = 5.0
 TRAFFIC_PAIRS_KEPT = 4096  # the pairs remembered at once; the least recently used go first
 
 
