@@ -16,30 +16,17 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from callboard.requests import SendRequest
-from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, WAKE_TIMEOUT, Machine, claude_code_env
+from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, WAKE_TIMEOUT, Machine
 from tests.support.mock_model import MockModel
-from tests.support.runner_process import RunnerProcess, status_of
+from tests.support.runner_process import RunnerProcess, claude_runner, status_of
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
-
-
-@contextmanager
-def claude_runner(claude_code: Path, machine: Machine, model: MockModel) -> Iterator[RunnerProcess]:
-    """alice's Claude Code runner against ``model``, idle; stopped on the way out."""
-    env = claude_code_env(machine, model, {"CALLBOARD_CLAUDE_BIN": str(claude_code)})
-    runner = RunnerProcess(machine, "alice", "claude", env)
-    try:
-        runner.wait_state("idle", "the runner to be idle")
-        yield runner
-    finally:
-        runner.stop()
 
 
 @pytest.fixture

@@ -12,28 +12,11 @@ import pytest
 
 from callboard.requests import SendRequest
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, WAKE_TIMEOUT, Machine
-from tests.support.codex_config import offline_config
 from tests.support.mock_model import MockModel
-from tests.support.runner_process import RunnerProcess, status_of
+from tests.support.runner_process import codex_runner, status_of
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
-
-
-def codex_runner(codex: Path, machine: Machine, model: MockModel) -> RunnerProcess:
-    """alice's Codex runner, its Codex offline against the mock model."""
-    codex_home = machine.home / ".codex"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text(offline_config(model))
-    env = machine.env(
-        {
-            "CODEX_HOME": str(codex_home),
-            "MOCK_MODEL_API_KEY": "mock-key",
-            "CALLBOARD_CODEX_BIN": str(codex),
-            **model.proxy_env(),
-        }
-    )
-    return RunnerProcess(machine, "alice", "codex", env)
 
 
 def test_a_codex_runner_answers_mail_through_our_tools(codex: Path, machine: Machine, model: MockModel):

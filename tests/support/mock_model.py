@@ -13,7 +13,9 @@ side requests (titles, summaries) cannot derail it:
 
 1. a request that offers a tool named ``send_message`` (in full, or ending in ``__send_message``
    as the CLIs prefix MCP tools) and carries no result for our call → answer with a call of
-   that tool with ``tool_input`` (unless ``tool_input`` is None: never call it);
+   that tool with ``tool_input`` (unless ``tool_input`` is None: never call it). The call's id
+   is made from its input, so a script whose input changes with the conversation (a second
+   task in front of the model) makes a second call later on, and never repeats one;
 2. a request that carries the result of that call → answer with ``final_text`` and stop;
 3. (Anthropic) a request that offers ``Bash`` and whose latest message saying
    ``RUN_BASH: <command>`` has no tool result after it → answer with a ``Bash`` call of that
@@ -27,6 +29,7 @@ said and when it reached the model.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -37,7 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 TOOL = "send_message"
-CALL_ID = "call_callboard_1"  # our tool call's id, in both protocols
+CALL_PREFIX = "call_callboard_"  # our tool calls' ids, in every protocol: this and a digest of the input
 TOOL_SEARCH = "ToolSearch"  # Claude Code's loader of deferred tools
 SEARCH_CALL_ID = "call_toolsearch_1"
 SIDE_TEXT = "ok"
@@ -106,32 +109,41 @@ class Recorded:
         found = re.search(rf"mcp__[A-Za-z0-9_-]+?__{re.escape(tool)}\b", json.dumps(self.body))
         return found.group(0) if found else None
 
-    def tool_result(self) -> str | None:
-        """The text of the result of our tool call this request carries back, if any."""
+    def tool_result(self, call_id: str | None = None) -> str | None:
+        """The text of the result of our tool call ``call_id`` this request carries back (without
+        one: of our latest call), if any."""
+        results = self._our_results()
+        if call_id is None:
+            return results[-1][1] if results else None
+        return next((text for found, text in results if found in (call_id, None)), None)
+
+    def _our_results(self) -> list[tuple[str | None, str]]:
+        """The results of our tool calls this request carries, oldest first: (call id, text);
+        the id None where the protocol carries none (any call of ours)."""
         if not isinstance(self.body, dict):
-            return None
+            return []
+        found: list[tuple[str | None, str]] = []
         if self.api == "anthropic":
             for message in self.body.get("messages") or []:
-                content = message.get("content")
-                if not isinstance(content, list):
-                    continue
-                for block in content:
-                    if block.get("type") == "tool_result" and block.get("tool_use_id") == CALL_ID:
-                        return _text_of(block.get("content"))
+                for block in _tool_results(message):
+                    call_id = str(block.get("tool_use_id", ""))
+                    if call_id.startswith(CALL_PREFIX):
+                        found.append((call_id, _text_of(block.get("content"))))
         if self.api == "openai":
             items = self.body.get("input")
             for item in items if isinstance(items, list) else []:
-                if item.get("type") in ("function_call_output", "custom_tool_call_output") and (
-                    item.get("call_id") == CALL_ID
+                call_id = str(item.get("call_id", ""))
+                if item.get("type") in ("function_call_output", "custom_tool_call_output") and call_id.startswith(
+                    CALL_PREFIX
                 ):
-                    return _text_of(item.get("output"))
-        if self.api == "gemini":
+                    found.append((call_id, _text_of(item.get("output"))))
+        if self.api == "gemini":  # no ids of ours: a result is our tool's by its name
             for content in self.body.get("contents") or []:
                 for part in content.get("parts") or []:
                     response = part.get("functionResponse")
                     if isinstance(response, dict) and response.get("name", "").endswith(TOOL):
-                        return json.dumps(response.get("response"))
-        return None
+                        found.append((None, json.dumps(response.get("response"))))
+        return found
 
     def messages(self) -> list[dict[str, Any]]:
         """The request's conversation (Anthropic ``messages``; Gemini ``contents`` as role and
@@ -193,6 +205,12 @@ class Recorded:
 
 
 BASH_CALL_PREFIX = "call_bash_"
+
+
+def call_id_of(arguments: dict[str, Any]) -> str:
+    """The id of our tool's call with ``arguments``: the same input, the same call."""
+    digest = hashlib.sha256(json.dumps(arguments, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{CALL_PREFIX}{digest}"
 
 
 def _tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -323,8 +341,8 @@ class MockModel:
         """The tool call that answers ``request`` (the ``number``-th), if the answer is one."""
         tool = request.our_tool(self.tool)
         arguments = self._arguments(request)
-        if tool and arguments is not None and request.tool_result() is None:
-            return Call(tool, arguments, CALL_ID)
+        if tool and arguments is not None and request.tool_result(call_id_of(arguments)) is None:
+            return Call(tool, arguments, call_id_of(arguments))
         deferred = request.deferred_tool(self.tool)
         if tool is None and deferred and arguments is not None:
             # Claude Code 2.1.332 defers MCP tools behind ToolSearch: load ours first, as a model does.

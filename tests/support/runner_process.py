@@ -1,4 +1,5 @@
-"""Starting ``callboard run`` as a real process on a test Machine, and reading what it reports."""
+"""Starting ``callboard run`` as a real process on a test Machine (a Claude Code or a Codex
+runner against a mock model), and reading what it reports."""
 
 from __future__ import annotations
 
@@ -6,13 +7,17 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from callboard import procs
 from callboard.model import RecipientStatus
 from callboard.requests import SendRequest
-from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, Machine
+from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, Machine, claude_code_env
+from tests.support.codex_config import offline_config
+from tests.support.mock_model import MockModel
 from tests.support.waiting import wait_until
 
 
@@ -81,6 +86,37 @@ class RunnerProcess:
                 self.process.wait()
                 raise AssertionError(f"the runner did not end on SIGTERM\n{self.output()}") from None
         return self.process.returncode
+
+
+@contextmanager
+def claude_runner(
+    claude_code: Path, machine: Machine, model: MockModel, agent: str = "alice"
+) -> Iterator[RunnerProcess]:
+    """``agent``'s Claude Code runner against ``model``, idle; stopped on the way out."""
+    env = claude_code_env(machine, model, {"CALLBOARD_CLAUDE_BIN": str(claude_code)})
+    runner = RunnerProcess(machine, agent, "claude", env)
+    try:
+        runner.wait_state("idle", "the runner to be idle")
+        yield runner
+    finally:
+        runner.stop()
+
+
+def codex_runner(codex: Path, machine: Machine, model: MockModel, agent: str = "alice") -> RunnerProcess:
+    """``agent``'s Codex runner, its Codex offline against the mock model (the machine's one
+    CODEX_HOME: one Codex runner a machine)."""
+    codex_home = machine.home / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(offline_config(model))
+    env = machine.env(
+        {
+            "CODEX_HOME": str(codex_home),
+            "MOCK_MODEL_API_KEY": "mock-key",
+            "CALLBOARD_CODEX_BIN": str(codex),
+            **model.proxy_env(),
+        }
+    )
+    return RunnerProcess(machine, agent, "codex", env)
 
 
 def status_of(machine: Machine, sender: str, message_id: str, agent: str) -> RecipientStatus:
