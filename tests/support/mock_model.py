@@ -24,7 +24,9 @@ side requests (titles, summaries) cannot derail it:
 
 Every request is recorded (path, headers, parsed JSON body, when it came), so a test can check
 that the tool was offered and that its result came back, or what a turn's last user message
-said and when it reached the model.
+said and when it reached the model. ``hold(text)`` keeps back the answer to the requests that
+mention ``text`` (each is recorded at once) until ``release()``: a turn stays open mid-request for
+as long as a test needs (to kill the CLI there, say).
 """
 
 from __future__ import annotations
@@ -254,6 +256,8 @@ class MockModel:
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._count = 0
+        self._holding: list[str] = []  # requests mentioning one of these wait for the release
+        self._released = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -275,6 +279,7 @@ class MockModel:
 
     def __exit__(self, *exc: object) -> None:
         assert self._server is not None and self._thread is not None
+        self.release()  # no handler waits on past the server
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=10)
@@ -323,6 +328,26 @@ class MockModel:
             requests = list(self.requests)
         lines = [f"{r.method} {r.path} tools={r.tool_names()} result={r.tool_result()!r}" for r in requests]
         return "\n".join(lines) or "(no requests)"
+
+    # --- holding a request back -----------------------------------------------------------------
+
+    def hold(self, text: str) -> None:
+        """Answer no request that mentions ``text`` until ``release()`` (recorded at once)."""
+        with self._lock:
+            self._holding.append(text)
+            self._released.clear()
+
+    def release(self) -> None:
+        """Answer the held requests, and hold no more."""
+        with self._lock:
+            self._holding.clear()
+            self._released.set()
+
+    def wait_if_held(self, request: Recorded) -> None:
+        with self._lock:
+            held = any(request.mentions(text) or text in json.dumps(request.body) for text in self._holding)
+        if held:
+            self._released.wait()
 
     # --- the script ------------------------------------------------------------------------------
 
@@ -406,6 +431,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         request = self._record()
+        if request.api is not None:
+            self.owner.wait_if_held(request)
+        try:
+            self._answer(request)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # a held request's CLI was killed meanwhile: nobody to answer
+
+    def _answer(self, request: Recorded) -> None:
         if request.api == "anthropic":
             self._anthropic(request)
         elif request.api == "openai":
