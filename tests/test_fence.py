@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from callboard.fence import PREAMBLE, fenced, fenced_mail, fenced_words, one_line, visible
+from callboard.fence import PREAMBLE, fenced, fenced_ids_in, fenced_mail, fenced_words, one_line, visible
 from callboard.model import MailItem, Message, Part
 from tests.support.forgery import assert_reads_as_from_only, forged
 
@@ -124,3 +124,11 @@ def test_a_tasks_mail_says_which_task_its_state_and_how_to_answer_it_in_one_line
     assert line.startswith("task: t-1, input-required as of this message") and "update_task" in line
     assert lines.index(line) < next(i for i, text in enumerate(lines) if text.startswith("----- BEGIN"))
     assert not any(text.startswith("task: ") for text in fenced(message(Part(text="hi"))).splitlines())
+
+
+def test_a_text_carries_a_message_where_its_id_line_and_its_own_marker_are_both_in_it():
+    text = fenced(message(Part(text="deploy at 5?")))
+    assert fenced_ids_in(f"before\n{text}\nafter") == [ID]
+    # An id line with another message's marker (a body naming this id) is not this message.
+    assert fenced_ids_in(f"id: {ID}\n----- BEGIN MESSAGE 0123456789ab -----") == []
+    assert fenced_ids_in(f"id: {ID}") == []

@@ -20,6 +20,7 @@ clipboard) or reorders what the person reads. Stdlib only: the CLI's error line 
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -115,6 +116,21 @@ def fenced_words(message: Message) -> str:
 def fenced_mail(items: Sequence[MailItem]) -> str:
     """Several messages, each fenced, after one line that says whose words they are."""
     return "\n\n".join([PREAMBLE, *(fenced(item.message, item.task_state) for item in items)])
+
+
+_ID_LINE = re.compile(r"^id: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.MULTILINE)
+
+
+def fenced_ids_in(text: str) -> list[str]:
+    """The ids of the messages ``text`` carries as ``fenced`` writes them: an ``id:`` line with its
+    message's BEGIN marker (which carries the id's tail), so an id merely quoted is not one."""
+    if "BEGIN MESSAGE" not in text:
+        return []
+    found: list[str] = []
+    for message_id in _ID_LINE.findall(text):
+        if f"BEGIN MESSAGE {message_id.replace('-', '')[-12:]}" in text and message_id not in found:
+            found.append(message_id)
+    return found
 
 
 def _tag(message_id: str, words: list[str]) -> str:

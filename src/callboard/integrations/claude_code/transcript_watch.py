@@ -22,13 +22,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from callboard.errors import CallboardError
+from callboard.fence import fenced_ids_in
 from callboard.integrations.agent_clis import CLAUDE_CODE, runtime_of
 from callboard.integrations.claude_code import sessions as claude_sessions
 
@@ -39,7 +39,6 @@ log = logging.getLogger("callboard.transcript")
 
 POLL_SECONDS = 0.25  # how soon a new turn is noticed (one stat of the file)
 EVIDENCE_RECORDS = frozenset({"user", "attachment", "api-request-blob", "system"})
-_ID_LINE = re.compile(r"^id: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.MULTILINE)
 
 
 def fenced_ids(record: Any) -> list[str]:
@@ -49,10 +48,7 @@ def fenced_ids(record: Any) -> list[str]:
         return []
     found: list[str] = []
     for text in _strings(record):
-        for message_id in _ID_LINE.findall(text):
-            # The id line must head a fence of that message: its marker carries the id's tail.
-            if f"BEGIN MESSAGE {message_id.replace('-', '')[-12:]}" in text and message_id not in found:
-                found.append(message_id)
+        found += [i for i in fenced_ids_in(text) if i not in found]
     return found
 
 
