@@ -10,7 +10,7 @@ own headless resume), so an idle runner holds no model process at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -155,6 +155,12 @@ class Adapter(Protocol):
 
     def snapshot(self) -> Snapshot:
         """The session's context for a hand-off."""
+        ...
+
+    def session_holds(self, message_ids: Sequence[str]) -> list[str] | None:
+        """Those of ``message_ids`` (the mail of a turn the CLI died in) that its session's own
+        store holds as the turn's input: a resume of the session carries them (``session_store``).
+        None when the runner reads no store of this CLI: then ``took`` is all it goes by."""
         ...
 
     def inject_context(self, text: str) -> None:

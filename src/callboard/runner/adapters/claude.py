@@ -21,12 +21,13 @@ import json
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from callboard.integrations.agent_clis import CLAUDE_CODE
 from callboard.integrations.claude_code.sessions import config_dir
+from callboard.integrations.claude_code.transcript_watch import fenced_ids
 from callboard.runner.adapters.base import (
     CliExited,
     CliUnavailable,
@@ -37,6 +38,7 @@ from callboard.runner.adapters.base import (
     Usage,
 )
 from callboard.runner.adapters.json_lines import drain, next_event
+from callboard.runner.adapters.session_store import held_in
 from callboard.runner.process import CliProcess
 
 SERVER = "callboard"  # our MCP server's name in the CLI's config: its tools are mcp__callboard__*
@@ -234,6 +236,12 @@ class ClaudeAdapter:
             folder = config_dir(self._launch.env) / "projects" / project_slug(self._launch.cwd)
             transcript = folder / f"{self._session_id}.jsonl"
         return Snapshot(self.name, self._session_id, transcript, self._last_answer)
+
+    def session_holds(self, message_ids: Sequence[str]) -> list[str]:
+        """The session's transcript, which ``--resume`` loads: the records that carried mail to
+        the model (the transcript watcher's rule). Claude Code writes the prompt there before its
+        request; a kill before that, or before a turn started at all, is not carried."""
+        return held_in(self.snapshot().transcript, message_ids, fenced_ids)
 
     def inject_context(self, text: str) -> None:
         self._context.append(text)

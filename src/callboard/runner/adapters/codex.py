@@ -21,7 +21,7 @@ Where ``codex`` comes from: ``Launch.command`` when given, else ``$CALLBOARD_COD
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from callboard.integrations.agent_clis import CODEX
 from callboard.runner.adapters.base import Launch, TurnEvent, Usage
 from callboard.runner.adapters.claude import usage_line
 from callboard.runner.adapters.per_turn import PerTurnAdapter
+from callboard.runner.adapters.session_store import content_texts, fenced_in, held_in
 
 SERVER = "callboard"
 TOOL_ITEMS = ("mcp_tool_call", "command_execution", "file_change", "web_search")
@@ -99,6 +100,21 @@ class CodexAdapter(PerTurnAdapter):
         env = self.launch.env
         home = Path(env.get("CODEX_HOME") or Path(env.get("HOME") or Path.home()) / ".codex")
         return next(iter(sorted((home / "sessions").glob(f"*/*/*/rollout-*-{self.session_id}.jsonl"))), None)
+
+    def session_holds(self, message_ids: Sequence[str]) -> list[str]:
+        """The thread's rollout, which ``exec resume`` rebuilds the conversation from. Codex says
+        ``turn.started`` before it writes the prompt there: a kill between is not carried."""
+        return held_in(self.transcript(), message_ids, _user_input)
+
+
+def _user_input(record: dict[str, Any]) -> list[str]:
+    """A rollout's user message: ``response_item`` of a ``message`` with role ``user``."""
+    payload = record.get("payload")
+    if record.get("type") != "response_item" or not isinstance(payload, dict):
+        return []
+    if payload.get("type") != "message" or payload.get("role") != "user":
+        return []
+    return fenced_in(content_texts(payload.get("content")))
 
 
 def overrides(launch: Launch) -> list[str]:

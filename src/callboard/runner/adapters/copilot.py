@@ -19,13 +19,14 @@ else ``copilot`` on the CLI's PATH.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from callboard.integrations.agent_clis import COPILOT
 from callboard.runner.adapters.base import TurnEvent, Usage
 from callboard.runner.adapters.per_turn import PerTurnAdapter
+from callboard.runner.adapters.session_store import fenced_in, held_in
 from callboard.runner.process import CliProcess
 
 SERVER = "callboard"
@@ -74,6 +75,20 @@ class CopilotAdapter(PerTurnAdapter):
     def transcript(self) -> Path | None:
         found = self.events_file()
         return found if found is not None and found.exists() else None
+
+    def session_holds(self, message_ids: Sequence[str]) -> list[str]:
+        """The session's ``events.jsonl``, which ``--resume`` continues from: its ``user.message``
+        records. (Copilot names its session only in the turn's ``result``: a first turn killed
+        before it has no session to resume, and its mail is given again in a new one.)"""
+        return held_in(self.transcript(), message_ids, _user_input)
+
+
+def _user_input(record: dict[str, Any]) -> list[str]:
+    """An ``events.jsonl`` user message: ``user.message``, its ``content`` as given."""
+    data = record.get("data")
+    if record.get("type") != "user.message" or not isinstance(data, dict):
+        return []
+    return fenced_in([data.get("content")])
 
 
 def shutdown_usage(events: Path | None) -> Usage | None:

@@ -23,13 +23,14 @@ import json
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from callboard.integrations.agent_clis import GEMINI
 from callboard.runner.adapters.base import Launch, TurnEvent, Usage
 from callboard.runner.adapters.per_turn import PerTurnAdapter
+from callboard.runner.adapters.session_store import content_texts, fenced_in, held_in
 
 SERVER = "callboard"
 SETTINGS = "settings.json"
@@ -87,11 +88,50 @@ class GeminiAdapter(PerTurnAdapter):
                     "failed", text=str(error.get("message") if isinstance(error, dict) else error or "error")
                 )
 
+    def transcript(self) -> Path | None:
+        """The session's chat file, in the user's own ``.gemini`` (``tmp/<project>/chats/``, named
+        ``session-<time>-<first 8 of the id>.jsonl``; its first record names the session)."""
+        if self.launch is None or not self.session_id:
+            return None
+        chats = user_gemini_dir(self.launch.env) / "tmp"
+        for path in sorted(chats.glob(f"*/chats/session-*-{self.session_id[:8]}.jsonl")):
+            if _first_record(path).get("sessionId") == self.session_id:
+                return path
+        return None
+
+    def session_holds(self, message_ids: Sequence[str]) -> list[str]:
+        """The chat file ``--resume`` continues from: its ``user`` messages."""
+        return held_in(self.transcript(), message_ids, _user_input)
+
     def stop(self, grace: float) -> None:
         super().stop(grace)
         if self._home is not None:
             shutil.rmtree(self._home, ignore_errors=True)
             self._home = None
+
+
+def _first_record(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as file:
+            record = json.loads(file.readline())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _user_input(record: dict[str, Any]) -> list[str]:
+    """A chat file's user messages: records of type ``user``, and those in a ``$set`` of the
+    whole list of messages (written when a session starts or resumes)."""
+    replaced = record.get("$set")
+    listed = replaced.get("messages") if isinstance(replaced, dict) else None
+    messages = listed if isinstance(listed, list) else [record]
+    texts = [
+        text
+        for message in messages
+        if isinstance(message, dict) and message.get("type") == "user"
+        for text in content_texts(message.get("content"))
+    ]
+    return fenced_in(texts)
 
 
 def user_gemini_dir(env: dict[str, str] | Any) -> Path:

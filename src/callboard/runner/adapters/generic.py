@@ -36,7 +36,7 @@ import json
 import shlex
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +212,9 @@ class GenericAdapter:
 
     def snapshot(self) -> Snapshot:
         return Snapshot(cli=self.name, session_id=self._session_id, extra={"command": list(self.command)})
+
+    def session_holds(self, message_ids: Sequence[str]) -> list[str] | None:
+        return None  # its session is its own business: ``took`` is its word that it holds the input
 
     def inject_context(self, text: str) -> None:
         self._context = text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,7 +27,8 @@ ENDING = frozenset({"done", "failed"})
 class PerTurnAdapter:
     """The Adapter shape of a per-turn CLI. A subclass names its row of the table of coding CLIs
     (``cli``: its name, runtime, title, executables and their variable are read there) and
-    implements ``turn_argv`` and ``read``; ``finish`` and ``transcript`` have defaults."""
+    implements ``turn_argv`` and ``read``; ``finish``, ``transcript`` and ``session_holds`` have
+    defaults."""
 
     cli: ClassVar[AgentCli]
     name = ""
@@ -164,6 +165,9 @@ class PerTurnAdapter:
 
     def snapshot(self) -> Snapshot:
         return Snapshot(self.name, self._session_id, self.transcript(), self.last_answer)
+
+    def session_holds(self, message_ids: Sequence[str]) -> list[str] | None:
+        return None  # a subclass whose session store the runner reads says what it holds
 
     def inject_context(self, text: str) -> None:
         self._context.append(text)
