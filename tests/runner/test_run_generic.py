@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from callboard.runner import prompts
 from tests.runner.conftest import RunnerMachine
 from tests.support.waiting import scaled, wait_until
 
@@ -100,6 +101,21 @@ def test_a_killed_program_is_respawned_resuming_its_session_and_nothing_is_lost(
     assert len(starts) == 2 and starts[1]["resume"] == starts[0]["session"]
     assert machine.prompts()[-1]["resume"] == starts[0]["session"]
     surfaced(machine, sent)
+
+
+def test_a_program_killed_after_it_took_its_mail_goes_on_with_that_turn_and_is_not_given_it_again(
+    machine: RunnerMachine,
+) -> None:
+    machine.start("--respawn-base", "0.2")
+    sent = machine.send("tookdie tok-once")
+    first, second = wait_until(lambda: len(machine.prompts()) == 2 and machine.prompts(), 30, "the turn after")
+    assert sent in first["text"]
+    # Its session holds the mail (it said it took it): the next turn goes on with it, without it.
+    assert second["text"].startswith(prompts.INTERRUPTED_TEXT), second
+    assert sent not in second["text"] and "tok-once" not in second["text"], second
+    assert second["resume"] == machine.records("start")[0]["session"]
+    found = surfaced(machine, sent)  # once, when the first turn took it; read when the second is done
+    assert [e["event"] for e in found["history"]].count("surfaced") == 1, found
 
 
 def test_done_with_clear_starts_a_fresh_program_and_clears_are_rate_limited(machine: RunnerMachine) -> None:

@@ -11,10 +11,11 @@ The runner is ready (it says so, and reports itself idle) only once its CLI star
 adapter's ``start`` returns when the CLI runs and answered, and a CLI that cannot start or ends
 before it answered is a failed start — the runner ends with exit status 3, saying why, and does
 not try again. A CLI that started fine and dies later is respawned, resuming its session, with
-capped backoff (``respawn``); a turn it died in before taking its mail is given again. A turn
-past the limit is interrupted, then the CLI stopped and respawned. SIGTERM/SIGINT stop the CLI
-(its grace), end the session, exit 0. Each event is one line of the runner's log. The loop knows
-no particular CLI.
+capped backoff (``respawn``). The mail of a turn it died in is not given again where the resumed
+session holds it already (its own store says so): the next turn continues the interrupted one,
+so the model gets that mail once; the rest is given again. A turn past the limit is interrupted,
+then the CLI stopped and respawned. SIGTERM/SIGINT stop the CLI (its grace), end the session,
+exit 0. Each event is one line of the runner's log. The loop knows no particular CLI.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from callboard.runner.reporting import Reporter
 from callboard.runner.respawn import CrashPolicy
 from callboard.runner.schedule import DEFAULT_IDLE_STEP, DEFAULT_MAX_SLEEP, ClearGate, TickBackoff
 from callboard.runner.turns import Turn, TurnResult
+from callboard.runner.unfinished import held, sort_unfinished
 from callboard.runner.wake import MailWatch, Wake, on_sigusr1
 from callboard.runners import RunnerReport
 
@@ -105,7 +107,8 @@ class Runner:
         self.clear_gate = ClearGate(options.clear_min_gap)
         self.crashes = CrashPolicy(base=options.respawn_base)
         self.carry: list[MailItem] = []  # handed to us, not yet taken by the CLI: given again
-        self.given: dict[str, int] = {}  # message id -> times given to a turn that never took it
+        self.resumed: list[MailItem] = []  # in the CLI's session from an interrupted turn: continued
+        self.given: dict[str, int] = {}  # message id -> times a turn it was in ended unfinished
         self.session_client: Client = client
         self._stopping = False
         self._stop_reason = "a signal"
@@ -217,16 +220,27 @@ class Runner:
                 self._respawn(f"{self.adapter.name} exited while idle")
             items = [*self.carry, *self._take()]
             self.carry = []
-            if items:
+            if items or self.resumed:
                 self.backoff.reset()
-                self._take_handoffs(items)
-                self._turn(items, prompts.mail_prompt(self.options.agent, items), self._describe(items))
+                self._mail_turn(items)
             elif reasons & {"signal", "tick"}:
                 if "signal" in reasons:
                     self.backoff.reset()
                 else:
                     self.backoff.ticked()
                 self._turn([], prompts.tick_prompt(), "tick" if "tick" in reasons else "wake")
+
+    def _mail_turn(self, items: list[MailItem]) -> None:
+        """A turn over new mail; or one that goes on with an interrupted turn whose mail the CLI's
+        session holds (not given again: ``unfinished``), the new mail after it."""
+        resumed, self.resumed = self.resumed, []
+        self._take_handoffs(items)
+        if resumed:
+            text = prompts.continue_prompt(self.options.agent, items)
+            what = f"continuing an interrupted turn: {self._describe([*resumed, *items])}"
+        else:
+            text, what = prompts.mail_prompt(self.options.agent, items), self._describe(items)
+        self._turn([*resumed, *items], text, what)
 
     def _watch_cli(self) -> None:
         """A CLI that dies between turns is started again at once, not when the next mail comes
@@ -238,7 +252,7 @@ class Runner:
 
     def _wait(self) -> set[str]:
         """Wait for a wake or the tick; the reasons ("mail", "signal", "tick", "stop")."""
-        if self.carry:
+        if self.carry or self.resumed:
             return {"carry"}
         interval = self.backoff.interval()
         if not self.wake.is_set():
@@ -298,8 +312,8 @@ class Runner:
         self.log(f"turn {turn_id} {result.ended}" + (f": {result.detail}" if result.detail else ""))
         if result.ended == "timed_out":
             self.reporter.state("working", f"{result.detail}: restarting {self.adapter.name}")
+            self.adapter.stop(self.options.grace)  # first: its session's store is final once it is gone
             self._give_again(items, result, most=TIMED_OUT_RETRIES)
-            self.adapter.stop(self.options.grace)
             try:
                 self._start(resume=self.adapter.session_id)
             except CliExited as exited:
@@ -309,21 +323,28 @@ class Runner:
         self._clear_if_due()
 
     def _give_again(self, items: list[MailItem], result: TurnResult, most: int | None = None) -> None:
-        """Mail of a turn that ended before the CLI took it goes into the next turn: after a
-        crash always (a crash loop ends the runner, and its session's end returns the mail);
-        after a timed-out turn ``most`` times (mail that hangs every turn must not hang all)."""
-        if result.took:
-            return
-        for item in items:
-            tries = self.given.get(item.message.id, 0) + 1
-            self.given[item.message.id] = tries
-            if most is None or tries <= most:
-                self.carry.append(item)
-            else:
-                self.log(
-                    f"message {item.message.id} hung {tries} turns before the CLI took it: not given again "
-                    "(it stays handed to this runner's session, and returns to the mailbox when that ends)"
-                )
+        """The mail of a turn that ended unfinished goes into the next turn (``unfinished``): what
+        the CLI's session holds is continued (surfaced now, by its store's evidence, if the CLI
+        had not said it took it), the rest given again. After a crash always (a crash loop ends
+        the runner, and its session's end returns the mail); after a timed-out turn ``most`` times."""
+        ids = [item.message.id for item in items]
+        in_store = self.adapter.session_holds(ids) if ids else []
+        if in_store:
+            self.log(
+                f"{len(in_store)} message(s) of the turn are in {self.adapter.name}'s session: continued, not given again"
+            )
+            try:
+                self.session_client.confirm_surfaced(in_store, evidence="transcript")
+            except CallboardError as error:
+                self.log(f"could not mark {len(in_store)} message(s) surfaced: {error.code}: {error.message}")
+        next_turn = sort_unfinished(items, held(ids, in_store, result.took), self.given, most)
+        for item in next_turn.dropped:
+            self.log(
+                f"message {item.message.id} hung {self.given[item.message.id]} turns before the CLI answered it: "
+                "not given again (it stays with this runner's session; handed, it returns to the mailbox when that ends)"
+            )
+        self.resumed += next_turn.continued
+        self.carry += next_turn.again
 
     def _during_turn(self, event: TurnEvent) -> None:
         """Between a turn's events: note a new CLI session id; urgent mail goes in if it can."""

@@ -1,4 +1,5 @@
-"""What a runner gives its CLI as a turn's input: mail, fenced as a model reads it, or a tick."""
+"""What a runner gives its CLI as a turn's input: mail, fenced as a model reads it, the go-on of an
+interrupted turn, or a tick."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ from callboard.fence import fenced_mail
 from callboard.model import MailItem
 
 TICK_TEXT = "No new mail. Check what you watch, per your instructions; if nothing needs you, end the turn."
+# The mail of the interrupted turn is in the resumed conversation: named, not given again.
+INTERRUPTED_TEXT = (
+    "Your last turn was interrupted before you finished it: your CLI stopped and was started again on "
+    "this conversation. The mail that turn gave you is above; you may not have answered it yet. "
+    "Continue that turn where you left off."
+)
 
 
 def how_to_answer(agent: str) -> str:
@@ -24,6 +31,13 @@ def mail_prompt(agent: str, items: Sequence[MailItem], context: str | None = Non
     packet) goes first when given."""
     parts = [context] if context else []
     parts += [fenced_mail(items), how_to_answer(agent)]
+    return "\n\n".join(parts)
+
+
+def continue_prompt(agent: str, items: Sequence[MailItem]) -> str:
+    """The input of a turn that continues an interrupted one, with the mail that came since
+    (``items``, maybe none) after it."""
+    parts = [INTERRUPTED_TEXT, *([fenced_mail(items)] if items else []), how_to_answer(agent)]
     return "\n\n".join(parts)
 
 

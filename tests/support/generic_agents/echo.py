@@ -3,7 +3,8 @@
 It speaks docs/runner-protocol.md: says its session id (the resumed one when respawned), logs
 every prompt to $ECHO_AGENT_LOG (one JSON line per prompt: id, text, resume), and ends each turn
 with done. Behaviour for tests, by words in the prompt: "hang" never answers the turn; "die"
-exits before done (once per prompt id when $ECHO_AGENT_DIE_ONCE is set); "hangfirst" hangs
+exits before done (once per prompt id when $ECHO_AGENT_DIE_ONCE is set); "tookdie" says it took
+the turn's input, then exits; "hangfirst" hangs
 unless it was resumed; "clearme" asks for a clear with done; "hold" waits for the file
 $ECHO_AGENT_RELEASE (up to 60 s) before it answers.
 """
@@ -49,6 +50,9 @@ for line in sys.stdin:
     if "die" in text.split() and not (DIED and os.path.exists(DIED)):
         if DIED:
             open(DIED, "w").close()
+        os._exit(9)
+    if "tookdie" in text.split():
+        say({"type": "took", "id": msg["id"]})
         os._exit(9)
     if "hang" in text.split() or ("hangfirst" in text.split() and not RESUME):
         time.sleep(3600)
