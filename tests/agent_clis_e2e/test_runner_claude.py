@@ -5,24 +5,34 @@ Woken by bob's message (nothing typed, no polling), the runner hands the mail to
 model's next request carries it, and the model answers through our MCP server's send_message.
 The status says surfaced via the runner. SIGKILL of the Claude Code under the runner: the runner
 starts it again resuming the same session (the next request carries the earlier conversation),
-and the mail sent meanwhile is not lost. The report carries the CLI's usage and cost. Three
+and the mail sent meanwhile is not lost. Killed in a turn whose mail its transcript holds, it goes
+on with that turn after the respawn: the model reads the mail once, and answers it; killed before
+the mail reached the transcript, it is given the mail again. The report carries the CLI's usage
+and cost. Three
 messages sent while a turn is held open wait (delivered) and go in as one batch after it; the
 agent's `callboard runner clear` gives its next task a fresh context.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
+import struct
 import sys
+import termios
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from callboard.integrations.claude_code.transcript_watch import ids_in_tail
+from callboard.model import RecipientStatus
 from callboard.requests import SendRequest
+from callboard.runner import prompts
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, WAKE_TIMEOUT, Machine
-from tests.support.mock_model import MockModel
+from tests.support.mock_model import MockModel, Recorded
+from tests.support.processes import process_gone
 from tests.support.runner_process import RunnerProcess, claude_runner, status_of
 from tests.support.waiting import wait_until
 
@@ -75,6 +85,95 @@ def test_a_killed_claude_code_is_respawned_on_its_session_and_loses_no_mail(
     assert report.restarts == 1 and report.cli_session_id == first.cli_session_id, report
     assert runner.cli_pids() != [cli]
     assert status_of(machine, "bob", sent.message_id, "alice").via == "runner"
+
+
+def in_transcript(machine: Machine, message_id: str) -> bool:
+    """Whether a Claude Code transcript on ``machine`` holds a record that carried the message to
+    the model (what ``--resume`` loads)."""
+    return any(message_id in ids_in_tail(p) for p in (machine.home / ".claude" / "projects").glob("*/*.jsonl"))
+
+
+def unread_input(pid: int) -> int:
+    """How many bytes wait unread in the stdin pipe of process ``pid``."""
+    fd = os.open(f"/proc/{pid}/fd/0", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
+    finally:
+        os.close(fd)
+
+
+def kill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: process_gone(pid), timeout=RUN_TIMEOUT, what=f"pid {pid} to end")
+
+
+def read_once(machine: Machine, message_id: str) -> RecipientStatus:
+    """The message's status once the turn that answered it is done: surfaced once, via the runner."""
+    status = wait_until(
+        lambda: (s := status_of(machine, "bob", message_id, "alice")).state == "read" and s,
+        timeout=RUN_TIMEOUT,
+        what="the mail read at the end of its turn",
+    )
+    surfaced = [e for e in status.history if e.event == "surfaced"]
+    assert status.via == "runner" and len(surfaced) == 1, status
+    return status
+
+
+def times_given(request: Recorded, *texts: str) -> list[int]:
+    """How often each of ``texts`` is in the request's conversation."""
+    return [request.conversation_text().count(text) for text in texts]
+
+
+def test_a_claude_code_killed_with_its_mail_in_the_transcript_goes_on_with_that_turn_and_reads_it_once(
+    machine: Machine, model: MockModel, runner: RunnerProcess
+):
+    text = "Please answer once: HELD-IN-TRANSCRIPT."
+    model.hold(text)  # the model takes its time: the turn is open, its mail not yet taken
+    with machine.client("bob") as bob:
+        sent = bob.send(SendRequest(to="alice", text=text))
+    wait_until(lambda: model.requests_mentioning(text), timeout=WAKE_TIMEOUT, what="the held request")
+    wait_until(lambda: in_transcript(machine, sent.message_id), timeout=RUN_TIMEOUT, what="the mail in the transcript")
+    (cli,) = runner.cli_pids()
+    before = len(model.model_requests())
+    kill(cli)
+    model.release()
+    (answer,) = wait_until(lambda: machine.mailbox("bob"), timeout=RUN_TIMEOUT, what="alice's answer")
+    assert answer.message.sender == "alice"
+    resumed = [r for r in model.model_requests()[before:] if r.mentions(text)]
+    assert resumed, model.summary()
+    # The resumed conversation carries the mail; the turn after the respawn goes on with it.
+    counts = [times_given(r, text, f"id: {sent.message_id}") for r in resumed]
+    assert counts == [[1, 1]] * len(resumed), (counts, resumed[0].conversation_text())
+    assert prompts.INTERRUPTED_TEXT in resumed[0].last_user_text()
+    status = read_once(machine, sent.message_id)
+    assert [e.detail for e in status.history if e.event == "surfaced"] == ["transcript"], status
+    report = runner.wait_state("idle", "the turn after the respawn to end")
+    assert report.restarts == 1 and runner.cli_pids() != [cli], report
+
+
+def test_a_claude_code_killed_before_its_mail_reached_the_transcript_is_given_it_again(
+    machine: Machine, model: MockModel, runner: RunnerProcess
+):
+    with machine.client("bob") as bob:
+        bob.send(SendRequest(to="alice", text="First: remember PELICAN."))
+        runner.wait_state("idle", "the first turn to end", turns=1)
+        (cli,) = runner.cli_pids()
+        os.kill(cli, signal.SIGSTOP)  # it reads no more: the next turn's input waits in its stdin
+        text = "Second: NOT-YET-IN-TRANSCRIPT, please answer."
+        sent = bob.send(SendRequest(to="alice", text=text))
+    wait_until(lambda: unread_input(cli) > 0, timeout=WAKE_TIMEOUT, what="the turn's input in the CLI's stdin")
+    assert not in_transcript(machine, sent.message_id)
+    kill(cli)
+    report = runner.wait_state("idle", "the mail's turn after the respawn to end", turns=2)
+    assert report.restarts == 1, report
+    given = model.requests_mentioning(text)
+    assert given, f"the mail never reached the model:\n{model.summary()}"
+    request = given[0]
+    assert request.mentions("First: remember PELICAN."), model.summary()  # the resumed session
+    assert text in request.last_user_text() and prompts.INTERRUPTED_TEXT not in request.last_user_text()
+    assert all(times_given(r, text, f"id: {sent.message_id}") == [1, 1] for r in given)
+    status = read_once(machine, sent.message_id)
+    assert [e.detail for e in status.history if e.event == "surfaced"] == ["turn"], status
 
 
 def test_a_busy_claude_code_runner_takes_three_messages_in_one_batch_and_clears_between_tasks(

@@ -1,7 +1,9 @@
 """A Codex runner: ``callboard run --cli codex`` as a real process, one ``codex exec`` per turn
 (from npm) against the mock model. Woken by bob's message, its model answers through our MCP
 server (given by -c overrides: CODEX_HOME's config.toml names only the mock provider); the status
-says surfaced via the runner; the report carries the turn's tokens."""
+says surfaced via the runner; the report carries the turn's tokens. Killed mid-turn with its mail
+in the thread's rollout, the next turn goes on with the thread: the model reads the mail once,
+and answers it."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 from callboard.requests import SendRequest
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, WAKE_TIMEOUT, Machine
 from tests.support.mock_model import MockModel
-from tests.support.runner_process import codex_runner, status_of
+from tests.support.runner_process import codex_runner, goes_on_after_a_kill, in_records, status_of
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT)]
@@ -69,5 +71,28 @@ def test_a_hand_off_reaches_a_codex_runners_first_model_request(
         wait_until(model.model_requests, timeout=WAKE_TIMEOUT, what="Codex's first model request")
         first = json.dumps(model.model_requests()[0].body)
         assert "SUMMARY-MARKER" in first and "DIFF-MARKER-7" in first and "1. finish it" in first, first[:2000]
+    finally:
+        runner.stop()
+
+
+def in_rollout(machine: Machine, message_id: str) -> bool:
+    """Whether a Codex rollout on ``machine`` holds the message as a user message of its thread
+    (what ``exec resume`` rebuilds the conversation from)."""
+    return in_records(
+        (machine.home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"),
+        message_id,
+        lambda r: r.get("type") == "response_item" and (r.get("payload") or {}).get("role") == "user",
+    )
+
+
+def test_a_codex_killed_mid_turn_goes_on_with_that_turn_and_its_model_reads_the_mail_once(
+    codex: Path, machine: Machine, model: MockModel
+):
+    runner = codex_runner(codex, machine, model)
+    try:
+        runner.wait_state("idle", "the runner to be idle")
+        goes_on_after_a_kill(runner, machine, model, lambda message_id: in_rollout(machine, message_id))
+        (answer,) = wait_until(lambda: machine.mailbox("bob"), timeout=RUN_TIMEOUT, what="alice's answer")
+        assert answer.message.sender == "alice"
     finally:
         runner.stop()

@@ -3,11 +3,12 @@ runner against a mock model), and reading what it reports."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,11 @@ from typing import Any
 from callboard import procs
 from callboard.model import RecipientStatus
 from callboard.requests import SendRequest
+from callboard.runner import prompts
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, Machine, claude_code_env
 from tests.support.codex_config import offline_config
 from tests.support.mock_model import MockModel
+from tests.support.processes import process_gone
 from tests.support.waiting import wait_until
 
 
@@ -151,3 +154,45 @@ def answers_then_resumes(runner: RunnerProcess, machine: Machine, model: Any) ->
     second = runner.wait_state("idle", "the second turn to end", turns=2)
     assert second.cli_session_id == first.cli_session_id
     return second
+
+
+def in_records(files: Iterable[Path], message_id: str, is_input: Callable[[dict[str, Any]], bool]) -> bool:
+    """Whether a JSON-lines record of ``files`` (a CLI's session store) that ``is_input`` (the
+    turn's input, as the CLI records it) names ``message_id``."""
+    for path in files:
+        for line in path.read_text().splitlines():
+            if message_id in line and is_input(json.loads(line)):
+                return True
+    return False
+
+
+def goes_on_after_a_kill(
+    runner: RunnerProcess, machine: Machine, model: MockModel, in_store: Callable[[str], bool]
+) -> str:
+    """What a per-turn CLI's runner must show when the CLI is killed mid-turn (the model holding
+    its answer) with the turn's mail in its session's store (``in_store(message_id)``): the next
+    turn goes on with the session — its input says the last turn was interrupted, and every model
+    request after the kill carries the mail once — and ends, the mail read and surfaced once,
+    via the runner. The message's id."""
+    text = "Please answer once: HELD-IN-SESSION."
+    model.hold(text)
+    with machine.client("bob") as bob:
+        sent = bob.send(SendRequest(to="alice", text=text))
+    wait_until(lambda: in_store(sent.message_id), timeout=RUN_TIMEOUT, what="the mail in the session's store")
+    wait_until(lambda: [r for r in model.model_requests() if text in json.dumps(r.body)], timeout=RUN_TIMEOUT)
+    (cli,) = runner.cli_pids()
+    before = len(model.model_requests())
+    os.killpg(cli, signal.SIGKILL)  # the CLI and what it runs (a launcher's binary)
+    wait_until(lambda: process_gone(cli), timeout=RUN_TIMEOUT, what="the CLI to end")
+    model.release()
+    status = wait_until(
+        lambda: (s := status_of(machine, "bob", sent.message_id, "alice")).state == "read" and s,
+        timeout=RUN_TIMEOUT,
+        what="the mail read at the end of the turn after the kill",
+    )
+    assert status.via == "runner" and [e.event for e in status.history].count("surfaced") == 1, status
+    after = [json.dumps(r.body) for r in model.model_requests()[before:] if text in json.dumps(r.body)]
+    assert after, model.summary()
+    assert all(body.count(text) == 1 and body.count(f"id: {sent.message_id}") == 1 for body in after), after[0]
+    assert json.dumps(prompts.INTERRUPTED_TEXT)[1:-1] in after[0]
+    return sent.message_id
