@@ -40,6 +40,9 @@ class RunnerReport(Model):
     session_id: str | None = Field(default=None, description="its Callboard session")
     cli: str = Field(description="claude, codex, copilot, gemini, cursor or generic:CMD")
     cli_session_id: str | None = Field(default=None, description="the CLI's own session id (what a respawn resumes)")
+    transcript: str | None = Field(
+        default=None, description="the CLI's own transcript file on the runner's machine, where the CLI keeps one"
+    )
     state: RunnerState
     detail: str | None = Field(
         default=None, description="working: on what; sleeping: why; crashed: why; stopped: how it ended"
@@ -105,6 +108,7 @@ def _check_texts(report: RunnerReport) -> None:
         "detail": DETAIL_CHARS,
         "cli_session_id": CLI_SESSION_ID_CHARS,
         "cwd": CWD_CHARS,
+        "transcript": CWD_CHARS,  # a path, as cwd is
         "session_id": ID_CHARS,
     }
     for field, most in bounds.items():

@@ -92,6 +92,8 @@ def test_a_hand_off_from_a_claude_code_runner_carries_its_asked_summary_into_cod
             assert "asked ana for its summary" in done.stderr, done.stderr
             packet = json.loads(done.stdout)["packet"]
             assert (packet["from_agent"], packet["to_agent"], packet["summary"]) == ("ana", "ben", SUMMARY), packet
+            # ana's runner names its Claude Code transcript in its report: the packet has its conversation
+            assert packet["transcript"] is not None and ASKED_OF_ANA in packet["transcript"]["text"], packet
 
             # ana's own model was asked, in its runner's turn, and answered with our tool.
             assert claude_model.requests_mentioning(ASKED_OF_ANA), claude_model.summary()

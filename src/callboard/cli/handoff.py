@@ -4,7 +4,8 @@ and ``handoff show``: a received packet whole.
 The packet (``handoff.py``) is built here, where the work is: the summary the handing agent
 writes (``--summary``; with ``--from`` a runner and no summary, asked of that runner and waited
 for), the next steps, the repository of the working folder, a bounded diff, and the end of the
-session's transcript where its CLI keeps one (this command's own Claude Code session, or
+session's transcript where its CLI keeps one (this command's own Claude Code session, with
+``--from`` a runner on this machine that runner's, or
 ``--transcript FILE``). ``--save FILE`` keeps the packet instead of sending it; ``--from-file``
 sends one kept. What a command is given is checked before anything is sent.
 """
@@ -22,6 +23,7 @@ import typer
 
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
+from callboard.client.base import Client
 from callboard.coord.handoff_packet import asked_summary, build_packet
 from callboard.errors import BadRequest
 from callboard.handoff import Packet, full, handoff_request, packet_in
@@ -94,7 +96,7 @@ def handoff(
                 list(next_steps),
                 Path.cwd(),
                 datetime.now(UTC),
-                transcript=transcript or (_own_transcript() if giver == me else None),
+                transcript=transcript or (_own_transcript() if giver == me else _runner_transcript(client, giver)),
             )
             if transcript is not None and packet.transcript is None:
                 raise BadRequest(f"cannot read the transcript {transcript}; give a file you can read.")
@@ -148,6 +150,19 @@ def _own_transcript() -> Path | None:
         session = session_of(pid)
         if session is not None:
             return transcript_of(session.session_id)
+    return None
+
+
+def _runner_transcript(client: Client, agent: str) -> Path | None:
+    """The transcript of ``agent``'s runner on this machine, as its report names it, if the CLI
+    keeps one and it can be read here (a runner elsewhere keeps its transcript there)."""
+    from callboard.identity import machine_name
+
+    here = machine_name(os.environ)
+    for report in client.list_runners(agent):
+        if report.machine == here and report.live and report.transcript:
+            path = Path(report.transcript)
+            return path if path.is_file() else None
     return None
 
 

@@ -3,9 +3,9 @@
 The repository is what git says of the working folder: its root, the origin's URL with any
 credentials taken out, the branch, HEAD, ``git status`` and ``git diff HEAD`` (tracked changes,
 staged or not; untracked files are listed, not diffed), each cut to its bound. The transcript is
-the end of the session's own transcript file, where its CLI keeps one (the command line finds a
-Claude Code session's). Outside a
-repository there is no repository part; nothing here fails a hand-off for want of git.
+the end of the conversation the session's own transcript file records, where its CLI keeps one
+(the command line finds a Claude Code session's, or a runner's). Outside a repository there is
+no repository part; nothing here fails a hand-off for want of git.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from callboard.client.base import Client
 from callboard.coord.delegation import follow_task
 from callboard.coord.repository import git, repository_of
+from callboard.coord.transcript_text import conversation_of
 from callboard.errors import BadRequest
 from callboard.fence import one_line
 from callboard.handoff import (
@@ -69,7 +70,12 @@ def diff_of(folder: Path) -> Bounded | None:
 
 
 def transcript_excerpt(path: Path) -> Bounded | None:
-    """The end of a transcript file, cut to its bound (read from its end: a transcript grows)."""
+    """The end of a transcript, cut to its bound: the conversation it records where its shape is
+    known (``transcript_text``), else the file's own last bytes (a transcript grows: read from
+    its end). ``whole_bytes`` is what was cut from: the conversation read, or the whole file."""
+    conversation = conversation_of(path)
+    if conversation is not None:
+        return bounded(conversation, TRANSCRIPT_BYTES, keep_end=True)
     try:
         with path.open("rb") as file:
             size = file.seek(0, os.SEEK_END)

@@ -167,7 +167,15 @@ class Runner:
         """Start the CLI: returns once it runs and answered (see the adapter's ``start``); one
         that cannot start, or ends first, is not tried again (CliUnavailable, CliExited)."""
         self.adapter.start(self.launch)
-        self.reporter.update(cli_session_id=self.adapter.session_id)
+        self._note_cli_session()
+
+    def _note_cli_session(self) -> None:
+        """The CLI's session as the report shows it: its id, and its transcript file where the
+        CLI keeps one (a hand-off ``--from`` this runner excerpts it, on this machine)."""
+        transcript = self.adapter.snapshot().transcript
+        self.reporter.update_now(
+            cli_session_id=self.adapter.session_id, transcript=str(transcript) if transcript is not None else None
+        )
 
     def _gave_up(self, why: str) -> None:
         self.log(why)
@@ -349,7 +357,7 @@ class Runner:
     def _during_turn(self, event: TurnEvent) -> None:
         """Between a turn's events: note a new CLI session id; urgent mail goes in if it can."""
         if event.kind == "session":
-            self.reporter.update(cli_session_id=event.session_id)
+            self._note_cli_session()
         if self._urgent_looked or not self.wake.is_set():
             return
         self._urgent_looked = True  # once per turn: the rest waits for the turn's end
@@ -398,7 +406,7 @@ class Runner:
         self.adapter.stop(min(self.options.grace, 2.0))  # whatever is left of the old one
         self.log(f"starting {self.adapter.name}" + (f", resuming session {resume}" if resume else ""))
         self.adapter.start(self.launch, resume=resume)
-        self.reporter.update(cli_session_id=self.adapter.session_id)
+        self._note_cli_session()
 
     def _clear_if_due(self) -> None:
         if not self.clear_gate.pending:
@@ -415,7 +423,7 @@ class Runner:
             self.adapter.clear()
         except CliExited as exited:
             self._respawn(str(exited))
-        self.reporter.update(cli_session_id=self.adapter.session_id)
+        self._note_cli_session()
 
     # --- reporting --------------------------------------------------------------------------
 

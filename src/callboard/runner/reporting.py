@@ -66,8 +66,17 @@ class Reporter:
             )
 
     def update(self, **fields: object) -> None:
-        """Other fields (session ids, restarts), sent with the next report."""
+        """Other fields (restarts, counts), sent with the next report."""
         self._update(**fields)
+
+    def update_now(self, **fields: object) -> None:
+        """Fields that others may look for at once (the CLI's session and transcript, which a
+        hand-off from this runner reads while its turn still runs): sent now when they changed."""
+        with self._lock:
+            changed = any(getattr(self.report, name) != value for name, value in fields.items())
+        if changed:
+            self._update(**fields)
+            self._send()
 
     def _update(self, **fields: object) -> None:
         with self._lock:
