@@ -81,6 +81,9 @@ CWD_CHARS = 4096
 
 DEFAULT_WINDOW_SECONDS = 60.0  # a session is live while it reported within this
 POLL_INTERVAL_SECONDS = 0.005  # how often a store with no change watch is polled for new mail
+# How long a runner's CLI may take from its start to ready (able to take a prompt): past it, the
+# start failed. Claude Code's own MCP connect timeout (30 s by default) fits well inside it.
+RUNNER_START_LIMIT_SECONDS = 90.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,17 @@
 """A Claude Code runner: ``callboard run --cli claude`` as a real process, its Claude Code (the
 current version, from npm) against the mock model.
 
-Woken by bob's message (nothing typed, no polling), the runner hands the mail to its CLI; the
-model's next request carries it, and the model answers through our MCP server's send_message.
-The status says surfaced via the runner. SIGKILL of the Claude Code under the runner: the runner
-starts it again resuming the same session (the next request carries the earlier conversation),
-and the mail sent meanwhile is not lost. Killed in a turn whose mail its transcript holds, it goes
-on with that turn after the respawn: the model reads the mail once, and answers it; killed before
-the mail reached the transcript, it is given the mail again. The report carries the CLI's usage
-and cost. Three
+The runner says ready (its log, `run`'s ready line, its idle report) only after its Claude Code
+answered the control requests it sends at the start, with our MCP server connected; the first
+mail then reaches the model through that same process. Woken by bob's message (nothing typed,
+no polling), the runner hands the mail to its CLI; the model's next request carries it, and the
+model answers through our MCP server's send_message. The status says surfaced via the runner.
+SIGKILL of the Claude Code under the runner: the runner starts it again (waiting for it to
+answer as at the start) resuming the same session (the next request carries the earlier
+conversation), and the mail sent meanwhile is not lost. Killed in a turn whose mail its
+transcript holds, it goes on with that turn after the respawn: the model reads the mail once, and
+answers it; killed before the mail reached the transcript, it is given the mail again. The report
+carries the CLI's usage and cost. Three
 messages sent while a turn is held open wait (delivered) and go in as one batch after it; the
 agent's `callboard runner clear` gives its next task a fresh context.
 """
@@ -31,6 +34,7 @@ from callboard.model import RecipientStatus
 from callboard.requests import SendRequest
 from callboard.runner import prompts
 from tests.agent_clis_e2e.conftest import RUN_TIMEOUT, TEST_TIMEOUT, WAKE_TIMEOUT, Machine
+from tests.support.live_claude_code import SERVER
 from tests.support.mock_model import MockModel, Recorded
 from tests.support.processes import process_gone
 from tests.support.runner_process import RunnerProcess, claude_runner, status_of
@@ -68,6 +72,21 @@ def test_a_claude_code_runner_takes_mail_in_its_next_model_request_and_answers_t
     assert report.cost_usd, report
 
 
+def test_a_claude_code_runner_says_ready_after_its_cli_answered_and_its_first_mail_needs_no_second_start(
+    machine: Machine, model: MockModel, runner: RunnerProcess
+):
+    (cli,) = runner.cli_pids()
+    answered = (f"claude ready (pid {cli}): answered initialize", f"and mcp_status ({SERVER} connected)")
+    assert runner.said_before_ready(*answered), runner.output()  # it answered, then the runner said ready
+    assert "running alice as alice@" in runner.out.read_text(), runner.output()  # `run`'s ready line
+    with machine.client("bob") as bob:
+        bob.send(SendRequest(to="alice", text="The first mail since the start."))
+    wait_until(lambda: model.requests_mentioning("The first mail since the start."), what="the first mail's request")
+    report = runner.wait_state("idle", "the first turn to end", turns=1)
+    assert runner.cli_pids() == [cli] and report.restarts == 0, report  # the CLI it started: no second start
+    assert sum("claude started" in line for line in runner.log().splitlines()) == 1, runner.output()
+
+
 def test_a_killed_claude_code_is_respawned_on_its_session_and_loses_no_mail(
     machine: Machine, model: MockModel, runner: RunnerProcess
 ):
@@ -85,6 +104,8 @@ def test_a_killed_claude_code_is_respawned_on_its_session_and_loses_no_mail(
     assert report.restarts == 1 and report.cli_session_id == first.cli_session_id, report
     assert runner.cli_pids() != [cli]
     assert status_of(machine, "bob", sent.message_id, "alice").via == "runner"
+    (respawned,) = runner.cli_pids()  # the respawn, too, waited for its CLI to answer
+    assert f"claude ready (pid {respawned}): answered initialize" in runner.log(), runner.output()
 
 
 def in_transcript(machine: Machine, message_id: str) -> bool:

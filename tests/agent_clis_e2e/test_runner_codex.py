@@ -1,9 +1,9 @@
 """A Codex runner: ``callboard run --cli codex`` as a real process, one ``codex exec`` per turn
-(from npm) against the mock model. Woken by bob's message, its model answers through our MCP
-server (given by -c overrides: CODEX_HOME's config.toml names only the mock provider); the status
-says surfaced via the runner; the report carries the turn's tokens. Killed mid-turn with its mail
-in the thread's rollout, the next turn goes on with the thread: the model reads the mail once,
-and answers it."""
+(from npm) against the mock model. Ready once its Codex answered ``--version``. Woken by bob's
+message, its model answers through our MCP server (given by -c overrides: CODEX_HOME's
+config.toml names only the mock provider); the status says surfaced via the runner; the report
+carries the turn's tokens. Killed mid-turn with its mail in the thread's rollout, the next turn
+goes on with the thread: the model reads the mail once, and answers it."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def test_a_codex_runner_answers_mail_through_our_tools(codex: Path, machine: Mac
     runner = codex_runner(codex, machine, model)
     try:
         runner.wait_state("idle", "the runner to be idle")
+        assert runner.said_before_ready("codex ready: codex answered --version"), runner.output()
         assert model.model_requests() == [] and runner.cli_pids() == []  # idle: no Codex process at all
         with machine.client("bob") as bob:
             sent = bob.send(SendRequest(to="alice", text="Please say hello back."))

@@ -2,7 +2,7 @@
 """A stand-in for Cursor's ``cursor-agent`` (which cannot be installed here), speaking its
 documented headless output: ``-p <prompt> --output-format stream-json [--resume <chat id>]``
 prints ``system``/``init`` with the chat's id, echoes the ``user`` message, makes a
-``tool_call``, says an ``assistant`` text and ends with a ``result``.
+``tool_call``, says an ``assistant`` text and ends with a ``result``; ``--version`` says one line.
 
 Its "tool call" runs ``callboard send <to> <text>`` (as Cursor's shell tool would): to whom and
 what come from a ``REPLY <agent>: <text>`` line in the prompt. Each run appends one line
@@ -21,6 +21,9 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--version"]:  # what a runner asks at its start
+        print("cursor-agent stand-in 0.0.0")
+        return 0
     prompt = argv[argv.index("-p") + 1]
     resumed = "--resume" in argv
     chat = argv[argv.index("--resume") + 1] if resumed else str(uuid.uuid4())

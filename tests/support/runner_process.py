@@ -28,7 +28,7 @@ class RunnerProcess:
     """``callboard run --agent <agent> --cli <cli>`` in the machine's working folder."""
 
     def __init__(self, machine: Machine, agent: str, cli: str, env: Mapping[str, str]) -> None:
-        self.machine, self.agent = machine, agent
+        self.machine, self.agent, self.cli = machine, agent, cli
         argv = [sys.executable, "-m", "callboard", "run", "--agent", agent, "--cli", cli]
         self.out = machine.root / f"runner-{agent}.out"  # what it prints (a pipe nobody reads could fill)
         self.process = subprocess.Popen(
@@ -60,6 +60,13 @@ class RunnerProcess:
             return report if ok and all(getattr(report, k) == v for k, v in fields.items()) else None
 
         return wait_until(check, timeout=timeout, what=f"{what} (last report {self.report()})")
+
+    def said_before_ready(self, *words: str) -> bool:
+        """Whether a line of its log holds all of ``words`` and comes before its ready line."""
+        log = self.log().splitlines()
+        ready = next((i for i, line in enumerate(log) if f" ready: {self.agent}@" in line), None)
+        said = next((i for i, line in enumerate(log) if all(w in line for w in words)), None)
+        return ready is not None and said is not None and said < ready
 
     def cli_pids(self) -> list[int]:
         """The runner's CLI processes (its direct children that are not Python)."""
@@ -129,11 +136,12 @@ def status_of(machine: Machine, sender: str, message_id: str, agent: str) -> Rec
 
 
 def answers_then_resumes(runner: RunnerProcess, machine: Machine, model: Any) -> Any:
-    """What every per-turn CLI's runner must show: idle, no CLI process and no model request;
-    woken by bob's message, it answers through our MCP tool; the status says surfaced via the
+    """What every per-turn CLI's runner must show: ready once its CLI answered ``--version``;
+    idle, no CLI process and no model request; woken by bob's message, it answers through our MCP tool; the status says surfaced via the
     runner; the next turn resumes the same CLI session (its request carries the first turn). The
     report after the second turn."""
     runner.wait_state("idle", "the runner to be idle")
+    assert runner.said_before_ready(f"{runner.cli} ready: ", "answered --version"), runner.output()
     assert model.model_requests() == [] and runner.cli_pids() == []  # idle: no CLI process at all
     with machine.client("bob") as bob:
         sent = bob.send(SendRequest(to="alice", text="Please say hello back."))

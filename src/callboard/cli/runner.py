@@ -24,6 +24,7 @@ from callboard.cli.waiting import SAY_AFTER_SECONDS, note
 from callboard.config import Settings
 from callboard.errors import BadRequest
 from callboard.fence import visible
+from callboard.limits import RUNNER_START_LIMIT_SECONDS
 from callboard.runner.env import RUNNER_ENV
 
 if TYPE_CHECKING:
@@ -69,6 +70,12 @@ def run(
     grace: Annotated[
         float, typer.Option("--grace", metavar="SECONDS", help="Seconds the CLI has to exit before it is killed.")
     ] = 10.0,
+    start_limit: Annotated[
+        float,
+        typer.Option(
+            "--start-limit", metavar="SECONDS", help="A CLI not ready to take a prompt by then failed to start."
+        ),
+    ] = RUNNER_START_LIMIT_SECONDS,
     respawn_base: Annotated[float, typer.Option("--respawn-base", hidden=True)] = 1.0,  # tests: a fast crash loop
     db: DbOption = None,
 ) -> None:
@@ -84,6 +91,7 @@ def run(
         max_sleep=max_sleep,
         turn_limit=turn_limit,
         grace=grace,
+        start_limit=start_limit,
         respawn_base=respawn_base,
     )
     folder = (cwd or Path.cwd()).expanduser().resolve()
@@ -108,6 +116,7 @@ def run(
             turn_limit=turn_limit,
             clear_min_gap=clear_min_gap,
             grace=grace,
+            start_limit=start_limit,
             respawn_base=respawn_base,
         )
         files = RunnerFiles(settings.home, me.workspace, me.agent)

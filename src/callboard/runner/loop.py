@@ -7,15 +7,17 @@ all the mail there is as one batch (``surface(via="runner")``: handed to its ses
 to the CLI as one turn, and marks it surfaced when the CLI took it. Mail that comes during a turn
 waits for the turn's end (urgent mail goes in at once where the adapter can inject it).
 
-The runner is ready (it says so, and reports itself idle) only once its CLI started: the
-adapter's ``start`` returns when the CLI runs and answered, and a CLI that cannot start or ends
-before it answered is a failed start — the runner ends with exit status 3, saying why, and does
-not try again. A CLI that started fine and dies later is respawned, resuming its session, with
-capped backoff (``respawn``). The mail of a turn it died in is not given again where the resumed
-session holds it already (its own store says so): the next turn continues the interrupted one,
-so the model gets that mail once; the rest is given again. A turn past the limit is interrupted,
-then the CLI stopped and respawned. SIGTERM/SIGINT stop the CLI (its grace), end the session,
-exit 0. Each event is one line of the runner's log. The loop knows no particular CLI.
+The runner is ready (it says so, and reports itself idle) only once its CLI can take a prompt:
+the adapter's ``start`` returns when the CLI runs and answered (Claude Code: its control
+requests, with our MCP server connected), and a CLI that cannot start, ends before it answered
+or is not ready within ``--start-limit`` is a failed start — the runner ends with exit status 3,
+saying why, and does not try again. A CLI that started fine and dies later is respawned (and
+waited for in the same way), resuming its session, with capped backoff (``respawn``). The mail of
+a turn it died in is not given again where the resumed session holds it already (its own store
+says so): the next turn continues the interrupted one, so the model gets that mail once; the rest
+is given again. A turn past the limit is interrupted, then the CLI stopped and respawned.
+SIGTERM/SIGINT stop the CLI (its grace), end the session, exit 0. Each event is one line of the
+runner's log. The loop knows no particular CLI.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from callboard.client.session_keeper import SessionKeeper
 from callboard.errors import CallboardError
 from callboard.fence import visible
 from callboard.handoff import full, packet_in
+from callboard.limits import RUNNER_START_LIMIT_SECONDS
 from callboard.model import MailItem
 from callboard.requests import SurfaceQuery
 from callboard.runner import prompts
@@ -73,6 +76,7 @@ class RunnerOptions:
     grace: float = 10.0
     batch_limit: int = 50
     respawn_base: float = 1.0  # the first respawn's wait (doubling, capped)
+    start_limit: float = RUNNER_START_LIMIT_SECONDS  # the CLI's start to ready; past it, a failed start
 
 
 class Stopping(Exception):
@@ -139,6 +143,7 @@ class Runner:
             mcp_server=mcp_server(env),
             role_prompt=self.options.role_prompt,
             log=self.log,
+            start_limit=self.options.start_limit,
         )
         self._take_signals()
         code = EXIT_OK

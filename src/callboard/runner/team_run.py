@@ -19,11 +19,14 @@ from pathlib import Path
 from callboard import procs
 from callboard.client.base import Client
 from callboard.errors import AlreadyExists, CallboardError
+from callboard.limits import RUNNER_START_LIMIT_SECONDS
 from callboard.runner.files import RunnerFiles
 from callboard.runner.team import Role, Team
 from callboard.runners import RunnerReport
 
-START_SECONDS = 60.0  # for a runner to start its CLI and report it up (a cold coding CLI takes seconds)
+# For a runner to report its CLI up: its CLI's whole start limit (a runner whose CLI is not ready
+# by then ends, saying why), and time for the runner's own start and report around it.
+START_SECONDS = RUNNER_START_LIMIT_SECONDS + 30.0
 UP_STATES = ("idle", "working", "sleeping")
 STOP_GRACE_SECONDS = 20.0  # after SIGTERM (the runner gives its CLI --grace, 10 s, of this)
 LOOK_SECONDS = 0.1  # between looks at a starting or stopping runner (another process: no signal to wait on)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from callboard.limits import RUNNER_START_LIMIT_SECONDS
+
 
 class CliExited(Exception):
     """The CLI's process ended when it should not have (a crash, a kill): the runner respawns it,
@@ -91,6 +93,7 @@ class Launch:
     role_prompt: str | None = None  # the --prompt-file's text: who the agent is and how it works
     command: tuple[str, ...] = ()  # the CLI's executable and leading args (generic: the program)
     log: Callable[[str], None] = lambda line: None  # the runner's log: one line per call
+    start_limit: float = RUNNER_START_LIMIT_SECONDS  # from start to ready; past it, a failed start
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +116,10 @@ class Adapter(Protocol):
     warm: bool  # keeps one process across turns
 
     def start(self, launch: Launch, resume: str | None = None) -> None:
-        """Get the CLI ready for its first turn, continuing session ``resume`` when given. Raises
-        CliUnavailable when it cannot start at all, CliExited when it died on the way up."""
+        """Get the CLI ready for its first turn, continuing session ``resume`` when given: it
+        returns once the CLI can take a prompt (a warm CLI answered; a per-turn CLI's executable
+        answered). Raises CliUnavailable when it cannot start at all, CliExited when it died on
+        the way up or was not ready within ``launch.start_limit`` (then it was ended)."""
         ...
 
     def prompt(self, text: str, turn_id: str) -> None:

@@ -9,6 +9,13 @@ never touched. A respawn continues the session with ``--resume <session id>``.
 Where ``claude`` comes from: ``Launch.command`` when the runner gives one (its leading args kept,
 ``--model opus`` say), else ``$CALLBOARD_CLAUDE_BIN``, else ``claude`` on the CLI's PATH.
 
+When it is ready: ``start`` returns only once the CLI can take a prompt with our tools. Spawned,
+it still boots (Node, its MCP servers) for seconds, and a prompt written meanwhile waits on that.
+So ``start`` asks it, on its stdin, what the Agent SDK asks first: ``initialize`` (answered once
+its input loop runs), then ``mcp_status`` until our server says ``connected``. A CLI that does not
+get there within ``Launch.start_limit``, or whose server failed, is ended: a failed start. Those
+``control_response`` lines are read by ``start``; a turn's reader passes over any others.
+
 When the turn counts as taken (the mail surfaced): on the turn's first ``assistant`` event. That
 event is the model's answer to a request that carried the prompt, so the model has seen the mail;
 the ``--replay-user-messages`` echo comes earlier but only says the CLI queued the line (a crash
@@ -47,6 +54,10 @@ SERVER = "callboard"  # our MCP server's name in the CLI's config: its tools are
 ALLOWED_TOOLS = (f"mcp__{SERVER}", "Bash")
 PERMISSION_MODE = "acceptEdits"
 CLEAR_TIMEOUT = 30.0
+# Getting ready (start): mcp_status is asked again this often while our server is connecting.
+READY_POLL_SECONDS = 0.2
+CONNECTING = frozenset({"pending"})  # mcp_status's word for a server on its way up; others are final
+READY_FAILED_GRACE = 2.0  # a CLI that did not get ready is ended: SIGTERM, SIGKILL after this
 # No messaging socket: the runner alone feeds the CLI its mail. With one, a sender's injector could
 # write mail into the session past the runner (a turn the runner did not start, mail surfaced twice).
 NO_SOCKET = {"CLAUDE_CODE_HARBOR_KITE": "0"}  # for the CLI to answer /clear with its fresh session
@@ -67,6 +78,7 @@ class ClaudeAdapter:
         self._cost_seen = 0.0  # the session's cumulative cost at the last result (the CLI reports a total)
         self._last_answer: str | None = None
         self._context: list[str] = []
+        self._requests = 0  # control requests sent: each has an id of its own
 
     # --- the process -----------------------------------------------------------------------------
 
@@ -80,6 +92,65 @@ class ClaudeAdapter:
         self._process = CliProcess(argv, cwd=launch.cwd, env=env, log=launch.log)
         launch.log(f"claude started (pid {self._process.pid}){f', resuming {resume}' if resume else ''}")
         self._cost_seen = 0.0
+        try:
+            self._await_ready(self._process, launch.start_limit)
+        except CliExited:
+            self._process.terminate(READY_FAILED_GRACE)  # not ready is not started: nothing is left running
+            raise
+
+    def _await_ready(self, process: CliProcess, limit: float) -> None:
+        """Return once the CLI answered ``initialize`` and ``mcp_status`` says our server is
+        connected; CliExited when it ended first, refused, its server failed, or ``limit`` passed."""
+        began = time.monotonic()
+        deadline = began + limit
+        init = self._control(process, "initialize", deadline, limit)
+        while True:
+            status, error = _server_status(self._control(process, "mcp_status", deadline, limit))
+            if status == "connected":
+                break
+            if status not in CONNECTING:
+                why = f": {error}" if error else ""
+                raise CliExited(
+                    f"claude (pid {process.pid}): its MCP server {SERVER!r} did not connect ({status or 'not listed'}{why})"
+                )
+            if time.monotonic() + READY_POLL_SECONDS >= deadline:
+                raise CliExited(
+                    f"claude (pid {process.pid}): its MCP server {SERVER!r} was still {status} after {limit:g} s"
+                )
+            time.sleep(READY_POLL_SECONDS)  # still connecting: ask again
+        version = init.get("claude_code_version")
+        self._log(
+            f"claude ready (pid {process.pid}): answered initialize{f' (Claude Code {version})' if version else ''}"
+            f" and mcp_status ({SERVER} connected) in {time.monotonic() - began:.1f} s"
+        )
+
+    def _control(self, process: CliProcess, subtype: str, deadline: float, limit: float) -> dict[str, Any]:
+        """Send the CLI a control request and return its answer's ``response``; CliExited when it
+        answered with an error, ended, or did not answer by ``deadline``."""
+        self._requests += 1
+        request_id = f"ready-{subtype}-{self._requests}"
+        process.write_line(
+            json.dumps({"type": "control_request", "request_id": request_id, "request": {"subtype": subtype}})
+        )
+        while (event := next_event(process, deadline, self._log)) is not None:
+            if event.get("type") == "system" and event.get("subtype") == "init":
+                list(self._session_event(event))  # a resumed session may say its id before a turn
+            if event.get("type") != "control_response":
+                continue
+            answer = event.get("response") or {}
+            if answer.get("request_id") != request_id:
+                continue
+            if answer.get("subtype") != "success":
+                raise CliExited(
+                    f"claude (pid {process.pid}) refused its {subtype} request: {answer.get('error') or answer}"
+                )
+            response = answer.get("response")
+            return response if isinstance(response, dict) else {}
+        tail = " | ".join(process.stderr_tail()[-3:])
+        raise CliExited(
+            f"claude (pid {process.pid}) was not ready within {limit:g} s: no answer to its {subtype} request"
+            + (f": {tail}" if tail else "")
+        )
 
     def _executable(self, launch: Launch) -> list[str]:
         if launch.command:
@@ -275,6 +346,16 @@ def _user_line(text: str, priority: str | None = None) -> dict[str, Any]:
     if priority:
         line["priority"] = priority
     return line
+
+
+def _server_status(response: dict[str, Any]) -> tuple[str | None, str | None]:
+    """Our server's status in an ``mcp_status`` answer, and the error it gives (None: not listed)."""
+    servers = response.get("mcpServers")
+    for server in servers if isinstance(servers, list) else []:
+        if isinstance(server, dict) and server.get("name") == SERVER:
+            error = server.get("error")
+            return str(server.get("status")), str(error) if error else None
+    return None, None
 
 
 def _assistant_events(event: dict[str, Any]) -> Iterator[TurnEvent]:

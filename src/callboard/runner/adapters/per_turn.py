@@ -1,9 +1,10 @@
 """What the CLIs driven one process per turn have in common (Codex, Copilot, Gemini, Cursor).
 
-Between turns nothing runs: an idle runner holds no model client at all. Each turn starts the
-CLI headless with the turn's input, reads its JSON lines until the turn's end, and keeps the
-CLI's own session id, which the next turn (and a respawn) passes back to continue the same
-session — each CLI's own headless resume. A subclass says only what is particular to its CLI:
+Between turns nothing runs: an idle runner holds no model client at all, so it is ready once
+its CLI is found and answers ``--version`` (checked at each start). Each turn starts the CLI
+headless with the turn's input, reads its JSON lines until the turn's end, and keeps the CLI's
+own session id, which the next turn (and a respawn) passes back to continue the same session —
+each CLI's own headless resume. A subclass says only what is particular to its CLI:
 where its executable is, its command line for a turn, and what each line of its output means.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,9 +21,10 @@ from typing import Any, ClassVar
 from callboard.integrations.agent_clis import AgentCli
 from callboard.runner.adapters.base import CliExited, CliUnavailable, Launch, Snapshot, TurnEvent, TurnTimedOut
 from callboard.runner.adapters.json_lines import next_event
-from callboard.runner.process import CliProcess
+from callboard.runner.process import CliProcess, deadline_left
 
 ENDING = frozenset({"done", "failed"})
+VERSION_ARG = "--version"  # what each of these CLIs answers at once, model or not: ready to run
 
 
 class PerTurnAdapter:
@@ -73,10 +76,35 @@ class PerTurnAdapter:
     # --- the Adapter interface ------------------------------------------------------------------
 
     def start(self, launch: Launch, resume: str | None = None) -> None:
-        """Nothing runs until a turn: find the CLI and remember the session to continue."""
+        """Nothing runs until a turn, so ready is: the CLI found, and answering (``--version``, in
+        the turns' environment). Remembers the session to continue."""
         self.launch = launch
         self.executable = list(launch.command) or [self._find(launch)]
+        self._check_answers(launch)
         self._session_id = resume or self._session_id
+
+    def _check_answers(self, launch: Launch) -> None:
+        """Run ``<executable> --version``: CliUnavailable when it fails (a broken install: a turn
+        would fail the same way), CliExited when it did not end within the start limit."""
+        process = CliProcess(
+            [*self.executable, VERSION_ARG], cwd=launch.cwd, env=self.turn_env(launch), stdin=False, log=launch.log
+        )
+        deadline = time.monotonic() + launch.start_limit
+        said: list[str] = []
+        try:
+            while (line := process.next_line(deadline_left(deadline))) is not None:
+                said.append(line.strip())
+        except CliExited:  # its output ended: it exited
+            pass
+        else:
+            process.terminate(0)
+            raise CliExited(
+                f"{self.label} ({self.executable[0]}) did not answer {VERSION_ARG} within {launch.start_limit:g} s"
+            )
+        if process.returncode != 0:
+            raise CliUnavailable(f"{self.label} does not run: {VERSION_ARG}: {process.exit_description()}")
+        version = next((line for line in said if line), "no version said")
+        launch.log(f"{self.name} ready: {Path(self.executable[0]).name} answered {VERSION_ARG} ({version[:200]})")
 
     def _find(self, launch: Launch) -> str:
         configured = launch.env.get(self.bin_variable, "").strip() if self.bin_variable else ""
