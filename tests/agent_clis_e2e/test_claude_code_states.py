@@ -1,7 +1,8 @@
 """What a delivery's state says with a real Claude Code session (mock model): ``handed`` while
 the session has the mail and its model does not yet, ``surfaced`` once the transcript records
 the turn that carried it; and mail handed to a session that dies goes back to the mailbox and
-reaches the agent's next session once, its history telling the story.
+reaches the agent's next session once, its history telling the story — by itself, waking that
+session as new mail does.
 """
 
 from __future__ import annotations
@@ -120,6 +121,53 @@ def test_mail_handed_to_a_session_stopped_mid_tool_returns_and_reaches_the_next_
     assert set(events[back + 2 : -1]) <= {"held", "handed"}, done.history
     sessions = [e.session for e in done.history if e.event in ("handed", "returned")]
     assert sessions[0] == sessions[1] != sessions[2], done.history
+    assert second.close() == 0
+
+
+@pytest.mark.parametrize("wake", ["socket", "waiter"])
+def test_mail_returned_from_a_session_stopped_mid_tool_wakes_the_agents_next_session_by_itself(
+    claude_code_current: Path, machine: Machine, quiet_model: MockModel, socket_tmp: Path, wake: str
+):
+    """Nothing is typed into the next session and nothing else is sent: the returned mail wakes it
+    as new mail does, through its socket or (without one) its waiter, in a project where
+    `callboard install claude` ran. (Its session-start hook leaves the mail to them: taken into
+    that hook's context, it would be marked surfaced while the session sat idle.)"""
+    marks = machine.root / "marks"
+    marks.mkdir()
+    first = start_busy(claude_code_current, machine, quiet_model, socket_tmp, marks, 120)
+    # Hooks, the waiter, .mcp.json: alice's next session as a user has it (the running one read
+    # its settings at its start).
+    machine.install("claude")
+    body = "Roll back the migration; the index is wrong."
+    with machine.client("bob") as bob:
+        sent = bob.send(SendRequest(to="alice", text=body))
+    first.wait_for(lambda: alice_status(machine, sent.message_id).state == "handed", "handed", WAKE_TIMEOUT)
+    # Stopped in the middle of its tool call, its server with it: nothing ends its session, and
+    # the mail goes back to the mailbox as the agent's next session registers.
+    os.killpg(first.pid, signal.SIGKILL)
+    first.process.wait()
+
+    extra = {"TMPDIR": str(socket_tmp), "MCP_CONNECTION_NONBLOCKING": "true", **machine.agent_env("alice")}
+    if wake == "waiter":
+        extra["CLAUDE_CODE_HARBOR_KITE"] = "0"  # no messaging socket
+    before = len(quiet_model.model_requests())
+    second = machine.start([claude_code_current, *HEADLESS], claude_code_env(machine, quiet_model, extra))
+    (request, *_) = second.wait_for(
+        lambda: quiet_model.requests_mentioning(body), "the next session's request with the returned mail", WAKE_TIMEOUT
+    )
+    assert quiet_model.model_requests().index(request) == before  # its very first request
+    text = request.conversation_text()
+    assert text.count(f"id: {sent.message_id}") == 1, text
+    assert "SessionStart hook additional context" not in text, text  # the wake brought it, not the start
+    done = second.wait_for(
+        lambda: (s := alice_status(machine, sent.message_id)).state == "surfaced" and s, "surfaced", WAKE_TIMEOUT
+    )
+    assert done.via == wake.replace("waiter", "hook"), done  # the waiter's woken turn: its prompt hook carried it
+    events = [e.event for e in done.history]
+    back = events.index("returned")
+    assert events[back - 1] == "handed" and events[-1] == "surfaced", done.history
+    assert "process is gone" in (done.history[back].detail or ""), done.history
+    second.wait_for(lambda: second.results(), "the woken turn to finish")
     assert second.close() == 0
 
 

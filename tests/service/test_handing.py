@@ -7,11 +7,13 @@ import pytest
 
 from callboard.client.local import LocalClient
 from callboard.errors import BadRequest
-from callboard.model import Caller
+from callboard.model import Caller, ReadResult
 from callboard.requests import SendRequest, SurfaceQuery
 from callboard.service.door import Service
 from tests.support.answers import row
 from tests.support.service_setup import WS
+from tests.support.threads import in_thread
+from tests.support.waiting import DEADLINE, scaled, wait_until
 
 
 def in_session(service: Service, agent: str, pid: int) -> tuple[LocalClient, str]:
@@ -57,6 +59,22 @@ def test_mail_handed_to_a_session_that_ends_returns_once(service, alice, bob):
         "returned",
         "handed",
     ]
+
+
+def test_mail_a_session_returns_wakes_the_agents_waiting_session_as_new_mail_does(service, alice, bob):
+    """A wake's look (the waiter's, a runner's, the socket injector's: what waits to be surfaced,
+    with a wait) is woken by mail another session gives back, and finds it."""
+    gone, _ = in_session(service, "bob", 4242)
+    sent = alice.send(SendRequest(to="bob", text="hello"))
+    assert [i.state for i in gone.surface(SurfaceQuery(via="socket")).items] == ["handed"]
+    waiting, _ = in_session(service, "bob", 5151)  # the agent's next session: nothing waits for it yet
+    thread, outcome = in_thread(lambda: waiting.surface(SurfaceQuery(via="waiter", peek=True, wait=scaled(DEADLINE))))
+    wait_until(lambda: service.subscriptions.waiting(WS, "bob") == 1, what="the look to wait")
+    gone.end_session(gone.caller.session_id or "")
+    thread.join(scaled(DEADLINE))
+    found = outcome["result"]
+    assert isinstance(found, ReadResult) and [i.message.id for i in found.items] == [sent.message_id], outcome
+    assert row(alice.message_status(sent.message_id), "bob").state == "delivered"  # found, not yet taken
 
 
 def test_mail_returns_delivered_when_another_live_session_can_take_it(service, alice, bob):

@@ -73,7 +73,10 @@ def _keep_session(client: Client, ending: Ending) -> None:
         delivery_problem=(lambda: injector.problem) if injector is not None else None,
     )
     # The session's end first: Claude Code sends SIGINT, then SIGTERM 0.1 s later, then
-    # SIGKILL; stopping the injector may wait out its current wait.
+    # SIGKILL; stopping the injector may wait out its current wait. But before it, the injector
+    # takes no more mail: what the session's end gives back is the agent's next session's.
+    if injector is not None:
+        ending.then(injector.halt)
     if watcher is not None:  # its last look before the session ends: mail the last turn
         ending.then(watcher.stop)  # carried is surfaced, not returned to the mailbox
     ending.then(keeper.stop)

@@ -27,6 +27,22 @@ from callboard.service.unread_counts import UnreadCounts
 from callboard.store.base import Store
 
 
+class Look:
+    """Which of the agent's other sessions a look into its mailbox passes over (their mail is
+    theirs while they live: ``Directory.hidden_targets``), decided at each look of a wait, not
+    once before it. Mail pushed to a session that ends during the wait goes back to the mailbox
+    (``handing``), and the waiting session's next look finds it, as it finds new mail."""
+
+    def __init__(self, directory: Directory, caller: AgentCaller) -> None:
+        self.directory = directory
+        self.caller = caller
+        self.last: tuple[str, ...] = ()  # what the latest look passed over
+
+    def hidden(self) -> tuple[str, ...]:
+        self.last = self.directory.hidden_targets(self.caller)
+        return self.last
+
+
 class Mailbox:
     """The caller's mailbox, as its agent (or one of its sessions) reads it."""
 
@@ -60,12 +76,12 @@ class Mailbox:
         # Where the mailbox stood before looking: mail that lands while we look is past it, so a
         # reader that resumes from an empty read's cursor still gets that mail.
         position = after if after is not None else self.store.mailbox.last_seq(caller.workspace, caller.agent)
-        hidden = self.directory.hidden_targets(caller)  # once per read: the take and the unread count agree
-        items = self._wait_for(caller, lambda: self._take(caller, peek, after, limit, hidden), wait)
+        look = Look(self.directory, caller)
+        items = self._wait_for(caller, lambda: self._take(caller, peek, after, limit, look.hidden()), wait)
         if items and not peek:
             self.unread.changed(caller.workspace, caller.agent)
         cursor = items[-1].seq if items else position
-        unread = self._unread(caller, hidden)
+        unread = self._unread(caller, look.last)  # as the last look saw it: the take and the count agree
         return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
 
     def held_mail(self, caller: Caller) -> list[HeldMail]:
@@ -92,7 +108,7 @@ class Mailbox:
         # Mail a gone session held comes back first, so this take can have it (once).
         self.handover.return_stranded(caller.workspace, agent, self.clock())
         position = self.store.mailbox.last_seq(caller.workspace, agent)
-        hidden = self.directory.hidden_targets(caller)
+        look = Look(self.directory, caller)
         hand = hands(via)
         items = self._wait_for(
             caller,
@@ -104,7 +120,7 @@ class Mailbox:
                 limit,
                 self.clock(),
                 peek,
-                hidden,
+                look.hidden(),
                 session=caller.session_id if hand else None,
                 hand=hand,
             ),
@@ -114,7 +130,7 @@ class Mailbox:
         if items and not peek:
             self.unread.changed(caller.workspace, agent)
         cursor = items[-1].seq if items else position
-        unread = self._unread(caller, hidden)
+        unread = self._unread(caller, look.last)
         return ReadResult(items=items, cursor=cursor, unread=unread, held=self.held_mail(caller))
 
     def _next_release(self, caller: AgentCaller) -> float | None:

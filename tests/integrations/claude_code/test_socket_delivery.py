@@ -146,13 +146,13 @@ def test_a_session_that_holds_peer_messages_gets_its_mail_through_the_hooks(agen
 
     held = bob.send(SendRequest(to="alice", text="held back"))
     wait_until(lambda: injector.left_to_hooks == 1, what="the injector to see it")
-    # The user lets peer messages in again: the next mail is injected, with what was held back.
+    # The user lets peer messages in again: what was held back is written in, with no new mail.
     assert status_of(bob, held.message_id, "alice") == ("queued", None, False)
     settings.write_text(json.dumps({"crossSessionInbound": "accept"}))
-    bob.send(SendRequest(to="alice", text="let in"))
 
     (frame,) = wait_until(listener.frames, what="a frame")
-    assert "held back" in frame[-1]["message"]["content"] and "let in" in frame[-1]["message"]["content"]
+    assert "held back" in frame[-1]["message"]["content"]
+    assert status_of(bob, held.message_id, "alice") == ("handed", "socket", True)
 
 
 def test_the_registry_s_session_id_pins_the_frame_when_the_session_is_registered(
@@ -306,3 +306,25 @@ def test_a_refusing_receipt_returns_the_mail_and_the_injector_leaves_that_sessio
     bob.send(SendRequest(to="alice", text="and PR 13"))
     wait_until(lambda: injector.left_to_hooks >= 1, what="the injector to leave the new mail to the hooks")
     assert len(listener.received()) == 1  # nothing more written into a session that refuses
+
+
+def test_mail_returned_by_another_session_after_the_injector_looked_is_written_in(agents, session, injectors):
+    """Mail returned to the mailbox keeps its place in the sequence, behind what the injector has
+    seen: it is found by its state, as the waiter and a runner find mail, and written in."""
+    listener, target = session
+    plain, bob = agents("alice"), agents("bob")
+    gone = plain.register_session(runtime="claude-code", machine="farhost", pid=4343)
+    in_gone = LocalClient(plain.service, plain.caller.model_copy(update={"session_id": gone.id}))
+    first = bob.send(SendRequest(to="alice", text="handed to the session that will end"))
+    assert [i.message.id for i in in_gone.surface(SurfaceQuery(via="socket")).items] == [first.message_id]
+    injectors(plain, target)
+
+    bob.send(SendRequest(to="alice", text="newer mail"))  # written: the injector has looked past the first
+    wait_until(lambda: contents(listener) == [render(plain.read(ReadQuery(peek=True)).items[1:])], what="a frame")
+    in_gone.end_session(gone.id)  # stopped before its model took the mail: it comes back
+    (back,) = bob.message_status(first.message_id).recipients
+    assert back.state == "queued" and back.history[-1].event == "returned", back.history
+
+    wait_until(lambda: len(listener.received()) == 2, what="the returned mail written in")
+    assert "handed to the session that will end" in contents(listener)[1], contents(listener)
+    assert status_of(bob, first.message_id, "alice")[:2] == ("handed", "socket")

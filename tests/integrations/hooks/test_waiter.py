@@ -64,9 +64,14 @@ def test_one_waiter_per_agent_cli_process(hooks: Hooks) -> None:
     other_process.stdout.readline()  # its waiter's pid
     wait_until(lambda: registered(hooks, other_process.pid), what="the other process's waiter to register")
     try:
-        hooks.send("for whoever waits")
-        assert first.wait(WAKE_TIMEOUT) == 2  # this process is woken once
-        assert other_process.stdout.readline().strip() == "2"  # and so is the other
+        # Mail to the agent is pushed to its newest session (the other process's): its waiter
+        # wakes; mail to this process's session wakes this one. Each once, by its own mail.
+        hooks.send("for the newest session")
+        assert other_process.stdout.readline().strip() == "2"
+        assert first.poll() is None  # not this process's mail: no turn here for it
+        (mine,) = [s["address"] for s in hooks.sessions() if s["pid"] == os.getpid()]
+        hooks.send("for this process's session", to=mine)
+        assert first.wait(WAKE_TIMEOUT) == 2
     finally:
         other_process.kill()
         other_process.wait()

@@ -37,7 +37,7 @@ from callboard.integrations.claude_code.socket_receipts import ReceiptListener
 from callboard.integrations.hooks.state import DeliveryClaim, take_injector_lock
 from callboard.limits import DELIVERY_ERROR_CHARS
 from callboard.model import DeliveryState, MailItem
-from callboard.procs import process_start_time
+from callboard.procs import process_alive, process_start_time
 from callboard.requests import ReadQuery, SurfaceQuery
 
 # Receipts after which the session will not take our frames: leave its mail to the hooks.
@@ -132,6 +132,7 @@ class SocketInjector:
         self.problem: str | None = None  # why it stopped injecting, reported with the session's heartbeats
         self.refused: str | None = None  # the session refused (or denied) a frame: the hooks carry its mail
         self._receipts: ReceiptListener | None = None
+        self._agent_cli: tuple[int, int | None] = (os.getppid(), None)  # (pid, start): the session's process
 
     @classmethod
     def for_this_process(cls, client: Client, env: Mapping[str, str] | None = None) -> SocketInjector | None:
@@ -143,6 +144,12 @@ class SocketInjector:
 
     def start(self) -> None:
         self._thread.start()
+
+    def halt(self) -> None:
+        """Take no more mail, at once (the wait ends within one wait): the first step of the
+        server's ending, before the session's end gives back what it held (taken again here, it
+        would go to a session that is gone)."""
+        self._stopping.set()
 
     def stop(self) -> None:
         """Stop waiting (within one wait); a frame being written is finished first."""
@@ -158,6 +165,7 @@ class SocketInjector:
         # While this runs, the session's waiter (hooks.waiter) leaves its mail to the socket.
         parent = os.getppid()
         start = process_start_time(parent)
+        self._agent_cli = (parent, start)
         lock = take_injector_lock(self._home, parent, start) if self._home else None
         # Held while every new message goes into the socket: the per-turn hooks then exit at once.
         claim = DeliveryClaim(self._home, parent, start) if lock is not None and self._home else None
@@ -182,28 +190,27 @@ class SocketInjector:
         self._client.record_receipt(message_ids, status, reason[:DELIVERY_ERROR_CHARS] if reason else None)
 
     def _inject_until_stopped(self, claim: DeliveryClaim | None = None) -> None:
-        if claim is not None:
-            claim.hold(self.refused is None and self.target.takes_peer_messages())
-        position: int | None = None  # None: first, the unread mail from before we started
+        position: int | None = None  # how far the look at new mail went while the session took none
+        wait = 0.0  # first, at once: the mail that waited before we started
         while not self._stopping.is_set():
             try:
-                # Peek, so nothing is taken before the socket is known to be there.
-                seen = self._client.read(
-                    ReadQuery(peek=True, after=position, limit=BATCH, wait=0.0 if position is None else self._wait)
-                )
-                position = seen.cursor
-                fresh = any(item.state.rank < DeliveryState.handed.rank for item in seen.items)
-                # A session whose setting holds or refuses peer messages: its hooks carry the
-                # mail (Claude Code reloads the setting live, so it is read each time).
-                takes = self.refused is None and (
-                    self.target.takes_peer_messages() if fresh or claim is not None else False
-                )
+                takes = self._takes()
                 if claim is not None:
                     claim.hold(takes)  # a session that holds or refuses peer messages needs its hooks
-                if fresh and takes:
-                    self._inject_waiting()
-                elif fresh:
+                if takes:
+                    # The look every wake takes (the waiter's, a runner's): mail waiting to be put
+                    # before the agent, by its state. So mail returned to the mailbox, which keeps
+                    # its old place in the sequence, wakes the session as new mail does. A peek,
+                    # so nothing is taken before the socket is known to be there.
+                    waiting = self._client.surface(SurfaceQuery(via="socket", peek=True, limit=1, wait=wait)).items
+                    if waiting and self._takes():  # still: a receipt may have refused meanwhile
+                        self._inject_waiting()
+                else:
+                    # Left to the hooks: counted once each, as it comes (past the last look).
+                    seen = self._client.read(ReadQuery(peek=True, after=position, limit=BATCH, wait=wait))
+                    position = seen.cursor
                     self.left_to_hooks += sum(item.state.rank < DeliveryState.handed.rank for item in seen.items)
+                wait = self._wait
             except MessagingSocketUnavailable as error:
                 log.warning("stopped injecting mail into the Claude Code session: %s", error.message)
                 self.problem = f"its messaging socket failed ({error.message}); mail reaches it only through its hooks"
@@ -219,9 +226,19 @@ class SocketInjector:
                     self.problem = f"injecting into its messaging socket failed ({error!r}); mail reaches it only through its hooks"
                 return
 
+    def _takes(self) -> bool:
+        """Whether the session takes our frames now. One whose setting holds or refuses peer
+        messages (Claude Code reloads it live, so it is read each time), or that refused a frame,
+        gets its mail through its hooks. None is taken once this injector is stopping, or once
+        the agent CLI it serves has died: the session's end gives back what it held, for the
+        agent's next session (the keeper ends it as it sees the CLI gone, before our ending)."""
+        if self._stopping.is_set() or self.refused is not None:
+            return False
+        return process_alive(*self._agent_cli) and self.target.takes_peer_messages()
+
     def _inject_waiting(self) -> None:
         """Write all mail neither read nor surfaced yet, a batch per frame."""
-        while True:
+        while not self._stopping.is_set():
             taken = write_batch(
                 self._client,
                 self.target.path,

@@ -16,6 +16,10 @@ that line says only ``status code 2``, and no body is in any log line.
   process has a new session id and is still one process to wake, once per message.
 - Not beside a socket injector: where the session's own ``callboard mcp`` writes its mail into
   the session's messaging socket (``state.injector_running``), the waiter leaves the mail to it.
+  In a session that has a messaging socket, the first waiter gives that server up to
+  ``INJECTOR_START_SECONDS`` to start injecting before it looks: mail waiting at the session's
+  start would otherwise wake it twice, once here (a turn its prompt hook leaves empty, the
+  injector delivering) and once by the socket.
 - None left behind: ``AgentWatch`` checks every ``WATCH_SECONDS`` that the agent CLI process (pid
   and start time) still runs; once it has ended, the waiter removes the session's hook state and
   exits 0.
@@ -23,8 +27,10 @@ that line says only ``status code 2``, and no body is in any log line.
   are damped where they start, by the service's guards (guard.py): held mail is not surfaced
   before its time, and the wait on the mailbox ends by itself when that time comes.
 - Not in a one-shot ``claude -p "prompt"``: there Claude Code runs the hook in the foreground and
-  would wait for it for ever (claude-code-messaging-socket.md §6), and there is no idle session
-  to wake; the waiter exits 0 at once (``-p`` with ``--input-format stream-json`` is wakeable).
+  would wait for it for ever, and there is no idle session to wake; the waiter exits 0 at once
+  (``wakeable``: ``-p`` with ``--input-format stream-json`` is wakeable).
+- Mail waiting when the session starts (new, or returned from a session that ended) wakes it as
+  new mail does: the session-start hook leaves it in the mailbox for this waiter (``handlers``).
 - Any failure (no identity, an unreachable hub, …) ends it with exit 0 and one line: no wake.
 """
 
@@ -34,18 +40,29 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
 from callboard.client.session_keeper import HEARTBEAT_SECONDS
-from callboard.integrations.agent_clis import CLAUDE_CODE, runtime_of
+from callboard.integrations.claude_code.socket_delivery import SessionSocket
+from callboard.integrations.claude_code.wakeable import wakeable
 from callboard.integrations.hooks.context import HookContext
 from callboard.integrations.hooks.handlers import register
-from callboard.integrations.hooks.state import injector_running, take_waiter_lock, waiter_lock_path
-from callboard.procs import process_alive, process_command_line
+from callboard.integrations.hooks.state import (
+    INJECTORS_FOLDER,
+    injector_running,
+    process_file,
+    take_waiter_lock,
+    waiter_lock_path,
+)
+from callboard.procs import process_alive
 from callboard.requests import SurfaceQuery
 
 WAIT_SECONDS = HEARTBEAT_SECONDS  # one round of waiting on the mailbox; each round heartbeats
-WATCH_SECONDS = 0.2  # how soon the end of the agent CLI is noticed
+WATCH_SECONDS = 0.2  # how soon the end of the agent CLI is noticed (and an injector's start)
+# A session with a messaging socket: how long its own `callboard mcp` (Python and the store, some
+# seconds on a loaded machine) may take to start injecting before this waiter wakes it instead.
+INJECTOR_START_SECONDS = 20.0
 EXIT_WAKE = 2
 
 
@@ -84,6 +101,8 @@ def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
     watch.cleanups.append(ctx.files.remove)  # the session is over: its hook state goes with it
     watch.cleanups.append(waiter_lock_path(home, pid, start).unlink)  # still held: no waiter sees it free
     register(ctx)
+    if SessionSocket.from_env(ctx.env, parent=pid) is not None and injector_starts(home, pid, start):
+        return 0  # the session's own server injects its mail into its socket
     while True:
         # A look that marks nothing: the woken turn's UserPromptSubmit hook takes the mail.
         if ctx.client().surface(SurfaceQuery(via="waiter", wait=WAIT_SECONDS, peek=True)).items:
@@ -94,15 +113,16 @@ def wait_for_mail(ctx: HookContext, watch: AgentWatch, stderr: TextIO) -> int:
         register(ctx)  # the heartbeat: registering again only refreshes the session
 
 
-def wakeable(pid: int) -> bool:
-    """Whether the agent CLI ``pid`` can be woken: not a Claude Code one-shot print run with text input."""
-    if runtime_of(pid) != CLAUDE_CODE.runtime:
-        return True
-    args = process_command_line(pid)
-    if args is None:
-        return True
-    if not any(a in ("-p", "--print") for a in args):
-        return True
-    return "--input-format=stream-json" in args or any(
-        a == "--input-format" and b == "stream-json" for a, b in zip(args, args[1:], strict=False)
-    )
+def injector_starts(home: Path, pid: int, start: int | None) -> bool:
+    """Whether an injector into agent CLI ``pid``'s socket runs, or starts within
+    INJECTOR_START_SECONDS. Its lock file shows first (one left by an injector that stopped
+    answers at once); the lock is tested once, a moment after the file is made, not often: a
+    test takes the lock for an instant, and the injector could find it taken."""
+    lock = process_file(home, INJECTORS_FOLDER, pid, start)
+    deadline = time.monotonic() + INJECTOR_START_SECONDS
+    while time.monotonic() < deadline:
+        if lock.exists():
+            time.sleep(WATCH_SECONDS)  # made as its lock is taken: look once that is done
+            return injector_running(home, pid, start)
+        time.sleep(WATCH_SECONDS)
+    return False

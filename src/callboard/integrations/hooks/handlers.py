@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from callboard.client.session_keeper import HEARTBEAT_SECONDS
 from callboard.errors import CallboardError, UnknownSession
+from callboard.integrations.agent_clis import CLAUDE_CODE
+from callboard.integrations.claude_code.wakeable import woken_for_mail
 from callboard.integrations.hooks import budget, output
 from callboard.integrations.hooks.context import HookContext
 from callboard.integrations.hooks.state import prune
@@ -27,12 +29,21 @@ STOP_ASK = "New mail is waiting (above): handle it — answer it if it needs an 
 
 
 def session_start(ctx: HookContext) -> Output:
-    """Register the agent CLI's session, then put the mail waiting into context."""
+    """Register the agent CLI's session (mail a gone session held comes back to the mailbox),
+    then put the mail waiting into context — unless the session is woken for it.
+
+    A Claude Code session that can be woken (``woken_for_mail``) takes no mail here: what waits
+    when it starts, new or returned, wakes it as new mail does. Its waiter (beside this hook) or
+    its socket injector starts a turn that carries it. Put into this hook's context, the mail
+    would be marked surfaced while the session sat idle, no turn reading it until someone typed,
+    and its wakes would find nothing to wake for."""
     try:
         register(ctx)
     except CallboardError as error:  # presence is missing, but the mail can still be taken
         ctx.warn(error)
     prune(ctx.settings.home)
+    if ctx.client_name == CLAUDE_CODE.name and woken_for_mail(ctx.agent_pid):
+        return None
     return _drain(ctx)
 
 
