@@ -23,10 +23,10 @@ import typer
 
 from callboard.cli import render
 from callboard.cli.app import DbOption, JsonOption, app, open_client
-from callboard.client.base import Client
-from callboard.coord.handoff_packet import asked_summary, build_packet
+from callboard.coord.handoff_packet import asked_summary, build_packet, runner_transcript
 from callboard.errors import BadRequest
 from callboard.handoff import Packet, full, handoff_request, packet_in
+from callboard.identity import machine_name
 
 handoff_app = typer.Typer(
     help="Hand an in-progress session to another agent: its summary, repository, diff and next steps.",
@@ -96,7 +96,8 @@ def handoff(
                 list(next_steps),
                 Path.cwd(),
                 datetime.now(UTC),
-                transcript=transcript or (_own_transcript() if giver == me else _runner_transcript(client, giver)),
+                transcript=transcript
+                or (_own_transcript() if giver == me else runner_transcript(client, giver, machine_name(os.environ))),
             )
             if transcript is not None and packet.transcript is None:
                 raise BadRequest(f"cannot read the transcript {transcript}; give a file you can read.")
@@ -150,19 +151,6 @@ def _own_transcript() -> Path | None:
         session = session_of(pid)
         if session is not None:
             return transcript_of(session.session_id)
-    return None
-
-
-def _runner_transcript(client: Client, agent: str) -> Path | None:
-    """The transcript of ``agent``'s runner on this machine, as its report names it, if the CLI
-    keeps one and it can be read here (a runner elsewhere keeps its transcript there)."""
-    from callboard.identity import machine_name
-
-    here = machine_name(os.environ)
-    for report in client.list_runners(agent):
-        if report.machine == here and report.live and report.transcript:
-            path = Path(report.transcript)
-            return path if path.is_file() else None
     return None
 
 

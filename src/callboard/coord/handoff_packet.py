@@ -87,6 +87,16 @@ def transcript_excerpt(path: Path) -> Bounded | None:
     return kept.model_copy(update={"whole_bytes": size})
 
 
+def runner_transcript(client: Client, agent: str, machine: str) -> Path | None:
+    """The transcript of ``agent``'s runner on ``machine`` (where this runs), as its report names
+    it, if its CLI keeps one and it can be read here (a runner elsewhere keeps its transcript there)."""
+    for report in client.list_runners(agent):
+        if report.machine == machine and report.live and report.transcript:
+            path = Path(report.transcript)
+            return path if path.is_file() else None
+    return None
+
+
 SUMMARY_ASK = (
     "Summarize your session for a hand-off to {to}: what you were asked, what you did, where things "
     "stand, what is open. Complete this task with the summary as its message."

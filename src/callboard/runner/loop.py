@@ -176,7 +176,12 @@ class Runner:
 
     def _note_cli_session(self) -> None:
         """The CLI's session as the report shows it: its id, and its transcript file where the
-        CLI keeps one (a hand-off ``--from`` this runner excerpts it, on this machine)."""
+        CLI keeps one (a hand-off ``--from`` this runner excerpts it, on this machine). Looked
+        for (a per-turn CLI's: a search of its folders) only when the session is new, or its file
+        was not there yet: a session event comes with every turn of some CLIs."""
+        known = self.reporter.report
+        if self.adapter.session_id == known.cli_session_id and known.transcript is not None:
+            return
         transcript = self.adapter.snapshot().transcript
         self.reporter.update_now(
             cli_session_id=self.adapter.session_id, transcript=str(transcript) if transcript is not None else None
